@@ -1,0 +1,117 @@
+//! The plugin framework: the planning state every plugin of a cycle shares, the context a
+//! plugin runs in, and the pipeline of profiles built from a policy.
+//!
+//! Plugins never evict anything: they ask the context to *plan* an eviction. The context
+//! checks the evictor's filters, the limits and the disruption budgets, and records the
+//! eviction in the [`PlanningState`], so later plugins see the pod as gone and its requests
+//! moved off its node. No client, no clock: time comes in as `now`.
+
+mod pipeline;
+mod state;
+
+pub use pipeline::{Pipeline, ProfilePipeline};
+pub use state::{EvictError, Limits, PlannedEviction, PlanningState};
+
+use crate::plugins::default_evictor::DefaultEvictor;
+use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+
+/// The extension points a strategy plugin implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtensionPoint {
+    Deschedule,
+    Balance,
+}
+
+/// A strategy plugin (deschedule or balance): looks at the nodes and plans evictions.
+pub trait Plugin: Send + Sync + std::fmt::Debug {
+    /// The upstream plugin name, such as `LowNodeUtilization`.
+    fn name(&self) -> &'static str;
+    /// Plans evictions among the pods of `nodes` (the Ready nodes matching the policy's
+    /// nodeSelector, in name order).
+    fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]);
+}
+
+/// What a plugin sees while it runs: the shared planning state, its profile's evictor and
+/// the time.
+pub struct Context<'a, 's> {
+    pub state: &'a mut PlanningState<'s>,
+    pub evictor: &'a DefaultEvictor,
+    pub profile: &'a str,
+    pub plugin: &'static str,
+    /// Planning time, unix seconds.
+    pub now: i64,
+    /// The planning nodes (used by nodeFit).
+    pub nodes: &'a [NodeId],
+}
+
+impl<'a, 's> Context<'a, 's> {
+    pub fn snap(&self) -> &'s ClusterSnapshot {
+        self.state.snap
+    }
+
+    /// Whether an earlier plugin (or this one) already planned to evict the pod.
+    pub fn is_planned(&self, pod: PodId) -> bool {
+        self.state.is_planned(pod)
+    }
+
+    /// The pods on a node that no plugin has planned to evict yet, in namespace/name order.
+    pub fn pods_on_node(&self, node: NodeId) -> impl Iterator<Item = PodId> + use<'_, 's> {
+        let state: &PlanningState<'s> = self.state;
+        state
+            .snap
+            .pods_on_node(node)
+            .iter()
+            .copied()
+            .filter(move |&p| !state.is_planned(p))
+    }
+
+    /// What the node's active pods request now (after planned evictions); `pods` counts them.
+    pub fn requested(&self, node: NodeId) -> &Resources {
+        self.state.requested(node)
+    }
+
+    /// The evictor's Filter extension point: may this pod be evicted at all?
+    /// Returns why not.
+    pub fn filter(&self, pod: PodId) -> Result<(), String> {
+        if self.state.is_planned(pod) {
+            return Err("already planned for eviction".into());
+        }
+        self.evictor.filter(self.state.snap, pod, self.now)
+    }
+
+    /// The evictor's PreEvictionFilter extension point (nodeFit), checked just before a
+    /// plugin plans an eviction.
+    pub fn pre_eviction_filter(&self, pod: PodId) -> Result<(), String> {
+        self.evictor
+            .pre_eviction_filter(self.state, self.nodes, pod)
+    }
+
+    /// Plans the eviction of a pod that passed [`Context::filter`]: checks the limits and
+    /// disruption budgets, then records it. On success the pod is gone for every later check.
+    pub fn evict(&mut self, pod: PodId, reason: impl Into<String>) -> Result<(), EvictError> {
+        self.state
+            .plan_eviction(pod, self.profile, self.plugin, reason.into())
+    }
+
+    /// Upstream's eviction order: lowest priority first (no priority is lowest), then QoS
+    /// (BestEffort, Burstable, Guaranteed), pods preferring no eviction last; ties broken by
+    /// namespace/name so the order never depends on input order.
+    pub fn sort_by_eviction_order(&self, pods: &mut [PodId]) {
+        sort_by_eviction_order(self.state.snap, pods);
+    }
+}
+
+/// See [`Context::sort_by_eviction_order`].
+pub fn sort_by_eviction_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
+    pods.sort_by(|&a, &b| {
+        let (pa, pb) = (snap.pod(a), snap.pod(b));
+        let key = |p: &crate::snapshot::Pod| {
+            (
+                p.priority.map(i64::from).unwrap_or(i64::MIN),
+                p.qos,
+                p.has_prefer_no_eviction_annotation,
+            )
+        };
+        key(pa).cmp(&key(pb)).then_with(|| a.cmp(&b))
+    });
+}

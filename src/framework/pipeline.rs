@@ -1,0 +1,86 @@
+//! Profiles built from a validated policy: each profile's evictor and its deschedule and
+//! balance plugins, with every plugin's args decoded and validated.
+
+use super::{Limits, Plugin};
+use crate::labels::Selector;
+use crate::plugins::{self, default_evictor::DefaultEvictor};
+use crate::policy::{Policy, PolicyError, DEFAULT_EVICTOR};
+
+#[derive(Debug)]
+pub struct ProfilePipeline {
+    pub name: String,
+    pub evictor: DefaultEvictor,
+    pub deschedule: Vec<Box<dyn Plugin>>,
+    pub balance: Vec<Box<dyn Plugin>>,
+}
+
+/// Everything a planning cycle needs from the policy.
+#[derive(Debug)]
+pub struct Pipeline {
+    pub profiles: Vec<ProfilePipeline>,
+    pub limits: Limits,
+    pub node_selector: Selector,
+}
+
+fn limit(v: Option<i64>) -> Option<u32> {
+    v.map(|v| v.clamp(0, u32::MAX as i64) as u32)
+}
+
+impl Pipeline {
+    /// Builds every plugin of every profile; an invalid plugin arg is a [`PolicyError`] with
+    /// the path of the field, such as `profiles[0].pluginConfig[1].args.thresholds.cpu`.
+    pub fn build(policy: &Policy, file: &str) -> Result<Pipeline, PolicyError> {
+        let node_selector = policy.node_selector();
+        let mut profiles = Vec::with_capacity(policy.profiles.len());
+        for (pi, profile) in policy.profiles.iter().enumerate() {
+            let (ci, cfg) = profile
+                .plugin_config(DEFAULT_EVICTOR)
+                .expect("defaulting adds the DefaultEvictor pluginConfig");
+            let args_path = |ci: usize| format!("profiles[{pi}].pluginConfig[{ci}].args");
+            let at = |ci: usize, e: crate::policy::ArgsError| {
+                let base = args_path(ci);
+                let path = if e.path.is_empty() {
+                    base
+                } else {
+                    format!("{base}.{}", e.path)
+                };
+                PolicyError::new(file, path, e.message)
+            };
+            let evictor = DefaultEvictor::from_args(&cfg.args).map_err(|e| at(ci, e))?;
+            let build_point = |names: Vec<String>| -> Result<Vec<Box<dyn Plugin>>, PolicyError> {
+                let mut out = Vec::with_capacity(names.len());
+                for name in names {
+                    let (ci, cfg) = profile
+                        .plugin_config(&name)
+                        .expect("validation requires a pluginConfig for every enabled plugin");
+                    let plugin = plugins::build(&name, &cfg.args).map_err(|e| at(ci, e))?;
+                    out.push(plugin);
+                }
+                Ok(out)
+            };
+            let deschedule = build_point(profile.plugins.deschedule.effective())?;
+            let balance = build_point(profile.plugins.balance.effective())?;
+            profiles.push(ProfilePipeline {
+                name: profile.name.clone(),
+                evictor,
+                deschedule,
+                balance,
+            });
+        }
+        Ok(Pipeline {
+            profiles,
+            limits: Limits {
+                per_node: limit(policy.max_no_of_pods_to_evict_per_node),
+                per_namespace: limit(policy.max_no_of_pods_to_evict_per_namespace),
+                total: limit(policy.max_no_of_pods_to_evict_total),
+            },
+            node_selector,
+        })
+    }
+
+    /// Loads a policy file and builds its pipeline: the one call a runner needs.
+    pub fn load(path: &std::path::Path) -> Result<Pipeline, PolicyError> {
+        let policy = Policy::load(path)?;
+        Pipeline::build(&policy, &path.display().to_string())
+    }
+}

@@ -1,0 +1,251 @@
+//! The planning state of one cycle: which pods are planned for eviction, what each node
+//! requests after those evictions, the limits spent and the disruption budgets left.
+//! It holds per-node and per-budget counters, never a copy of the cluster.
+
+use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+use rustc_hash::FxHashMap;
+
+/// The policy's eviction limits for one cycle (None: unlimited).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub per_node: Option<u32>,
+    pub per_namespace: Option<u32>,
+    pub total: Option<u32>,
+}
+
+/// Why an eviction could not be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvictError {
+    #[error("pod is already planned for eviction")]
+    AlreadyPlanned,
+    #[error("pod is not bound to a node in the snapshot")]
+    NotOnNode,
+    #[error("maximum number of evicted pods per node reached ({0})")]
+    NodeLimit(u32),
+    #[error("maximum number of evicted pods per namespace reached ({0})")]
+    NamespaceLimit(u32),
+    #[error("maximum number of evicted pods per cycle reached ({0})")]
+    TotalLimit(u32),
+    #[error("blocked by PodDisruptionBudget {0}: no disruptions left")]
+    DisruptionBudget(String),
+    #[error("pod is covered by more than one PodDisruptionBudget ({0}); the Eviction API refuses such pods")]
+    MultipleBudgets(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedEviction {
+    pub pod: PodId,
+    pub node: NodeId,
+    pub profile: String,
+    pub plugin: &'static str,
+    pub reason: String,
+}
+
+pub struct PlanningState<'s> {
+    pub snap: &'s ClusterSnapshot,
+    planned: Vec<bool>,
+    requested: Vec<Resources>,
+    pdb_left: Vec<i32>,
+    per_node: Vec<u32>,
+    per_namespace: FxHashMap<&'s str, u32>,
+    limits: Limits,
+    evictions: Vec<PlannedEviction>,
+}
+
+impl<'s> PlanningState<'s> {
+    pub fn new(snap: &'s ClusterSnapshot, limits: Limits) -> Self {
+        PlanningState {
+            snap,
+            planned: vec![false; snap.pods.len()],
+            requested: (0..snap.nodes.len() as NodeId)
+                .map(|n| snap.node_requested(n).clone())
+                .collect(),
+            pdb_left: snap.pdbs.iter().map(|p| p.disruptions_allowed).collect(),
+            per_node: vec![0; snap.nodes.len()],
+            per_namespace: FxHashMap::default(),
+            limits,
+            evictions: Vec::new(),
+        }
+    }
+
+    pub fn is_planned(&self, pod: PodId) -> bool {
+        self.planned[pod as usize]
+    }
+
+    pub fn requested(&self, node: NodeId) -> &Resources {
+        &self.requested[node as usize]
+    }
+
+    pub fn evictions(&self) -> &[PlannedEviction] {
+        &self.evictions
+    }
+
+    pub fn into_parts(self) -> (Vec<PlannedEviction>, Vec<Resources>) {
+        (self.evictions, self.requested)
+    }
+
+    /// Disruptions a budget still allows in this plan.
+    pub fn pdb_left(&self, pdb: u32) -> i32 {
+        self.pdb_left[pdb as usize]
+    }
+
+    /// Evictions planned so far on a node.
+    pub fn evicted_from_node(&self, node: NodeId) -> u32 {
+        self.per_node[node as usize]
+    }
+
+    /// Whether the total limit is spent.
+    pub fn total_limit_reached(&self) -> bool {
+        self.limits
+            .total
+            .is_some_and(|t| self.evictions.len() as u32 >= t)
+    }
+
+    /// Checks limits and budgets without planning anything.
+    pub fn check(&self, pod: PodId) -> Result<NodeId, EvictError> {
+        if self.is_planned(pod) {
+            return Err(EvictError::AlreadyPlanned);
+        }
+        let node = self.snap.pod_node(pod).ok_or(EvictError::NotOnNode)?;
+        let p = self.snap.pod(pod);
+        if let Some(t) = self.limits.total {
+            if self.evictions.len() as u32 >= t {
+                return Err(EvictError::TotalLimit(t));
+            }
+        }
+        if let Some(n) = self.limits.per_node {
+            if self.per_node[node as usize] >= n {
+                return Err(EvictError::NodeLimit(n));
+            }
+        }
+        if let Some(n) = self.limits.per_namespace {
+            if self.per_namespace.get(&*p.namespace).copied().unwrap_or(0) >= n {
+                return Err(EvictError::NamespaceLimit(n));
+            }
+        }
+        let pdbs = self.snap.pdbs_of_pod(pod);
+        if pdbs.len() > 1 {
+            let names: Vec<String> = pdbs
+                .iter()
+                .map(|&i| self.snap.pdbs[i as usize].name.to_string())
+                .collect();
+            return Err(EvictError::MultipleBudgets(names.join(", ")));
+        }
+        if let Some(&i) = pdbs.first() {
+            if self.pdb_left[i as usize] <= 0 {
+                return Err(EvictError::DisruptionBudget(format!(
+                    "{}/{}",
+                    p.namespace, self.snap.pdbs[i as usize].name
+                )));
+            }
+        }
+        Ok(node)
+    }
+
+    /// Plans the eviction: spends the limits and the budget, and moves the pod's requests
+    /// off its node.
+    pub fn plan_eviction(
+        &mut self,
+        pod: PodId,
+        profile: &str,
+        plugin: &'static str,
+        reason: String,
+    ) -> Result<(), EvictError> {
+        let node = self.check(pod)?;
+        let snap = self.snap;
+        let p = snap.pod(pod);
+        self.planned[pod as usize] = true;
+        if p.is_active() {
+            self.requested[node as usize].sub_pod(&p.requests);
+        }
+        self.per_node[node as usize] += 1;
+        *self.per_namespace.entry(&p.namespace).or_insert(0) += 1;
+        if let Some(&i) = snap.pdbs_of_pod(pod).first() {
+            self.pdb_left[i as usize] -= 1;
+        }
+        self.evictions.push(PlannedEviction {
+            pod,
+            node,
+            profile: profile.to_string(),
+            plugin,
+            reason,
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::builders::{node, pdb, pod};
+    use crate::snapshot::{ClusterSnapshot, SnapshotParts};
+
+    fn snap() -> ClusterSnapshot {
+        ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n1").build(), node("n2").build()],
+            pods: vec![
+                pod("a", "p1").node("n1").cpu(100).label("app", "x").build(),
+                pod("a", "p2").node("n1").cpu(100).label("app", "x").build(),
+                pod("b", "p3").node("n2").cpu(100).label("app", "y").build(),
+                pod("b", "p4")
+                    .node("n2")
+                    .cpu(100)
+                    .label("app", "y")
+                    .label("z", "1")
+                    .build(),
+            ],
+            pdbs: vec![
+                pdb("a", "x", "app", "x", 1),
+                pdb("b", "y", "app", "y", 5),
+                pdb("b", "z", "z", "1", 5),
+            ],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn budgets_are_spent() {
+        let s = snap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        assert!(st.plan_eviction(0, "p", "T", "r".into()).is_ok());
+        assert_eq!(st.requested(0).cpu, 100);
+        assert_eq!(st.requested(0).pods, 1);
+        assert!(matches!(
+            st.plan_eviction(1, "p", "T", "r".into()),
+            Err(EvictError::DisruptionBudget(_))
+        ));
+        assert_eq!(
+            st.plan_eviction(0, "p", "T", "r".into()),
+            Err(EvictError::AlreadyPlanned)
+        );
+        assert!(matches!(
+            st.plan_eviction(3, "p", "T", "r".into()),
+            Err(EvictError::MultipleBudgets(_))
+        ));
+        assert!(st.plan_eviction(2, "p", "T", "r".into()).is_ok());
+    }
+
+    #[test]
+    fn limits_hold() {
+        let s = snap();
+        let limits = Limits {
+            per_node: Some(1),
+            per_namespace: None,
+            total: Some(2),
+        };
+        let mut st = PlanningState::new(&s, limits);
+        st.plan_eviction(0, "p", "T", "r".into()).unwrap();
+        assert_eq!(st.check(1), Err(EvictError::NodeLimit(1)));
+        st.plan_eviction(2, "p", "T", "r".into()).unwrap();
+        assert_eq!(st.check(3), Err(EvictError::TotalLimit(2)));
+        let mut st = PlanningState::new(
+            &s,
+            Limits {
+                per_namespace: Some(1),
+                ..Default::default()
+            },
+        );
+        st.plan_eviction(2, "p", "T", "r".into()).unwrap();
+        assert_eq!(st.check(3), Err(EvictError::NamespaceLimit(1)));
+    }
+}

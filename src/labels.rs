@@ -1,0 +1,327 @@
+//! Labels and label selectors, compiled once and matched many times.
+//!
+//! Two input forms: the structured `metav1.LabelSelector` (matchLabels, matchExpressions)
+//! and the string form used by `--node-selector`-like fields (`env=prod,zone in (a,b),!gpu`).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A sorted list of key/value pairs; lookups are binary searches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Labels(Vec<(Box<str>, Box<str>)>);
+
+impl Labels {
+    pub fn new(mut pairs: Vec<(Box<str>, Box<str>)>) -> Self {
+        pairs.sort();
+        pairs.dedup_by(|a, b| a.0 == b.0);
+        Labels(pairs)
+    }
+
+    pub fn from_map(map: BTreeMap<String, String>) -> Self {
+        Labels(
+            map.into_iter()
+                .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+            .ok()
+            .map(|i| self.0[i].1.as_ref())
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// The wire form of `metav1.LabelSelector`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LabelSelectorSpec {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LabelSelectorRequirement {
+    pub key: String,
+    pub operator: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    In(Box<str>, Vec<Box<str>>),
+    NotIn(Box<str>, Vec<Box<str>>),
+    Exists(Box<str>),
+    DoesNotExist(Box<str>),
+    /// Used by node affinity: numeric comparison of the label value.
+    Gt(Box<str>, i64),
+    Lt(Box<str>, i64),
+}
+
+impl Requirement {
+    pub fn matches(&self, labels: &Labels) -> bool {
+        match self {
+            Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.iter().any(|x| **x == *v)),
+            Requirement::NotIn(k, vs) => {
+                labels.get(k).is_none_or(|v| !vs.iter().any(|x| **x == *v))
+            }
+            Requirement::Exists(k) => labels.contains_key(k),
+            Requirement::DoesNotExist(k) => !labels.contains_key(k),
+            Requirement::Gt(k, n) => labels
+                .get(k)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v > *n),
+            Requirement::Lt(k, n) => labels
+                .get(k)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v < *n),
+        }
+    }
+}
+
+/// A compiled selector: all requirements must hold. An empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selector {
+    reqs: Vec<Requirement>,
+    /// A selector that matches nothing (a nil `LabelSelector` in some APIs).
+    nothing: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    #[error("matchExpressions[{index}]: operator {operator:?} is not one of In, NotIn, Exists, DoesNotExist")]
+    BadOperator { index: usize, operator: String },
+    #[error("matchExpressions[{index}]: operator {operator} needs at least one value")]
+    MissingValues { index: usize, operator: String },
+    #[error("matchExpressions[{index}]: operator {operator} takes no values")]
+    UnexpectedValues { index: usize, operator: String },
+    #[error("selector {text:?}: {why}")]
+    BadString { text: String, why: String },
+}
+
+impl Selector {
+    pub fn everything() -> Self {
+        Selector::default()
+    }
+
+    pub fn nothing() -> Self {
+        Selector {
+            reqs: Vec::new(),
+            nothing: true,
+        }
+    }
+
+    pub fn from_requirements(reqs: Vec<Requirement>) -> Self {
+        Selector {
+            reqs,
+            nothing: false,
+        }
+    }
+
+    pub fn compile(spec: &LabelSelectorSpec) -> Result<Self, SelectorError> {
+        let mut reqs = Vec::with_capacity(spec.match_labels.len() + spec.match_expressions.len());
+        for (k, v) in &spec.match_labels {
+            reqs.push(Requirement::In(k.as_str().into(), vec![v.as_str().into()]));
+        }
+        for (index, e) in spec.match_expressions.iter().enumerate() {
+            let values: Vec<Box<str>> = e.values.iter().map(|v| v.as_str().into()).collect();
+            let key: Box<str> = e.key.as_str().into();
+            let r = match e.operator.as_str() {
+                "In" | "NotIn" if values.is_empty() => {
+                    return Err(SelectorError::MissingValues {
+                        index,
+                        operator: e.operator.clone(),
+                    })
+                }
+                "Exists" | "DoesNotExist" if !values.is_empty() => {
+                    return Err(SelectorError::UnexpectedValues {
+                        index,
+                        operator: e.operator.clone(),
+                    })
+                }
+                "In" => Requirement::In(key, values),
+                "NotIn" => Requirement::NotIn(key, values),
+                "Exists" => Requirement::Exists(key),
+                "DoesNotExist" => Requirement::DoesNotExist(key),
+                _ => {
+                    return Err(SelectorError::BadOperator {
+                        index,
+                        operator: e.operator.clone(),
+                    })
+                }
+            };
+            reqs.push(r);
+        }
+        Ok(Selector {
+            reqs,
+            nothing: false,
+        })
+    }
+
+    /// Parses the string form: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`,
+    /// joined by commas.
+    pub fn parse(text: &str) -> Result<Self, SelectorError> {
+        let bad = |why: &str| SelectorError::BadString {
+            text: text.to_string(),
+            why: why.to_string(),
+        };
+        let mut reqs = Vec::new();
+        // split on commas that are not inside parentheses
+        let mut parts = Vec::new();
+        let mut depth = 0usize;
+        let mut start = 0usize;
+        for (i, c) in text.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.checked_sub(1).ok_or_else(|| bad("unbalanced ')'"))?,
+                ',' if depth == 0 => {
+                    parts.push(&text[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        if depth != 0 {
+            return Err(bad("unbalanced '('"));
+        }
+        parts.push(&text[start..]);
+        for part in parts {
+            let p = part.trim();
+            if p.is_empty() {
+                if text.trim().is_empty() {
+                    continue;
+                }
+                return Err(bad("empty requirement"));
+            }
+            let set_op = |p: &str, op: &str| -> Option<(String, Vec<Box<str>>)> {
+                let idx = p.find(&format!(" {op} "))?;
+                let key = p[..idx].trim().to_string();
+                let rest = p[idx + op.len() + 2..].trim();
+                let inner = rest.strip_prefix('(')?.strip_suffix(')')?;
+                let vals = inner
+                    .split(',')
+                    .map(|v| v.trim())
+                    .filter(|v| !v.is_empty())
+                    .map(Into::into)
+                    .collect();
+                Some((key, vals))
+            };
+            if let Some((k, vs)) = set_op(p, "notin") {
+                reqs.push(Requirement::NotIn(k.into(), vs));
+            } else if let Some((k, vs)) = set_op(p, "in") {
+                reqs.push(Requirement::In(k.into(), vs));
+            } else if let Some((k, v)) = p.split_once("!=") {
+                reqs.push(Requirement::NotIn(k.trim().into(), vec![v.trim().into()]));
+            } else if let Some((k, v)) = p.split_once("==").or_else(|| p.split_once('=')) {
+                let (k, v) = (k.trim(), v.trim());
+                if k.is_empty() {
+                    return Err(bad("a requirement has an empty key"));
+                }
+                reqs.push(Requirement::In(k.into(), vec![v.into()]));
+            } else if let Some(k) = p.strip_prefix('!') {
+                reqs.push(Requirement::DoesNotExist(k.trim().into()));
+            } else if p.chars().all(|c| c.is_alphanumeric() || "-_./".contains(c)) {
+                reqs.push(Requirement::Exists(p.into()));
+            } else {
+                return Err(bad(&format!("cannot parse requirement {p:?}")));
+            }
+        }
+        Ok(Selector {
+            reqs,
+            nothing: false,
+        })
+    }
+
+    pub fn matches(&self, labels: &Labels) -> bool {
+        !self.nothing && self.reqs.iter().all(|r| r.matches(labels))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.nothing && self.reqs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        Labels::new(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn structured_selector_matches() {
+        let spec = LabelSelectorSpec {
+            match_labels: [("app".to_string(), "web".to_string())].into(),
+            match_expressions: vec![LabelSelectorRequirement {
+                key: "tier".into(),
+                operator: "NotIn".into(),
+                values: vec!["db".into()],
+            }],
+        };
+        let s = Selector::compile(&spec).unwrap();
+        assert!(s.matches(&labels(&[("app", "web")])));
+        assert!(s.matches(&labels(&[("app", "web"), ("tier", "fe")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "db")])));
+        assert!(!s.matches(&labels(&[("app", "api")])));
+    }
+
+    #[test]
+    fn bad_operator_is_an_error() {
+        let spec = LabelSelectorSpec {
+            match_labels: BTreeMap::new(),
+            match_expressions: vec![LabelSelectorRequirement {
+                key: "a".into(),
+                operator: "Equals".into(),
+                values: vec![],
+            }],
+        };
+        assert!(matches!(
+            Selector::compile(&spec),
+            Err(SelectorError::BadOperator { .. })
+        ));
+    }
+
+    #[test]
+    fn string_selector_forms() {
+        let s = Selector::parse("env=prod, zone in (a, b),!gpu,team,tier!=db").unwrap();
+        assert!(s.matches(&labels(&[("env", "prod"), ("zone", "a"), ("team", "x")])));
+        assert!(!s.matches(&labels(&[("env", "prod"), ("zone", "c"), ("team", "x")])));
+        assert!(!s.matches(&labels(&[
+            ("env", "prod"),
+            ("zone", "a"),
+            ("team", "x"),
+            ("gpu", "1")
+        ])));
+        assert!(!s.matches(&labels(&[("env", "prod"), ("zone", "a")])));
+        assert!(Selector::parse("").unwrap().is_empty());
+        assert!(Selector::parse("a in (b").is_err());
+        assert!(Selector::parse("a b c").is_err());
+    }
+}

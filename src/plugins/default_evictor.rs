@@ -1,0 +1,617 @@
+//! DefaultEvictor: the Filter and PreEvictionFilter extension points every profile has.
+//!
+//! Check order, as upstream (`defaultevictor.go`), with one deliberate difference: mirror,
+//! static and terminating pods are never evictable, even with the evict annotation (the
+//! safety rules come first).
+//! 1. mirror / static / terminating pods: never.
+//! 2. `descheduler.alpha.kubernetes.io/evict` annotation: evictable, skipping the rest.
+//! 3. `noEvictionPolicy: Mandatory` and the prefer-no-eviction annotation: not evictable.
+//! 4. podProtections (defaults PodsWithLocalStorage, DaemonSetPods, SystemCriticalPods,
+//!    FailedBarePods; extras PodsWithPVC, PodsWithoutPDB, PodsWithResourceClaims,
+//!    PodsWithPDBBlockingSingleReplicaOwner), or the deprecated booleans.
+//! 5. priorityThreshold (only while SystemCriticalPods protection is on, as upstream).
+//! 6. labelSelector, namespaceLabelSelector, minReplicas, minPodAge.
+//!
+//! PreEvictionFilter: with `nodeFit: true` the pod must fit some other planning node, given
+//! what that node holds after the evictions planned so far.
+
+use crate::framework::PlanningState;
+use crate::labels::{LabelSelectorSpec, Selector};
+use crate::plugins::shared::PriorityThreshold;
+use crate::policy::{decode_args, parse_duration, ArgsError};
+use crate::sim;
+use crate::snapshot::{ClusterSnapshot, NodeId, Phase, PodId};
+use serde::{Deserialize, Serialize};
+
+pub const NAME: &str = "DefaultEvictor";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DefaultEvictorArgs {
+    #[serde(default)]
+    pub node_selector: Option<String>,
+    #[serde(default)]
+    pub label_selector: Option<LabelSelectorSpec>,
+    #[serde(default)]
+    pub namespace_label_selector: Option<LabelSelectorSpec>,
+    #[serde(default)]
+    pub priority_threshold: Option<PriorityThreshold>,
+    #[serde(default)]
+    pub node_fit: bool,
+    #[serde(default)]
+    pub min_replicas: u32,
+    #[serde(default)]
+    pub min_pod_age: Option<String>,
+    #[serde(default)]
+    pub no_eviction_policy: Option<String>,
+    #[serde(default)]
+    pub pod_protections: PodProtectionsArgs,
+    #[serde(default)]
+    pub evict_local_storage_pods: bool,
+    #[serde(default)]
+    pub evict_daemon_set_pods: bool,
+    #[serde(default)]
+    pub evict_system_critical_pods: bool,
+    #[serde(default)]
+    pub ignore_pvc_pods: bool,
+    #[serde(default, rename = "ignorePodsWithoutPDB")]
+    pub ignore_pods_without_pdb: bool,
+    #[serde(default)]
+    pub evict_failed_bare_pods: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodProtectionsArgs {
+    #[serde(default)]
+    pub extra_enabled: Vec<String>,
+    #[serde(default)]
+    pub default_disabled: Vec<String>,
+    #[serde(default)]
+    pub config: Option<PodProtectionsConfig>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodProtectionsConfig {
+    #[serde(default, rename = "PodsWithPVC")]
+    pub pods_with_pvc: Option<PodsWithPvcConfig>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodsWithPvcConfig {
+    #[serde(default)]
+    pub protected_storage_classes: Vec<ProtectedStorageClass>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtectedStorageClass {
+    pub name: String,
+}
+
+/// Pod protections, each on or off after defaults, extras and deprecated booleans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protections {
+    pub local_storage: bool,
+    pub daemonset: bool,
+    pub system_critical: bool,
+    pub failed_bare: bool,
+    pub pvc: bool,
+    pub without_pdb: bool,
+    pub resource_claims: bool,
+    pub pdb_blocking_single_replica_owner: bool,
+}
+
+const DEFAULT_PROTECTIONS: &[&str] = &[
+    "PodsWithLocalStorage",
+    "DaemonSetPods",
+    "SystemCriticalPods",
+    "FailedBarePods",
+];
+const EXTRA_PROTECTIONS: &[&str] = &[
+    "PodsWithPVC",
+    "PodsWithoutPDB",
+    "PodsWithResourceClaims",
+    "PodsWithPDBBlockingSingleReplicaOwner",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoEvictionPolicy {
+    Preferred,
+    Mandatory,
+}
+
+/// A validated DefaultEvictor.
+#[derive(Debug, Clone)]
+pub struct DefaultEvictor {
+    pub args: DefaultEvictorArgs,
+    pub protections: Protections,
+    label_selector: Option<Selector>,
+    namespace_selector: Option<Selector>,
+    min_pod_age: Option<i64>,
+    pub no_eviction_policy: NoEvictionPolicy,
+}
+
+impl Default for DefaultEvictor {
+    fn default() -> Self {
+        DefaultEvictor::from_args(&serde_json::Value::Null).expect("default args are valid")
+    }
+}
+
+impl DefaultEvictor {
+    pub fn from_args(args: &serde_json::Value) -> Result<Self, ArgsError> {
+        let args: DefaultEvictorArgs = decode_args(args)?;
+        if let Some(pt) = &args.priority_threshold {
+            pt.validate("priorityThreshold")?;
+        }
+        let no_eviction_policy = match args.no_eviction_policy.as_deref() {
+            None | Some("") | Some("Preferred") => NoEvictionPolicy::Preferred,
+            Some("Mandatory") => NoEvictionPolicy::Mandatory,
+            Some(other) => {
+                return Err(ArgsError::new(
+                    "noEvictionPolicy",
+                    format!("{other:?} is not allowed; noEvictionPolicy accepts only \"Preferred\" or \"Mandatory\""),
+                ))
+            }
+        };
+        let deprecated = args.evict_local_storage_pods
+            || args.evict_daemon_set_pods
+            || args.evict_system_critical_pods
+            || args.ignore_pvc_pods
+            || args.evict_failed_bare_pods
+            || args.ignore_pods_without_pdb;
+        let pp = &args.pod_protections;
+        if deprecated && (!pp.extra_enabled.is_empty() || !pp.default_disabled.is_empty()) {
+            return Err(ArgsError::new(
+                "podProtections",
+                "cannot use the deprecated fields (evictLocalStoragePods, evictDaemonSetPods, evictSystemCriticalPods, ignorePvcPods, ignorePodsWithoutPDB, evictFailedBarePods) alongside podProtections.extraEnabled or podProtections.defaultDisabled; use podProtections only",
+            ));
+        }
+        for (i, p) in pp.extra_enabled.iter().enumerate() {
+            if !EXTRA_PROTECTIONS.contains(&p.as_str()) {
+                return Err(ArgsError::new(
+                    format!("podProtections.extraEnabled[{i}]"),
+                    format!(
+                        "{p:?} is not an extra pod protection; allowed: {}",
+                        EXTRA_PROTECTIONS.join(", ")
+                    ),
+                ));
+            }
+        }
+        for (i, p) in pp.default_disabled.iter().enumerate() {
+            if !DEFAULT_PROTECTIONS.contains(&p.as_str()) {
+                return Err(ArgsError::new(
+                    format!("podProtections.defaultDisabled[{i}]"),
+                    format!(
+                        "{p:?} is not a default pod protection; allowed: {}",
+                        DEFAULT_PROTECTIONS.join(", ")
+                    ),
+                ));
+            }
+        }
+        if pp
+            .config
+            .as_ref()
+            .and_then(|c| c.pods_with_pvc.as_ref())
+            .is_some()
+            && !pp.extra_enabled.iter().any(|p| p == "PodsWithPVC")
+        {
+            return Err(ArgsError::new(
+                "podProtections.config.PodsWithPVC",
+                "is set but PodsWithPVC is not in podProtections.extraEnabled; enable the protection or remove its config",
+            ));
+        }
+        let disabled = |name: &str| pp.default_disabled.iter().any(|p| p == name);
+        let extra = |name: &str| pp.extra_enabled.iter().any(|p| p == name);
+        let protections = Protections {
+            local_storage: !disabled("PodsWithLocalStorage") && !args.evict_local_storage_pods,
+            daemonset: !disabled("DaemonSetPods") && !args.evict_daemon_set_pods,
+            system_critical: !disabled("SystemCriticalPods") && !args.evict_system_critical_pods,
+            failed_bare: !disabled("FailedBarePods") && !args.evict_failed_bare_pods,
+            pvc: extra("PodsWithPVC") || args.ignore_pvc_pods,
+            without_pdb: extra("PodsWithoutPDB") || args.ignore_pods_without_pdb,
+            resource_claims: extra("PodsWithResourceClaims"),
+            pdb_blocking_single_replica_owner: extra("PodsWithPDBBlockingSingleReplicaOwner"),
+        };
+        let label_selector = args
+            .label_selector
+            .as_ref()
+            .map(|s| {
+                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
+            })
+            .transpose()?;
+        let namespace_selector = args
+            .namespace_label_selector
+            .as_ref()
+            .map(|s| {
+                Selector::compile(s)
+                    .map_err(|e| ArgsError::new("namespaceLabelSelector", e.to_string()))
+            })
+            .transpose()?;
+        let min_pod_age = args
+            .min_pod_age
+            .as_deref()
+            .map(|d| parse_duration(d).map_err(|e| ArgsError::new("minPodAge", e)))
+            .transpose()?;
+        if let Some(ns) = &args.node_selector {
+            Selector::parse(ns).map_err(|e| ArgsError::new("nodeSelector", e.to_string()))?;
+        }
+        Ok(DefaultEvictor {
+            args,
+            protections,
+            label_selector,
+            namespace_selector,
+            min_pod_age,
+            no_eviction_policy,
+        })
+    }
+
+    /// The priority below which pods may be evicted, resolved against the snapshot's
+    /// PriorityClasses when given by name. Errors when the named class does not exist.
+    pub fn priority_threshold(&self, snap: &ClusterSnapshot) -> Result<Option<i32>, String> {
+        let Some(pt) = self.args.priority_threshold.as_ref().filter(|p| p.is_set()) else {
+            return Ok(None);
+        };
+        if let Some(v) = pt.value {
+            return Ok(Some(v));
+        }
+        let name = pt.name.as_deref().unwrap_or_default();
+        snap.priority_class(name)
+            .map(|pc| Some(pc.value))
+            .ok_or_else(|| {
+                format!("DefaultEvictor priorityThreshold names PriorityClass {name:?}, which does not exist; create it or give priorityThreshold.value")
+            })
+    }
+
+    /// The Filter extension point. `Err` says why the pod may not be evicted.
+    pub fn filter(&self, snap: &ClusterSnapshot, id: PodId, now: i64) -> Result<(), String> {
+        let pod = snap.pod(id);
+        if pod.is_mirror {
+            return Err("pod is a mirror pod".into());
+        }
+        if pod.is_static {
+            return Err("pod is a static pod".into());
+        }
+        if pod.terminating {
+            return Err("pod is terminating".into());
+        }
+        if pod.has_evict_annotation {
+            return Ok(());
+        }
+        if self.no_eviction_policy == NoEvictionPolicy::Mandatory
+            && pod.has_prefer_no_eviction_annotation
+        {
+            return Err(
+                "pod has the prefer-no-eviction annotation and noEvictionPolicy is Mandatory"
+                    .into(),
+            );
+        }
+        let p = &self.protections;
+        if pod.owners.is_empty() {
+            if p.failed_bare {
+                return Err("pod does not have any ownerRefs".into());
+            }
+            if pod.phase != Phase::Failed {
+                return Err("pod does not have any ownerRefs and is not in failed phase".into());
+            }
+        }
+        if p.daemonset && pod.is_daemonset_pod() {
+            return Err("pod is a DaemonSet pod".into());
+        }
+        if p.system_critical {
+            if pod.is_critical() {
+                return Err("pod has system critical priority".into());
+            }
+            if let Some(threshold) = self.priority_threshold(snap)? {
+                if pod.priority.is_some_and(|pr| pr >= threshold) {
+                    return Err(format!(
+                        "pod priority is at or above the priority threshold {threshold}"
+                    ));
+                }
+            }
+        }
+        if p.local_storage && pod.has_local_storage {
+            return Err("pod has local storage (emptyDir or hostPath)".into());
+        }
+        if p.pvc && !pod.pvc_claims.is_empty() {
+            // Storage classes are not in the snapshot, so every PVC counts as protected.
+            return Err(
+                "pod has a PersistentVolumeClaim and the PodsWithPVC protection is on".into(),
+            );
+        }
+        if p.without_pdb && snap.pdbs_of_pod(id).is_empty() {
+            return Err(
+                "no PodDisruptionBudget covers the pod and the PodsWithoutPDB protection is on"
+                    .into(),
+            );
+        }
+        if p.resource_claims && pod.has_resource_claims {
+            return Err(
+                "pod has ResourceClaims and the PodsWithResourceClaims protection is on".into(),
+            );
+        }
+        if p.pdb_blocking_single_replica_owner && !snap.pdbs_of_pod(id).is_empty() {
+            if let Some(o) = pod.controller() {
+                if snap.pods_of_owner(&o.uid).len() <= 1 {
+                    return Err(
+                        "pod is the only replica of its owner and a PodDisruptionBudget covers it"
+                            .into(),
+                    );
+                }
+            }
+        }
+        if let Some(sel) = &self.label_selector {
+            if !sel.matches(&pod.labels) {
+                return Err("pod labels do not match the labelSelector".into());
+            }
+        }
+        if let Some(sel) = &self.namespace_selector {
+            let ok = snap
+                .namespace(&pod.namespace)
+                .is_some_and(|ns| sel.matches(&ns.labels));
+            if !ok {
+                return Err(
+                    "pod's namespace labels do not match the namespaceLabelSelector".into(),
+                );
+            }
+        }
+        if self.args.min_replicas > 1 && pod.owners.len() == 1 {
+            let replicas = snap.pods_of_owner(&pod.owners[0].uid).len();
+            if (replicas as u32) < self.args.min_replicas {
+                return Err(format!(
+                    "owner has {replicas} replicas which is less than minReplicas of {}",
+                    self.args.min_replicas
+                ));
+            }
+        }
+        if let Some(min_age) = self.min_pod_age {
+            match pod.started {
+                Some(t) if now - t >= min_age => {}
+                _ => return Err(format!("pod is younger than minPodAge ({min_age}s)")),
+            }
+        }
+        Ok(())
+    }
+
+    /// The PreEvictionFilter extension point: with nodeFit, the pod must fit another node.
+    pub fn pre_eviction_filter(
+        &self,
+        state: &PlanningState<'_>,
+        nodes: &[NodeId],
+        id: PodId,
+    ) -> Result<(), String> {
+        if !self.args.node_fit {
+            return Ok(());
+        }
+        let snap = state.snap;
+        let pod = snap.pod(id);
+        let current = snap.pod_node(id);
+        let fits = nodes
+            .iter()
+            .filter(|&&n| Some(n) != current)
+            .any(|&n| sim::node_fits(pod, snap.node(n), state.requested(n)).is_ok());
+        if fits {
+            Ok(())
+        } else {
+            Err("pod does not fit on any other node (nodeFit)".into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Limits;
+    use crate::snapshot::builders::{namespace, node, pdb, pod, PodBuilder, T0};
+    use crate::snapshot::{PriorityClass, SnapshotParts, TaintEffect};
+    use serde_json::json;
+
+    fn evictor(args: serde_json::Value) -> DefaultEvictor {
+        DefaultEvictor::from_args(&args).unwrap()
+    }
+
+    fn check(ev: &DefaultEvictor, p: PodBuilder) -> Result<(), String> {
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n1").build()],
+            pods: vec![
+                p.node("n1").build(),
+                pod("other", "sibling").node("n1").build(),
+            ],
+            pdbs: vec![pdb("d", "budget", "app", "guarded", 1)],
+            namespaces: vec![namespace("d", &[("team", "a")])],
+            priority_classes: vec![PriorityClass {
+                name: "high".into(),
+                value: 1000,
+            }],
+        });
+        let id = snap.pods.iter().position(|p| &*p.namespace == "d").unwrap() as PodId;
+        ev.filter(&snap, id, T0 + 3600)
+    }
+
+    #[test]
+    fn default_protections() {
+        let ev = DefaultEvictor::default();
+        let cases: Vec<(&str, PodBuilder, bool)> = vec![
+            ("plain replica", pod("d", "p"), true),
+            ("mirror", pod("d", "p").mirror(), false),
+            ("static", pod("d", "p").static_pod(), false),
+            ("terminating", pod("d", "p").terminating(), false),
+            (
+                "mirror with evict annotation",
+                pod("d", "p").mirror().evict_annotation(),
+                false,
+            ),
+            ("bare", pod("d", "p").bare(), false),
+            (
+                "bare with evict annotation",
+                pod("d", "p").bare().evict_annotation(),
+                true,
+            ),
+            ("daemonset", pod("d", "p").owner("DaemonSet", "ds"), false),
+            ("critical", pod("d", "p").priority(2_000_000_000), false),
+            ("local storage", pod("d", "p").local_storage(), false),
+            (
+                "local storage with evict annotation",
+                pod("d", "p").local_storage().evict_annotation(),
+                true,
+            ),
+            (
+                "pvc (not protected by default)",
+                pod("d", "p").pvc("data"),
+                true,
+            ),
+            (
+                "prefer-no-eviction is only a preference",
+                pod("d", "p").prefer_no_eviction(),
+                true,
+            ),
+        ];
+        for (name, p, want) in cases {
+            assert_eq!(check(&ev, p).is_ok(), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn protections_can_be_changed() {
+        let ev = evictor(
+            json!({"podProtections": {"defaultDisabled": ["PodsWithLocalStorage", "DaemonSetPods", "SystemCriticalPods", "FailedBarePods"], "extraEnabled": ["PodsWithPVC", "PodsWithoutPDB"]}}),
+        );
+        assert!(check(&ev, pod("d", "p").local_storage().label("app", "guarded")).is_ok());
+        assert!(check(
+            &ev,
+            pod("d", "p")
+                .owner("DaemonSet", "x")
+                .label("app", "guarded")
+        )
+        .is_ok());
+        assert!(check(
+            &ev,
+            pod("d", "p")
+                .priority(2_000_000_001)
+                .label("app", "guarded")
+        )
+        .is_ok());
+        assert!(check(
+            &ev,
+            pod("d", "p")
+                .bare()
+                .phase(Phase::Failed)
+                .label("app", "guarded")
+        )
+        .is_ok());
+        assert!(check(&ev, pod("d", "p").bare().label("app", "guarded")).is_err());
+        assert!(check(&ev, pod("d", "p").pvc("x").label("app", "guarded")).is_err());
+        // no PDB covers it
+        assert!(check(&ev, pod("d", "p")).is_err());
+    }
+
+    #[test]
+    fn deprecated_booleans_map_to_protections() {
+        let ev = evictor(
+            json!({"evictLocalStoragePods": true, "evictSystemCriticalPods": true, "ignorePvcPods": true}),
+        );
+        assert!(check(&ev, pod("d", "p").local_storage()).is_ok());
+        assert!(check(&ev, pod("d", "p").priority(2_000_000_000)).is_ok());
+        assert!(check(&ev, pod("d", "p").pvc("x")).is_err());
+        let err = DefaultEvictor::from_args(&json!({"evictLocalStoragePods": true, "podProtections": {"extraEnabled": ["PodsWithPVC"]}})).unwrap_err();
+        assert_eq!(err.path, "podProtections");
+    }
+
+    #[test]
+    fn priority_threshold_value_and_name() {
+        let ev = evictor(json!({"priorityThreshold": {"value": 100}}));
+        assert!(check(&ev, pod("d", "p").priority(99)).is_ok());
+        assert!(check(&ev, pod("d", "p").priority(100)).is_err());
+        assert!(check(&ev, pod("d", "p")).is_ok());
+        let ev = evictor(json!({"priorityThreshold": {"name": "high"}}));
+        assert!(check(&ev, pod("d", "p").priority(999)).is_ok());
+        assert!(check(&ev, pod("d", "p").priority(1000)).is_err());
+        let ev = evictor(json!({"priorityThreshold": {"name": "missing"}}));
+        assert!(check(&ev, pod("d", "p").priority(1))
+            .unwrap_err()
+            .contains("does not exist"));
+        assert!(DefaultEvictor::from_args(
+            &json!({"priorityThreshold": {"name": "high", "value": 1}})
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn selectors_replicas_age_and_no_eviction_policy() {
+        let ev = evictor(json!({"labelSelector": {"matchLabels": {"tier": "batch"}}}));
+        assert!(check(&ev, pod("d", "p").label("tier", "batch")).is_ok());
+        assert!(check(&ev, pod("d", "p")).is_err());
+        let ev = evictor(json!({"namespaceLabelSelector": {"matchLabels": {"team": "a"}}}));
+        assert!(check(&ev, pod("d", "p")).is_ok());
+        let ev = evictor(json!({"namespaceLabelSelector": {"matchLabels": {"team": "b"}}}));
+        assert!(check(&ev, pod("d", "p")).is_err());
+        let ev = evictor(json!({"minReplicas": 2}));
+        assert!(check(&ev, pod("d", "p"))
+            .unwrap_err()
+            .contains("minReplicas"));
+        let ev = evictor(json!({"minPodAge": "30m"}));
+        assert!(check(&ev, pod("d", "p").started(Some(T0))).is_ok());
+        assert!(check(&ev, pod("d", "p").started(Some(T0 + 3000))).is_err());
+        assert!(check(&ev, pod("d", "p").started(None)).is_err());
+        let ev = evictor(json!({"noEvictionPolicy": "Mandatory"}));
+        assert!(check(&ev, pod("d", "p").prefer_no_eviction()).is_err());
+        assert!(check(&ev, pod("d", "p")).is_ok());
+    }
+
+    #[test]
+    fn invalid_args_name_the_field() {
+        for (args, path) in [
+            (json!({"noEvictionPolicy": "Sometimes"}), "noEvictionPolicy"),
+            (
+                json!({"podProtections": {"extraEnabled": ["Everything"]}}),
+                "podProtections.extraEnabled[0]",
+            ),
+            (
+                json!({"podProtections": {"defaultDisabled": ["PodsWithPVC"]}}),
+                "podProtections.defaultDisabled[0]",
+            ),
+            (json!({"minPodAge": "soon"}), "minPodAge"),
+            (json!({"nodeFit": "yes"}), "nodeFit"),
+            (
+                json!({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Is"}]}}),
+                "labelSelector",
+            ),
+            (json!({"evictEverything": true}), "evictEverything"),
+        ] {
+            let e = DefaultEvictor::from_args(&args).unwrap_err();
+            assert_eq!(e.path, path, "{args}: {e}");
+        }
+    }
+
+    #[test]
+    fn node_fit_uses_planned_state() {
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("n1").cpu(1000).build(),
+                node("n2").cpu(1000).build(),
+                node("n3")
+                    .cpu(1000)
+                    .taint("x", "", TaintEffect::NoSchedule)
+                    .build(),
+            ],
+            pods: vec![
+                pod("d", "a").node("n1").cpu(600).build(),
+                pod("d", "b").node("n2").cpu(600).build(),
+            ],
+            ..Default::default()
+        });
+        let ev = evictor(json!({"nodeFit": true}));
+        let mut state = PlanningState::new(&snap, Limits::default());
+        let nodes = [0, 1, 2];
+        // a (600m) does not fit n2 (600m used of 1000m) and n3 is tainted.
+        assert!(ev.pre_eviction_filter(&state, &nodes, 0).is_err());
+        state.plan_eviction(1, "p", "T", "r".into()).unwrap();
+        // once b is planned away, n2 has room.
+        assert!(ev.pre_eviction_filter(&state, &nodes, 0).is_ok());
+        assert!(DefaultEvictor::default()
+            .pre_eviction_filter(&state, &nodes, 0)
+            .is_ok());
+    }
+}

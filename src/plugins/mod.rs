@@ -1,0 +1,38 @@
+//! One module per upstream plugin, each with its args, defaults, validation, logic and tests.
+//! Find a plugin by its upstream name: `LowNodeUtilization` lives in `low_node_utilization`.
+
+pub mod default_evictor;
+pub mod low_node_utilization;
+pub mod remove_duplicates;
+pub mod remove_pods_violating_topology_spread_constraint;
+pub mod shared;
+
+use crate::framework::Plugin;
+use crate::policy::ArgsError;
+
+/// Upstream plugins whose names the policy accepts but that are not built yet.
+pub const NOT_YET_BUILT: &[&str] = &[
+    "HighNodeUtilization",
+    "RemovePodsViolatingInterPodAntiAffinity",
+    "RemovePodsViolatingNodeAffinity",
+    "RemovePodsViolatingNodeTaints",
+    "RemovePodsHavingTooManyRestarts",
+    "PodLifeTime",
+    "RemoveFailedPods",
+];
+
+/// Builds a strategy plugin from its name and args, validating the args.
+pub fn build(name: &str, args: &serde_json::Value) -> Result<Box<dyn Plugin>, ArgsError> {
+    match name {
+        low_node_utilization::NAME => Ok(Box::new(low_node_utilization::LowNodeUtilization::new(args)?)),
+        remove_duplicates::NAME => Ok(Box::new(remove_duplicates::RemoveDuplicates::new(args)?)),
+        remove_pods_violating_topology_spread_constraint::NAME => Ok(Box::new(
+            remove_pods_violating_topology_spread_constraint::RemovePodsViolatingTopologySpreadConstraint::new(args)?,
+        )),
+        n if NOT_YET_BUILT.contains(&n) => Err(ArgsError::new(
+            "",
+            format!("plugin {n:?} is an upstream plugin that this descheduler does not implement yet; remove it from the profile (supported: LowNodeUtilization, RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint)"),
+        )),
+        n => Err(ArgsError::new("", format!("unknown plugin {n:?}"))),
+    }
+}

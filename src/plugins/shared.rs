@@ -1,0 +1,101 @@
+//! Arg shapes several upstream plugins share: `namespaces` (include/exclude) and
+//! `priorityThreshold` (value or name).
+
+use crate::policy::ArgsError;
+use serde::{Deserialize, Serialize};
+
+/// `namespaces: {include: [...]}` or `{exclude: [...]}`, never both.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Namespaces {
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+impl Namespaces {
+    pub fn validate(&self, field: &str) -> Result<(), ArgsError> {
+        if !self.include.is_empty() && !self.exclude.is_empty() {
+            return Err(ArgsError::new(
+                field,
+                "only one of include and exclude can be set; list the namespaces to include, or the ones to exclude",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether a pod in `ns` is in scope.
+    pub fn allows(&self, ns: &str) -> bool {
+        if !self.include.is_empty() {
+            return self.include.iter().any(|n| n == ns);
+        }
+        !self.exclude.iter().any(|n| n == ns)
+    }
+}
+
+/// Whether an optional namespaces arg allows `ns`.
+pub fn namespace_allowed(ns_args: &Option<Namespaces>, ns: &str) -> bool {
+    ns_args.as_ref().is_none_or(|n| n.allows(ns))
+}
+
+/// `priorityThreshold: {value: 1000}` or `{name: some-priority-class}`, never both.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriorityThreshold {
+    #[serde(default)]
+    pub value: Option<i32>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl PriorityThreshold {
+    pub fn validate(&self, field: &str) -> Result<(), ArgsError> {
+        if self.value.is_some() && self.name.as_deref().is_some_and(|n| !n.is_empty()) {
+            return Err(ArgsError::new(
+                field,
+                "priority threshold misconfigured, only one of priorityThreshold fields can be set; give value or name",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.value.is_some() || self.name.as_deref().is_some_and(|n| !n.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_and_exclude() {
+        let inc = Namespaces {
+            include: vec!["a".into()],
+            exclude: vec![],
+        };
+        assert!(inc.allows("a") && !inc.allows("b"));
+        let exc = Namespaces {
+            include: vec![],
+            exclude: vec!["a".into()],
+        };
+        assert!(!exc.allows("a") && exc.allows("b"));
+        let both = Namespaces {
+            include: vec!["a".into()],
+            exclude: vec!["b".into()],
+        };
+        assert_eq!(both.validate("namespaces").unwrap_err().path, "namespaces");
+        assert!(namespace_allowed(&None, "x"));
+    }
+
+    #[test]
+    fn priority_threshold_one_of() {
+        let both = PriorityThreshold {
+            value: Some(1),
+            name: Some("x".into()),
+        };
+        assert!(both.validate("priorityThreshold").is_err());
+        assert!(!PriorityThreshold::default().is_set());
+    }
+}

@@ -1,0 +1,68 @@
+//! Go duration strings (`metav1.Duration`): `300ms`, `1.5h`, `2h45m`, `10s`.
+
+/// Parses a Go duration into whole seconds (rounded down). Negative durations are rejected.
+pub fn parse_duration(text: &str) -> Result<i64, String> {
+    let s = text.trim();
+    if s == "0" {
+        return Ok(0);
+    }
+    if s.is_empty() {
+        return Err("empty duration; use a Go duration such as 30m, 1h or 24h".into());
+    }
+    let mut rest = s;
+    let mut total_nanos: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| {
+                format!("{text:?} has a number without a unit; use units h, m, s, ms")
+            })?;
+        if num_len == 0 {
+            return Err(format!(
+                "{text:?} is not a duration; use a Go duration such as 30m, 1h or 24h"
+            ));
+        }
+        let n: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("{text:?} has a bad number"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let scale = match unit {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => {
+                return Err(format!(
+                    "{text:?} has unknown unit {unit:?}; use h, m, s, ms, us or ns"
+                ))
+            }
+        };
+        total_nanos += n * scale;
+    }
+    Ok((total_nanos / 1e9).floor() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("5m").unwrap(), 300);
+        assert_eq!(parse_duration("1h30m").unwrap(), 5400);
+        assert_eq!(parse_duration("1.5h").unwrap(), 5400);
+        assert_eq!(parse_duration("1500ms").unwrap(), 1);
+        assert_eq!(parse_duration("0").unwrap(), 0);
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("-5m").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}

@@ -1,0 +1,623 @@
+//! The `descheduler/v1alpha2` DeschedulerPolicy: types, loading, defaulting and validation of
+//! everything above the plugins' own args (which each plugin module validates itself).
+//!
+//! Loading never touches the network. Every error names the file, the field's path and
+//! what is allowed.
+
+mod duration;
+
+pub use duration::parse_duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+pub const API_VERSION: &str = "descheduler/v1alpha2";
+pub const KIND: &str = "DeschedulerPolicy";
+pub const DEFAULT_EVICTOR: &str = "DefaultEvictor";
+
+/// An invalid policy: the file, the path of the offending field and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy {file}: {path}: {message}")]
+pub struct PolicyError {
+    pub file: String,
+    pub path: String,
+    pub message: String,
+}
+
+impl PolicyError {
+    pub fn new(file: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        PolicyError {
+            file: file.to_string(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// An error in one plugin's args, before the file and profile are known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ArgsError {
+    /// Path inside `args`, such as `thresholds.cpu`; empty for the args as a whole.
+    pub path: String,
+    pub message: String,
+}
+
+impl ArgsError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ArgsError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Go's JSON decoding treats `null` as the empty value; so do we (`pluginConfig:` with
+/// nothing under it is an empty list).
+pub fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Decodes a plugin's args from the policy, with the path of any field that fails.
+/// Missing args decode as `{}`, so a plugin whose args all have defaults needs none.
+pub fn decode_args<T: DeserializeOwned>(args: &serde_json::Value) -> Result<T, ArgsError> {
+    let value = if args.is_null() {
+        serde_json::Value::Object(Default::default())
+    } else {
+        args.clone()
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        ArgsError::new(path, e.into_inner().to_string())
+    })
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginSet {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub enabled: Vec<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub disabled: Vec<String>,
+}
+
+impl PluginSet {
+    /// Enabled plugins, minus the disabled ones, in the order given.
+    pub fn effective(&self) -> Vec<String> {
+        self.enabled
+            .iter()
+            .filter(|p| !self.disabled.iter().any(|d| d == *p || d == "*"))
+            .cloned()
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plugins {
+    #[serde(default, alias = "preSort", deserialize_with = "null_as_default")]
+    pub presort: PluginSet,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub sort: PluginSet,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub deschedule: PluginSet,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub balance: PluginSet,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub filter: PluginSet,
+    #[serde(
+        default,
+        alias = "preEvictionFilter",
+        deserialize_with = "null_as_default"
+    )]
+    pub preevictionfilter: PluginSet,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginConfig {
+    pub name: String,
+    #[serde(default)]
+    pub args: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub plugin_config: Vec<PluginConfig>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub plugins: Plugins,
+}
+
+impl Profile {
+    pub fn plugin_config(&self, name: &str) -> Option<(usize, &PluginConfig)> {
+        self.plugin_config
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretReference {
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuthToken {
+    pub secret_reference: Option<SecretReference>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusProvider {
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub auth_token: Option<AuthToken>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetricsProvider {
+    pub source: String,
+    #[serde(default)]
+    pub prometheus: Option<PrometheusProvider>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetricsCollector {
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+/// The policy document, as written, after defaulting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Policy {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub profiles: Vec<Profile>,
+    #[serde(default)]
+    pub node_selector: Option<String>,
+    #[serde(default)]
+    pub max_no_of_pods_to_evict_per_node: Option<i64>,
+    #[serde(default)]
+    pub max_no_of_pods_to_evict_per_namespace: Option<i64>,
+    #[serde(default)]
+    pub max_no_of_pods_to_evict_total: Option<i64>,
+    #[serde(default)]
+    pub eviction_failure_event_notification: Option<bool>,
+    #[serde(default)]
+    pub grace_period_seconds: Option<i64>,
+    #[serde(default)]
+    pub metrics_collector: Option<MetricsCollector>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub metrics_providers: Vec<MetricsProvider>,
+}
+
+/// Every upstream plugin name with the extension points it implements.
+pub const UPSTREAM_PLUGINS: &[(&str, &[&str])] = &[
+    (DEFAULT_EVICTOR, &["filter", "preevictionfilter"]),
+    ("LowNodeUtilization", &["balance"]),
+    ("HighNodeUtilization", &["balance"]),
+    ("RemoveDuplicates", &["balance"]),
+    ("RemovePodsViolatingTopologySpreadConstraint", &["balance"]),
+    ("RemovePodsViolatingInterPodAntiAffinity", &["deschedule"]),
+    ("RemovePodsViolatingNodeAffinity", &["deschedule"]),
+    ("RemovePodsViolatingNodeTaints", &["deschedule"]),
+    ("RemovePodsHavingTooManyRestarts", &["deschedule"]),
+    ("PodLifeTime", &["deschedule"]),
+    ("RemoveFailedPods", &["deschedule"]),
+];
+
+impl Policy {
+    /// Reads, decodes, defaults and validates a policy file.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PolicyError::new(&file, "(file)", format!("cannot read the file: {e}")))?;
+        Policy::from_yaml(&file, &text)
+    }
+
+    /// Decodes, defaults and validates a policy given as YAML (or JSON) text.
+    pub fn from_yaml(file: &str, text: &str) -> Result<Policy, PolicyError> {
+        if text.trim().is_empty() {
+            return Err(PolicyError::new(
+                file,
+                "(document)",
+                "the file is empty; expected a DeschedulerPolicy (apiVersion: descheduler/v1alpha2)",
+            ));
+        }
+        let value: serde_json::Value = serde_saphyr::from_str(text)
+            .map_err(|e| PolicyError::new(file, "(document)", format!("not valid YAML: {e}")))?;
+        if !value.is_object() {
+            return Err(PolicyError::new(
+                file,
+                "(document)",
+                "expected a mapping with apiVersion: descheduler/v1alpha2 and kind: DeschedulerPolicy",
+            ));
+        }
+        match value.get("apiVersion").and_then(|v| v.as_str()) {
+            Some(API_VERSION) => {}
+            Some(other) => {
+                return Err(PolicyError::new(
+                    file,
+                    "apiVersion",
+                    format!("{other:?} is not supported; use {API_VERSION:?} (v1alpha1 policies must be converted to v1alpha2 profiles)"),
+                ))
+            }
+            None => return Err(PolicyError::new(file, "apiVersion", format!("missing; set it to {API_VERSION:?}"))),
+        }
+        match value.get("kind").and_then(|v| v.as_str()) {
+            Some(KIND) => {}
+            other => {
+                return Err(PolicyError::new(
+                    file,
+                    "kind",
+                    format!("{other:?} is not allowed; set it to {KIND:?}"),
+                ))
+            }
+        }
+        let mut policy: Policy = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            PolicyError::new(file, path, e.into_inner().to_string())
+        })?;
+        policy.set_defaults();
+        policy.validate(file)?;
+        Ok(policy)
+    }
+
+    /// Upstream's defaulting: DefaultEvictor is enabled as filter and preEvictionFilter and
+    /// gets a pluginConfig (with default args) in every profile that lacks one.
+    fn set_defaults(&mut self) {
+        for p in &mut self.profiles {
+            if p.plugins.filter.effective().is_empty() {
+                p.plugins.filter.enabled.push(DEFAULT_EVICTOR.into());
+            }
+            if p.plugins.preevictionfilter.effective().is_empty() {
+                p.plugins
+                    .preevictionfilter
+                    .enabled
+                    .push(DEFAULT_EVICTOR.into());
+            }
+            if p.plugin_config(DEFAULT_EVICTOR).is_none() {
+                p.plugin_config.insert(
+                    0,
+                    PluginConfig {
+                        name: DEFAULT_EVICTOR.into(),
+                        args: serde_json::Value::Object(Default::default()),
+                    },
+                );
+            }
+        }
+    }
+
+    fn validate(&self, file: &str) -> Result<(), PolicyError> {
+        let err = |path: String, msg: String| PolicyError::new(file, path, msg);
+        for (field, v) in [
+            (
+                "maxNoOfPodsToEvictPerNode",
+                self.max_no_of_pods_to_evict_per_node,
+            ),
+            (
+                "maxNoOfPodsToEvictPerNamespace",
+                self.max_no_of_pods_to_evict_per_namespace,
+            ),
+            (
+                "maxNoOfPodsToEvictTotal",
+                self.max_no_of_pods_to_evict_total,
+            ),
+        ] {
+            if let Some(v) = v {
+                if v < 0 {
+                    return Err(err(
+                        field.into(),
+                        format!("{v} is negative; use a count of pods, 0 or more"),
+                    ));
+                }
+            }
+        }
+        if let Some(g) = self.grace_period_seconds {
+            if g < 0 {
+                return Err(err(
+                    "gracePeriodSeconds".into(),
+                    format!("{g} is negative; use 0 or more seconds"),
+                ));
+            }
+        }
+        if let Some(sel) = &self.node_selector {
+            crate::labels::Selector::parse(sel).map_err(|e| {
+                err(
+                    "nodeSelector".into(),
+                    format!("{e}; use a label selector such as \"pool=workers,zone in (a,b)\""),
+                )
+            })?;
+        }
+        self.validate_metrics(file)?;
+        let mut names = std::collections::BTreeSet::new();
+        for (pi, p) in self.profiles.iter().enumerate() {
+            let at = |rest: &str| format!("profiles[{pi}]{rest}");
+            if p.name.is_empty() {
+                return Err(err(
+                    at(".name"),
+                    "missing; every profile needs a name".into(),
+                ));
+            }
+            if !names.insert(p.name.as_str()) {
+                return Err(err(
+                    at(".name"),
+                    format!(
+                        "duplicate profile name {:?}; profile names must be unique",
+                        p.name
+                    ),
+                ));
+            }
+            let mut seen_cfg = std::collections::BTreeSet::new();
+            for (ci, c) in p.plugin_config.iter().enumerate() {
+                check_plugin_name(&c.name)
+                    .map_err(|m| err(at(&format!(".pluginConfig[{ci}].name")), m))?;
+                if !seen_cfg.insert(c.name.as_str()) {
+                    return Err(err(
+                        at(&format!(".pluginConfig[{ci}].name")),
+                        format!(
+                            "{:?} is configured twice; give each plugin one pluginConfig entry",
+                            c.name
+                        ),
+                    ));
+                }
+            }
+            for (point, set) in [
+                ("presort", &p.plugins.presort),
+                ("sort", &p.plugins.sort),
+                ("deschedule", &p.plugins.deschedule),
+                ("balance", &p.plugins.balance),
+                ("filter", &p.plugins.filter),
+                ("preevictionfilter", &p.plugins.preevictionfilter),
+            ] {
+                for (ei, name) in set.enabled.iter().enumerate() {
+                    let path = at(&format!(".plugins.{point}.enabled[{ei}]"));
+                    check_plugin_name(name).map_err(|m| err(path.clone(), m))?;
+                    let points = UPSTREAM_PLUGINS
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, pts)| *pts)
+                        .unwrap_or(&[]);
+                    if !points.contains(&point) {
+                        return Err(err(
+                            path,
+                            format!(
+                                "plugin {name:?} does not implement the {point} extension point; it implements {}",
+                                points.join(", ")
+                            ),
+                        ));
+                    }
+                    if p.plugin_config(name).is_none() {
+                        return Err(err(
+                            path,
+                            format!("plugin {name:?} is enabled but has no pluginConfig entry; add one under profiles[{pi}].pluginConfig with name: {name}"),
+                        ));
+                    }
+                }
+                for (di, name) in set.disabled.iter().enumerate() {
+                    if name != "*" {
+                        check_plugin_name(name)
+                            .map_err(|m| err(at(&format!(".plugins.{point}.disabled[{di}]")), m))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_metrics(&self, file: &str) -> Result<(), PolicyError> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, m) in self.metrics_providers.iter().enumerate() {
+            let path = format!("metricsProviders[{i}]");
+            match m.source.as_str() {
+                "KubernetesMetrics" | "Prometheus" => {}
+                other => {
+                    return Err(PolicyError::new(
+                        file,
+                        format!("{path}.source"),
+                        format!("{other:?} is not one of KubernetesMetrics, Prometheus"),
+                    ))
+                }
+            }
+            if !seen.insert(m.source.as_str()) {
+                return Err(PolicyError::new(
+                    file,
+                    format!("{path}.source"),
+                    format!(
+                        "{} is configured twice; configure each metrics source once",
+                        m.source
+                    ),
+                ));
+            }
+            if m.source == "Prometheus" {
+                let url = m.prometheus.as_ref().map(|p| p.url.as_str()).unwrap_or("");
+                if url.is_empty() {
+                    return Err(PolicyError::new(
+                        file,
+                        format!("{path}.prometheus.url"),
+                        "missing; the Prometheus source needs the server's URL, such as http://prometheus.monitoring:9090",
+                    ));
+                }
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(PolicyError::new(
+                        file,
+                        format!("{path}.prometheus.url"),
+                        format!("{url:?} is not an http:// or https:// URL"),
+                    ));
+                }
+            } else if m.prometheus.is_some() {
+                return Err(PolicyError::new(
+                    file,
+                    format!("{path}.prometheus"),
+                    "only the Prometheus source takes prometheus settings",
+                ));
+            }
+        }
+        if self.metrics_collector.as_ref().is_some_and(|c| c.enabled)
+            && self
+                .metrics_providers
+                .iter()
+                .any(|m| m.source == "KubernetesMetrics")
+        {
+            return Err(PolicyError::new(
+                file,
+                "metricsCollector.enabled",
+                "cannot be combined with a KubernetesMetrics entry in metricsProviders; keep only metricsProviders (metricsCollector is deprecated)",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn node_selector(&self) -> crate::labels::Selector {
+        self.node_selector
+            .as_deref()
+            .map(|s| crate::labels::Selector::parse(s).expect("validated at load"))
+            .unwrap_or_default()
+    }
+}
+
+fn check_plugin_name(name: &str) -> Result<(), String> {
+    if UPSTREAM_PLUGINS.iter().any(|(n, _)| *n == name) {
+        return Ok(());
+    }
+    let known: Vec<&str> = UPSTREAM_PLUGINS.iter().map(|(n, _)| *n).collect();
+    Err(format!(
+        "unknown plugin {name:?}; known plugins: {}",
+        known.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Policy, PolicyError> {
+        Policy::from_yaml("p.yaml", text)
+    }
+
+    const BASE: &str = r#"
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+maxNoOfPodsToEvictPerNode: 5
+profiles:
+- name: default
+  pluginConfig:
+  - name: RemoveDuplicates
+  plugins:
+    balance:
+      enabled: [RemoveDuplicates]
+"#;
+
+    #[test]
+    fn defaults_default_evictor() {
+        let p = load(BASE).unwrap();
+        let prof = &p.profiles[0];
+        assert_eq!(prof.plugin_config[0].name, DEFAULT_EVICTOR);
+        assert_eq!(prof.plugins.filter.enabled, vec![DEFAULT_EVICTOR]);
+        assert_eq!(
+            prof.plugins.preevictionfilter.enabled,
+            vec![DEFAULT_EVICTOR]
+        );
+        assert_eq!(p.max_no_of_pods_to_evict_per_node, Some(5));
+    }
+
+    #[test]
+    fn accepts_camel_case_pre_eviction_filter() {
+        let text = BASE.replace(
+            "    balance:",
+            "    preEvictionFilter:\n      enabled: [DefaultEvictor]\n    balance:",
+        );
+        let p = load(&text).unwrap();
+        assert_eq!(
+            p.profiles[0].plugins.preevictionfilter.enabled,
+            vec![DEFAULT_EVICTOR]
+        );
+    }
+
+    #[test]
+    fn unknown_plugin_names_path() {
+        let e = load(&BASE.replace("enabled: [RemoveDuplicates]", "enabled: [RemoveDuplicatez]"))
+            .unwrap_err();
+        assert_eq!(e.path, "profiles[0].plugins.balance.enabled[0]");
+        assert!(
+            e.message.contains("unknown plugin \"RemoveDuplicatez\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wrong_extension_point() {
+        let e = load(&BASE.replace("balance:", "deschedule:")).unwrap_err();
+        assert!(
+            e.message.contains("does not implement the deschedule"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_plugin_config() {
+        let e = load(&BASE.replace("  - name: RemoveDuplicates\n", "")).unwrap_err();
+        assert!(e.message.contains("no pluginConfig entry"), "{e}");
+    }
+
+    #[test]
+    fn bad_top_level_fields() {
+        let e = load(&BASE.replace(
+            "maxNoOfPodsToEvictPerNode: 5",
+            "maxNoOfPodsToEvictPerNode: -1",
+        ))
+        .unwrap_err();
+        assert_eq!(e.path, "maxNoOfPodsToEvictPerNode");
+        let e = load(&BASE.replace(
+            "maxNoOfPodsToEvictPerNode: 5",
+            "maxNoOfPodsToEvictPerNode: five",
+        ))
+        .unwrap_err();
+        assert_eq!(e.path, "maxNoOfPodsToEvictPerNode");
+        let e = load(&BASE.replace("maxNoOfPodsToEvictPerNode: 5", "maxPods: 5")).unwrap_err();
+        assert!(e.message.contains("unknown field"), "{e}");
+        let e = load(&BASE.replace("v1alpha2", "v1alpha1")).unwrap_err();
+        assert_eq!(e.path, "apiVersion");
+        let e = load(&BASE.replace("maxNoOfPodsToEvictPerNode: 5", "nodeSelector: \"a in (b\""))
+            .unwrap_err();
+        assert_eq!(e.path, "nodeSelector");
+        assert!(load("").is_err());
+        assert!(load("profiles: [").is_err());
+    }
+
+    #[test]
+    fn metrics_providers_are_validated() {
+        let with = |m: &str| load(&format!("{BASE}metricsProviders:\n{m}"));
+        assert!(with("- source: KubernetesMetrics\n").is_ok());
+        assert!(with("- source: Prometheus\n  prometheus:\n    url: https://prom:9090\n").is_ok());
+        let e = with("- source: Prometheus\n").unwrap_err();
+        assert_eq!(e.path, "metricsProviders[0].prometheus.url");
+        let e = with("- source: Graphite\n").unwrap_err();
+        assert_eq!(e.path, "metricsProviders[0].source");
+    }
+
+    #[test]
+    fn duplicate_profiles_rejected() {
+        let text = format!("{BASE}- name: default\n");
+        let e = load(&text).unwrap_err();
+        assert_eq!(e.path, "profiles[1].name");
+    }
+}

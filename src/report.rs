@@ -1,0 +1,202 @@
+//! The dry-run report: a plan rendered for people (table) and machines (JSON, YAML).
+//!
+//! The JSON shape is a stable contract:
+//! `{"evictions":[{"pod":"<ns>/<name>","node":"..","profile":"..","plugin":"..","reason":".."}],
+//!   "nodes":[{"name":"..","before":{"cpu":12.5,..},"after":{..}}]}`
+//! where before/after are requests as a percentage of allocatable, per resource.
+
+use crate::plan::EvictionPlan;
+use crate::snapshot::{ClusterSnapshot, Node, Resources};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub evictions: Vec<EvictionRow>,
+    pub nodes: Vec<NodeRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvictionRow {
+    pub pod: String,
+    pub node: String,
+    pub profile: String,
+    pub plugin: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeRow {
+    pub name: String,
+    pub before: BTreeMap<String, f64>,
+    pub after: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+fn percentages(node: &Node, requested: &Resources) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for (name, cap) in node.allocatable.iter() {
+        if cap <= 0 {
+            continue;
+        }
+        out.insert(
+            name.to_string(),
+            round2(100.0 * requested.get(name) as f64 / cap as f64),
+        );
+    }
+    out
+}
+
+impl Report {
+    pub fn new(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
+        let evictions = plan
+            .evictions
+            .iter()
+            .map(|e| EvictionRow {
+                pod: snap.pod(e.pod).key(),
+                node: snap.node(e.node).name.to_string(),
+                profile: e.profile.clone(),
+                plugin: e.plugin.to_string(),
+                reason: e.reason.clone(),
+            })
+            .collect();
+        let nodes = plan
+            .nodes
+            .iter()
+            .map(|&n| {
+                let node = snap.node(n);
+                NodeRow {
+                    name: node.name.to_string(),
+                    before: percentages(node, snap.node_requested(n)),
+                    after: percentages(node, &plan.requested_after[n as usize]),
+                }
+            })
+            .collect();
+        Report { evictions, nodes }
+    }
+
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Json => {
+                let mut s = serde_json::to_string_pretty(self).expect("report serializes");
+                s.push('\n');
+                s
+            }
+            Format::Yaml => serde_saphyr::to_string(self).expect("report serializes"),
+            Format::Table => self.table(),
+        }
+    }
+
+    fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "Planned evictions: {}", self.evictions.len());
+        if !self.evictions.is_empty() {
+            let rows: Vec<[&str; 5]> = self
+                .evictions
+                .iter()
+                .map(|e| {
+                    [
+                        e.pod.as_str(),
+                        e.node.as_str(),
+                        e.profile.as_str(),
+                        e.plugin.as_str(),
+                        e.reason.as_str(),
+                    ]
+                })
+                .collect();
+            write_table(
+                &mut out,
+                ["POD", "NODE", "PROFILE", "PLUGIN", "REASON"],
+                &rows,
+            );
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Node utilization (requests as % of allocatable, before -> after):"
+        );
+        let mut extra: Vec<&str> = Vec::new();
+        for n in &self.nodes {
+            for k in n.before.keys() {
+                if !["cpu", "memory", "pods"].contains(&k.as_str()) && !extra.contains(&k.as_str())
+                {
+                    extra.push(k);
+                }
+            }
+        }
+        extra.sort();
+        let mut headers: Vec<String> =
+            vec!["NODE".into(), "CPU".into(), "MEMORY".into(), "PODS".into()];
+        headers.extend(extra.iter().map(|e| e.to_uppercase()));
+        let cell = |n: &NodeRow, k: &str| -> String {
+            match (n.before.get(k), n.after.get(k)) {
+                (Some(b), Some(a)) if (b - a).abs() < 0.005 => format!("{b:.1}%"),
+                (Some(b), Some(a)) => format!("{b:.1}% -> {a:.1}%"),
+                _ => "-".into(),
+            }
+        };
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for n in &self.nodes {
+            let mut row = vec![n.name.clone()];
+            for k in ["cpu", "memory", "pods"].iter().chain(extra.iter()) {
+                row.push(cell(n, k));
+            }
+            rows.push(row);
+        }
+        let width = headers.len();
+        let mut widths = vec![0usize; width];
+        for (i, h) in headers.iter().enumerate() {
+            widths[i] = h.len();
+        }
+        for r in &rows {
+            for (i, c) in r.iter().enumerate() {
+                widths[i] = widths[i].max(c.len());
+            }
+        }
+        let line = |cells: &[String], out: &mut String| {
+            let parts: Vec<String> = cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+                .collect();
+            let _ = writeln!(out, "{}", parts.join("  ").trim_end());
+        };
+        line(&headers, &mut out);
+        for r in &rows {
+            line(r, &mut out);
+        }
+        out
+    }
+}
+
+fn write_table<const N: usize>(out: &mut String, headers: [&str; N], rows: &[[&str; N]]) {
+    let mut widths = headers.map(str::len);
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.len());
+        }
+    }
+    let line = |cells: &[&str; N], out: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        let _ = writeln!(out, "{}", parts.join("  ").trim_end());
+    };
+    line(&headers, out);
+    for r in rows {
+        line(r, out);
+    }
+}

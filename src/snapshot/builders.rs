@@ -1,0 +1,319 @@
+//! Builders for nodes, pods and PDBs, for tests, property tests and the synthetic clusters of
+//! the benchmarks. Fixed timestamps keep every plan reproducible.
+
+use super::*;
+use crate::labels::{LabelSelectorSpec, Selector};
+
+/// 2026-01-01T00:00:00Z, the creation time builders give by default.
+pub const T0: i64 = 1_767_225_600;
+
+pub const GIB: i64 = 1 << 30;
+
+pub struct NodeBuilder(Node);
+
+/// A Ready, schedulable node with 4 CPUs, 16 GiB and 110 pods.
+pub fn node(name: &str) -> NodeBuilder {
+    NodeBuilder(Node {
+        name: name.into(),
+        labels: Labels::new(vec![("kubernetes.io/hostname".into(), name.into())]),
+        unschedulable: false,
+        taints: Vec::new(),
+        allocatable: Resources::new(4000, 16 * GIB, 110),
+        ready: true,
+        usage: None,
+    })
+}
+
+impl NodeBuilder {
+    pub fn cpu(mut self, milli: i64) -> Self {
+        self.0.allocatable.cpu = milli;
+        self
+    }
+    pub fn memory(mut self, bytes: i64) -> Self {
+        self.0.allocatable.memory = bytes;
+        self
+    }
+    pub fn pods(mut self, n: i64) -> Self {
+        self.0.allocatable.pods = n;
+        self
+    }
+    pub fn resource(mut self, name: &str, v: i64) -> Self {
+        self.0.allocatable.set(name, v);
+        self
+    }
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        let mut pairs: Vec<(Box<str>, Box<str>)> = self
+            .0
+            .labels
+            .iter()
+            .filter(|(key, _)| *key != k)
+            .map(|(a, b)| (a.into(), b.into()))
+            .collect();
+        pairs.push((k.into(), v.into()));
+        self.0.labels = Labels::new(pairs);
+        self
+    }
+    pub fn taint(mut self, key: &str, value: &str, effect: TaintEffect) -> Self {
+        self.0.taints.push(Taint {
+            key: key.into(),
+            value: value.into(),
+            effect,
+        });
+        self
+    }
+    pub fn unschedulable(mut self) -> Self {
+        self.0.unschedulable = true;
+        self
+    }
+    pub fn not_ready(mut self) -> Self {
+        self.0.ready = false;
+        self
+    }
+    pub fn build(self) -> Node {
+        self.0
+    }
+}
+
+pub struct PodBuilder(Pod);
+
+/// A running Burstable pod owned by ReplicaSet `app` in its namespace, with no requests.
+pub fn pod(namespace: &str, name: &str) -> PodBuilder {
+    PodBuilder(Pod {
+        namespace: namespace.into(),
+        name: name.into(),
+        uid: format!("uid-{namespace}-{name}").into(),
+        node_name: None,
+        labels: Labels::default(),
+        has_evict_annotation: false,
+        has_prefer_no_eviction_annotation: false,
+        is_mirror: false,
+        is_static: false,
+        owners: vec![owner_ref("ReplicaSet", namespace, "app")],
+        requests: Resources::default(),
+        qos: Qos::BestEffort,
+        priority: None,
+        priority_class_name: None,
+        phase: Phase::Running,
+        terminating: false,
+        created: T0,
+        started: Some(T0),
+        has_local_storage: false,
+        pvc_claims: Vec::new(),
+        has_resource_claims: false,
+        tolerations: Vec::new(),
+        node_selector: Labels::default(),
+        affinity: None,
+        topology_spread: Vec::new(),
+        host_ports: Vec::new(),
+        images: vec!["registry.example/app:1".into()],
+    })
+}
+
+fn owner_ref(kind: &str, namespace: &str, name: &str) -> OwnerRef {
+    OwnerRef {
+        kind: kind.into(),
+        name: name.into(),
+        uid: format!("uid-{kind}-{namespace}-{name}").into(),
+        controller: true,
+    }
+}
+
+impl PodBuilder {
+    pub fn node(mut self, name: &str) -> Self {
+        self.0.node_name = Some(name.into());
+        self
+    }
+    /// CPU request in millicores (makes the pod Burstable).
+    pub fn cpu(mut self, milli: i64) -> Self {
+        self.0.requests.cpu = milli;
+        self.0.qos = self.0.qos.max(Qos::Burstable);
+        self
+    }
+    pub fn memory(mut self, bytes: i64) -> Self {
+        self.0.requests.memory = bytes;
+        self.0.qos = self.0.qos.max(Qos::Burstable);
+        self
+    }
+    pub fn resource(mut self, name: &str, v: i64) -> Self {
+        self.0.requests.set(name, v);
+        self
+    }
+    pub fn qos(mut self, q: Qos) -> Self {
+        self.0.qos = q;
+        self
+    }
+    pub fn owner(mut self, kind: &str, name: &str) -> Self {
+        let ns = self.0.namespace.clone();
+        self.0.owners = vec![owner_ref(kind, &ns, name)];
+        self
+    }
+    /// No ownerReferences.
+    pub fn bare(mut self) -> Self {
+        self.0.owners.clear();
+        self
+    }
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        let mut pairs: Vec<(Box<str>, Box<str>)> = self
+            .0
+            .labels
+            .iter()
+            .filter(|(key, _)| *key != k)
+            .map(|(a, b)| (a.into(), b.into()))
+            .collect();
+        pairs.push((k.into(), v.into()));
+        self.0.labels = Labels::new(pairs);
+        self
+    }
+    pub fn priority(mut self, p: i32) -> Self {
+        self.0.priority = Some(p);
+        self
+    }
+    pub fn priority_class(mut self, name: &str) -> Self {
+        self.0.priority_class_name = Some(name.into());
+        self
+    }
+    pub fn evict_annotation(mut self) -> Self {
+        self.0.has_evict_annotation = true;
+        self
+    }
+    pub fn prefer_no_eviction(mut self) -> Self {
+        self.0.has_prefer_no_eviction_annotation = true;
+        self
+    }
+    pub fn mirror(mut self) -> Self {
+        self.0.is_mirror = true;
+        self
+    }
+    pub fn static_pod(mut self) -> Self {
+        self.0.is_static = true;
+        self
+    }
+    pub fn terminating(mut self) -> Self {
+        self.0.terminating = true;
+        self
+    }
+    pub fn phase(mut self, p: Phase) -> Self {
+        self.0.phase = p;
+        self
+    }
+    pub fn local_storage(mut self) -> Self {
+        self.0.has_local_storage = true;
+        self
+    }
+    pub fn pvc(mut self, claim: &str) -> Self {
+        self.0.pvc_claims.push(claim.into());
+        self
+    }
+    pub fn created(mut self, t: i64) -> Self {
+        self.0.created = t;
+        self
+    }
+    pub fn started(mut self, t: Option<i64>) -> Self {
+        self.0.started = t;
+        self
+    }
+    pub fn image(mut self, image: &str) -> Self {
+        self.0.images = vec![image.into()];
+        self
+    }
+    pub fn images(mut self, images: &[&str]) -> Self {
+        self.0.images = images.iter().map(|i| (*i).into()).collect();
+        self.0.images.sort();
+        self
+    }
+    pub fn toleration(mut self, key: &str, value: &str, effect: Option<TaintEffect>) -> Self {
+        self.0.tolerations.push(Toleration {
+            key: key.into(),
+            exists: value.is_empty(),
+            value: value.into(),
+            effect,
+        });
+        self
+    }
+    pub fn node_selector(mut self, k: &str, v: &str) -> Self {
+        let mut pairs: Vec<(Box<str>, Box<str>)> = self
+            .0
+            .node_selector
+            .iter()
+            .map(|(a, b)| (a.into(), b.into()))
+            .collect();
+        pairs.push((k.into(), v.into()));
+        self.0.node_selector = Labels::new(pairs);
+        self
+    }
+    pub fn affinity(mut self, a: Affinity) -> Self {
+        self.0.affinity = Some(Box::new(a));
+        self
+    }
+    /// A topology spread constraint selecting pods with `label_key=label_value`.
+    pub fn spread(
+        mut self,
+        max_skew: i32,
+        topology_key: &str,
+        when: WhenUnsatisfiable,
+        label_key: &str,
+        label_value: &str,
+    ) -> Self {
+        let spec = LabelSelectorSpec {
+            match_labels: [(label_key.to_string(), label_value.to_string())].into(),
+            match_expressions: Vec::new(),
+        };
+        self.0.topology_spread.push(TopologySpreadConstraint {
+            max_skew,
+            topology_key: topology_key.into(),
+            when_unsatisfiable: when,
+            label_selector: Some(Selector::compile(&spec).expect("valid selector")),
+            min_domains: None,
+            node_affinity_policy: InclusionPolicy::Honor,
+            node_taints_policy: InclusionPolicy::Ignore,
+            match_label_keys: Vec::new(),
+        });
+        self
+    }
+    pub fn spread_constraint(mut self, c: TopologySpreadConstraint) -> Self {
+        self.0.topology_spread.push(c);
+        self
+    }
+    pub fn host_port(mut self, port: u16) -> Self {
+        self.0.host_ports.push(HostPort { port, protocol: 0 });
+        self
+    }
+    pub fn build(self) -> Pod {
+        self.0
+    }
+}
+
+/// A PDB over pods with `label_key=label_value` that allows `allowed` disruptions.
+pub fn pdb(namespace: &str, name: &str, label_key: &str, label_value: &str, allowed: i32) -> Pdb {
+    let spec = LabelSelectorSpec {
+        match_labels: [(label_key.to_string(), label_value.to_string())].into(),
+        match_expressions: Vec::new(),
+    };
+    Pdb {
+        namespace: namespace.into(),
+        name: name.into(),
+        selector: Selector::compile(&spec).expect("valid selector"),
+        disruptions_allowed: allowed,
+    }
+}
+
+pub fn namespace(name: &str, labels: &[(&str, &str)]) -> Namespace {
+    Namespace {
+        name: name.into(),
+        labels: Labels::new(
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+        ),
+    }
+}
+
+/// Builds a snapshot from nodes and pods (and optionally PDBs).
+pub fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> ClusterSnapshot {
+    ClusterSnapshot::build(SnapshotParts {
+        nodes,
+        pods,
+        ..Default::default()
+    })
+}

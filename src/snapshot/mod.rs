@@ -1,0 +1,500 @@
+//! The cluster as the planner sees it: a compact, immutable model of nodes, pods,
+//! PodDisruptionBudgets, namespaces and priority classes, with the indexes the plugins need.
+//!
+//! Only the fields a descheduler reads are kept; pod requests, QoS class and the
+//! protection-relevant facts are computed once when the snapshot is built.
+//! Nothing here talks to the network: snapshots come from a file ([`decode`]) or, in live
+//! mode, from a cluster source that fills the same model.
+
+pub mod builders;
+pub mod decode;
+mod resources;
+
+pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
+
+use crate::labels::{Labels, Requirement, Selector};
+use rustc_hash::FxHashMap;
+
+pub type NodeId = u32;
+pub type PodId = u32;
+pub type PdbId = u32;
+
+/// The annotation that makes a pod evictable regardless of most protections.
+pub const EVICT_ANNOTATION: &str = "descheduler.alpha.kubernetes.io/evict";
+/// The annotation that asks the descheduler to prefer other pods.
+pub const PREFER_NO_EVICTION_ANNOTATION: &str =
+    "descheduler.alpha.kubernetes.io/prefer-no-eviction";
+pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
+/// `scheduling.SystemCriticalPriority`: pods at or above it are system critical.
+pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "NoSchedule" => Some(Self::NoSchedule),
+            "PreferNoSchedule" => Some(Self::PreferNoSchedule),
+            "NoExecute" => Some(Self::NoExecute),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Taint {
+    pub key: Box<str>,
+    pub value: Box<str>,
+    pub effect: TaintEffect,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toleration {
+    pub key: Box<str>,
+    /// `Exists` when true, `Equal` otherwise.
+    pub exists: bool,
+    pub value: Box<str>,
+    /// None tolerates every effect.
+    pub effect: Option<TaintEffect>,
+}
+
+impl Toleration {
+    /// `ToleratesTaint` from k8s.io/api/core/v1.
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if let Some(e) = self.effect {
+            if e != taint.effect {
+                return false;
+            }
+        }
+        if !self.key.is_empty() && self.key != taint.key {
+            return false;
+        }
+        if self.exists {
+            return true;
+        }
+        self.value == taint.value
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub name: Box<str>,
+    pub labels: Labels,
+    pub unschedulable: bool,
+    pub taints: Vec<Taint>,
+    /// `status.allocatable`, or `status.capacity` when allocatable is empty.
+    pub allocatable: Resources,
+    pub ready: bool,
+    /// Measured usage from a metrics source, when one was given.
+    pub usage: Option<Resources>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl Phase {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "Pending" => Phase::Pending,
+            "Running" => Phase::Running,
+            "Succeeded" => Phase::Succeeded,
+            "Failed" => Phase::Failed,
+            _ => Phase::Unknown,
+        }
+    }
+}
+
+/// QoS class, ordered from first-to-evict to last-to-evict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Qos {
+    BestEffort,
+    Burstable,
+    Guaranteed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OwnerRef {
+    pub kind: Box<str>,
+    pub name: Box<str>,
+    pub uid: Box<str>,
+    pub controller: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenUnsatisfiable {
+    DoNotSchedule,
+    ScheduleAnyway,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InclusionPolicy {
+    Honor,
+    Ignore,
+}
+
+#[derive(Debug, Clone)]
+pub struct TopologySpreadConstraint {
+    pub max_skew: i32,
+    pub topology_key: Box<str>,
+    pub when_unsatisfiable: WhenUnsatisfiable,
+    /// None: the constraint selects no pods (a nil labelSelector).
+    pub label_selector: Option<Selector>,
+    pub min_domains: Option<i32>,
+    /// Default Honor.
+    pub node_affinity_policy: InclusionPolicy,
+    /// Default Ignore.
+    pub node_taints_policy: InclusionPolicy,
+    pub match_label_keys: Vec<Box<str>>,
+}
+
+/// One `nodeSelectorTerm`: all its requirements must hold. An empty term matches no node.
+#[derive(Debug, Clone, Default)]
+pub struct NodeSelectorTerm {
+    pub match_expressions: Vec<Requirement>,
+    /// Requirements on `metadata.name`.
+    pub match_fields: Vec<Requirement>,
+}
+
+impl NodeSelectorTerm {
+    pub fn matches(&self, node: &Node) -> bool {
+        if self.match_expressions.is_empty() && self.match_fields.is_empty() {
+            return false;
+        }
+        if !self
+            .match_expressions
+            .iter()
+            .all(|r| r.matches(&node.labels))
+        {
+            return false;
+        }
+        if !self.match_fields.is_empty() {
+            let fields = Labels::new(vec![("metadata.name".into(), node.name.clone())]);
+            if !self.match_fields.iter().all(|r| r.matches(&fields)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PreferredSchedulingTerm {
+    pub weight: i32,
+    pub preference: NodeSelectorTerm,
+}
+
+#[derive(Debug, Clone)]
+pub struct PodAffinityTerm {
+    /// None selects no pods.
+    pub label_selector: Option<Selector>,
+    /// Explicit namespaces; with no namespaces and no namespaceSelector, the pod's own.
+    pub namespaces: Vec<Box<str>>,
+    /// Some(empty) selects every namespace.
+    pub namespace_selector: Option<Selector>,
+    pub topology_key: Box<str>,
+}
+
+#[derive(Debug, Clone)]
+pub struct WeightedPodAffinityTerm {
+    pub weight: i32,
+    pub term: PodAffinityTerm,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Affinity {
+    /// None: no required node affinity. Some(terms): at least one term must match.
+    pub node_required: Option<Vec<NodeSelectorTerm>>,
+    pub node_preferred: Vec<PreferredSchedulingTerm>,
+    pub pod_affinity_required: Vec<PodAffinityTerm>,
+    pub pod_affinity_preferred: Vec<WeightedPodAffinityTerm>,
+    pub pod_anti_affinity_required: Vec<PodAffinityTerm>,
+    pub pod_anti_affinity_preferred: Vec<WeightedPodAffinityTerm>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    pub port: u16,
+    /// 0 TCP, 1 UDP, 2 SCTP
+    pub protocol: u8,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pod {
+    pub namespace: Box<str>,
+    pub name: Box<str>,
+    pub uid: Box<str>,
+    pub node_name: Option<Box<str>>,
+    pub labels: Labels,
+    pub has_evict_annotation: bool,
+    pub has_prefer_no_eviction_annotation: bool,
+    pub is_mirror: bool,
+    /// `kubernetes.io/config.source` is set and is not `api`.
+    pub is_static: bool,
+    pub owners: Vec<OwnerRef>,
+    /// Effective requests, with Kubernetes semantics (init containers, sidecars, overhead).
+    pub requests: Resources,
+    pub qos: Qos,
+    pub priority: Option<i32>,
+    pub priority_class_name: Option<Box<str>>,
+    pub phase: Phase,
+    pub terminating: bool,
+    /// Unix seconds.
+    pub created: i64,
+    /// `status.startTime`, unix seconds.
+    pub started: Option<i64>,
+    /// Has an emptyDir or hostPath volume.
+    pub has_local_storage: bool,
+    /// PersistentVolumeClaim names the pod mounts.
+    pub pvc_claims: Vec<Box<str>>,
+    pub has_resource_claims: bool,
+    pub tolerations: Vec<Toleration>,
+    pub node_selector: Labels,
+    pub affinity: Option<Box<Affinity>>,
+    pub topology_spread: Vec<TopologySpreadConstraint>,
+    pub host_ports: Vec<HostPort>,
+    /// Container images, sorted (RemoveDuplicates compares these).
+    pub images: Vec<Box<str>>,
+}
+
+impl Pod {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The controller owner reference, or the first owner when none is marked controller.
+    pub fn controller(&self) -> Option<&OwnerRef> {
+        self.owners
+            .iter()
+            .find(|o| o.controller)
+            .or_else(|| self.owners.first())
+    }
+
+    pub fn is_daemonset_pod(&self) -> bool {
+        self.owners.iter().any(|o| &*o.kind == "DaemonSet")
+    }
+
+    pub fn is_critical(&self) -> bool {
+        self.priority.is_some_and(|p| p >= SYSTEM_CRITICAL_PRIORITY)
+    }
+
+    /// Succeeded and failed pods hold no resources on their node.
+    pub fn is_active(&self) -> bool {
+        !matches!(self.phase, Phase::Succeeded | Phase::Failed)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Pdb {
+    pub namespace: Box<str>,
+    pub name: Box<str>,
+    /// A null selector matches nothing; an empty one matches every pod in the namespace.
+    pub selector: Selector,
+    pub disruptions_allowed: i32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Namespace {
+    pub name: Box<str>,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone)]
+pub struct PriorityClass {
+    pub name: Box<str>,
+    pub value: i32,
+}
+
+/// Everything the planner reads, with indexes. Immutable once built.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterSnapshot {
+    /// Sorted by name.
+    pub nodes: Vec<Node>,
+    /// Sorted by namespace, then name.
+    pub pods: Vec<Pod>,
+    pub pdbs: Vec<Pdb>,
+    pub namespaces: Vec<Namespace>,
+    pub priority_classes: Vec<PriorityClass>,
+    node_index: FxHashMap<Box<str>, NodeId>,
+    pods_by_node: Vec<Vec<PodId>>,
+    /// Sum of the requests of the active pods on each node, and their number.
+    node_requested: Vec<Resources>,
+    pods_by_owner: FxHashMap<Box<str>, Vec<PodId>>,
+    namespace_ranges: FxHashMap<Box<str>, (u32, u32)>,
+    pdbs_of_pod: Vec<Vec<PdbId>>,
+    namespace_index: FxHashMap<Box<str>, u32>,
+    pod_node: Vec<Option<NodeId>>,
+}
+
+/// The raw parts of a snapshot, before indexing.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotParts {
+    pub nodes: Vec<Node>,
+    pub pods: Vec<Pod>,
+    pub pdbs: Vec<Pdb>,
+    pub namespaces: Vec<Namespace>,
+    pub priority_classes: Vec<PriorityClass>,
+}
+
+impl ClusterSnapshot {
+    /// Sorts the parts into their canonical order and builds every index.
+    pub fn build(parts: SnapshotParts) -> ClusterSnapshot {
+        let SnapshotParts {
+            mut nodes,
+            mut pods,
+            mut pdbs,
+            mut namespaces,
+            mut priority_classes,
+        } = parts;
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        nodes.dedup_by(|a, b| a.name == b.name);
+        pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        pods.dedup_by(|a, b| a.namespace == b.namespace && a.name == b.name);
+        pdbs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        namespaces.sort_by(|a, b| a.name.cmp(&b.name));
+        priority_classes.sort_by(|a, b| a.name.cmp(&b.name));
+
+        let node_index: FxHashMap<Box<str>, NodeId> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i as NodeId))
+            .collect();
+        let mut pods_by_node = vec![Vec::new(); nodes.len()];
+        let mut node_requested = vec![Resources::default(); nodes.len()];
+        let mut pods_by_owner: FxHashMap<Box<str>, Vec<PodId>> = FxHashMap::default();
+        let mut namespace_ranges: FxHashMap<Box<str>, (u32, u32)> = FxHashMap::default();
+        let mut pod_node = Vec::with_capacity(pods.len());
+        for (i, pod) in pods.iter().enumerate() {
+            let id = i as PodId;
+            let node = pod
+                .node_name
+                .as_ref()
+                .and_then(|n| node_index.get(n).copied());
+            pod_node.push(node);
+            if let Some(n) = node {
+                pods_by_node[n as usize].push(id);
+                if pod.is_active() {
+                    node_requested[n as usize].add_pod(&pod.requests);
+                }
+            }
+            for o in &pod.owners {
+                pods_by_owner.entry(o.uid.clone()).or_default().push(id);
+            }
+            namespace_ranges
+                .entry(pod.namespace.clone())
+                .and_modify(|r| r.1 = id + 1)
+                .or_insert((id, id + 1));
+        }
+        let mut pdbs_of_pod = vec![Vec::new(); pods.len()];
+        for (pi, pdb) in pdbs.iter().enumerate() {
+            if let Some(&(start, end)) = namespace_ranges.get(&pdb.namespace) {
+                for id in start..end {
+                    if pdb.selector.matches(&pods[id as usize].labels) {
+                        pdbs_of_pod[id as usize].push(pi as PdbId);
+                    }
+                }
+            }
+        }
+        let namespace_index = namespaces
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i as u32))
+            .collect();
+        ClusterSnapshot {
+            nodes,
+            pods,
+            pdbs,
+            namespaces,
+            priority_classes,
+            node_index,
+            pods_by_node,
+            node_requested,
+            pods_by_owner,
+            namespace_ranges,
+            pdbs_of_pod,
+            namespace_index,
+            pod_node,
+        }
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    pub fn pod(&self, id: PodId) -> &Pod {
+        &self.pods[id as usize]
+    }
+
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.node_index.get(name).copied()
+    }
+
+    /// The node a pod is bound to, if that node is in the snapshot.
+    pub fn pod_node(&self, id: PodId) -> Option<NodeId> {
+        self.pod_node[id as usize]
+    }
+
+    /// Every pod bound to the node, in namespace/name order.
+    pub fn pods_on_node(&self, id: NodeId) -> &[PodId] {
+        &self.pods_by_node[id as usize]
+    }
+
+    /// Requests of the node's active pods (`pods` counts them).
+    pub fn node_requested(&self, id: NodeId) -> &Resources {
+        &self.node_requested[id as usize]
+    }
+
+    /// Pods that name this owner UID in their ownerReferences.
+    pub fn pods_of_owner(&self, uid: &str) -> &[PodId] {
+        self.pods_by_owner
+            .get(uid)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// Pods of a namespace, as a contiguous range of ids.
+    pub fn pods_in_namespace(&self, ns: &str) -> std::ops::Range<PodId> {
+        self.namespace_ranges
+            .get(ns)
+            .map(|&(s, e)| s..e)
+            .unwrap_or(0..0)
+    }
+
+    pub fn pdbs_of_pod(&self, id: PodId) -> &[PdbId] {
+        &self.pdbs_of_pod[id as usize]
+    }
+
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
+        self.namespace_index
+            .get(name)
+            .map(|&i| &self.namespaces[i as usize])
+    }
+
+    pub fn priority_class(&self, name: &str) -> Option<&PriorityClass> {
+        self.priority_classes
+            .binary_search_by(|p| (*p.name).cmp(name))
+            .ok()
+            .map(|i| &self.priority_classes[i])
+    }
+
+    /// Ready nodes matching the selector, in name order: the planning input.
+    pub fn ready_nodes(&self, selector: &Selector) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.ready && selector.matches(&n.labels))
+            .map(|(i, _)| i as NodeId)
+            .collect()
+    }
+}
