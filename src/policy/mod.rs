@@ -294,14 +294,12 @@ impl Policy {
                     .enabled
                     .push(DEFAULT_EVICTOR.into());
             }
+            // Appended (upstream prepends) so that error paths keep the user's indexes.
             if p.plugin_config(DEFAULT_EVICTOR).is_none() {
-                p.plugin_config.insert(
-                    0,
-                    PluginConfig {
-                        name: DEFAULT_EVICTOR.into(),
-                        args: serde_json::Value::Object(Default::default()),
-                    },
-                );
+                p.plugin_config.push(PluginConfig {
+                    name: DEFAULT_EVICTOR.into(),
+                    args: serde_json::Value::Object(Default::default()),
+                });
             }
         }
     }
@@ -530,7 +528,7 @@ profiles:
     fn defaults_default_evictor() {
         let p = load(BASE).unwrap();
         let prof = &p.profiles[0];
-        assert_eq!(prof.plugin_config[0].name, DEFAULT_EVICTOR);
+        assert_eq!(prof.plugin_config.last().unwrap().name, DEFAULT_EVICTOR);
         assert_eq!(prof.plugins.filter.enabled, vec![DEFAULT_EVICTOR]);
         assert_eq!(
             prof.plugins.preevictionfilter.enabled,

@@ -1,0 +1,215 @@
+//! The binary as users run it: exit codes, messages and output formats.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_descheduler"))
+        .args(args)
+        .current_dir(root())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+const SNAP: &str = "examples/cluster-hotspot.yaml";
+const NOW: &str = "2026-12-01T00:00:00Z";
+
+#[test]
+fn plans_the_example_and_exits_zero() {
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        SNAP,
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ev = v["evictions"].as_array().unwrap();
+    assert!(!ev.is_empty());
+    for e in ev {
+        for k in ["pod", "node", "profile", "plugin", "reason"] {
+            assert!(e[k].is_string(), "eviction field {k} missing: {e}");
+        }
+    }
+    for n in v["nodes"].as_array().unwrap() {
+        assert!(
+            n["before"]["cpu"].is_number() && n["after"]["cpu"].is_number(),
+            "{n}"
+        );
+    }
+}
+
+#[test]
+fn table_and_yaml_outputs() {
+    let o = run(&[
+        "--policy-config-file",
+        "policies/lownodeutilization.yaml",
+        "--snapshot",
+        SNAP,
+        "--now",
+        NOW,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("Planned evictions:"), "{out}");
+    assert!(out.contains("node-a1"), "{out}");
+    assert!(out.contains("->"), "before -> after expected: {out}");
+    let o = run(&[
+        "--policy-config-file",
+        "policies/lownodeutilization.yaml",
+        "--snapshot",
+        SNAP,
+        "--now",
+        NOW,
+        "-o",
+        "yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value =
+        serde_saphyr::from_str(&String::from_utf8(o.stdout).unwrap()).unwrap();
+    assert!(v["evictions"].is_array());
+}
+
+#[test]
+fn nothing_to_evict_still_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {thresholds: {cpu: 1}, targetThresholds: {cpu: 99}}\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--snapshot",
+        SNAP,
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["evictions"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn invalid_policy_exits_two_naming_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("bad.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {thresholds: {cpu: 120}, targetThresholds: {cpu: 150}}\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--snapshot",
+        SNAP,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("bad.yaml"), "{e}");
+    assert!(
+        e.contains("profiles[0].pluginConfig[0].args.thresholds.cpu"),
+        "{e}"
+    );
+    assert!(e.contains("[0, 100]"), "{e}");
+    assert!(
+        o.stdout.is_empty(),
+        "nothing is planned on an invalid policy"
+    );
+
+    std::fs::write(&policy, "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n  pluginConfig:\n  - name: PodLifeTime\n").unwrap();
+    let o = run(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--snapshot",
+        SNAP,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("does not implement yet"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(&[
+        "--policy-config-file",
+        "does-not-exist.yaml",
+        "--snapshot",
+        SNAP,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("does-not-exist.yaml"));
+}
+
+#[test]
+fn broken_snapshot_exits_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("broken.json");
+    std::fs::write(&snap, r#"{"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"cpu":"lots"}}}]}"#).unwrap();
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        snap.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("broken.json") && e.contains("Node n") && e.contains("status.allocatable.cpu"),
+        "{e}"
+    );
+    std::fs::write(&snap, "{\"kind\": \"List\", \"items\": [").unwrap();
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        snap.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bad_flags_exit_two() {
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        SNAP,
+        "--now",
+        "yesterday",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--now"));
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--output",
+        "xml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn live_mode_is_refused_with_exit_one() {
+    let o = run(&["--policy-config-file", "policies/combined.yaml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--snapshot"));
+}

@@ -1,0 +1,99 @@
+//! Golden plans: every shipped policy planned against the shipped example cluster, compared
+//! with the reviewed JSON report in tests/golden/. Set UPDATE_GOLDEN=1 to rewrite them after an
+//! intended change, and review the diff.
+
+use descheduler::framework::Pipeline;
+use descheduler::plan::plan;
+use descheduler::report::{Format, Report};
+use descheduler::snapshot::decode;
+use std::path::{Path, PathBuf};
+
+/// 2026-12-01T00:00:00Z
+const NOW: i64 = 1_796_083_200;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn policies() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("policies"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn render(policy: &Path, snapshot: &Path) -> String {
+    let pipeline = Pipeline::load(policy).unwrap_or_else(|e| panic!("{e}"));
+    let snap = decode::load_file(snapshot).unwrap();
+    let plan = plan(&pipeline, &snap, NOW).unwrap();
+    Report::new(&snap, &plan).render(Format::Json)
+}
+
+#[test]
+fn shipped_policies_load_and_match_their_golden_plans() {
+    let snapshot = root().join("examples/cluster-hotspot.yaml");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut checked = 0;
+    for policy in policies() {
+        let name = policy.file_stem().unwrap().to_string_lossy().to_string();
+        let got = render(&policy, &snapshot);
+        let golden = root().join("tests/golden").join(format!("{name}.json"));
+        if update {
+            std::fs::write(&golden, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(&golden)
+            .unwrap_or_else(|_| panic!("missing {}; run with UPDATE_GOLDEN=1", golden.display()));
+        assert_eq!(
+            got,
+            want,
+            "plan for {name} differs from {}",
+            golden.display()
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 4,
+        "expected the four shipped policies, found {checked}"
+    );
+}
+
+#[test]
+fn the_example_cluster_has_a_hotspot_that_the_combined_policy_relieves() {
+    let out = render(
+        &root().join("policies/combined.yaml"),
+        &root().join("examples/cluster-hotspot.yaml"),
+    );
+    let report: Report = serde_json::from_str(&out).unwrap();
+    assert!(!report.evictions.is_empty());
+    let a1 = report.nodes.iter().find(|n| n.name == "node-a1").unwrap();
+    assert!(a1.after["cpu"] < a1.before["cpu"]);
+    // the NotReady node is not planning input
+    assert!(report.nodes.iter().all(|n| n.name != "node-c1"));
+    // protected pods never appear: DaemonSet, critical, bare, local storage, PVC
+    for e in &report.evictions {
+        for protected in [
+            "kube-proxy",
+            "coredns",
+            "cart-debug",
+            "train-resnet",
+            "redis-0",
+        ] {
+            assert!(!e.pod.contains(protected), "{} must not be evicted", e.pod);
+        }
+    }
+}
+
+#[test]
+fn json_and_yaml_snapshots_give_the_same_plan() {
+    let yaml = root().join("examples/cluster-hotspot.yaml");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    let value: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cluster.json");
+    std::fs::write(&json, serde_json::to_vec(&value).unwrap()).unwrap();
+    let policy = root().join("policies/combined.yaml");
+    assert_eq!(render(&policy, &yaml), render(&policy, &json));
+}

@@ -1,0 +1,306 @@
+//! Property tests over random clusters and policies: whatever the input, a plan never exceeds
+//! a limit or a disruption budget, never names a protected pod or a pod twice, and does not
+//! depend on the order of the input.
+
+use descheduler::framework::Pipeline;
+use descheduler::plan::plan;
+use descheduler::plugins::default_evictor::DefaultEvictor;
+use descheduler::policy::Policy;
+use descheduler::snapshot::builders::{node, pdb, pod};
+use descheduler::snapshot::{
+    ClusterSnapshot, Pdb, Pod, SnapshotParts, TaintEffect, WhenUnsatisfiable,
+};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone)]
+struct NodeSpec {
+    cpu: i64,
+    zone: u8,
+    tainted: bool,
+    unschedulable: bool,
+    ready: bool,
+}
+
+#[derive(Debug, Clone)]
+struct PodSpec {
+    ns: u8,
+    owner: u8,
+    node: usize,
+    cpu: i64,
+    app: u8,
+    priority: Option<i32>,
+    flags: u8,
+    spread: bool,
+    image: u8,
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    nodes: Vec<NodeSpec>,
+    pods: Vec<PodSpec>,
+    budgets: Vec<(u8, u8, i32)>,
+    per_node: Option<u32>,
+    per_ns: Option<u32>,
+    total: Option<u32>,
+    low: u32,
+    high: u32,
+    seed: u64,
+}
+
+fn node_spec() -> impl Strategy<Value = NodeSpec> {
+    (
+        prop::sample::select(vec![2000i64, 4000, 8000]),
+        0u8..3,
+        prop::bool::weighted(0.15),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.9),
+    )
+        .prop_map(|(cpu, zone, tainted, unschedulable, ready)| NodeSpec {
+            cpu,
+            zone,
+            tainted,
+            unschedulable,
+            ready,
+        })
+}
+
+fn pod_spec(nodes: usize) -> impl Strategy<Value = PodSpec> {
+    (
+        0u8..3,
+        0u8..6,
+        0..nodes,
+        prop::sample::select(vec![100i64, 250, 500, 1000, 2000]),
+        0u8..3,
+        prop::option::weighted(0.3, prop::sample::select(vec![-10, 0, 100, 2_000_000_000])),
+        any::<u8>(),
+        prop::bool::weighted(0.3),
+        0u8..2,
+    )
+        .prop_map(
+            |(ns, owner, node, cpu, app, priority, flags, spread, image)| PodSpec {
+                ns,
+                owner,
+                node,
+                cpu,
+                app,
+                priority,
+                flags,
+                spread,
+                image,
+            },
+        )
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    prop::collection::vec(node_spec(), 2..8).prop_flat_map(|nodes| {
+        let n = nodes.len();
+        (
+            Just(nodes),
+            prop::collection::vec(pod_spec(n), 0..70),
+            prop::collection::vec((0u8..3, 0u8..3, 0i32..3), 0..4),
+            prop::option::of(0u32..4),
+            prop::option::of(0u32..5),
+            prop::option::of(0u32..8),
+            5u32..40,
+            0u32..50,
+            any::<u64>(),
+        )
+            .prop_map(
+                |(nodes, pods, budgets, per_node, per_ns, total, low, extra, seed)| Case {
+                    nodes,
+                    pods,
+                    budgets,
+                    per_node,
+                    per_ns,
+                    total,
+                    low,
+                    high: (low + extra).min(100),
+                    seed,
+                },
+            )
+    })
+}
+
+const NS: [&str; 3] = ["alpha", "beta", "gamma"];
+const APPS: [&str; 3] = ["web", "api", "db"];
+
+fn build_pods(c: &Case) -> Vec<Pod> {
+    c.pods
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let ns = NS[s.ns as usize];
+            let mut b = pod(ns, &format!("p{i:03}"))
+                .node(&format!("n{}", s.node))
+                .cpu(s.cpu)
+                .label("app", APPS[s.app as usize])
+                .image(if s.image == 0 { "img:1" } else { "img:2" });
+            b = match s.owner {
+                0 | 1 | 2 => b.owner("ReplicaSet", &format!("rs{}", s.owner)),
+                3 => b.owner("DaemonSet", "ds"),
+                4 => b.owner("StatefulSet", "sts"),
+                _ => b.bare(),
+            };
+            if let Some(p) = s.priority {
+                b = b.priority(p);
+            }
+            if s.flags & 1 != 0 && s.flags & 64 != 0 {
+                b = b.mirror();
+            }
+            if s.flags & 2 != 0 && s.flags & 64 != 0 {
+                b = b.static_pod();
+            }
+            if s.flags & 4 != 0 && s.flags & 128 != 0 {
+                b = b.terminating();
+            }
+            if s.flags & 8 != 0 {
+                b = b.local_storage();
+            }
+            if s.flags & 16 != 0 && s.flags & 32 != 0 {
+                b = b.evict_annotation();
+            }
+            if s.spread {
+                b = b.spread(
+                    1,
+                    "zone",
+                    WhenUnsatisfiable::DoNotSchedule,
+                    "app",
+                    APPS[s.app as usize],
+                );
+            }
+            b.build()
+        })
+        .collect()
+}
+
+fn build(c: &Case, pods: Vec<Pod>) -> ClusterSnapshot {
+    let nodes = c
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut b = node(&format!("n{i}"))
+                .cpu(s.cpu)
+                .label("zone", &format!("z{}", s.zone));
+            if s.tainted {
+                b = b.taint("dedicated", "x", TaintEffect::NoSchedule);
+            }
+            if s.unschedulable {
+                b = b.unschedulable();
+            }
+            if !s.ready {
+                b = b.not_ready();
+            }
+            b.build()
+        })
+        .collect();
+    let pdbs: Vec<Pdb> = c
+        .budgets
+        .iter()
+        .enumerate()
+        .map(|(i, (ns, app, allowed))| {
+            pdb(
+                NS[*ns as usize],
+                &format!("b{i}"),
+                "app",
+                APPS[*app as usize],
+                *allowed,
+            )
+        })
+        .collect();
+    ClusterSnapshot::build(SnapshotParts {
+        nodes,
+        pods,
+        pdbs,
+        ..Default::default()
+    })
+}
+
+fn pipeline(c: &Case) -> Pipeline {
+    let opt = |k: &str, v: Option<u32>| v.map(|v| format!("{k}: {v}\n")).unwrap_or_default();
+    let text = format!(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n{}{}{}profiles:\n- name: p\n  pluginConfig:\n  - name: RemoveDuplicates\n  - name: RemovePodsViolatingTopologySpreadConstraint\n  - name: LowNodeUtilization\n    args: {{thresholds: {{cpu: {}}}, targetThresholds: {{cpu: {}}}}}\n  plugins:\n    balance:\n      enabled: [RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint, LowNodeUtilization]\n",
+        opt("maxNoOfPodsToEvictPerNode", c.per_node),
+        opt("maxNoOfPodsToEvictPerNamespace", c.per_ns),
+        opt("maxNoOfPodsToEvictTotal", c.total),
+        c.low,
+        c.high
+    );
+    let policy = Policy::from_yaml("prop.yaml", &text).unwrap();
+    Pipeline::build(&policy, "prop.yaml").unwrap()
+}
+
+fn shuffle<T>(v: &mut [T], mut seed: u64) {
+    for i in (1..v.len()).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        v.swap(i, (seed % (i as u64 + 1)) as usize);
+    }
+}
+
+/// The plan as (pod, node, plugin, reason), independent of internal ids.
+fn described(c: &Case, pods: Vec<Pod>) -> (ClusterSnapshot, Vec<(String, String, String, String)>) {
+    let snap = build(c, pods);
+    let p = plan(&pipeline(c), &snap, 0).unwrap();
+    let rows = p
+        .evictions
+        .iter()
+        .map(|e| {
+            (
+                snap.pod(e.pod).key(),
+                snap.node(e.node).name.to_string(),
+                e.plugin.to_string(),
+                e.reason.clone(),
+            )
+        })
+        .collect();
+    (snap, rows)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    #[test]
+    fn plans_respect_limits_budgets_and_protections(c in case()) {
+        let snap = build(&c, build_pods(&c));
+        let p = plan(&pipeline(&c), &snap, 0).unwrap();
+        let evictor = DefaultEvictor::default();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut per_node: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut per_ns: BTreeMap<String, u32> = BTreeMap::new();
+        let mut per_pdb: BTreeMap<u32, i32> = BTreeMap::new();
+        for e in &p.evictions {
+            prop_assert!(seen.insert(e.pod), "pod planned twice");
+            let pod = snap.pod(e.pod);
+            prop_assert!(!pod.is_mirror && !pod.is_static && !pod.terminating, "{} is never evictable", pod.key());
+            prop_assert!(evictor.filter(&snap, e.pod, 0).is_ok(), "{} is protected", pod.key());
+            prop_assert!(snap.node(e.node).ready);
+            prop_assert_eq!(snap.pod_node(e.pod), Some(e.node));
+            *per_node.entry(e.node).or_default() += 1;
+            *per_ns.entry(pod.namespace.to_string()).or_default() += 1;
+            let pdbs = snap.pdbs_of_pod(e.pod);
+            prop_assert!(pdbs.len() <= 1, "pod under two budgets was evicted");
+            for &b in pdbs {
+                *per_pdb.entry(b).or_default() += 1;
+            }
+        }
+        if let Some(l) = c.per_node { prop_assert!(per_node.values().all(|v| *v <= l)); }
+        if let Some(l) = c.per_ns { prop_assert!(per_ns.values().all(|v| *v <= l)); }
+        if let Some(l) = c.total { prop_assert!(p.evictions.len() as u32 <= l); }
+        for (b, n) in per_pdb {
+            prop_assert!(n <= snap.pdbs[b as usize].disruptions_allowed.max(0), "budget exceeded");
+        }
+    }
+
+    #[test]
+    fn plans_do_not_depend_on_input_order(c in case()) {
+        let pods = build_pods(&c);
+        let (_, a) = described(&c, pods.clone());
+        let mut shuffled = pods;
+        shuffle(&mut shuffled, c.seed | 1);
+        let (_, b) = described(&c, shuffled);
+        prop_assert_eq!(a, b);
+    }
+}
