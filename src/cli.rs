@@ -7,7 +7,7 @@ use crate::executor::{DryRun, Executor};
 use crate::framework::Pipeline;
 use crate::plan;
 use crate::report::Format;
-use crate::snapshot::decode;
+use crate::source::{ClusterSource, FileSource};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -128,7 +128,10 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
             "planning against a live cluster is not available in this build; plan offline with --snapshot FILE (which implies --dry-run)",
         ));
     };
-    let snap = decode::load_file(snapshot_path).map_err(Failure::invalid)?;
+    let mut source = FileSource {
+        path: snapshot_path.clone(),
+    };
+    let snap = source.snapshot().map_err(Failure::invalid)?;
     tracing::info!(
         nodes = snap.nodes.len(),
         pods = snap.pods.len(),

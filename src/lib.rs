@@ -20,3 +20,4 @@ pub mod quantity;
 pub mod report;
 pub mod sim;
 pub mod snapshot;
+pub mod source;

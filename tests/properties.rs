@@ -137,7 +137,7 @@ fn build_pods(c: &Case) -> Vec<Pod> {
                 .label("app", APPS[s.app as usize])
                 .image(if s.image == 0 { "img:1" } else { "img:2" });
             b = match s.owner {
-                0 | 1 | 2 => b.owner("ReplicaSet", &format!("rs{}", s.owner)),
+                0..=2 => b.owner("ReplicaSet", &format!("rs{}", s.owner)),
                 3 => b.owner("DaemonSet", "ds"),
                 4 => b.owner("StatefulSet", "sts"),
                 _ => b.bare(),

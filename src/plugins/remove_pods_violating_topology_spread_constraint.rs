@@ -1,16 +1,164 @@
-//! RemovePodsViolatingTopologySpreadConstraint (placeholder until implemented).
-use crate::framework::{Context, Plugin};
-use crate::policy::ArgsError;
-use crate::snapshot::NodeId;
+//! RemovePodsViolatingTopologySpreadConstraint: evicts the fewest pods needed to bring each
+//! topology spread constraint back within its `maxSkew`, so the scheduler spreads them again.
+//!
+//! As upstream (`removepodsviolatingtopologyspreadconstraint/topologyspreadconstraint.go`):
+//! - Namespaces are handled one at a time (in name order here). A namespace's constraints are
+//!   the distinct topology spread constraints of its pods whose `whenUnsatisfiable` is listed in
+//!   `constraints` (default `[DoNotSchedule]`). `matchLabelKeys` extends a constraint's selector
+//!   with the pod's values for those keys; with `nodeAffinityPolicy: Honor` (the default) the
+//!   pod's nodeSelector and required node affinity are part of the constraint, and so are its
+//!   tolerations with `nodeTaintsPolicy: Honor`.
+//! - A constraint's domains are the values of its `topologyKey` on the planning nodes that
+//!   match its inclusion policies (Honor: the node matches the pod's node affinity / tolerates
+//!   its NoSchedule and NoExecute taints); a domain with no matching pod still counts.
+//!   The pods counted are the namespace's running, non-terminating pods matching the selector,
+//!   minus the pods earlier plugins already planned to evict.
+//! - When the largest and smallest domain differ by more than `maxSkew`, `balanceDomains`
+//!   moves pods from the largest domains toward the smallest: domains sorted by size, at most
+//!   half the excess skew at a time, never taking a domain below the ideal average nor filling
+//!   one above it. Within a domain, pods that may not be evicted stay; of the others, pods
+//!   that fit a node of a below-average domain leave first, then pods without a nodeSelector
+//!   or node affinity, then by priority. A pod that may not be evicted but is picked anyway
+//!   (too few others) counts as moved and stays.
+//! - With `topologyBalanceNodeFit` (default true) a pod is only chosen when it fits some
+//!   other node of a domain below the ideal average (`sim::node_fits`, against what the node
+//!   holds after the evictions planned so far); a chosen pod that does not fit still counts
+//!   as moved, so the balancing completes.
+//! - The chosen pods are then evicted in the order they were chosen, each checked against the
+//!   evictor's Filter, the `labelSelector` arg and PreEvictionFilter. A per-node limit skips
+//!   the rest of that node, the total limit stops the plugin, any other refusal skips the pod.
+//!
+//! Deliberate differences from upstream v0.36:
+//! - Every pod matching a constraint is counted, as kube-scheduler counts them, even when the
+//!   evictor or the `labelSelector` arg protects it (upstream counts only the pods that pass
+//!   both, which misjudges the skew and can evict pods the scheduler puts straight back).
+//!   Such pods are kept, as upstream keeps non-evictable pods; `labelSelector` only limits
+//!   which pods are evicted, as upstream's documentation says.
+//! - Only pods on nodes matching the constraint's inclusion policies are counted (as
+//!   kube-scheduler); upstream counts pods on every planning node with the topology label.
+//! - By priority, the lowest leaves first, as upstream's comments describe (its sort takes
+//!   the highest first). Pods with the prefer-no-eviction annotation leave after the others
+//!   (an addition, as in the framework's eviction order). Ties keep node order, then name.
+//! - Map-order randomness is gone: domains tie-break by value, chosen pods keep their order.
+//! - Constraints with `maxSkew` below 1 (which the API rejects) are skipped.
+//! - `includeSoftConstraints` (v1alpha1 only; gone from v1alpha2) is an error that names its
+//!   replacement, `constraints: [DoNotSchedule, ScheduleAnyway]`.
+
+use crate::framework::{Context, EvictError, Plugin};
+use crate::labels::{LabelSelectorSpec, Labels, Selector};
+use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::policy::{decode_args, ArgsError};
+use crate::sim;
+use crate::snapshot::{
+    ClusterSnapshot, InclusionPolicy, NodeId, NodeSelectorTerm, Pod, PodId,
+    TopologySpreadConstraint, WhenUnsatisfiable,
+};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::ops::Range;
 
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
 
+pub const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
+pub const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemovePodsViolatingTopologySpreadConstraintArgs {
+    #[serde(default)]
+    pub namespaces: Option<Namespaces>,
+    /// Only pods matching it are evicted (every matching pod is still counted).
+    #[serde(default)]
+    pub label_selector: Option<LabelSelectorSpec>,
+    /// Which `whenUnsatisfiable` values to act on. Absent or null: `[DoNotSchedule]`;
+    /// an empty list acts on none, as upstream.
+    #[serde(default)]
+    pub constraints: Option<Vec<String>>,
+    /// Absent or null: true.
+    #[serde(default)]
+    pub topology_balance_node_fit: Option<bool>,
+    /// The v1alpha1 field; accepted only to say what replaced it.
+    #[serde(default, skip_serializing)]
+    pub include_soft_constraints: Option<serde_json::Value>,
+}
+
+impl RemovePodsViolatingTopologySpreadConstraintArgs {
+    /// Upstream's `SetDefaults_RemovePodsViolatingTopologySpreadConstraintArgs`.
+    pub fn with_defaults(mut self) -> Self {
+        if self.constraints.is_none() {
+            self.constraints = Some(vec![DO_NOT_SCHEDULE.to_string()]);
+        }
+        if self.topology_balance_node_fit.is_none() {
+            self.topology_balance_node_fit = Some(true);
+        }
+        self
+    }
+
+    /// Upstream's `ValidateRemovePodsViolatingTopologySpreadConstraintArgs`, with field paths.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        if self.include_soft_constraints.is_some() {
+            return Err(ArgsError::new(
+                "includeSoftConstraints",
+                "is a v1alpha1 parameter that v1alpha2 no longer has; use constraints: [DoNotSchedule, ScheduleAnyway] to include soft constraints",
+            ));
+        }
+        if let Some(ns) = &self.namespaces {
+            ns.validate("namespaces")?;
+        }
+        if let Some(s) = &self.label_selector {
+            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
+        }
+        for (i, c) in self.constraints.iter().flatten().enumerate() {
+            if c != DO_NOT_SCHEDULE && c != SCHEDULE_ANYWAY {
+                return Err(ArgsError::new(
+                    format!("constraints[{i}]"),
+                    format!("constraint {c:?} is not one of {DO_NOT_SCHEDULE}, {SCHEDULE_ANYWAY}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A validated plugin, args defaulted.
 #[derive(Debug)]
-pub struct RemovePodsViolatingTopologySpreadConstraint;
+pub struct RemovePodsViolatingTopologySpreadConstraint {
+    pub args: RemovePodsViolatingTopologySpreadConstraintArgs,
+    label_selector: Option<Selector>,
+    do_not_schedule: bool,
+    schedule_anyway: bool,
+    topology_balance_node_fit: bool,
+}
 
 impl RemovePodsViolatingTopologySpreadConstraint {
-    pub fn new(_args: &serde_json::Value) -> Result<Self, ArgsError> {
-        Ok(RemovePodsViolatingTopologySpreadConstraint)
+    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
+        let args: RemovePodsViolatingTopologySpreadConstraintArgs = decode_args(args)?;
+        let args = args.with_defaults();
+        args.validate()?;
+        let label_selector = args
+            .label_selector
+            .as_ref()
+            .map(|s| {
+                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
+            })
+            .transpose()?;
+        let listed = |v: &str| args.constraints.iter().flatten().any(|c| c == v);
+        Ok(RemovePodsViolatingTopologySpreadConstraint {
+            label_selector,
+            do_not_schedule: listed(DO_NOT_SCHEDULE),
+            schedule_anyway: listed(SCHEDULE_ANYWAY),
+            topology_balance_node_fit: args.topology_balance_node_fit.unwrap_or(true),
+            args,
+        })
+    }
+
+    fn acts_on(&self, c: &TopologySpreadConstraint) -> bool {
+        match c.when_unsatisfiable {
+            WhenUnsatisfiable::DoNotSchedule => self.do_not_schedule,
+            WhenUnsatisfiable::ScheduleAnyway => self.schedule_anyway,
+        }
     }
 }
 
@@ -18,5 +166,1289 @@ impl Plugin for RemovePodsViolatingTopologySpreadConstraint {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn run(&self, _cx: &mut Context<'_, '_>, _nodes: &[NodeId]) {}
+
+    fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
+        let snap = cx.snap();
+        if nodes.is_empty() || !(self.do_not_schedule || self.schedule_anyway) {
+            return;
+        }
+        let mut node_pos: Vec<Option<u32>> = vec![None; snap.nodes.len()];
+        for (i, &n) in nodes.iter().enumerate() {
+            node_pos[n as usize] = Some(i as u32);
+        }
+        let mut chosen = Chosen::default();
+        // Pods are sorted by namespace, so each namespace is one contiguous range.
+        let mut start: PodId = 0;
+        while (start as usize) < snap.pods.len() {
+            let ns = &*snap.pod(start).namespace;
+            let range = snap.pods_in_namespace(ns);
+            start = range.end;
+            if namespace_allowed(&self.args.namespaces, ns) {
+                self.balance_namespace(cx, nodes, &node_pos, range, &mut chosen);
+            }
+        }
+        self.evict(cx, chosen);
+    }
+}
+
+/// Pods chosen for eviction, in the order they were chosen, each once.
+#[derive(Default)]
+struct Chosen {
+    pods: Vec<(PodId, String)>,
+    seen: FxHashSet<PodId>,
+}
+
+/// A pod counted by the plugin: its node's position among the planning nodes, its id, its node.
+type Counted = (u32, PodId, NodeId);
+
+/// One distinct constraint of a namespace, with what upstream's `topologySpreadConstraint`
+/// compares: the selector (with matchLabelKeys applied) and the node inclusion policies,
+/// together with the pod affinity / tolerations those policies honour.
+struct Constraint<'s> {
+    max_skew: i32,
+    topology_key: &'s str,
+    /// None selects no pod (a nil labelSelector).
+    selector: Option<&'s Selector>,
+    /// `matchLabelKeys` with the defining pod's values, sorted by key.
+    match_labels: Vec<(&'s str, &'s str)>,
+    node_affinity_policy: InclusionPolicy,
+    node_taints_policy: InclusionPolicy,
+    /// The pod that defined the constraint; its node affinity and tolerations are the ones
+    /// the Honor policies use (every pod sharing the constraint has the same ones).
+    pod: &'s Pod,
+}
+
+impl<'s> Constraint<'s> {
+    fn new(c: &'s TopologySpreadConstraint, pod: &'s Pod) -> Self {
+        let mut match_labels: Vec<(&str, &str)> = c
+            .match_label_keys
+            .iter()
+            .filter_map(|k| pod.labels.get(k).map(|v| (&**k, v)))
+            .collect();
+        match_labels.sort_unstable();
+        match_labels.dedup();
+        Constraint {
+            max_skew: c.max_skew,
+            topology_key: &c.topology_key,
+            selector: c.label_selector.as_ref(),
+            match_labels,
+            node_affinity_policy: c.node_affinity_policy,
+            node_taints_policy: c.node_taints_policy,
+            pod,
+        }
+    }
+
+    /// Upstream's `hasIdenticalConstraints`.
+    fn same(&self, o: &Constraint<'_>) -> bool {
+        self.max_skew == o.max_skew
+            && self.topology_key == o.topology_key
+            && self.selector == o.selector
+            && self.match_labels == o.match_labels
+            && self.node_affinity_policy == o.node_affinity_policy
+            && self.node_taints_policy == o.node_taints_policy
+            && (self.node_affinity_policy == InclusionPolicy::Ignore
+                || same_node_affinity(self.pod, o.pod))
+            && (self.node_taints_policy == InclusionPolicy::Ignore
+                || self.pod.tolerations == o.pod.tolerations)
+    }
+
+    fn selects(&self, labels: &Labels) -> bool {
+        self.selector.is_some_and(|s| s.matches(labels))
+            && self
+                .match_labels
+                .iter()
+                .all(|&(k, v)| labels.get(k) == Some(v))
+    }
+}
+
+fn required_terms(p: &Pod) -> Option<&[NodeSelectorTerm]> {
+    p.affinity.as_ref()?.node_required.as_deref()
+}
+
+/// Same nodeSelector and required node affinity (`nodeaffinity.GetRequiredNodeAffinity`).
+fn same_node_affinity(a: &Pod, b: &Pod) -> bool {
+    if a.node_selector != b.node_selector {
+        return false;
+    }
+    match (required_terms(a), required_terms(b)) {
+        (None, None) => true,
+        (Some(x), Some(y)) => {
+            x.len() == y.len()
+                && x.iter().zip(y).all(|(t, u)| {
+                    t.match_expressions == u.match_expressions && t.match_fields == u.match_fields
+                })
+        }
+        _ => false,
+    }
+}
+
+/// Upstream's `hasSelectorOrAffinity`.
+fn has_selector_or_affinity(p: &Pod) -> bool {
+    !p.node_selector.is_empty()
+        || p.affinity
+            .as_ref()
+            .is_some_and(|a| a.node_required.is_some() || !a.node_preferred.is_empty())
+}
+
+struct Domain<'s> {
+    value: &'s str,
+    pods: Vec<PodId>,
+}
+
+impl RemovePodsViolatingTopologySpreadConstraint {
+    /// Whether the plugin may evict the pod: the evictor's Filter and the `labelSelector` arg
+    /// (upstream's `podFilter`; the namespace is already in scope).
+    fn may_evict(&self, cx: &Context<'_, '_>, pod: PodId) -> Result<(), String> {
+        if let Some(sel) = &self.label_selector {
+            if !sel.matches(&cx.snap().pod(pod).labels) {
+                return Err("pod labels do not match the plugin's labelSelector".into());
+            }
+        }
+        cx.filter(pod)
+    }
+
+    fn balance_namespace(
+        &self,
+        cx: &Context<'_, '_>,
+        nodes: &[NodeId],
+        node_pos: &[Option<u32>],
+        range: Range<PodId>,
+        chosen: &mut Chosen,
+    ) {
+        let snap = cx.snap();
+        // The namespace's pods that count: on a planning node, running, not terminating and
+        // not already planned away; in node order, then name order, as upstream lists them.
+        let mut pods: Vec<Counted> = range
+            .filter(|&p| !cx.is_planned(p))
+            .filter_map(|p| {
+                let pod = snap.pod(p);
+                if !pod.is_active() || pod.terminating {
+                    return None;
+                }
+                let node = snap.pod_node(p)?;
+                Some((node_pos[node as usize]?, p, node))
+            })
+            .collect();
+        if pods.is_empty() {
+            return;
+        }
+        pods.sort_unstable();
+
+        let mut constraints: Vec<Constraint<'_>> = Vec::new();
+        for &(_, p, _) in &pods {
+            let pod = snap.pod(p);
+            for c in pod.topology_spread.iter().filter(|c| self.acts_on(c)) {
+                let c = Constraint::new(c, pod);
+                if !constraints.iter().any(|o| o.same(&c)) {
+                    constraints.push(c);
+                }
+            }
+        }
+        if constraints.is_empty() {
+            return;
+        }
+        let mut evictable: FxHashMap<PodId, bool> = FxHashMap::default();
+        for c in &constraints {
+            if c.max_skew < 1 {
+                tracing::debug!(
+                    namespace = %snap.pod(pods[0].1).namespace,
+                    topology_key = c.topology_key,
+                    max_skew = c.max_skew,
+                    "skipping a topology spread constraint with maxSkew below 1"
+                );
+                continue;
+            }
+            self.balance_constraint(cx, nodes, &pods, c, &mut evictable, chosen);
+        }
+    }
+
+    fn balance_constraint<'s>(
+        &self,
+        cx: &Context<'_, 's>,
+        nodes: &[NodeId],
+        pods: &[Counted],
+        c: &Constraint<'_>,
+        evictable: &mut FxHashMap<PodId, bool>,
+        chosen: &mut Chosen,
+    ) {
+        let snap: &'s ClusterSnapshot = cx.snap();
+        // The domain of each planning node that counts for this constraint.
+        let domain_of: Vec<Option<&'s str>> = nodes
+            .iter()
+            .map(|&n| {
+                let node = snap.node(n);
+                let value = node.labels.get(c.topology_key)?;
+                sim::matches_node_inclusion_policies(
+                    c.pod,
+                    node,
+                    c.node_affinity_policy,
+                    c.node_taints_policy,
+                )
+                .then_some(value)
+            })
+            .collect();
+        let mut domains: BTreeMap<&'s str, Vec<PodId>> = BTreeMap::new();
+        for v in domain_of.iter().flatten() {
+            domains.entry(v).or_default();
+        }
+        let mut sum = 0usize;
+        for &(pos, p, _) in pods {
+            if let Some(v) = domain_of[pos as usize] {
+                if c.selects(&snap.pod(p).labels) {
+                    domains.entry(v).or_default().push(p);
+                    sum += 1;
+                }
+            }
+        }
+        let (min, max) = domains.values().fold((usize::MAX, 0), |(lo, hi), d| {
+            (lo.min(d.len()), hi.max(d.len()))
+        });
+        if domains.len() < 2 || (max - min) as i64 <= c.max_skew as i64 {
+            return;
+        }
+        tracing::debug!(
+            namespace = %c.pod.namespace,
+            topology_key = c.topology_key,
+            max_skew = c.max_skew,
+            domains = domains.len(),
+            largest = max,
+            smallest = min,
+            "topology spread constraint is violated"
+        );
+
+        let mut is_evictable = |p: PodId| -> bool {
+            *evictable
+                .entry(p)
+                .or_insert_with(|| self.may_evict(cx, p).is_ok())
+        };
+        let ideal_avg = sum as f64 / domains.len() as f64;
+        // sortDomains: pods that stay first, pods to evict first at the back.
+        let mut sorted: Vec<Domain<'s>> = domains
+            .into_iter()
+            .map(|(value, mut pods)| {
+                pods.sort_by_cached_key(|&p| {
+                    let pod = snap.pod(p);
+                    (
+                        is_evictable(p),
+                        !has_selector_or_affinity(pod),
+                        !pod.has_prefer_no_eviction_annotation,
+                        Reverse(pod.priority.map(i64::from).unwrap_or(i64::MIN)),
+                    )
+                });
+                Domain { value, pods }
+            })
+            .collect();
+        sorted.sort_by_key(|d| d.pods.len());
+
+        // Nodes of the domains below the ideal average, where moved pods should land.
+        let below: FxHashSet<&str> = sorted
+            .iter()
+            .filter(|d| (d.pods.len() as f64) < ideal_avg)
+            .map(|d| d.value)
+            .collect();
+        let nodes_below: Vec<NodeId> = nodes
+            .iter()
+            .zip(&domain_of)
+            .filter(|(_, v)| v.is_some_and(|v| below.contains(v)))
+            .map(|(&n, _)| n)
+            .collect();
+        let mut fit_cache: FxHashMap<PodId, bool> = FxHashMap::default();
+        let mut fits = |p: PodId| -> bool {
+            *fit_cache.entry(p).or_insert_with(|| {
+                let pod = snap.pod(p);
+                let current = snap.pod_node(p);
+                nodes_below.iter().any(|&n| {
+                    Some(n) != current && sim::node_fits(pod, snap.node(n), cx.requested(n)).is_ok()
+                })
+            })
+        };
+
+        let key = c.topology_key;
+        let max_skew = c.max_skew as f64;
+        let mut i = 0usize;
+        let mut j = sorted.len() - 1;
+        while i < j {
+            // j has nothing more to give without falling below the average: next one down.
+            if sorted[j].pods.len() as f64 <= ideal_avg {
+                j -= 1;
+            }
+            let (len_i, len_j) = (sorted[i].pods.len(), sorted[j].pods.len());
+            let skew = len_j as f64 - len_i as f64;
+            if skew <= max_skew {
+                i += 1;
+                continue;
+            }
+            // At most half the excess skew, without taking j below the average or filling i
+            // above it.
+            let above_avg = (len_j as f64 - ideal_avg).ceil();
+            let below_avg = (ideal_avg - len_i as f64).ceil();
+            let half_skew = ((skew - max_skew) / 2.0).ceil();
+            let move_pods = above_avg.min(below_avg).min(half_skew);
+            if move_pods <= 0.0 {
+                i += 1;
+                continue;
+            }
+            let move_pods = move_pods as usize;
+            // Prefer moving pods that may be evicted and fit a below-average node.
+            sorted[j]
+                .pods
+                .sort_by_cached_key(|&p| is_evictable(p) && fits(p));
+            let keep = len_j - move_pods;
+            let moved: Vec<PodId> = sorted[j].pods.split_off(keep);
+            // the back of the list is the most evictable: it goes first
+            for &p in moved.iter().rev() {
+                if !is_evictable(p) {
+                    // counted as moved so the balancing completes, but never evicted
+                    continue;
+                }
+                if self.topology_balance_node_fit && !fits(p) {
+                    tracing::debug!(
+                        pod = %snap.pod(p).key(),
+                        "not choosing the pod: it fits no node of a domain below the ideal average"
+                    );
+                    continue;
+                }
+                if chosen.seen.insert(p) {
+                    let reason = format!(
+                        "topology spread: {key}={} has {len_j} matching pods, {key}={} has {len_i}, maxSkew {}",
+                        sorted[j].value, sorted[i].value, c.max_skew
+                    );
+                    chosen.pods.push((p, reason));
+                }
+            }
+            sorted[i].pods.extend(moved);
+        }
+    }
+
+    fn evict(&self, cx: &mut Context<'_, '_>, chosen: Chosen) {
+        let snap = cx.snap();
+        let mut node_full: FxHashSet<NodeId> = FxHashSet::default();
+        for (p, reason) in chosen.pods {
+            let pod = snap.pod(p);
+            let Some(node) = snap.pod_node(p) else {
+                continue;
+            };
+            if node_full.contains(&node) {
+                continue;
+            }
+            if let Err(why) = self.may_evict(cx, p) {
+                tracing::debug!(pod = %pod.key(), reason = %why, "pod is not evictable");
+                continue;
+            }
+            if let Err(why) = cx.pre_eviction_filter(p) {
+                tracing::debug!(pod = %pod.key(), reason = %why, "pod fails the pre-eviction filter");
+                continue;
+            }
+            match cx.evict(p, reason) {
+                Ok(()) => {}
+                Err(EvictError::NodeLimit(_)) => {
+                    node_full.insert(node);
+                }
+                Err(EvictError::TotalLimit(_)) => return,
+                Err(e) => tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{Limits, Pipeline, PlanningState};
+    use crate::labels::Requirement;
+    use crate::plan;
+    use crate::plugins::default_evictor::DefaultEvictor;
+    use crate::snapshot::builders::{node, pdb, pod, snapshot, PodBuilder, T0};
+    use crate::snapshot::{Affinity, Node, SnapshotParts, TaintEffect};
+    use serde_json::{json, Value};
+
+    const DNS: WhenUnsatisfiable = WhenUnsatisfiable::DoNotSchedule;
+    const SA: WhenUnsatisfiable = WhenUnsatisfiable::ScheduleAnyway;
+
+    fn zone_node(name: &str, zone: &str) -> Node {
+        node(name).label("zone", zone).build()
+    }
+
+    /// A pod in ns1 labelled foo=bar, with a zone constraint over foo=bar.
+    fn spread_pod(name: &str, node: &str, max_skew: i32) -> PodBuilder {
+        pod("ns1", name)
+            .node(node)
+            .label("foo", "bar")
+            .spread(max_skew, "zone", DNS, "foo", "bar")
+    }
+
+    /// `counts[i]` pods named `p<k>` (k running over all pods) on `nodes[i]`.
+    fn spread_pods(nodes: &[&str], counts: &[usize], max_skew: i32) -> Vec<crate::snapshot::Pod> {
+        let mut out = Vec::new();
+        for (n, &count) in nodes.iter().zip(counts) {
+            for _ in 0..count {
+                let name = format!("p{:03}", out.len());
+                out.push(spread_pod(&name, n, max_skew).build());
+            }
+        }
+        out
+    }
+
+    struct Run {
+        /// Evicted pods, in plan order.
+        names: Vec<String>,
+        reasons: Vec<String>,
+    }
+
+    fn run_full(
+        snap: &ClusterSnapshot,
+        args: Value,
+        evictor: Value,
+        limits: Limits,
+        before: &[&str],
+    ) -> Run {
+        let plugin = RemovePodsViolatingTopologySpreadConstraint::new(&args).unwrap();
+        let evictor = DefaultEvictor::from_args(&evictor).unwrap();
+        let nodes = snap.ready_nodes(&Selector::everything());
+        let mut state = PlanningState::new(snap, limits);
+        for name in before {
+            let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
+            state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
+        }
+        let mut cx = Context {
+            state: &mut state,
+            evictor: &evictor,
+            profile: "p",
+            plugin: NAME,
+            now: T0 + 3600,
+            nodes: &nodes,
+        };
+        plugin.run(&mut cx, &nodes);
+        let ev: Vec<_> = state
+            .evictions()
+            .iter()
+            .filter(|e| e.plugin == NAME)
+            .collect();
+        Run {
+            names: ev
+                .iter()
+                .map(|e| snap.pod(e.pod).name.to_string())
+                .collect(),
+            reasons: ev.iter().map(|e| e.reason.clone()).collect(),
+        }
+    }
+
+    fn run(snap: &ClusterSnapshot, args: Value) -> Vec<String> {
+        run_full(snap, args, Value::Null, Limits::default(), &[]).names
+    }
+
+    fn run_node_fit(snap: &ClusterSnapshot, args: Value) -> Vec<String> {
+        run_full(snap, args, json!({"nodeFit": true}), Limits::default(), &[]).names
+    }
+
+    fn sorted(mut v: Vec<String>) -> Vec<String> {
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn simple_zone_skew_moves_half() {
+        let snap = snapshot(
+            vec![zone_node("a1", "a"), zone_node("b1", "b")],
+            spread_pods(&["a1"], &[4], 1),
+        );
+        let r = run_full(&snap, Value::Null, Value::Null, Limits::default(), &[]);
+        // the last pods of the domain go first
+        assert_eq!(r.names, ["p003", "p002"]);
+        assert_eq!(
+            r.reasons[0],
+            "topology spread: zone=a has 4 matching pods, zone=b has 0, maxSkew 1"
+        );
+    }
+
+    #[test]
+    fn upstream_domain_tables() {
+        // (name, zones of the nodes, pods per node, maxSkew, evictions), from upstream's tests.
+        type Case = (
+            &'static str,
+            &'static [&'static str],
+            &'static [usize],
+            i32,
+            usize,
+        );
+        let cases: &[Case] = &[
+            ("[2,1] within maxSkew", &["a", "b"], &[2, 1], 1, 0),
+            ("[3,1] → [2,2]", &["a", "b"], &[3, 1], 1, 1),
+            ("[5,2] → [4,3]", &["a", "b"], &[5, 2], 1, 1),
+            ("[4,0] → [2,2]", &["a", "b"], &[4, 0], 1, 2),
+            (
+                "[0,1,100] → [34,33,34]",
+                &["a", "b", "c"],
+                &[0, 1, 100],
+                1,
+                66,
+            ),
+            (
+                "[0,1,3,5] → [2,2,3,2]",
+                &["a", "b", "c", "d"],
+                &[0, 1, 3, 5],
+                1,
+                3,
+            ),
+            ("[2,6] maxSkew 2 → [3,5]", &["a", "b"], &[2, 6], 2, 1),
+            ("[5,5,5] balanced", &["a", "b", "c"], &[5, 5, 5], 1, 0),
+            ("[3,3,2] within maxSkew", &["a", "b", "c"], &[3, 3, 2], 1, 0),
+        ];
+        for (name, zones, counts, skew, want) in cases {
+            let nodes: Vec<Node> = zones
+                .iter()
+                .map(|z| zone_node(&format!("{z}1"), z))
+                .collect();
+            let names: Vec<String> = zones.iter().map(|z| format!("{z}1")).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let snap = snapshot(nodes, spread_pods(&names, counts, *skew));
+            assert_eq!(run(&snap, Value::Null).len(), *want, "{name}");
+        }
+    }
+
+    #[test]
+    fn picks_the_pods_upstream_picks() {
+        // upstream: "3 domains size [8 7 0], maxSkew=1, should move 5 to get [5 5 5]"
+        let snap = snapshot(
+            vec![
+                zone_node("n1", "a"),
+                zone_node("n2", "b"),
+                zone_node("n3", "c"),
+            ],
+            spread_pods(&["n1", "n2"], &[8, 7], 1),
+        );
+        assert_eq!(
+            sorted(run(&snap, Value::Null)),
+            ["p005", "p006", "p007", "p013", "p014"]
+        );
+        // upstream: "2 domains, sizes [[1,4], [2,1]], NodeFit is enabled; should move 1":
+        // zone a holds A1 (1 pod) and A2 (4 pods); the last pod of the last node goes.
+        let nodes = vec![
+            zone_node("A1", "a"),
+            zone_node("A2", "a"),
+            zone_node("B1", "b"),
+            zone_node("B2", "b"),
+        ];
+        let snap = snapshot(
+            nodes,
+            spread_pods(&["A1", "A2", "B1", "B2"], &[1, 4, 2, 1], 1),
+        );
+        assert_eq!(run_node_fit(&snap, Value::Null), ["p004"]);
+    }
+
+    #[test]
+    fn soft_constraints_only_when_listed() {
+        let pods: Vec<_> = (0..4)
+            .map(|i| {
+                pod("ns1", &format!("p{i}"))
+                    .node("a1")
+                    .label("foo", "bar")
+                    .spread(1, "zone", SA, "foo", "bar")
+                    .build()
+            })
+            .collect();
+        let snap = snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods);
+        assert!(run(&snap, Value::Null).is_empty());
+        assert!(run(&snap, json!({"constraints": ["DoNotSchedule"]})).is_empty());
+        assert_eq!(
+            run(
+                &snap,
+                json!({"constraints": ["DoNotSchedule", "ScheduleAnyway"]})
+            )
+            .len(),
+            2
+        );
+        assert_eq!(
+            run(&snap, json!({"constraints": ["ScheduleAnyway"]})).len(),
+            2
+        );
+        // an explicit empty list acts on nothing, as upstream
+        let hard = snapshot(
+            vec![zone_node("a1", "a"), zone_node("b1", "b")],
+            spread_pods(&["a1"], &[4], 1),
+        );
+        assert!(run(&hard, json!({"constraints": []})).is_empty());
+        assert!(run(&hard, json!({"constraints": ["ScheduleAnyway"]})).is_empty());
+    }
+
+    #[test]
+    fn multiple_constraints_hostname_and_zone() {
+        // upstream issue #564: 3 nodes per zone, pods on n1 n2 n3 (zone a) and n4 (zone b);
+        // the soft zone constraint moves one pod.
+        let mut nodes = Vec::new();
+        for (i, z) in ["a", "a", "a", "b", "b", "b"].iter().enumerate() {
+            nodes.push(zone_node(&format!("n{}", i + 1), z));
+        }
+        let pods: Vec<_> = ["n1", "n2", "n3", "n4"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                pod("ns1", &format!("p{i}"))
+                    .node(n)
+                    .label("app", "whoami")
+                    .spread(1, "zone", SA, "app", "whoami")
+                    .spread(1, "kubernetes.io/hostname", DNS, "app", "whoami")
+                    .build()
+            })
+            .collect();
+        let snap = snapshot(nodes, pods);
+        assert_eq!(
+            run(
+                &snap,
+                json!({"constraints": ["DoNotSchedule", "ScheduleAnyway"]})
+            )
+            .len(),
+            1
+        );
+        assert!(run(&snap, Value::Null).is_empty());
+    }
+
+    #[test]
+    fn namespaces_include_and_exclude() {
+        let mut pods = spread_pods(&["a1"], &[4], 1);
+        for i in 0..4 {
+            pods.push(
+                pod("ns2", &format!("q{i}"))
+                    .node("a1")
+                    .label("foo", "bar")
+                    .spread(1, "zone", DNS, "foo", "bar")
+                    .build(),
+            );
+        }
+        let snap = snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods);
+        assert_eq!(run(&snap, Value::Null).len(), 4);
+        let only2 = run(&snap, json!({"namespaces": {"include": ["ns2"]}}));
+        assert_eq!(only2, ["q3", "q2"]);
+        let not2 = run(&snap, json!({"namespaces": {"exclude": ["ns2"]}}));
+        assert_eq!(not2, ["p003", "p002"]);
+    }
+
+    #[test]
+    fn constraints_are_per_namespace() {
+        // ns2's pods match the selector but live in another namespace: they never count.
+        let mut pods = spread_pods(&["a1", "b1"], &[2, 1], 1);
+        for i in 0..5 {
+            pods.push(
+                pod("ns2", &format!("q{i}"))
+                    .node("a1")
+                    .label("foo", "bar")
+                    .build(),
+            );
+        }
+        let snap = snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods);
+        assert!(run(&snap, Value::Null).is_empty());
+    }
+
+    #[test]
+    fn label_selector_limits_evictions_not_counting() {
+        // Four pods in zone a: only those labelled evict=yes may go; all four count.
+        let mk = |labelled: &[usize]| {
+            let pods: Vec<_> = (0..4)
+                .map(|i| {
+                    let p = spread_pod(&format!("p{i}"), "a1", 1);
+                    if labelled.contains(&i) {
+                        p.label("evict", "yes").build()
+                    } else {
+                        p.build()
+                    }
+                })
+                .collect();
+            snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods)
+        };
+        let args = json!({"labelSelector": {"matchLabels": {"evict": "yes"}}});
+        assert_eq!(sorted(run(&mk(&[0, 1]), args.clone())), ["p0", "p1"]);
+        assert_eq!(run(&mk(&[0]), args.clone()), ["p0"]);
+        assert!(run(&mk(&[]), args.clone()).is_empty());
+        // upstream: "move 0 pod for node with unmatched label filtering"
+        let snap = mk(&[]);
+        assert!(run(
+            &snap,
+            json!({"labelSelector": {"matchExpressions": [{"key": "foo", "operator": "In", "values": ["baz"]}]}})
+        )
+        .is_empty());
+        assert_eq!(
+            run(
+                &snap,
+                json!({"labelSelector": {"matchExpressions": [{"key": "foo", "operator": "NotIn", "values": ["baz"]}]}})
+            )
+            .len(),
+            2
+        );
+    }
+
+    fn hash_constraint() -> TopologySpreadConstraint {
+        TopologySpreadConstraint {
+            match_label_keys: vec!["pod-template-hash".into()],
+            ..spread_pod("x", "a1", 1).build().topology_spread[0].clone()
+        }
+    }
+
+    #[test]
+    fn match_label_keys_split_replica_sets() {
+        let mk = |hashes: [&str; 2]| {
+            let pods: Vec<_> = hashes
+                .iter()
+                .enumerate()
+                .map(|(i, h)| {
+                    pod("ns1", &format!("p{i}"))
+                        .node("a1")
+                        .label("foo", "bar")
+                        .label("pod-template-hash", h)
+                        .spread_constraint(hash_constraint())
+                        .build()
+                })
+                .collect();
+            snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods)
+        };
+        // same ReplicaSet: [2,0] → one moves (upstream "matchLabelKeys on same replicaset")
+        assert_eq!(run(&mk(["h1", "h1"]), Value::Null), ["p1"]);
+        // two ReplicaSets: each has [1,0], within maxSkew
+        assert!(run(&mk(["h1", "h2"]), Value::Null).is_empty());
+    }
+
+    #[test]
+    fn nil_selector_selects_nothing() {
+        let mut c = hash_constraint();
+        c.label_selector = None;
+        let pods: Vec<_> = (0..4)
+            .map(|i| {
+                pod("ns1", &format!("p{i}"))
+                    .node("a1")
+                    .label("foo", "bar")
+                    .label("pod-template-hash", "h")
+                    .spread_constraint(c.clone())
+                    .build()
+            })
+            .collect();
+        let snap = snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods);
+        assert!(run(&snap, Value::Null).is_empty());
+    }
+
+    fn policy_constraint(
+        affinity: InclusionPolicy,
+        taints: InclusionPolicy,
+    ) -> TopologySpreadConstraint {
+        TopologySpreadConstraint {
+            node_affinity_policy: affinity,
+            node_taints_policy: taints,
+            ..spread_pod("x", "a1", 1).build().topology_spread[0].clone()
+        }
+    }
+
+    #[test]
+    fn node_affinity_policy_decides_which_domains_count() {
+        // Pods select pool=x; zone c only has a pool=y node.
+        let nodes = vec![
+            node("a1").label("zone", "a").label("pool", "x").build(),
+            node("b1").label("zone", "b").label("pool", "x").build(),
+            node("c1").label("zone", "c").label("pool", "y").build(),
+        ];
+        let mk = |policy: InclusionPolicy| {
+            let pods: Vec<_> = [("p0", "a1"), ("p1", "a1"), ("p2", "b1")]
+                .iter()
+                .map(|(n, on)| {
+                    pod("ns1", n)
+                        .node(on)
+                        .label("foo", "bar")
+                        .node_selector("pool", "x")
+                        .spread_constraint(policy_constraint(policy, InclusionPolicy::Ignore))
+                        .build()
+                })
+                .collect();
+            snapshot(nodes.clone(), pods)
+        };
+        let no_fit = json!({"topologyBalanceNodeFit": false});
+        // Honor: domains a and b only, [2,1] is within maxSkew.
+        assert!(run(&mk(InclusionPolicy::Honor), no_fit.clone()).is_empty());
+        // Ignore: zone c counts too, [2,1,0] is skewed...
+        assert_eq!(run(&mk(InclusionPolicy::Ignore), no_fit), ["p1"]);
+        // ...but no pod fits c1, so topologyBalanceNodeFit keeps them.
+        assert!(run(&mk(InclusionPolicy::Ignore), Value::Null).is_empty());
+    }
+
+    #[test]
+    fn node_affinity_policy_ignore_prefers_pods_that_fit() {
+        // upstream: "3 domains, sizes [2, 1, 0] with selectors, maxSkew=1, should move 1"
+        let nodes = vec![
+            node("A1")
+                .label("zone", "zoneA")
+                .label("arch", "arm64")
+                .build(),
+            node("B1")
+                .label("zone", "zoneB")
+                .label("arch", "arm64")
+                .build(),
+            node("C1")
+                .label("zone", "zoneC")
+                .label("arch", "arm64")
+                .build(),
+        ];
+        let c = policy_constraint(InclusionPolicy::Ignore, InclusionPolicy::Ignore);
+        let pods = vec![
+            pod("ns1", "pod-0")
+                .node("A1")
+                .label("foo", "bar")
+                .node_selector("arch", "arm64")
+                .spread_constraint(c.clone())
+                .build(),
+            pod("ns1", "pod-1")
+                .node("A1")
+                .label("foo", "bar")
+                .node_selector("arch", "arm64")
+                .node_selector("zone", "zoneA")
+                .spread_constraint(c.clone())
+                .build(),
+            pod("ns1", "pod-2")
+                .node("B1")
+                .label("foo", "bar")
+                .node_selector("arch", "arm64")
+                .spread_constraint(c)
+                .build(),
+        ];
+        let snap = snapshot(nodes, pods);
+        assert_eq!(run(&snap, Value::Null), ["pod-0"]);
+    }
+
+    #[test]
+    fn node_taints_policy_decides_which_domains_count() {
+        let nodes = vec![
+            zone_node("a1", "a"),
+            node("b1")
+                .label("zone", "b")
+                .taint("dedicated", "gpu", TaintEffect::NoSchedule)
+                .build(),
+        ];
+        let mk = |policy: InclusionPolicy| {
+            let pods: Vec<_> = (0..2)
+                .map(|i| {
+                    pod("ns1", &format!("p{i}"))
+                        .node("a1")
+                        .label("foo", "bar")
+                        .spread_constraint(policy_constraint(InclusionPolicy::Honor, policy))
+                        .build()
+                })
+                .collect();
+            snapshot(nodes.clone(), pods)
+        };
+        let no_fit = json!({"topologyBalanceNodeFit": false});
+        // Ignore (default): the tainted zone counts, [2,0] is skewed; the pod does not
+        // tolerate the taint, so only without topologyBalanceNodeFit is one evicted.
+        assert_eq!(run(&mk(InclusionPolicy::Ignore), no_fit.clone()), ["p1"]);
+        assert!(run(&mk(InclusionPolicy::Ignore), Value::Null).is_empty());
+        // Honor: zone b does not count; one domain is always balanced.
+        assert!(run(&mk(InclusionPolicy::Honor), no_fit).is_empty());
+    }
+
+    #[test]
+    fn tolerating_pod_moves_pinned_pod_stays() {
+        // upstream: "2 domains, sizes [2,0], maxSkew=1, move 1 pod since pod tolerates the
+        // node with taint" and the NoSchedule / PreferNoSchedule variants.
+        let mk = |effect: TaintEffect, tolerate: bool| {
+            let nodes = vec![
+                zone_node("n1", "zoneA"),
+                node("n2")
+                    .label("zone", "zoneB")
+                    .taint("taint-test", "test", effect)
+                    .build(),
+            ];
+            let mut p0 = pod("ns1", "pod-0")
+                .node("n1")
+                .label("foo", "bar")
+                .spread(1, "zone", DNS, "foo", "bar");
+            if tolerate {
+                p0 = p0.toleration("taint-test", "test", Some(TaintEffect::NoSchedule));
+            }
+            let p1 = pod("ns1", "pod-1")
+                .node("n1")
+                .label("foo", "bar")
+                .node_selector("zone", "zoneA");
+            snapshot(nodes, vec![p0.build(), p1.build()])
+        };
+        assert_eq!(
+            run(&mk(TaintEffect::NoSchedule, true), Value::Null),
+            ["pod-0"]
+        );
+        assert!(run(&mk(TaintEffect::NoSchedule, false), Value::Null).is_empty());
+        assert!(run_node_fit(&mk(TaintEffect::NoSchedule, false), Value::Null).is_empty());
+        assert_eq!(
+            run(&mk(TaintEffect::PreferNoSchedule, false), Value::Null),
+            ["pod-0"]
+        );
+    }
+
+    #[test]
+    fn topology_balance_node_fit_needs_room_below_average() {
+        // upstream: "3 domains, sizes [2,3,4], NodeFit is enabled, and not enough cpu on
+        // zoneA; nothing should be moved" and its topologyBalanceNodeFit: false twin.
+        let nodes = vec![
+            node("n1").label("zone", "a").cpu(250).build(),
+            node("n2").label("zone", "b").cpu(1000).build(),
+            node("n3").label("zone", "c").cpu(1000).build(),
+        ];
+        let mut pods = Vec::new();
+        for (n, count) in [("n1", 2), ("n2", 3), ("n3", 4)] {
+            for _ in 0..count {
+                let name = format!("p{}", pods.len());
+                pods.push(spread_pod(&name, n, 1).cpu(100).build());
+            }
+        }
+        let snap = snapshot(nodes, pods);
+        assert!(run_node_fit(&snap, Value::Null).is_empty());
+        assert_eq!(
+            run_node_fit(&snap, json!({"topologyBalanceNodeFit": false})),
+            ["p8"]
+        );
+    }
+
+    #[test]
+    fn node_fit_sees_earlier_plans() {
+        // b1 is full until an earlier plugin plans its other pod away.
+        let nodes = vec![
+            zone_node("a1", "a"),
+            node("b1").label("zone", "b").pods(1).build(),
+        ];
+        let mut pods = spread_pods(&["a1"], &[3], 1);
+        pods.push(pod("ns1", "other").node("b1").build());
+        let snap = snapshot(nodes, pods);
+        let r = run_full(&snap, Value::Null, Value::Null, Limits::default(), &[]);
+        assert!(r.names.is_empty());
+        let r = run_full(
+            &snap,
+            Value::Null,
+            Value::Null,
+            Limits::default(),
+            &["other"],
+        );
+        assert_eq!(r.names, ["p002"]);
+    }
+
+    #[test]
+    fn planned_pods_do_not_count() {
+        // [2,1] is balanced; once an earlier plugin takes zone b's pod it is [2,0].
+        let snap = snapshot(
+            vec![zone_node("a1", "a"), zone_node("b1", "b")],
+            spread_pods(&["a1", "b1"], &[2, 1], 1),
+        );
+        assert!(run(&snap, Value::Null).is_empty());
+        let r = run_full(
+            &snap,
+            Value::Null,
+            Value::Null,
+            Limits::default(),
+            &["p002"],
+        );
+        assert_eq!(r.names, ["p001"]);
+    }
+
+    #[test]
+    fn terminating_and_finished_pods_do_not_count() {
+        // upstream: "2 domains, sizes [4,2], maxSkew=1, 2 pods in termination"
+        let mut pods = spread_pods(&["a1", "b1"], &[2, 2], 1);
+        pods.push(spread_pod("t0", "a1", 1).terminating().build());
+        pods.push(spread_pod("t1", "a1", 1).terminating().build());
+        pods.push(
+            spread_pod("f0", "a1", 1)
+                .phase(crate::snapshot::Phase::Succeeded)
+                .build(),
+        );
+        let snap = snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods);
+        assert!(run(&snap, Value::Null).is_empty());
+    }
+
+    #[test]
+    fn protected_pods_count_but_stay() {
+        // zone a: one plain pod and three with local storage; [4,0] needs two moves, the
+        // protected pods are kept at the front, so only the plain pod goes.
+        let mut pods = vec![spread_pod("p0", "a1", 1).build()];
+        for i in 1..4 {
+            pods.push(
+                spread_pod(&format!("p{i}"), "a1", 1)
+                    .local_storage()
+                    .build(),
+            );
+        }
+        let snap = snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods);
+        assert_eq!(run(&snap, Value::Null), ["p0"]);
+
+        // Protected pods still count: zone a has 3 protected pods, zone b 3 plain ones,
+        // zone c none. The ideal average is 2, so one pod leaves b; a's would-be move is
+        // protected. (Counting only evictable pods would see [0,3,0] and move two from b.)
+        let mut pods = Vec::new();
+        for i in 0..3 {
+            pods.push(
+                spread_pod(&format!("a{i}"), "a1", 1)
+                    .local_storage()
+                    .build(),
+            );
+            pods.push(spread_pod(&format!("b{i}"), "b1", 1).build());
+        }
+        let snap = snapshot(
+            vec![
+                zone_node("a1", "a"),
+                zone_node("b1", "b"),
+                zone_node("c1", "c"),
+            ],
+            pods,
+        );
+        assert_eq!(run(&snap, Value::Null), ["b2"]);
+    }
+
+    #[test]
+    fn eviction_order_within_a_domain() {
+        // Node selectors and higher priorities stay; the lowest priority goes first.
+        let nodes = vec![
+            node("a1").label("zone", "a").label("os", "linux").build(),
+            node("b1").label("zone", "b").label("os", "linux").build(),
+        ];
+        let pods = vec![
+            spread_pod("high", "a1", 1).priority(1000).build(),
+            spread_pod("low", "a1", 1).priority(1).build(),
+            spread_pod("mid", "a1", 1).priority(500).build(),
+            spread_pod("pinned", "a1", 1)
+                .priority(0)
+                .node_selector("os", "linux")
+                .build(),
+            spread_pod("noprio", "a1", 1).prefer_no_eviction().build(),
+            spread_pod("daemon", "a1", 1)
+                .owner("DaemonSet", "ds")
+                .build(),
+        ];
+        let snap = snapshot(nodes, pods);
+        // [6,0]: three move.
+        assert_eq!(run(&snap, Value::Null), ["low", "mid", "high"]);
+    }
+
+    #[test]
+    fn affinity_counts_as_selector() {
+        // upstream: "2 domains, sizes [4,0], maxSkew=1, only move 1 pod since pods with
+        // nodeSelector and nodeAffinity aren't evicted"
+        let term = NodeSelectorTerm {
+            match_expressions: vec![Requirement::In("foo".into(), vec!["bar".into()])],
+            match_fields: vec![],
+        };
+        let pods = vec![
+            spread_pod("p0", "n1", 1)
+                .node_selector("zone", "zoneA")
+                .build(),
+            spread_pod("p1", "n1", 1)
+                .node_selector("zone", "zoneA")
+                .build(),
+            spread_pod("p2", "n1", 1)
+                .affinity(Affinity {
+                    node_required: Some(vec![term]),
+                    ..Default::default()
+                })
+                .build(),
+            spread_pod("p3", "n1", 1).build(),
+        ];
+        let nodes = vec![
+            node("n1").label("zone", "zoneA").build(),
+            node("n2").label("zone", "zoneB").build(),
+        ];
+        let snap = snapshot(nodes, pods);
+        assert_eq!(run_node_fit(&snap, Value::Null), ["p3"]);
+    }
+
+    #[test]
+    fn limits_and_budgets_hold() {
+        let snap = snapshot(
+            vec![
+                zone_node("a1", "a"),
+                zone_node("a2", "a"),
+                zone_node("b1", "b"),
+            ],
+            spread_pods(&["a1", "a2"], &[3, 3], 1),
+        );
+        // [6,0] → three move, from the back: a2's pods.
+        assert_eq!(run(&snap, Value::Null), ["p005", "p004", "p003"]);
+        let per_node = Limits {
+            per_node: Some(1),
+            ..Default::default()
+        };
+        let r = run_full(&snap, Value::Null, Value::Null, per_node, &[]);
+        assert_eq!(r.names, ["p005"]);
+        let total = Limits {
+            total: Some(2),
+            ..Default::default()
+        };
+        let r = run_full(&snap, Value::Null, Value::Null, total, &[]);
+        assert_eq!(r.names, ["p005", "p004"]);
+
+        let with_pdb = ClusterSnapshot::build(SnapshotParts {
+            nodes: snap.nodes.clone(),
+            pods: snap.pods.clone(),
+            pdbs: vec![pdb("ns1", "budget", "foo", "bar", 1)],
+            ..Default::default()
+        });
+        assert_eq!(run(&with_pdb, Value::Null), ["p005"]);
+    }
+
+    #[test]
+    fn pre_eviction_filter_applies() {
+        // DefaultEvictor nodeFit: the pod must fit another node; b1 is full.
+        let nodes = vec![
+            zone_node("a1", "a"),
+            node("b1").label("zone", "b").pods(0).build(),
+        ];
+        let snap = snapshot(nodes, spread_pods(&["a1"], &[4], 1));
+        assert_eq!(
+            run(&snap, json!({"topologyBalanceNodeFit": false})).len(),
+            2
+        );
+        assert!(run_node_fit(&snap, json!({"topologyBalanceNodeFit": false})).is_empty());
+    }
+
+    #[test]
+    fn deterministic_under_shuffled_input() {
+        let nodes = vec![
+            zone_node("a1", "a"),
+            zone_node("a2", "a"),
+            zone_node("b1", "b"),
+            zone_node("c1", "c"),
+        ];
+        let mut pods = spread_pods(&["a1", "a2", "b1"], &[5, 4, 2], 1);
+        for i in 0..6 {
+            pods.push(
+                pod("ns2", &format!("q{i}"))
+                    .node(if i % 2 == 0 { "a1" } else { "b1" })
+                    .label("app", "q")
+                    .priority(i)
+                    .spread(1, "kubernetes.io/hostname", DNS, "app", "q")
+                    .build(),
+            );
+        }
+        let base = run_full(
+            &snapshot(nodes.clone(), pods.clone()),
+            Value::Null,
+            Value::Null,
+            Limits::default(),
+            &[],
+        );
+        assert!(!base.names.is_empty());
+        for k in 1..pods.len() {
+            let mut p = pods.clone();
+            p.rotate_left(k);
+            if k % 2 == 0 {
+                p.reverse();
+            }
+            let mut n = nodes.clone();
+            n.rotate_left(k % nodes.len());
+            let r = run_full(
+                &snapshot(n, p),
+                Value::Null,
+                Value::Null,
+                Limits::default(),
+                &[],
+            );
+            assert_eq!(r.names, base.names, "rotation {k}");
+            assert_eq!(r.reasons, base.reasons, "rotation {k}");
+        }
+    }
+
+    #[test]
+    fn runs_through_the_planner() {
+        let policy = crate::policy::Policy::from_yaml(
+            "p.yaml",
+            r#"
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+maxNoOfPodsToEvictTotal: 5
+profiles:
+- name: spread
+  pluginConfig:
+  - name: RemovePodsViolatingTopologySpreadConstraint
+    args:
+      constraints: [DoNotSchedule, ScheduleAnyway]
+      topologyBalanceNodeFit: true
+  plugins:
+    balance:
+      enabled: [RemovePodsViolatingTopologySpreadConstraint]
+"#,
+        )
+        .unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let snap = snapshot(
+            vec![zone_node("a1", "a"), zone_node("b1", "b")],
+            spread_pods(&["a1"], &[4], 1),
+        );
+        let plan = plan::plan(&pipeline, &snap, T0).unwrap();
+        let names: Vec<&str> = plan
+            .evictions
+            .iter()
+            .map(|e| &*snap.pod(e.pod).name)
+            .collect();
+        assert_eq!(names, ["p003", "p002"]);
+        assert!(plan
+            .evictions
+            .iter()
+            .all(|e| e.plugin == NAME && e.profile == "spread"));
+        assert_eq!(plan.requested_after[1].pods, 0);
+    }
+
+    #[test]
+    fn defaults() {
+        let p = RemovePodsViolatingTopologySpreadConstraint::new(&Value::Null).unwrap();
+        assert_eq!(
+            p.args.constraints.as_deref(),
+            Some(&["DoNotSchedule".to_string()][..])
+        );
+        assert_eq!(p.args.topology_balance_node_fit, Some(true));
+        assert!(p.do_not_schedule && !p.schedule_anyway && p.topology_balance_node_fit);
+        let p = RemovePodsViolatingTopologySpreadConstraint::new(
+            &json!({"constraints": null, "topologyBalanceNodeFit": null, "namespaces": null, "labelSelector": null}),
+        )
+        .unwrap();
+        assert!(p.do_not_schedule && p.topology_balance_node_fit);
+        let p = RemovePodsViolatingTopologySpreadConstraint::new(
+            &json!({"constraints": ["ScheduleAnyway"], "topologyBalanceNodeFit": false}),
+        )
+        .unwrap();
+        assert!(!p.do_not_schedule && p.schedule_anyway && !p.topology_balance_node_fit);
+    }
+
+    #[test]
+    fn invalid_args_name_the_field() {
+        for (args, path) in [
+            (
+                json!({"constraints": ["DoNotSchedule", "Sometimes"]}),
+                "constraints[1]",
+            ),
+            (json!({"constraints": "DoNotSchedule"}), "constraints"),
+            (
+                json!({"namespaces": {"include": ["a"], "exclude": ["b"]}}),
+                "namespaces",
+            ),
+            (json!({"namespaces": {"only": ["a"]}}), "namespaces.only"),
+            (
+                json!({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Is"}]}}),
+                "labelSelector",
+            ),
+            (
+                json!({"topologyBalanceNodeFit": "yes"}),
+                "topologyBalanceNodeFit",
+            ),
+            (
+                json!({"includeSoftConstraints": true}),
+                "includeSoftConstraints",
+            ),
+            (json!({"nodeFit": true}), "nodeFit"),
+        ] {
+            let e = RemovePodsViolatingTopologySpreadConstraint::new(&args).unwrap_err();
+            assert_eq!(e.path, path, "{args}: {e}");
+        }
+        let e = RemovePodsViolatingTopologySpreadConstraint::new(
+            &json!({"includeSoftConstraints": true}),
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("constraints: [DoNotSchedule, ScheduleAnyway]"),
+            "{e}"
+        );
+        let e = RemovePodsViolatingTopologySpreadConstraint::new(
+            &json!({"constraints": ["DoNotSchedule", "Sometimes"]}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("\"Sometimes\""), "{e}");
+    }
 }

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Namespaces {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::policy::null_as_default")]
     pub include: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::policy::null_as_default")]
     pub exclude: Vec<String>,
 }
 
@@ -87,6 +87,16 @@ mod tests {
         };
         assert_eq!(both.validate("namespaces").unwrap_err().path, "namespaces");
         assert!(namespace_allowed(&None, "x"));
+    }
+
+    #[test]
+    fn null_lists_are_empty_and_type_meta_is_accepted() {
+        let ns: Namespaces = crate::policy::decode_args(
+            &serde_json::json!({"include": null, "exclude": ["a"], "kind": "X"}),
+        )
+        .unwrap();
+        assert!(ns.include.is_empty());
+        assert_eq!(ns.exclude, vec!["a"]);
     }
 
     #[test]

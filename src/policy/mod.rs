@@ -66,11 +66,16 @@ where
 /// Decodes a plugin's args from the policy, with the path of any field that fails.
 /// Missing args decode as `{}`, so a plugin whose args all have defaults needs none.
 pub fn decode_args<T: DeserializeOwned>(args: &serde_json::Value) -> Result<T, ArgsError> {
-    let value = if args.is_null() {
+    let mut value = if args.is_null() {
         serde_json::Value::Object(Default::default())
     } else {
         args.clone()
     };
+    // Upstream's args types carry TypeMeta (`apiVersion`, `kind: LowNodeUtilizationArgs`).
+    if let Some(map) = value.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };

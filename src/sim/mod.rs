@@ -5,7 +5,7 @@
 //! NodeResourcesFit, NodePorts, NodeUnschedulable). Callers pass in what a node holds now,
 //! so the same functions answer for the cluster as it is and as a plan leaves it.
 
-use crate::snapshot::{Node, Pod, Resources, Taint, TaintEffect, Toleration};
+use crate::snapshot::{InclusionPolicy, Node, Pod, Resources, Taint, TaintEffect, Toleration};
 
 /// Whether some toleration tolerates the taint.
 pub fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
@@ -39,6 +39,26 @@ pub fn matches_node_selector(pod: &Pod, node: &Node) -> bool {
         if let Some(terms) = &a.node_required {
             return terms.iter().any(|t| t.matches(node));
         }
+    }
+    true
+}
+
+/// Whether a node counts for one of the pod's topology spread constraints, given the
+/// constraint's `nodeAffinityPolicy` and `nodeTaintsPolicy` (kube-scheduler's
+/// `matchNodeInclusionPolicies`): with `Honor`, the node must match the pod's nodeSelector and
+/// required node affinity, or, for taints, every NoSchedule/NoExecute taint must be tolerated.
+/// `Ignore` counts the node whatever its labels or taints.
+pub fn matches_node_inclusion_policies(
+    pod: &Pod,
+    node: &Node,
+    node_affinity_policy: InclusionPolicy,
+    node_taints_policy: InclusionPolicy,
+) -> bool {
+    if node_affinity_policy == InclusionPolicy::Honor && !matches_node_selector(pod, node) {
+        return false;
+    }
+    if node_taints_policy == InclusionPolicy::Honor && !tolerates_scheduling_taints(pod, node) {
+        return false;
     }
     true
 }
@@ -127,6 +147,32 @@ mod tests {
         assert!(!matches_node_selector(
             &pod("d", "p").node_selector("zone", "a").build(),
             &n
+        ));
+    }
+
+    #[test]
+    fn node_inclusion_policies() {
+        use InclusionPolicy::{Honor, Ignore};
+        let tainted = node("t")
+            .label("zone", "a")
+            .taint("gpu", "", TaintEffect::NoSchedule)
+            .build();
+        let soft = node("s")
+            .label("zone", "a")
+            .taint("x", "", TaintEffect::PreferNoSchedule)
+            .build();
+        let zone_b = node("b").label("zone", "b").build();
+        let p = pod("d", "p").node_selector("zone", "a").build();
+        // nodeAffinityPolicy
+        assert!(matches_node_inclusion_policies(&p, &tainted, Honor, Ignore));
+        assert!(!matches_node_inclusion_policies(&p, &zone_b, Honor, Ignore));
+        assert!(matches_node_inclusion_policies(&p, &zone_b, Ignore, Ignore));
+        // nodeTaintsPolicy: only NoSchedule and NoExecute taints exclude a node
+        assert!(!matches_node_inclusion_policies(&p, &tainted, Honor, Honor));
+        assert!(matches_node_inclusion_policies(&p, &soft, Honor, Honor));
+        let tolerant = pod("d", "p").toleration("gpu", "", None).build();
+        assert!(matches_node_inclusion_policies(
+            &tolerant, &tainted, Honor, Honor
         ));
     }
 
