@@ -3,14 +3,19 @@
 //! Exit codes: 0 planning succeeded (also with nothing to evict), 2 invalid input (policy,
 //! snapshot, flags), 1 anything else.
 
-use crate::executor::{DryRun, Executor};
 use crate::framework::Pipeline;
+use crate::live::executor::ExecutorConfig;
+use crate::live::leader::LeaderConfig;
+use crate::live::runner::{self, LiveOptions};
 use crate::plan;
+use crate::policy::{parse_duration, Policy};
 use crate::report::Format;
+use crate::schedule::Schedule;
 use crate::source::{ClusterSource, FileSource};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -65,6 +70,105 @@ pub struct Cli {
     /// Log format on stderr.
     #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text, env = "DESCHEDULER_LOG_FORMAT")]
     pub log_format: LogFormat,
+
+    /// Run cycles on a 5-field cron schedule (as for a CronJob), instead of an interval.
+    #[arg(long, env = "DESCHEDULER_SCHEDULE", value_name = "CRON")]
+    pub schedule: Option<String>,
+
+    /// Elect a leader among replicas through a Lease; only the leader evicts.
+    #[arg(long = "leader-elect", env = "DESCHEDULER_LEADER_ELECT")]
+    pub leader_elect: bool,
+
+    /// How long a lease is valid without renewal.
+    #[arg(
+        long = "leader-elect-lease-duration",
+        default_value = "15s",
+        value_name = "DURATION"
+    )]
+    pub leader_elect_lease_duration: String,
+
+    /// How long the leader keeps trying to renew before giving up leadership.
+    #[arg(
+        long = "leader-elect-renew-deadline",
+        default_value = "10s",
+        value_name = "DURATION"
+    )]
+    pub leader_elect_renew_deadline: String,
+
+    /// How often candidates try to acquire or renew the lease.
+    #[arg(
+        long = "leader-elect-retry-period",
+        default_value = "2s",
+        value_name = "DURATION"
+    )]
+    pub leader_elect_retry_period: String,
+
+    /// The lock type; only `leases` is supported.
+    #[arg(long = "leader-elect-resource-lock", default_value = "leases")]
+    pub leader_elect_resource_lock: String,
+
+    /// The Lease's name.
+    #[arg(long = "leader-elect-resource-name", default_value = "descheduler")]
+    pub leader_elect_resource_name: String,
+
+    /// The Lease's namespace.
+    #[arg(
+        long = "leader-elect-resource-namespace",
+        default_value = "kube-system"
+    )]
+    pub leader_elect_resource_namespace: String,
+
+    /// This instance's identity in the Lease and in events (default: POD_NAME or the hostname).
+    #[arg(long = "leader-elect-identity", env = "POD_NAME")]
+    pub leader_elect_identity: Option<String>,
+
+    /// Client-side requests per second to the API server.
+    #[arg(long = "client-connection-qps", default_value_t = 50.0)]
+    pub client_connection_qps: f64,
+
+    /// Client-side burst of requests to the API server.
+    #[arg(long = "client-connection-burst", default_value_t = 100)]
+    pub client_connection_burst: u32,
+
+    /// Evictions per second, across all nodes (0: unlimited).
+    #[arg(
+        long = "eviction-qps",
+        default_value_t = 0.0,
+        env = "DESCHEDULER_EVICTION_QPS"
+    )]
+    pub eviction_qps: f64,
+
+    /// Burst of evictions allowed by --eviction-qps.
+    #[arg(long = "eviction-burst", default_value_t = 1)]
+    pub eviction_burst: u32,
+
+    /// Evictions per second from any one node (0: unlimited), so no node loses many pods at once.
+    #[arg(
+        long = "node-eviction-qps",
+        default_value_t = 0.0,
+        env = "DESCHEDULER_NODE_EVICTION_QPS"
+    )]
+    pub node_eviction_qps: f64,
+
+    /// Burst of evictions from one node allowed by --node-eviction-qps.
+    #[arg(long = "node-eviction-burst", default_value_t = 1)]
+    pub node_eviction_burst: u32,
+
+    /// Address for /metrics, /healthz and /readyz (empty: no server), e.g. 0.0.0.0:10258.
+    #[arg(
+        long = "metrics-bind-address",
+        default_value = "",
+        env = "DESCHEDULER_METRICS_BIND_ADDRESS"
+    )]
+    pub metrics_bind_address: String,
+
+    /// How long continuous mode waits for its watch caches to sync.
+    #[arg(
+        long = "cache-sync-timeout",
+        default_value = "2m",
+        value_name = "DURATION"
+    )]
+    pub cache_sync_timeout: String,
 }
 
 /// A failure with the exit code it maps to.
@@ -122,11 +226,11 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
     crate::policy::parse_duration(&cli.descheduling_interval)
         .map_err(|e| Failure::invalid(format!("--descheduling-interval: {e}")))?;
     // Nothing runs on an invalid policy.
-    let pipeline = Pipeline::load(&cli.policy_config_file).map_err(Failure::invalid)?;
+    let policy = Policy::load(&cli.policy_config_file).map_err(Failure::invalid)?;
+    let pipeline = Pipeline::build(&policy, &cli.policy_config_file.display().to_string())
+        .map_err(Failure::invalid)?;
     let Some(snapshot_path) = &cli.snapshot else {
-        return Err(Failure::other(
-            "planning against a live cluster is not available in this build; plan offline with --snapshot FILE (which implies --dry-run)",
-        ));
+        return run_live(cli, &policy, pipeline).map(|_| String::new());
     };
     let mut source = FileSource {
         path: snapshot_path.clone(),
@@ -140,8 +244,94 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
     );
     let plan = plan::plan(&pipeline, &snap, now).map_err(Failure::invalid)?;
     tracing::info!(evictions = plan.evictions.len(), "plan ready");
-    let cycle = DryRun.execute(&snap, &plan);
-    Ok(cycle.report.render(cli.output))
+    Ok(crate::executor::dry_run(&snap, &plan).render(cli.output))
+}
+
+fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
+    parse_duration(value)
+        .map(|s| Duration::from_secs(s.max(0) as u64))
+        .map_err(|e| Failure::invalid(format!("{name}: {e}")))
+}
+
+fn identity() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "descheduler".into())
+}
+
+/// Live mode: against the cluster of --kubeconfig (or in-cluster).
+fn run_live(cli: &Cli, policy: &Policy, pipeline: Pipeline) -> Result<(), Failure> {
+    let schedule = Schedule::from_flags(&cli.descheduling_interval, cli.schedule.as_deref())
+        .map_err(Failure::invalid)?;
+    let leader = if cli.leader_elect {
+        if cli.leader_elect_resource_lock != "leases" {
+            return Err(Failure::invalid(format!(
+                "--leader-elect-resource-lock {:?}: only \"leases\" is supported",
+                cli.leader_elect_resource_lock
+            )));
+        }
+        let base = cli.leader_elect_identity.clone().unwrap_or_else(identity);
+        Some(LeaderConfig {
+            name: cli.leader_elect_resource_name.clone(),
+            namespace: cli.leader_elect_resource_namespace.clone(),
+            identity: format!("{base}_{}", std::process::id()),
+            lease_duration: duration_flag(
+                "--leader-elect-lease-duration",
+                &cli.leader_elect_lease_duration,
+            )?,
+            renew_deadline: duration_flag(
+                "--leader-elect-renew-deadline",
+                &cli.leader_elect_renew_deadline,
+            )?,
+            retry_period: duration_flag(
+                "--leader-elect-retry-period",
+                &cli.leader_elect_retry_period,
+            )?,
+        })
+    } else {
+        None
+    };
+    let metrics_addr = if cli.metrics_bind_address.is_empty() {
+        None
+    } else {
+        Some(cli.metrics_bind_address.parse().map_err(|e| {
+            Failure::invalid(format!(
+                "--metrics-bind-address {:?}: {e}; use host:port such as 0.0.0.0:10258",
+                cli.metrics_bind_address
+            ))
+        })?)
+    };
+    let opts = LiveOptions {
+        kubeconfig: cli.kubeconfig.clone(),
+        qps: cli.client_connection_qps,
+        burst: cli.client_connection_burst,
+        dry_run: cli.dry_run,
+        schedule,
+        leader,
+        metrics_addr,
+        executor: ExecutorConfig {
+            grace_period_seconds: policy.grace_period_seconds,
+            failure_events: policy.eviction_failure_event_notification.unwrap_or(false),
+            global_rate: crate::live::client::quota(cli.eviction_qps, cli.eviction_burst),
+            node_rate: crate::live::client::quota(cli.node_eviction_qps, cli.node_eviction_burst),
+            instance: cli
+                .leader_elect_identity
+                .clone()
+                .or_else(|| Some(identity())),
+        },
+        node_selector: policy.node_selector.clone().unwrap_or_default(),
+        output: cli.output,
+        sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Failure::other)?;
+    rt.block_on(runner::run(&pipeline, opts))
+        .map_err(Failure::other)
 }
 
 pub fn main() -> ExitCode {

@@ -24,6 +24,10 @@ pub struct EvictionRow {
     pub profile: String,
     pub plugin: String,
     pub reason: String,
+    /// What happened, in live runs (`evicted`, `blocked_by_disruption_budget`, ...); absent in
+    /// dry-run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +73,7 @@ impl Report {
                 profile: e.profile.clone(),
                 plugin: e.plugin.to_string(),
                 reason: e.reason.clone(),
+                result: None,
             })
             .collect();
         let nodes = plan

@@ -208,8 +208,38 @@ fn bad_flags_exit_two() {
 }
 
 #[test]
-fn live_mode_is_refused_with_exit_one() {
-    let o = run(&["--policy-config-file", "policies/combined.yaml"]);
+fn live_mode_without_a_reachable_cluster_exits_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-kubeconfig");
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--kubeconfig",
+        missing.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("--snapshot"));
+    let e = stderr(&o);
+    assert!(
+        e.contains("no-such-kubeconfig") && e.contains("--kubeconfig"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_live_flags_exit_two() {
+    for args in [
+        &["--schedule", "*/5 * * *"][..],
+        &["--schedule", "* * * * *", "--descheduling-interval", "5m"][..],
+        &[
+            "--leader-elect",
+            "--leader-elect-resource-lock",
+            "configmaps",
+        ][..],
+        &["--metrics-bind-address", "nowhere"][..],
+    ] {
+        let mut all = vec!["--policy-config-file", "policies/combined.yaml"];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
 }

@@ -1,44 +1,61 @@
-//! Executors act on a plan. This module holds the seam every executor implements; the
-//! dry-run executor reports the plan and changes nothing. A live executor (Eviction API,
-//! PDB-aware, rate-limited) implements the same trait, so what dry-run prints is what a real
-//! run would attempt.
+//! Executors act on a plan. The dry-run executor reports the plan and changes nothing; the
+//! live executor (`crate::live::executor`) attempts the same plan through the Eviction API,
+//! so what dry-run prints is what a real run would attempt.
 
 use crate::plan::EvictionPlan;
 use crate::report::Report;
 use crate::snapshot::ClusterSnapshot;
 
-/// What happened to each planned eviction in one cycle.
+/// What happened to one planned eviction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Dry-run: planned, not attempted.
     Planned,
     Evicted,
+    /// HTTP 429: a PodDisruptionBudget allows no disruption now. Not retried this cycle.
     BlockedByDisruptionBudget,
+    /// HTTP 500: the pod is covered by several PodDisruptionBudgets.
+    MultipleBudgets,
+    /// HTTP 404, or gone when re-checked.
     PodGone,
+    /// HTTP 409, or a different UID when re-checked: the pod was replaced.
+    UidChanged,
+    /// Re-checked just before the call and no longer evictable (terminating, moved, finished).
+    NoLongerEvictable,
     Failed,
+    /// Not attempted: shutting down or leadership lost.
+    NotAttempted,
 }
 
-/// The result of executing one plan.
-#[derive(Debug, Clone)]
-pub struct CycleReport {
-    pub report: Report,
-    pub outcomes: Vec<Outcome>,
-}
-
-/// Turns a plan into actions.
-pub trait Executor {
-    fn execute(&mut self, snap: &ClusterSnapshot, plan: &EvictionPlan) -> CycleReport;
-}
-
-/// Reports the plan; evicts nothing.
-#[derive(Debug, Default)]
-pub struct DryRun;
-
-impl Executor for DryRun {
-    fn execute(&mut self, snap: &ClusterSnapshot, plan: &EvictionPlan) -> CycleReport {
-        CycleReport {
-            report: Report::new(snap, plan),
-            outcomes: vec![Outcome::Planned; plan.evictions.len()],
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Planned => "planned",
+            Outcome::Evicted => "evicted",
+            Outcome::BlockedByDisruptionBudget => "blocked_by_disruption_budget",
+            Outcome::MultipleBudgets => "multiple_disruption_budgets",
+            Outcome::PodGone => "pod_gone",
+            Outcome::UidChanged => "uid_changed",
+            Outcome::NoLongerEvictable => "no_longer_evictable",
+            Outcome::Failed => "error",
+            Outcome::NotAttempted => "not_attempted",
         }
     }
+
+    /// The `result` label of `descheduler_pods_evicted_total`.
+    pub fn metric_result(self) -> &'static str {
+        match self {
+            Outcome::Evicted => "success",
+            Outcome::BlockedByDisruptionBudget | Outcome::MultipleBudgets => {
+                "blocked_by_disruption_budget"
+            }
+            Outcome::PodGone | Outcome::UidChanged | Outcome::NoLongerEvictable => "pod_gone",
+            _ => "error",
+        }
+    }
+}
+
+/// The dry-run executor: the report of the plan; nothing is changed.
+pub fn dry_run(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
+    Report::new(snap, plan)
 }

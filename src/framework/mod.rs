@@ -76,6 +76,9 @@ impl<'a, 's> Context<'a, 's> {
         if self.state.is_planned(pod) {
             return Err("already planned for eviction".into());
         }
+        if self.state.is_pinned(pod) {
+            return Err("the API refused to evict it earlier in this cycle".into());
+        }
         self.evictor.filter(self.state.snap, pod, self.now)
     }
 

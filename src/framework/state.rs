@@ -30,6 +30,8 @@ pub enum EvictError {
     DisruptionBudget(String),
     #[error("pod is covered by more than one PodDisruptionBudget ({0}); the Eviction API refuses such pods")]
     MultipleBudgets(String),
+    #[error("the API refused to evict this pod earlier in this cycle")]
+    Refused,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +46,8 @@ pub struct PlannedEviction {
 pub struct PlanningState<'s> {
     pub snap: &'s ClusterSnapshot,
     planned: Vec<bool>,
+    /// Pods whose eviction the API refused in this cycle: never planned again.
+    pinned: Vec<bool>,
     requested: Vec<Resources>,
     pdb_left: Vec<i32>,
     per_node: Vec<u32>,
@@ -57,6 +61,7 @@ impl<'s> PlanningState<'s> {
         PlanningState {
             snap,
             planned: vec![false; snap.pods.len()],
+            pinned: vec![false; snap.pods.len()],
             requested: (0..snap.nodes.len() as NodeId)
                 .map(|n| snap.node_requested(n).clone())
                 .collect(),
@@ -70,6 +75,28 @@ impl<'s> PlanningState<'s> {
 
     pub fn is_planned(&self, pod: PodId) -> bool {
         self.planned[pod as usize]
+    }
+
+    /// Whether the API refused this pod's eviction earlier in the cycle.
+    pub fn is_pinned(&self, pod: PodId) -> bool {
+        self.pinned[pod as usize]
+    }
+
+    /// Marks a pod whose eviction was refused: no plugin may plan it again this cycle.
+    pub fn pin(&mut self, pod: PodId) {
+        self.pinned[pod as usize] = true;
+    }
+
+    /// Records a pod evicted earlier in this cycle (when re-planning after a refusal): it is
+    /// gone, its requests are off its node, and it counts against the limits and its budget,
+    /// but it is not part of the new plan.
+    pub fn record_evicted(&mut self, pod: PodId) {
+        if self.planned[pod as usize] {
+            return;
+        }
+        if let Some(node) = self.snap.pod_node(pod) {
+            self.apply(pod, node);
+        }
     }
 
     pub fn requested(&self, node: NodeId) -> &Resources {
@@ -105,6 +132,9 @@ impl<'s> PlanningState<'s> {
     pub fn check(&self, pod: PodId) -> Result<NodeId, EvictError> {
         if self.is_planned(pod) {
             return Err(EvictError::AlreadyPlanned);
+        }
+        if self.is_pinned(pod) {
+            return Err(EvictError::Refused);
         }
         let node = self.snap.pod_node(pod).ok_or(EvictError::NotOnNode)?;
         let p = self.snap.pod(pod);
@@ -152,6 +182,18 @@ impl<'s> PlanningState<'s> {
         reason: String,
     ) -> Result<(), EvictError> {
         let node = self.check(pod)?;
+        self.apply(pod, node);
+        self.evictions.push(PlannedEviction {
+            pod,
+            node,
+            profile: profile.to_string(),
+            plugin,
+            reason,
+        });
+        Ok(())
+    }
+
+    fn apply(&mut self, pod: PodId, node: NodeId) {
         let snap = self.snap;
         let p = snap.pod(pod);
         self.planned[pod as usize] = true;
@@ -163,14 +205,6 @@ impl<'s> PlanningState<'s> {
         if let Some(&i) = snap.pdbs_of_pod(pod).first() {
             self.pdb_left[i as usize] -= 1;
         }
-        self.evictions.push(PlannedEviction {
-            pod,
-            node,
-            profile: profile.to_string(),
-            plugin,
-            reason,
-        });
-        Ok(())
     }
 }
 
@@ -223,6 +257,29 @@ mod tests {
             Err(EvictError::MultipleBudgets(_))
         ));
         assert!(st.plan_eviction(2, "p", "T", "r".into()).is_ok());
+    }
+
+    #[test]
+    fn refused_and_earlier_evictions_when_replanning() {
+        let s = snap();
+        let mut st = PlanningState::new(
+            &s,
+            Limits {
+                per_node: Some(2),
+                ..Default::default()
+            },
+        );
+        st.record_evicted(0);
+        st.pin(2);
+        assert!(st.is_planned(0));
+        assert!(
+            st.evictions().is_empty(),
+            "earlier evictions are not part of the new plan"
+        );
+        assert_eq!(st.requested(0).cpu, 100);
+        // the budget of app=x (1 allowed) is spent by the earlier eviction
+        assert!(matches!(st.check(1), Err(EvictError::DisruptionBudget(_))));
+        assert_eq!(st.check(2), Err(EvictError::Refused));
     }
 
     #[test]

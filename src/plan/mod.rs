@@ -6,7 +6,7 @@
 //! limits and disruption budgets hold across the whole cycle.
 
 use crate::framework::{Context, Pipeline, PlannedEviction, PlanningState};
-use crate::snapshot::{ClusterSnapshot, NodeId, Resources};
+use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 
 /// The result of planning one cycle.
 #[derive(Debug, Clone)]
@@ -25,11 +25,40 @@ pub enum PlanError {
     Profile { profile: String, message: String },
 }
 
+/// What the executor learned earlier in this cycle, for re-planning after a refusal.
+#[derive(Debug, Clone, Default)]
+pub struct CycleMemory {
+    /// Pods evicted earlier in this cycle: gone, and counted against the limits.
+    pub evicted: Vec<PodId>,
+    /// Pods whose eviction the API refused: never planned again this cycle.
+    pub refused: Vec<PodId>,
+}
+
+/// Told when each plugin starts and ends (the runner times strategies with it; the planner
+/// itself has no clock).
+pub trait PlanObserver {
+    fn plugin_started(&mut self, _profile: &str, _plugin: &'static str) {}
+    fn plugin_finished(&mut self, _profile: &str, _plugin: &'static str, _planned: usize) {}
+}
+
+impl PlanObserver for () {}
+
 /// Plans one cycle.
 pub fn plan(
     pipeline: &Pipeline,
     snap: &ClusterSnapshot,
     now: i64,
+) -> Result<EvictionPlan, PlanError> {
+    plan_with(pipeline, snap, now, &CycleMemory::default(), &mut ())
+}
+
+/// Plans one cycle, given what happened earlier in it.
+pub fn plan_with(
+    pipeline: &Pipeline,
+    snap: &ClusterSnapshot,
+    now: i64,
+    memory: &CycleMemory,
+    observer: &mut dyn PlanObserver,
 ) -> Result<EvictionPlan, PlanError> {
     // Everything that can make the cycle impossible is checked before any plugin runs.
     for p in &pipeline.profiles {
@@ -42,6 +71,12 @@ pub fn plan(
     }
     let nodes = snap.ready_nodes(&pipeline.node_selector);
     let mut state = PlanningState::new(snap, pipeline.limits);
+    for &p in &memory.evicted {
+        state.record_evicted(p);
+    }
+    for &p in &memory.refused {
+        state.pin(p);
+    }
     if !nodes.is_empty() {
         let deschedule = pipeline
             .profiles
@@ -56,6 +91,7 @@ pub fn plan(
                 tracing::debug_span!("plugin", profile = %profile.name, plugin = plugin.name())
                     .entered();
             let before = state.evictions().len();
+            observer.plugin_started(&profile.name, plugin.name());
             let mut cx = Context {
                 state: &mut state,
                 evictor: &profile.evictor,
@@ -65,10 +101,9 @@ pub fn plan(
                 nodes: &nodes,
             };
             plugin.run(&mut cx, &nodes);
-            tracing::debug!(
-                planned = state.evictions().len() - before,
-                "plugin finished"
-            );
+            let planned = state.evictions().len() - before;
+            observer.plugin_finished(&profile.name, plugin.name(), planned);
+            tracing::debug!(planned, "plugin finished");
         }
     }
     let (evictions, requested_after) = state.into_parts();

@@ -1,0 +1,342 @@
+//! The live executor: attempts a plan through the Eviction API (policy/v1), safely.
+//!
+//! - Each pod is re-checked just before its call: it still exists, has the same UID, is on
+//!   the same node and is not terminating or finished.
+//! - The call carries the policy's gracePeriodSeconds, a UID precondition, and annotations
+//!   saying why and by whom.
+//! - HTTP 429 (a disruption budget allows nothing now) is recorded as blocked and never
+//!   retried in the cycle; 500 for several budgets, 404 (gone) and 409 (UID changed) are
+//!   recorded as such.
+//! - A refused eviction frees its place in the limits: the pod is pinned and the rest of the
+//!   cycle is re-planned from the new state (pods evicted so far count as gone).
+//! - A global and a per-node rate limit pace the calls; a closed gate (shutdown, lost
+//!   leadership) stops before the next call, never in the middle of one.
+
+use super::client::ApiClient;
+use crate::executor::Outcome;
+use crate::framework::{Limits, Pipeline, PlannedEviction, PlanningState};
+use crate::metrics::Metrics;
+use crate::plan::{plan_with, CycleMemory, EvictionPlan, PlanError, PlanObserver};
+use crate::report::Report;
+use crate::snapshot::ClusterSnapshot;
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kube::api::Api;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const ANNOTATION_REASON: &str = "descheduler.alpha.kubernetes.io/reason";
+pub const ANNOTATION_PLUGIN: &str = "descheduler.alpha.kubernetes.io/plugin";
+pub const ANNOTATION_PROFILE: &str = "descheduler.alpha.kubernetes.io/profile";
+pub const ANNOTATION_EVICTED_BY: &str = "descheduler.alpha.kubernetes.io/evicted-by";
+pub const REPORTING_CONTROLLER: &str = "descheduler";
+
+/// Whether evictions may go on: closed on shutdown or when leadership is lost.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    shutdown: Arc<AtomicBool>,
+    leading: Arc<AtomicBool>,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate {
+            shutdown: Arc::new(AtomicBool::new(false)),
+            leading: Arc::new(AtomicBool::new(true)),
+        }
+    }
+}
+
+impl Gate {
+    pub fn new(shutdown: Arc<AtomicBool>, leading: Arc<AtomicBool>) -> Self {
+        Gate { shutdown, leading }
+    }
+    pub fn open(&self) -> bool {
+        !self.shutdown.load(Ordering::SeqCst) && self.leading.load(Ordering::SeqCst)
+    }
+    pub fn shutting_down(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ExecutorConfig {
+    pub grace_period_seconds: Option<i64>,
+    /// Also publish events when an eviction fails (the policy's
+    /// evictionFailureEventNotification).
+    pub failure_events: bool,
+    pub global_rate: Option<Quota>,
+    pub node_rate: Option<Quota>,
+    /// This instance's name in events.
+    pub instance: Option<String>,
+}
+
+pub struct LiveExecutor {
+    api: ApiClient,
+    config: ExecutorConfig,
+    metrics: Metrics,
+    recorder: Recorder,
+    global: Option<DefaultDirectRateLimiter>,
+    per_node: Option<DefaultKeyedRateLimiter<String>>,
+    gate: Gate,
+}
+
+/// One cycle's result: what was attempted and what happened.
+pub struct CycleResult {
+    pub report: Report,
+    pub outcomes: Vec<Outcome>,
+}
+
+impl LiveExecutor {
+    pub fn new(api: ApiClient, config: ExecutorConfig, metrics: Metrics, gate: Gate) -> Self {
+        let recorder = Recorder::new(
+            api.client.clone(),
+            Reporter {
+                controller: REPORTING_CONTROLLER.into(),
+                instance: config.instance.clone(),
+            },
+        );
+        LiveExecutor {
+            global: config.global_rate.map(RateLimiter::direct),
+            per_node: config.node_rate.map(RateLimiter::keyed),
+            api,
+            config,
+            metrics,
+            recorder,
+            gate,
+        }
+    }
+
+    /// Plans and executes one cycle, re-planning after each refusal.
+    pub async fn run_cycle(
+        &self,
+        pipeline: &Pipeline,
+        snap: &ClusterSnapshot,
+        now: i64,
+        observer: &mut dyn PlanObserver,
+    ) -> Result<CycleResult, PlanError> {
+        let mut memory = CycleMemory::default();
+        let mut attempted: Vec<(PlannedEviction, Outcome)> = Vec::new();
+        let mut last_plan: EvictionPlan;
+        'replan: loop {
+            last_plan = plan_with(pipeline, snap, now, &memory, observer)?;
+            for e in &last_plan.evictions {
+                if !self.gate.open() || !self.wait_for_rate_limits(&snap.node(e.node).name).await {
+                    tracing::warn!(pod = %snap.pod(e.pod).key(), "not attempted: shutting down or leadership lost");
+                    attempted.push((e.clone(), Outcome::NotAttempted));
+                    break 'replan;
+                }
+                let outcome = self.evict(snap, e).await;
+                self.record(snap, e, outcome).await;
+                attempted.push((e.clone(), outcome));
+                if outcome == Outcome::Evicted {
+                    memory.evicted.push(e.pod);
+                } else {
+                    memory.refused.push(e.pod);
+                    continue 'replan;
+                }
+            }
+            break;
+        }
+        // The report: every attempt with its result, and the nodes as the evictions left them.
+        let mut after = PlanningState::new(snap, Limits::default());
+        for p in &memory.evicted {
+            after.record_evicted(*p);
+        }
+        let (_, requested_after) = after.into_parts();
+        let plan = EvictionPlan {
+            evictions: attempted.iter().map(|(e, _)| e.clone()).collect(),
+            nodes: last_plan.nodes,
+            requested_after,
+        };
+        let mut report = Report::new(snap, &plan);
+        for (row, (_, outcome)) in report.evictions.iter_mut().zip(&attempted) {
+            row.result = Some(outcome.as_str().to_string());
+        }
+        Ok(CycleResult {
+            report,
+            outcomes: attempted.into_iter().map(|(_, o)| o).collect(),
+        })
+    }
+
+    /// Waits for the global and the node's rate limit; false if the gate closes meanwhile.
+    async fn wait_for_rate_limits(&self, node: &str) -> bool {
+        let tick = Duration::from_millis(100);
+        if let Some(g) = &self.global {
+            loop {
+                if !self.gate.open() {
+                    return false;
+                }
+                if tokio::time::timeout(tick, g.until_ready()).await.is_ok() {
+                    break;
+                }
+            }
+        }
+        if let Some(k) = &self.per_node {
+            let key = node.to_string();
+            loop {
+                if !self.gate.open() {
+                    return false;
+                }
+                if tokio::time::timeout(tick, k.until_key_ready(&key))
+                    .await
+                    .is_ok()
+                {
+                    break;
+                }
+            }
+        }
+        self.gate.open()
+    }
+
+    async fn evict(&self, snap: &ClusterSnapshot, e: &PlannedEviction) -> Outcome {
+        let pod = snap.pod(e.pod);
+        let node = &snap.node(e.node).name;
+        let pods: Api<Pod> = Api::namespaced(self.api.client.clone(), &pod.namespace);
+        // Re-check just before the call.
+        self.api.throttle().await;
+        match pods.get_opt(&pod.name).await {
+            Ok(None) => return Outcome::PodGone,
+            Ok(Some(current)) => {
+                if current.metadata.uid.as_deref() != Some(&*pod.uid) {
+                    return Outcome::UidChanged;
+                }
+                if current.metadata.deletion_timestamp.is_some() {
+                    return Outcome::NoLongerEvictable;
+                }
+                let spec_node = current.spec.as_ref().and_then(|s| s.node_name.as_deref());
+                if spec_node != Some(&**node) {
+                    return Outcome::NoLongerEvictable;
+                }
+                let phase = current.status.as_ref().and_then(|s| s.phase.as_deref());
+                if matches!(phase, Some("Succeeded") | Some("Failed")) && pod.is_active() {
+                    return Outcome::NoLongerEvictable;
+                }
+            }
+            Err(err) => {
+                tracing::warn!(pod = %pod.key(), error = %err, "re-check before eviction failed");
+                return Outcome::Failed;
+            }
+        }
+        let mut delete_options = serde_json::json!({ "preconditions": { "uid": &*pod.uid } });
+        if let Some(g) = self.config.grace_period_seconds {
+            delete_options["gracePeriodSeconds"] = g.into();
+        }
+        let body = serde_json::json!({
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {
+                "name": &*pod.name,
+                "namespace": &*pod.namespace,
+                "annotations": {
+                    ANNOTATION_REASON: &e.reason,
+                    ANNOTATION_PLUGIN: e.plugin,
+                    ANNOTATION_PROFILE: &e.profile,
+                    ANNOTATION_EVICTED_BY: REPORTING_CONTROLLER,
+                },
+            },
+            "deleteOptions": delete_options,
+        });
+        let url = format!(
+            "/api/v1/namespaces/{}/pods/{}/eviction",
+            pod.namespace, pod.name
+        );
+        let request = http::Request::post(url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::to_vec(&body).expect("eviction serializes"))
+            .expect("valid request");
+        self.api.throttle().await;
+        match self.api.client.request_text(request).await {
+            Ok(_) => Outcome::Evicted,
+            Err(kube::Error::Api(status)) => match status.code {
+                429 => Outcome::BlockedByDisruptionBudget,
+                404 => Outcome::PodGone,
+                409 => Outcome::UidChanged,
+                500 if status.message.contains("more than one PodDisruptionBudget") => {
+                    Outcome::MultipleBudgets
+                }
+                _ => {
+                    tracing::warn!(pod = %pod.key(), code = status.code, message = %status.message, "eviction failed");
+                    Outcome::Failed
+                }
+            },
+            Err(err) => {
+                tracing::warn!(pod = %pod.key(), error = %err, "eviction failed");
+                Outcome::Failed
+            }
+        }
+    }
+
+    async fn record(&self, snap: &ClusterSnapshot, e: &PlannedEviction, outcome: Outcome) {
+        let pod = snap.pod(e.pod);
+        let node = &snap.node(e.node).name;
+        self.metrics.eviction(
+            outcome.metric_result(),
+            e.plugin,
+            &e.profile,
+            &pod.namespace,
+            node,
+        );
+        let failed = outcome != Outcome::Evicted;
+        if failed {
+            tracing::warn!(pod = %pod.key(), node = %node, plugin = e.plugin, profile = %e.profile, result = outcome.as_str(), "eviction not done");
+        } else {
+            tracing::info!(pod = %pod.key(), node = %node, plugin = e.plugin, profile = %e.profile, reason = %e.reason, "evicted");
+        }
+        if failed && !self.config.failure_events {
+            return;
+        }
+        let event = if failed {
+            Event {
+                type_: EventType::Warning,
+                reason: "EvictionFailed".into(),
+                note: Some(truncate(&format!(
+                    "eviction by {}/{} from node {node} not done ({}): {}",
+                    e.profile,
+                    e.plugin,
+                    outcome.as_str(),
+                    e.reason
+                ))),
+                action: "Descheduling".into(),
+                secondary: None,
+            }
+        } else {
+            Event {
+                type_: EventType::Normal,
+                reason: "Descheduled".into(),
+                note: Some(truncate(&format!(
+                    "pod evicted from node {node} by {}/{}: {}",
+                    e.profile, e.plugin, e.reason
+                ))),
+                action: "Descheduling".into(),
+                secondary: None,
+            }
+        };
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(pod.name.to_string()),
+            namespace: Some(pod.namespace.to_string()),
+            uid: Some(pod.uid.to_string()),
+            ..Default::default()
+        };
+        self.api.throttle().await;
+        if let Err(err) = self.recorder.publish(&event, &reference).await {
+            tracing::warn!(pod = %pod.key(), error = %err, "publishing the event failed");
+        }
+    }
+}
+
+/// Event notes are limited to 1 kB.
+fn truncate(s: &str) -> String {
+    if s.len() <= 1000 {
+        return s.to_string();
+    }
+    let mut end = 1000;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}

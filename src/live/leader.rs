@@ -1,0 +1,190 @@
+//! Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it
+//! (upstream's `--leader-elect*` flags): acquire when the lease is free or its holder has not
+//! renewed it for a lease duration (measured on our own clock, from when we last saw it
+//! change), renew every retry period, and give up leadership at once when renewing fails for
+//! longer than the renew deadline. Updates use the lease's resourceVersion, so two candidates
+//! can never both win. On shutdown the lease is released so that another instance takes over
+//! without waiting.
+
+use super::LiveError;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, PostParams};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct LeaderConfig {
+    pub name: String,
+    pub namespace: String,
+    pub identity: String,
+    pub lease_duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+}
+
+pub struct LeaderElector {
+    api: Api<Lease>,
+    config: LeaderConfig,
+    leading: Arc<AtomicBool>,
+    /// The holder and renew time we last saw, and when we saw them change.
+    observed: Option<(Option<String>, Option<Timestamp>, Instant)>,
+}
+
+impl LeaderElector {
+    pub fn new(client: kube::Client, config: LeaderConfig) -> Self {
+        LeaderElector {
+            api: Api::namespaced(client, &config.namespace),
+            config,
+            leading: Arc::new(AtomicBool::new(false)),
+            observed: None,
+        }
+    }
+
+    /// True while this instance holds the lease.
+    pub fn leading(&self) -> Arc<AtomicBool> {
+        self.leading.clone()
+    }
+
+    /// Campaigns and renews until `shutdown` is set (then releases the lease and returns
+    /// Ok) or leadership is lost (then returns an error: the process should stop).
+    pub async fn run(mut self, shutdown: Arc<AtomicBool>) -> Result<(), LiveError> {
+        let mut last_renew = Instant::now();
+        loop {
+            if shutdown.load(Ordering::SeqCst) {
+                if self.leading.swap(false, Ordering::SeqCst) {
+                    self.release().await;
+                }
+                return Ok(());
+            }
+            let leading = self.leading.load(Ordering::SeqCst);
+            match self.try_acquire_or_renew().await {
+                Ok(true) => {
+                    last_renew = Instant::now();
+                    if !leading {
+                        tracing::info!(lease = %self.config.name, identity = %self.config.identity, "became leader");
+                        self.leading.store(true, Ordering::SeqCst);
+                    }
+                }
+                Ok(false) if leading => {
+                    self.leading.store(false, Ordering::SeqCst);
+                    return Err(LiveError::Leader(format!(
+                        "lease {}/{} was taken by another instance; stopping",
+                        self.config.namespace, self.config.name
+                    )));
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "leader election: updating the lease failed");
+                    if leading && last_renew.elapsed() > self.config.renew_deadline {
+                        self.leading.store(false, Ordering::SeqCst);
+                        return Err(LiveError::Leader(format!(
+                            "could not renew lease {}/{} within the renew deadline ({:?}); stopping",
+                            self.config.namespace, self.config.name, self.config.renew_deadline
+                        )));
+                    }
+                }
+            }
+            let step = Duration::from_millis(100);
+            let mut waited = Duration::ZERO;
+            while waited < self.config.retry_period && !shutdown.load(Ordering::SeqCst) {
+                tokio::time::sleep(step).await;
+                waited += step;
+            }
+        }
+    }
+
+    fn spec(&self, acquire: Option<MicroTime>, transitions: i32) -> LeaseSpec {
+        LeaseSpec {
+            holder_identity: Some(self.config.identity.clone()),
+            lease_duration_seconds: Some(self.config.lease_duration.as_secs().max(1) as i32),
+            acquire_time: acquire,
+            renew_time: Some(MicroTime(Timestamp::now())),
+            lease_transitions: Some(transitions),
+            ..Default::default()
+        }
+    }
+
+    async fn try_acquire_or_renew(&mut self) -> Result<bool, kube::Error> {
+        let name = &self.config.name;
+        let Some(mut lease) = self.api.get_opt(name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    namespace: Some(self.config.namespace.clone()),
+                    ..Default::default()
+                },
+                spec: Some(self.spec(Some(MicroTime(Timestamp::now())), 0)),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                Err(e) => Err(e),
+            };
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
+        let renew = spec.renew_time.as_ref().map(|t| t.0);
+        let changed = match &self.observed {
+            Some((h, r, _)) => *h != holder || *r != renew,
+            None => true,
+        };
+        if changed {
+            self.observed = Some((holder.clone(), renew, Instant::now()));
+        }
+        let mine = holder.as_deref() == Some(self.config.identity.as_str());
+        if let Some(other) = holder.as_deref().filter(|_| !mine) {
+            let duration =
+                Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
+            let seen = self
+                .observed
+                .as_ref()
+                .map(|o| o.2)
+                .unwrap_or_else(Instant::now);
+            if seen.elapsed() < duration {
+                tracing::debug!(holder = other, "lease is held by another instance");
+                return Ok(false);
+            }
+        }
+        let transitions = spec.lease_transitions.unwrap_or(0) + if mine { 0 } else { 1 };
+        let acquire = if mine {
+            spec.acquire_time.clone()
+        } else {
+            Some(MicroTime(Timestamp::now()))
+        };
+        lease.spec = Some(self.spec(acquire, transitions));
+        match self.api.replace(name, &PostParams::default(), &lease).await {
+            Ok(l) => {
+                let s = l.spec.unwrap_or_default();
+                self.observed =
+                    Some((s.holder_identity, s.renew_time.map(|t| t.0), Instant::now()));
+                Ok(true)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Gives the lease up so another instance can take it at once.
+    async fn release(&self) {
+        if let Ok(Some(mut lease)) = self.api.get_opt(&self.config.name).await {
+            let spec = lease.spec.get_or_insert_with(Default::default);
+            if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
+                return;
+            }
+            spec.holder_identity = None;
+            spec.lease_duration_seconds = Some(1);
+            spec.renew_time = Some(MicroTime(Timestamp::now()));
+            match self
+                .api
+                .replace(&self.config.name, &PostParams::default(), &lease)
+                .await
+            {
+                Ok(_) => tracing::info!(lease = %self.config.name, "released the lease"),
+                Err(e) => tracing::warn!(error = %e, "releasing the lease failed"),
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! Everything that talks to a cluster: the API client, the cluster sources (list once, or
+//! watch caches), the eviction executor, leader election, the admin HTTP server and the runner
+//! that ties them to the pure planner.
+
+pub mod admin;
+pub mod client;
+pub mod executor;
+pub mod leader;
+pub mod runner;
+pub mod source;
+
+/// Errors of the live room; each says what to check.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("cannot build a Kubernetes client: {0}; check --kubeconfig (or the in-cluster service account)")]
+    Config(String),
+    #[error("listing {what} failed: {source}")]
+    List {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("the cluster state could not be decoded: {0}")]
+    Decode(#[from] crate::snapshot::decode::SnapshotError),
+    #[error("the watch caches did not sync within {0:?}; is the API server reachable?")]
+    NotSynced(std::time::Duration),
+    #[error("leader election: {0}")]
+    Leader(String),
+    #[error("admin server: {0}")]
+    Admin(String),
+}

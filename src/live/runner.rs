@@ -1,0 +1,228 @@
+//! Live mode: read the cluster, plan, evict (or only report, with --dry-run), and repeat on
+//! the schedule. One cycle and exit for a Job or CronJob; a loop with watch caches and
+//! optional leader election for a Deployment. SIGTERM finishes the eviction in flight and
+//! stops.
+
+use super::admin;
+use super::client::ApiClient;
+use super::executor::{ExecutorConfig, Gate, LiveExecutor};
+use super::leader::{LeaderConfig, LeaderElector};
+use super::source::{list_snapshot, WatchSource};
+use super::LiveError;
+use crate::framework::Pipeline;
+use crate::metrics::{Metrics, StrategyLabels};
+use crate::plan::{plan_with, CycleMemory, PlanObserver};
+use crate::report::Format;
+use crate::schedule::Schedule;
+use crate::snapshot::ClusterSnapshot;
+use prometheus_client::registry::Registry;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    pub kubeconfig: Option<PathBuf>,
+    pub qps: f64,
+    pub burst: u32,
+    pub dry_run: bool,
+    pub schedule: Schedule,
+    pub leader: Option<LeaderConfig>,
+    pub metrics_addr: Option<SocketAddr>,
+    pub executor: ExecutorConfig,
+    pub node_selector: String,
+    pub output: Format,
+    pub sync_timeout: Duration,
+}
+
+/// Why live mode stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Live(#[from] LiveError),
+    #[error("planning failed: {0}")]
+    Plan(#[from] crate::plan::PlanError),
+}
+
+struct Timing<'m> {
+    metrics: &'m Metrics,
+    started: Option<Instant>,
+}
+
+impl PlanObserver for Timing<'_> {
+    fn plugin_started(&mut self, _profile: &str, _plugin: &'static str) {
+        self.started = Some(Instant::now());
+    }
+    fn plugin_finished(&mut self, profile: &str, plugin: &'static str, _planned: usize) {
+        if let Some(t) = self.started.take() {
+            self.metrics
+                .strategy_duration
+                .get_or_create(&StrategyLabels {
+                    strategy: plugin.to_string(),
+                    profile: profile.to_string(),
+                })
+                .observe(t.elapsed().as_secs_f64());
+        }
+    }
+}
+
+enum Source {
+    List,
+    Watch(WatchSource),
+}
+
+fn watch_signals(shutdown: Arc<AtomicBool>) {
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot listen for SIGTERM");
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        tracing::info!("shutting down: finishing the eviction in flight");
+        shutdown.store(true, Ordering::SeqCst);
+    });
+}
+
+/// Sleeps for `d`, waking early on shutdown. Returns false on shutdown.
+async fn sleep_unless(d: Duration, shutdown: &AtomicBool) -> bool {
+    let step = Duration::from_millis(100);
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if shutdown.load(Ordering::SeqCst) {
+            return false;
+        }
+        tokio::time::sleep(step.min(end - Instant::now())).await;
+    }
+    !shutdown.load(Ordering::SeqCst)
+}
+
+fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+/// Runs live mode until the schedule ends, a signal arrives or leadership is lost.
+pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError> {
+    let api = ApiClient::new(opts.kubeconfig.as_deref(), opts.qps, opts.burst).await?;
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let registry = Arc::new(registry);
+    let ready = Arc::new(AtomicBool::new(false));
+    if let Some(addr) = opts.metrics_addr {
+        let bound = admin::serve(addr, registry.clone(), ready.clone()).await?;
+        tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
+    }
+    let shutdown = Arc::new(AtomicBool::new(false));
+    watch_signals(shutdown.clone());
+
+    let (leading, mut elector) = match &opts.leader {
+        Some(cfg) => {
+            let e = LeaderElector::new(api.client.clone(), cfg.clone());
+            let leading = e.leading();
+            (leading, Some(tokio::spawn(e.run(shutdown.clone()))))
+        }
+        None => (Arc::new(AtomicBool::new(true)), None),
+    };
+    let gate = Gate::new(shutdown.clone(), leading.clone());
+    let executor = LiveExecutor::new(api.clone(), opts.executor.clone(), metrics.clone(), gate);
+    let source = match opts.schedule {
+        Schedule::Once => Source::List,
+        _ => Source::Watch(WatchSource::start(&api, &opts.node_selector)),
+    };
+
+    let result = loop {
+        if shutdown.load(Ordering::SeqCst) {
+            break Ok(());
+        }
+        // Only the leader plans and evicts.
+        if !leading.load(Ordering::SeqCst) {
+            if let Some(h) = &elector {
+                if h.is_finished() {
+                    let h = elector.take().expect("present");
+                    break match h.await {
+                        Ok(Ok(())) => Ok(()),
+                        Ok(Err(e)) => Err(e.into()),
+                        Err(e) => Err(LiveError::Leader(e.to_string()).into()),
+                    };
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        }
+        let started = chrono::Utc::now();
+        let t0 = Instant::now();
+        let snap: Result<ClusterSnapshot, LiveError> = match &source {
+            Source::List => list_snapshot(&api, &opts.node_selector).await,
+            Source::Watch(w) => w.snapshot(opts.sync_timeout).await,
+        };
+        match snap {
+            Err(e) if matches!(opts.schedule, Schedule::Once) => break Err(e.into()),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the cluster; nothing is evicted this cycle")
+            }
+            Ok(snap) => {
+                ready.store(true, Ordering::SeqCst);
+                tracing::info!(
+                    nodes = snap.nodes.len(),
+                    pods = snap.pods.len(),
+                    "cluster read"
+                );
+                let now = chrono::Utc::now().timestamp();
+                let mut timing = Timing {
+                    metrics: &metrics,
+                    started: None,
+                };
+                if opts.dry_run {
+                    match plan_with(pipeline, &snap, now, &CycleMemory::default(), &mut timing) {
+                        Ok(plan) => {
+                            print(&crate::executor::dry_run(&snap, &plan).render(opts.output))
+                        }
+                        Err(e) => break Err(e.into()),
+                    }
+                } else {
+                    match executor.run_cycle(pipeline, &snap, now, &mut timing).await {
+                        Ok(r) => {
+                            let evicted = r
+                                .outcomes
+                                .iter()
+                                .filter(|o| **o == crate::executor::Outcome::Evicted)
+                                .count();
+                            tracing::info!(attempted = r.outcomes.len(), evicted, "cycle done");
+                            print(&r.report.render(opts.output));
+                        }
+                        Err(e) => break Err(e.into()),
+                    }
+                }
+                metrics.loop_duration.observe(t0.elapsed().as_secs_f64());
+            }
+        }
+        match opts.schedule.wait(started, chrono::Utc::now()) {
+            None => break Ok(()),
+            Some(d) => {
+                if !sleep_unless(d, &shutdown).await {
+                    break Ok(());
+                }
+            }
+        }
+    };
+    // Let the elector release the lease.
+    shutdown.store(true, Ordering::SeqCst);
+    if let Some(h) = elector {
+        match h.await {
+            Ok(Err(e)) if result.is_ok() => return Err(e.into()),
+            _ => {}
+        }
+    }
+    result
+}
