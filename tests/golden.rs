@@ -97,3 +97,13 @@ fn json_and_yaml_snapshots_give_the_same_plan() {
     let policy = root().join("policies/combined.yaml");
     assert_eq!(render(&policy, &yaml), render(&policy, &json));
 }
+
+#[test]
+fn the_deployed_policy_loads_and_plans() {
+    let out = render(
+        &root().join("manifests/base/policy.yaml"),
+        &root().join("examples/cluster-hotspot.yaml"),
+    );
+    let report: Report = serde_json::from_str(&out).unwrap();
+    assert!(!report.evictions.is_empty());
+}
