@@ -47,6 +47,10 @@ impl ApiClient {
                 .await
                 .map_err(|e| LiveError::Config(e.to_string()))?,
         };
+        let mut config = config;
+        // kube's default retry policy retries HTTP 429 for minutes; for an eviction, 429 means a
+        // disruption budget said no, which is recorded and never retried in the cycle.
+        config.default_retry = false;
         let client =
             kube::Client::try_from(config).map_err(|e| LiveError::Config(e.to_string()))?;
         Ok(ApiClient::from_client(client, qps, burst))

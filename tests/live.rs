@@ -1,0 +1,1032 @@
+//! Live mode against a real control plane (etcd, kube-apiserver with RBAC, controller manager,
+//! scheduler and a fake kubelet, from tests/support): evictions through the Eviction API,
+//! disruption budgets, limits and rate limits, re-checks before each call, dry-run, events,
+//! metrics, continuous mode, SIGTERM, leader election, the manifests and their RBAC, and an
+//! end-to-end rebalance.
+//!
+//! Each test works on its own nodes (labelled `descheduler-test=<group>`, which the policy's
+//! nodeSelector picks) and its own namespace, so tests share one control plane side by side.
+
+mod support;
+
+use descheduler::executor::Outcome;
+use descheduler::framework::Pipeline;
+use descheduler::live::client::{quota, ApiClient};
+use descheduler::live::executor::{ExecutorConfig, Gate, LiveExecutor};
+use descheduler::live::source::list_snapshot;
+use descheduler::metrics::Metrics;
+use descheduler::policy::Policy;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::*;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+const GROUP_LABEL: &str = "descheduler-test";
+const WAIT: Duration = Duration::from_secs(90);
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_descheduler")
+}
+
+/// `n` Ready nodes with 4 CPUs in a fresh group; returns (group, node names).
+async fn group_of_nodes(client: &kube::Client, n: usize) -> (String, Vec<String>) {
+    let group = unique("g");
+    let mut names = Vec::new();
+    for _ in 0..n {
+        let name = unique("n");
+        create_node(client, NodeConfig::new(&name).label(GROUP_LABEL, &group)).await;
+        names.push(name);
+    }
+    (group, names)
+}
+
+/// A LowNodeUtilization policy over the group's nodes: under 20% cpu is cold, over
+/// `target`% is hot. `top` adds top-level fields.
+fn lnu_policy(group: &str, target: u32, top: &str) -> String {
+    format!(
+        r#"apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: "{GROUP_LABEL}={group}"
+{top}
+profiles:
+- name: rebalance
+  pluginConfig:
+  - name: LowNodeUtilization
+    args:
+      thresholds: {{cpu: 20}}
+      targetThresholds: {{cpu: {target}}}
+  plugins:
+    balance:
+      enabled: [LowNodeUtilization]
+"#
+    )
+}
+
+fn write_policy(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join(format!("{}.yaml", unique("policy")));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn pipeline(text: &str) -> Pipeline {
+    let policy = Policy::from_yaml("test-policy.yaml", text).unwrap();
+    Pipeline::build(&policy, "test-policy.yaml").unwrap()
+}
+
+/// A ReplicaSet of `replicas` pods of 500m cpu pinned to `node` (so it stays hot however often
+/// its pods are evicted and replaced).
+async fn hot_replicaset(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    replicas: i32,
+    node: &str,
+) -> Vec<Pod> {
+    let pod = PodConfig::new()
+        .cpu("500m")
+        .memory("64Mi")
+        .node_selector("kubernetes.io/hostname", node);
+    run_replicaset(client, ns, name, replicas, &pod).await
+}
+
+fn uids(pods: &[Pod]) -> BTreeSet<String> {
+    pods.iter().filter_map(|p| p.metadata.uid.clone()).collect()
+}
+
+async fn all_pods(client: &kube::Client, ns: &str) -> Vec<Pod> {
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+async fn run_bin(args: &[&str]) -> Run {
+    let out = tokio::process::Command::new(bin())
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("KUBECONFIG")
+        .output()
+        .await
+        .unwrap();
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn report(run: &Run) -> serde_json::Value {
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a JSON report ({e}): {}\nstderr: {}",
+            run.stdout, run.stderr
+        )
+    })
+}
+
+fn executor(client: &kube::Client, config: ExecutorConfig) -> LiveExecutor {
+    executor_on(ApiClient::from_client(client.clone(), 0.0, 1), config)
+}
+
+fn executor_on(api: ApiClient, config: ExecutorConfig) -> LiveExecutor {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    LiveExecutor::new(api, config, metrics, Gate::default())
+}
+
+#[tokio::test]
+async fn dry_run_changes_nothing_and_a_real_run_evicts_through_the_api() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, nodes) = group_of_nodes(&client, 3).await;
+    let ns = create_namespace(&client, "evict").await;
+    let before = hot_replicaset(&client, &ns, "hot", 6, &nodes[0]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    let policy = policy.to_str().unwrap();
+
+    // Dry-run: the plan (6 x 500m = 75% of 4 CPUs; down to 50% takes two pods), no change.
+    let dry = run_bin(&[
+        "--policy-config-file",
+        policy,
+        "--kubeconfig",
+        &kubeconfig,
+        "--dry-run",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    let planned = report(&dry);
+    let planned = planned["evictions"].as_array().unwrap();
+    assert_eq!(planned.len(), 2, "{planned:?}");
+    assert!(planned
+        .iter()
+        .all(|e| e["node"] == nodes[0].as_str() && e.get("result").is_none()));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let now = all_pods(&client, &ns).await;
+    assert_eq!(
+        uids(&now),
+        uids(&before),
+        "dry-run must not change anything"
+    );
+    assert!(now.iter().all(|p| p.metadata.deletion_timestamp.is_none()));
+
+    // A real run evicts the same two pods, through the API.
+    let real = run_bin(&[
+        "--policy-config-file",
+        policy,
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(real.code, Some(0), "{}", real.stderr);
+    let done = report(&real);
+    let done = done["evictions"].as_array().unwrap();
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert!(done.iter().all(|e| e["result"] == "evicted"), "{done:?}");
+    let evicted: BTreeSet<String> = done
+        .iter()
+        .map(|e| {
+            e["pod"]
+                .as_str()
+                .unwrap()
+                .split('/')
+                .nth(1)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let planned_names: BTreeSet<String> = planned
+        .iter()
+        .map(|e| {
+            e["pod"]
+                .as_str()
+                .unwrap()
+                .split('/')
+                .nth(1)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        evicted, planned_names,
+        "the real run attempts what dry-run printed"
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    assert!(
+        wait_until(WAIT, || async {
+            let names: BTreeSet<String> = pods
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter_map(|p| p.metadata.name)
+                .collect();
+            evicted.iter().all(|e| !names.contains(e))
+        })
+        .await,
+        "evicted pods are gone"
+    );
+    // The ReplicaSet controller replaces them.
+    let after = wait_running_pods(&client, &ns, &app_selector("hot"), 6).await;
+    assert_eq!(uids(&after).intersection(&uids(&before)).count(), 4);
+
+    // One Descheduled event per evicted pod, from the descheduler.
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let ok = wait_until(WAIT, || async {
+        let list = events.list(&ListParams::default()).await.unwrap().items;
+        let regarding: BTreeSet<String> = list
+            .iter()
+            .filter(|e| {
+                e.reason.as_deref() == Some("Descheduled")
+                    && e.reporting_controller.as_deref() == Some("descheduler")
+            })
+            .filter_map(|e| e.regarding.as_ref().and_then(|r| r.name.clone()))
+            .collect();
+        regarding == evicted
+    })
+    .await;
+    assert!(ok, "a Descheduled event for each evicted pod");
+}
+
+#[tokio::test]
+async fn disruption_budgets_block_evictions() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, nodes) = group_of_nodes(&client, 3).await;
+    let ns = create_namespace(&client, "pdb").await;
+    let before = hot_replicaset(&client, &ns, "hot", 6, &nodes[0]).await;
+    let text = lnu_policy(&group, 50, "");
+
+    // The snapshot is read before the budget exists, so the plan names two pods ...
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+        .await
+        .unwrap();
+    let plan =
+        descheduler::plan::plan(&pipeline(&text), &snap, chrono::Utc::now().timestamp()).unwrap();
+    assert_eq!(plan.evictions.len(), 2);
+
+    // ... then a budget allowing nothing appears: every attempt gets HTTP 429, is recorded as
+    // blocked, is never retried in the cycle, and the rest is re-planned.
+    create_pdb(
+        &client,
+        &ns,
+        "hot",
+        &[("app", "hot")],
+        Budget::MaxUnavailable(IntOrString::Int(0)),
+    )
+    .await;
+    wait_pdb(&client, &ns, "hot", 6, 0).await;
+    // The client is built as the binary builds it, from the kubeconfig: a 429 must come back
+    // at once, not after kube's default retries.
+    let api = ApiClient::new(Some(cluster.kubeconfig()), 0.0, 1)
+        .await
+        .unwrap();
+    let exec = executor_on(api, ExecutorConfig::default());
+    let t0 = Instant::now();
+    let result = exec
+        .run_cycle(
+            &pipeline(&text),
+            &snap,
+            chrono::Utc::now().timestamp(),
+            &mut (),
+        )
+        .await
+        .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "429s took {:?}",
+        t0.elapsed()
+    );
+    assert!(!result.outcomes.is_empty());
+    assert!(
+        result
+            .outcomes
+            .iter()
+            .all(|o| *o == Outcome::BlockedByDisruptionBudget),
+        "{:?}",
+        result.outcomes
+    );
+    let attempted: Vec<&str> = result
+        .report
+        .evictions
+        .iter()
+        .map(|e| e.pod.as_str())
+        .collect();
+    let unique_attempts: BTreeSet<&str> = attempted.iter().copied().collect();
+    assert_eq!(
+        unique_attempts.len(),
+        attempted.len(),
+        "a blocked pod is never retried: {attempted:?}"
+    );
+    assert_eq!(
+        uids(&all_pods(&client, &ns).await),
+        uids(&before),
+        "nothing was evicted"
+    );
+
+    // With the budget in the snapshot, the planner spends no disruption it does not have.
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &text);
+    let run = run_bin(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().unwrap(),
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        report(&run)["evictions"].as_array().unwrap().len(),
+        0,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(uids(&all_pods(&client, &ns).await), uids(&before));
+}
+
+#[tokio::test]
+async fn limits_and_rate_limits_hold() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, nodes) = group_of_nodes(&client, 3).await;
+    let ns = create_namespace(&client, "limits").await;
+    hot_replicaset(&client, &ns, "hot", 6, &nodes[0]).await;
+
+    // maxNoOfPodsToEvictPerNode: 1 → one eviction although the node needs four.
+    let text = lnu_policy(&group, 25, "maxNoOfPodsToEvictPerNode: 1");
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+        .await
+        .unwrap();
+    let exec = executor(&client, ExecutorConfig::default());
+    let r = exec
+        .run_cycle(
+            &pipeline(&text),
+            &snap,
+            chrono::Utc::now().timestamp(),
+            &mut (),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.outcomes, vec![Outcome::Evicted]);
+    wait_running_pods(&client, &ns, &app_selector("hot"), 6).await;
+
+    // A global rate of 2 evictions/s (burst 1) and 1/s per node: four evictions from one
+    // node take at least three seconds.
+    let text = lnu_policy(&group, 25, "");
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+        .await
+        .unwrap();
+    let exec = executor(
+        &client,
+        ExecutorConfig {
+            global_rate: quota(2.0, 1),
+            node_rate: quota(1.0, 1),
+            ..Default::default()
+        },
+    );
+    let t0 = Instant::now();
+    let r = exec
+        .run_cycle(
+            &pipeline(&text),
+            &snap,
+            chrono::Utc::now().timestamp(),
+            &mut (),
+        )
+        .await
+        .unwrap();
+    let took = t0.elapsed();
+    assert_eq!(
+        r.outcomes,
+        vec![Outcome::Evicted; 4],
+        "{:?}",
+        r.report.evictions
+    );
+    assert!(
+        took >= Duration::from_millis(2900),
+        "four evictions at 1/s from one node took {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn pods_deleted_or_replaced_after_planning_are_not_evicted() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, nodes) = group_of_nodes(&client, 3).await;
+    let ns = create_namespace(&client, "recheck").await;
+    // Bare pods marked evictable by annotation, pinned to the hot node.
+    let config = PodConfig::new()
+        .cpu("1")
+        .memory("64Mi")
+        .annotation("descheduler.alpha.kubernetes.io/evict", "true");
+    for name in ["a", "b", "c"] {
+        create_pod(&client, &ns, name, Some(&nodes[0]), &config).await;
+        wait_pod_running(&client, &ns, name).await;
+    }
+    // 3 CPUs of 4 = 75%; down to 30% would take all three.
+    let text = lnu_policy(&group, 30, "");
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+        .await
+        .unwrap();
+
+    // After the snapshot: "a" is deleted, "b" is replaced by a new pod of the same name.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    pods.delete("a", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    pods.delete("b", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    assert!(
+        wait_until(WAIT, || async {
+            pods.get_opt("a").await.unwrap().is_none() && pods.get_opt("b").await.unwrap().is_none()
+        })
+        .await
+    );
+    let replacement = create_pod(&client, &ns, "b", Some(&nodes[0]), &config).await;
+    wait_pod_running(&client, &ns, "b").await;
+
+    let exec = executor(&client, ExecutorConfig::default());
+    let r = exec
+        .run_cycle(
+            &pipeline(&text),
+            &snap,
+            chrono::Utc::now().timestamp(),
+            &mut (),
+        )
+        .await
+        .unwrap();
+    let by_pod: BTreeMap<String, String> = r
+        .report
+        .evictions
+        .iter()
+        .map(|e| (e.pod.clone(), e.result.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        by_pod.get(&format!("{ns}/a")).map(String::as_str),
+        Some("pod_gone"),
+        "{by_pod:?}"
+    );
+    assert_eq!(
+        by_pod.get(&format!("{ns}/b")).map(String::as_str),
+        Some("uid_changed"),
+        "{by_pod:?}"
+    );
+    assert_eq!(
+        by_pod.get(&format!("{ns}/c")).map(String::as_str),
+        Some("evicted"),
+        "{by_pod:?}"
+    );
+    // The replacement "b" is untouched.
+    let b = pods.get("b").await.unwrap();
+    assert_eq!(b.metadata.uid, replacement.metadata.uid);
+    assert!(b.metadata.deletion_timestamp.is_none());
+}
+
+/// GET over plain HTTP; returns (status code, body).
+async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await.ok()?;
+    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((code, body))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A descheduler process whose stdout is collected as it runs.
+struct Process {
+    child: tokio::process::Child,
+    stdout: Arc<Mutex<String>>,
+}
+
+impl Process {
+    fn spawn(args: &[&str]) -> Process {
+        let mut child = tokio::process::Command::new(bin())
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let out = Arc::new(Mutex::new(String::new()));
+        let sink = out.clone();
+        let stdout = child.stdout.take().unwrap();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Process { child, stdout: out }
+    }
+
+    fn output(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM and waits for the exit code.
+    async fn terminate(mut self) -> Option<i32> {
+        let pid = self.child.id().unwrap().to_string();
+        let status = tokio::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .await
+            .unwrap();
+        assert!(status.success());
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("exits after SIGTERM")
+            .unwrap()
+            .code()
+    }
+}
+
+#[tokio::test]
+async fn continuous_mode_serves_metrics_and_stops_cleanly_on_sigterm() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, nodes) = group_of_nodes(&client, 3).await;
+    let ns = create_namespace(&client, "metrics").await;
+    hot_replicaset(&client, &ns, "hot", 6, &nodes[0]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
+    let addr = format!("127.0.0.1:{}", free_port());
+    let p = Process::spawn(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().unwrap(),
+        "--descheduling-interval",
+        "2s",
+        "--metrics-bind-address",
+        &addr,
+        "-o",
+        "json",
+    ]);
+    assert!(
+        wait_until(WAIT, || async {
+            http_get(&addr, "/healthz")
+                .await
+                .is_some_and(|(c, _)| c == 200)
+        })
+        .await,
+        "healthz"
+    );
+    assert!(
+        wait_until(WAIT, || async {
+            http_get(&addr, "/readyz")
+                .await
+                .is_some_and(|(c, _)| c == 200)
+        })
+        .await,
+        "readyz"
+    );
+    let want = format!("descheduler_pods_evicted_total{{result=\"success\",strategy=\"LowNodeUtilization\",profile=\"rebalance\",namespace=\"{ns}\",node=\"{}\"}}", nodes[0]);
+    let mut metrics = String::new();
+    let deadline = Instant::now() + WAIT;
+    let mut seen = false;
+    while Instant::now() < deadline {
+        if let Some((200, body)) = http_get(&addr, "/metrics").await {
+            metrics = body;
+            if metrics.contains(want.as_str()) {
+                seen = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(seen, "{want} not in:\n{metrics}");
+    assert!(
+        metrics.contains("descheduler_loop_duration_seconds_count"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("descheduler_strategy_duration_seconds_count{strategy=\"LowNodeUtilization\",profile=\"rebalance\"}"), "{metrics}");
+    assert!(
+        metrics.contains("descheduler_build_info{version="),
+        "{metrics}"
+    );
+    // Several cycles ran (the watch caches feed each one).
+    assert!(
+        wait_until(WAIT, || async {
+            p.output().matches("\"evictions\"").count() >= 2
+        })
+        .await,
+        "{}",
+        p.output()
+    );
+    assert_eq!(
+        p.terminate().await,
+        Some(0),
+        "SIGTERM ends the loop cleanly"
+    );
+}
+
+async fn lease_holder(client: &kube::Client, ns: &str, name: &str) -> Option<String> {
+    Api::<Lease>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec.and_then(|s| s.holder_identity))
+}
+
+#[tokio::test]
+async fn only_the_leader_evicts_and_another_takes_over() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, nodes) = group_of_nodes(&client, 3).await;
+    let ns = create_namespace(&client, "leader").await;
+    hot_replicaset(&client, &ns, "hot", 6, &nodes[0]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
+    let lease = unique("lease");
+    let args = |id: &'static str| -> Vec<String> {
+        [
+            "--policy-config-file",
+            policy.to_str().unwrap(),
+            "--kubeconfig",
+            cluster.kubeconfig().to_str().unwrap(),
+            "--descheduling-interval",
+            "1s",
+            "--leader-elect",
+            "--leader-elect-resource-namespace",
+            &ns,
+            "--leader-elect-resource-name",
+            &lease,
+            "--leader-elect-identity",
+            id,
+            "--leader-elect-lease-duration",
+            "3s",
+            "--leader-elect-renew-deadline",
+            "2s",
+            "--leader-elect-retry-period",
+            "500ms",
+            "-o",
+            "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let a_args = args("first");
+    let a = Process::spawn(&a_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        wait_until(WAIT, || async {
+            lease_holder(&client, &ns, &lease)
+                .await
+                .is_some_and(|h| h.starts_with("first_"))
+        })
+        .await,
+        "the first instance leads"
+    );
+    let b_args = args("second");
+    let b = Process::spawn(&b_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        wait_until(WAIT, || async {
+            a.output().contains("\"result\": \"evicted\"")
+        })
+        .await,
+        "the leader evicts: {}",
+        a.output()
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        b.output().is_empty(),
+        "the follower must not plan or evict: {}",
+        b.output()
+    );
+    assert!(lease_holder(&client, &ns, &lease)
+        .await
+        .unwrap()
+        .starts_with("first_"));
+
+    assert_eq!(a.terminate().await, Some(0));
+    assert!(
+        wait_until(WAIT, || async {
+            lease_holder(&client, &ns, &lease)
+                .await
+                .is_some_and(|h| h.starts_with("second_"))
+        })
+        .await,
+        "the second instance takes over"
+    );
+    assert!(
+        wait_until(WAIT, || async {
+            b.output().contains("\"result\": \"evicted\"")
+        })
+        .await,
+        "the new leader evicts: {}",
+        b.output()
+    );
+    assert_eq!(b.terminate().await, Some(0));
+}
+
+fn kubectl() -> PathBuf {
+    bin_dir().join("kubectl")
+}
+
+async fn kubectl_run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String) {
+    let mut cmd = tokio::process::Command::new(kubectl());
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if stdin.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {}: {e}", kubectl().display()));
+    if let Some(input) = stdin {
+        let mut s = child.stdin.take().unwrap();
+        s.write_all(input.as_bytes()).await.unwrap();
+        drop(s);
+    }
+    let out = child.wait_with_output().await.unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[tokio::test]
+async fn manifests_are_accepted_and_their_rbac_is_enough() {
+    let cluster = shared();
+    let client = cluster.client();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let kc = cluster.kubeconfig();
+    for overlay in ["job", "cronjob", "deployment"] {
+        let dir = root.join("manifests/overlays").join(overlay);
+        let (ok, rendered) = kubectl_run(kc, &["kustomize", dir.to_str().unwrap()], None).await;
+        assert!(ok, "kustomize {overlay}: {rendered}");
+        let (ok, out) = kubectl_run(
+            kc,
+            &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+            Some(&rendered),
+        )
+        .await;
+        assert!(ok, "server-side dry-run apply of {overlay}: {out}");
+    }
+
+    // Install the RBAC for real and run with nothing but the ServiceAccount's token.
+    let (ok, out) = kubectl_run(
+        kc,
+        &[
+            "apply",
+            "--server-side",
+            "-k",
+            root.join("manifests/base").to_str().unwrap(),
+        ],
+        None,
+    )
+    .await;
+    assert!(ok, "{out}");
+    let token = accounts_token(&client, "kube-system", "descheduler").await;
+    let dir = tempfile::tempdir().unwrap();
+    let sa_kubeconfig = dir.path().join("sa-kubeconfig");
+    std::fs::write(
+        &sa_kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
+            cluster.server(),
+            cluster.ca_file().display()
+        ),
+    )
+    .unwrap();
+    let (group, nodes) = group_of_nodes(&client, 3).await;
+    let ns = create_namespace(&client, "rbac").await;
+    hot_replicaset(&client, &ns, "hot", 6, &nodes[0]).await;
+    let policy = write_policy(
+        dir.path(),
+        &lnu_policy(&group, 50, "evictionFailureEventNotification: true"),
+    );
+    // One cycle with leader election on the manifests' Lease, as the Deployment runs it.
+    let run = run_bin(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        sa_kubeconfig.to_str().unwrap(),
+        "--leader-elect",
+        "--leader-elect-resource-namespace",
+        "kube-system",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let r = report(&run);
+    let ev = r["evictions"].as_array().unwrap();
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    assert!(
+        ev.iter().all(|e| e["result"] == "evicted"),
+        "{ev:?}\n{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("forbidden"), "{}", run.stderr);
+
+    // A ServiceAccount without the ClusterRole cannot even read the cluster: exit 1, nothing evicted.
+    // (service_account_client creates the ServiceAccount.)
+    cluster.service_account_client(&ns, "nobody").await;
+    let none_token = accounts_token(&client, &ns, "nobody").await;
+    let none_kubeconfig = dir.path().join("none-kubeconfig");
+    std::fs::write(
+        &none_kubeconfig,
+        std::fs::read_to_string(&sa_kubeconfig)
+            .unwrap()
+            .replace(&token, &none_token),
+    )
+    .unwrap();
+    let run = run_bin(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        none_kubeconfig.to_str().unwrap(),
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("403") || run.stderr.contains("forbidden"),
+        "{}",
+        run.stderr
+    );
+}
+
+async fn accounts_token(client: &kube::Client, ns: &str, name: &str) -> String {
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create_subresource::<TokenRequest, TokenRequest>(
+            "token",
+            name,
+            &PostParams::default(),
+            &TokenRequest {
+                spec: Some(TokenRequestSpec {
+                    audiences: Some(Vec::new()),
+                    expiration_seconds: Some(3600),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.token)
+        .expect("a token")
+}
+
+/// Requested CPU (millicores) of the running pods on each node.
+fn cpu_by_node(pods: &[Pod], nodes: &[String]) -> BTreeMap<String, i64> {
+    let mut out: BTreeMap<String, i64> = nodes.iter().map(|n| (n.clone(), 0)).collect();
+    for p in pods.iter().filter(|p| pod_is_running(p)) {
+        let node = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        let cpu: i64 = p
+            .spec
+            .as_ref()
+            .map(|s| {
+                s.containers
+                    .iter()
+                    .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get("cpu"))
+                    .map(|q| {
+                        descheduler::quantity::Quantity::parse(&q.0)
+                            .unwrap()
+                            .milli_value()
+                    })
+                    .sum()
+            })
+            .unwrap_or(0);
+        if let Some(v) = out.get_mut(&node) {
+            *v += cpu;
+        }
+    }
+    out
+}
+
+fn spread(by_node: &BTreeMap<String, i64>) -> i64 {
+    by_node.values().max().unwrap() - by_node.values().min().unwrap()
+}
+
+#[tokio::test]
+async fn end_to_end_a_hotspot_is_rebalanced_by_the_scheduler() {
+    let cluster = shared();
+    let client = cluster.client();
+    // One node first: the scheduler has nowhere else to put the workload.
+    let group = unique("g");
+    let first = unique("n");
+    create_node(&client, NodeConfig::new(&first).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "e2e").await;
+    let pod = PodConfig::new()
+        .cpu("500m")
+        .memory("64Mi")
+        .node_selector(GROUP_LABEL, &group);
+    let before = run_replicaset(&client, &ns, "web", 6, &pod).await;
+    // Then two empty nodes join.
+    let mut nodes = vec![first.clone()];
+    for _ in 0..2 {
+        let n = unique("n");
+        create_node(&client, NodeConfig::new(&n).label(GROUP_LABEL, &group)).await;
+        nodes.push(n);
+    }
+    let spread_before = spread(&cpu_by_node(&before, &nodes));
+    assert_eq!(spread_before, 3000, "{}", describe_pods(&before));
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
+    let run = run_bin(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().unwrap(),
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let r = report(&run);
+    assert_eq!(
+        r["evictions"].as_array().unwrap().len(),
+        2,
+        "{}",
+        run.stdout
+    );
+
+    // The ReplicaSet controller recreates the pods and kube-scheduler puts them on the cold
+    // nodes: the spread of node utilization shrinks.
+    let old = uids(&before);
+    let after = wait_for("replacements scheduled and running", WAIT, || {
+        let (client, ns, old) = (&client, &ns, &old);
+        async move {
+            let pods = running_pods(client, ns, &app_selector("web")).await;
+            let replaced = pods
+                .iter()
+                .filter(|p| !old.contains(p.metadata.uid.as_deref().unwrap_or("")))
+                .count();
+            (pods.len() == 6 && replaced == 2).then_some(pods)
+        }
+    })
+    .await;
+    let by_node = cpu_by_node(&after, &nodes);
+    assert!(
+        spread(&by_node) < spread_before,
+        "{by_node:?}: {}",
+        describe_pods(&after)
+    );
+    assert_eq!(by_node[&first], 2000, "{by_node:?}");
+    assert!(
+        nodes[1..].iter().map(|n| by_node[n]).sum::<i64>() == 1000,
+        "{by_node:?}"
+    );
+}
