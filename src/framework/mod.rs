@@ -118,3 +118,26 @@ pub fn sort_by_eviction_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
         key(pa).cmp(&key(pb)).then_with(|| a.cmp(&b))
     });
 }
+
+/// Runs one plugin alone over the snapshot's Ready nodes, as the planner would run it first in
+/// a cycle, and returns what it planned. For tests and tools.
+pub fn run_alone(
+    plugin: &dyn Plugin,
+    snap: &ClusterSnapshot,
+    evictor: &DefaultEvictor,
+    limits: Limits,
+    now: i64,
+) -> Vec<PlannedEviction> {
+    let nodes = snap.ready_nodes(&Default::default());
+    let mut state = PlanningState::new(snap, limits);
+    let mut cx = Context {
+        state: &mut state,
+        evictor,
+        profile: "default",
+        plugin: plugin.name(),
+        now,
+        nodes: &nodes,
+    };
+    plugin.run(&mut cx, &nodes);
+    state.into_parts().0
+}

@@ -396,7 +396,7 @@ fn over_target_reason(info: &NodeInfo, node: &crate::snapshot::Node) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::{Limits, Pipeline, PlanningState};
+    use crate::framework::{Limits, Pipeline};
     use crate::plan;
     use crate::plugins::default_evictor::DefaultEvictor;
     use crate::snapshot::builders::{node, pdb, pod, snapshot, GIB};
@@ -406,20 +406,7 @@ mod tests {
     /// Runs the plugin alone over every Ready node and returns the evicted pods' names.
     fn run_with(args: serde_json::Value, snap: &ClusterSnapshot, limits: Limits) -> Vec<String> {
         let plugin = LowNodeUtilization::new(&args).expect("valid args");
-        let evictor = DefaultEvictor::default();
-        let nodes = snap.ready_nodes(&Default::default());
-        let mut state = PlanningState::new(snap, limits);
-        let mut cx = Context {
-            state: &mut state,
-            evictor: &evictor,
-            profile: "p",
-            plugin: NAME,
-            now: 0,
-            nodes: &nodes,
-        };
-        plugin.run(&mut cx, &nodes);
-        state
-            .evictions()
+        crate::framework::run_alone(&plugin, snap, &DefaultEvictor::default(), limits, 0)
             .iter()
             .map(|e| snap.pod(e.pod).name.to_string())
             .collect()
