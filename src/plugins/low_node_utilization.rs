@@ -17,10 +17,13 @@
 //!   evictor's filters, and is not in an `evictableNamespaces.exclude` namespace.
 //! - `evictionLimits.node` caps this plugin's evictions per node.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Context, Plugin};
+use crate::plugins::node_utilization::{
+    self as nu, amount, evict_pods_from_source_nodes, pct, validate_thresholds, EvictOptions,
+    SourceNode,
+};
 use crate::plugins::shared::Namespaces;
 use crate::policy::{decode_args, ArgsError};
-use crate::sim;
 use crate::snapshot::{NodeId, Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,16 +37,7 @@ pub struct EvictionLimits {
     pub node: Option<u32>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MetricsUtilization {
-    #[serde(default)]
-    pub metrics_server: bool,
-    #[serde(default)]
-    pub source: Option<String>,
-    #[serde(default)]
-    pub prometheus: Option<serde_json::Value>,
-}
+pub use crate::plugins::node_utilization::MetricsUtilization;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -74,35 +68,13 @@ pub struct LowNodeUtilization {
     high: BTreeMap<String, f64>,
 }
 
-fn validate_thresholds(field: &str, t: &BTreeMap<String, f64>) -> Result<(), ArgsError> {
-    if t.is_empty() {
-        return Err(ArgsError::new(
-            field,
-            "no resource threshold is configured; give at least one resource, such as cpu: 20",
-        ));
-    }
-    for (name, v) in t {
-        if !(0.0..=100.0).contains(v) || v.is_nan() {
-            return Err(ArgsError::new(
-                format!("{field}.{name}"),
-                format!("{v} is not in the [0, 100] range; thresholds are percentages"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 impl LowNodeUtilization {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: LowNodeUtilizationArgs = decode_args(args)?;
-        if let Some(m) = &args.metrics_utilization {
-            if m.metrics_server || m.source.is_some() || m.prometheus.is_some() {
-                return Err(ArgsError::new(
-                    "metricsUtilization",
-                    "balancing by real usage (metrics-server or Prometheus) is not available in this build; remove metricsUtilization to balance by requests",
-                ));
-            }
-        }
+        nu::refuse_real_usage(
+            &args.metrics_utilization,
+            "balancing by real usage (metrics-server or Prometheus) is not available in this build; remove metricsUtilization to balance by requests",
+        )?;
         validate_thresholds("thresholds", &args.thresholds)?;
         validate_thresholds("targetThresholds", &args.target_thresholds)?;
         if args.thresholds.len() != args.target_thresholds.len()
@@ -172,24 +144,29 @@ struct NodeInfo {
     high: BTreeMap<String, i64>,
 }
 
-fn amount(capacity: i64, percent: f64) -> i64 {
-    (percent * 0.01 * capacity as f64) as i64
-}
-
-fn pct(usage: i64, capacity: i64) -> f64 {
-    if capacity <= 0 {
-        0.0
-    } else {
-        100.0 * usage as f64 / capacity as f64
-    }
-}
-
 impl NodeInfo {
     fn above_target(&self) -> bool {
         self.usage.iter().any(|(r, u)| *u > self.high[r])
     }
     fn below_low(&self) -> bool {
         self.usage.iter().all(|(r, u)| *u <= self.low[r])
+    }
+}
+
+/// An overutilized node gives pods away while it stays above its target and the
+/// underutilized nodes have room for every resource.
+impl SourceNode for NodeInfo {
+    fn id(&self) -> NodeId {
+        self.id
+    }
+    fn usage_mut(&mut self) -> &mut BTreeMap<String, i64> {
+        &mut self.usage
+    }
+    fn keep_going(&self, available: &BTreeMap<String, i64>) -> bool {
+        self.above_target() && available.values().all(|v| *v > 0)
+    }
+    fn reason(&self, node: &crate::snapshot::Node) -> String {
+        over_target_reason(self, node)
     }
 }
 
@@ -299,80 +276,27 @@ impl Plugin for LowNodeUtilization {
                 *available.get_mut(r).expect("every resource") += d.high[r] - d.usage[r];
             }
         }
-        let destination_taints: Vec<&[crate::snapshot::Taint]> = low_nodes
-            .iter()
-            .map(|d| snap.node(d.id).taints.as_slice())
-            .collect();
+        let destinations: Vec<NodeId> = low_nodes.iter().map(|d| d.id).collect();
 
         // Most used first (upstream sums the raw amounts); ties by name.
         high_nodes.sort_by(|a, b| {
-            let sum = |i: &NodeInfo| i.usage.values().map(|v| *v as i128).sum::<i128>();
-            sum(b).cmp(&sum(a)).then_with(|| a.id.cmp(&b.id))
+            nu::usage_sum(&b.usage)
+                .cmp(&nu::usage_sum(&a.usage))
+                .then_with(|| a.id.cmp(&b.id))
         });
 
-        let keep_going = |info: &NodeInfo, available: &BTreeMap<String, i64>| {
-            info.above_target() && available.values().all(|v| *v > 0)
-        };
-
-        'nodes: for mut info in high_nodes {
-            let mut candidates: Vec<_> = cx
-                .pods_on_node(info.id)
-                .filter(|&p| snap.pod(p).is_active() && cx.filter(p).is_ok())
-                .collect();
-            if candidates.is_empty() {
-                tracing::debug!(node = %snap.node(info.id).name, "no removable pods on node");
-                continue;
-            }
-            cx.sort_by_eviction_order(&mut candidates);
-            if !keep_going(&info, &available) {
-                continue;
-            }
-            let mut evicted_here = 0u32;
-            for pod_id in candidates {
-                if self.node_limit().is_some_and(|l| evicted_here >= l) {
-                    break;
-                }
-                let pod = snap.pod(pod_id);
-                if !destination_taints
-                    .iter()
-                    .any(|t| sim::tolerates_all_taints(pod, t))
-                {
-                    continue;
-                }
-                if self
-                    .args
-                    .evictable_namespaces
-                    .as_ref()
-                    .is_some_and(|ns| ns.exclude.iter().any(|n| **n == *pod.namespace))
-                {
-                    continue;
-                }
-                if cx.pre_eviction_filter(pod_id).is_err() {
-                    continue;
-                }
-                let reason = over_target_reason(&info, snap.node(info.id));
-                match cx.evict(pod_id, reason) {
-                    Ok(()) => {
-                        evicted_here += 1;
-                        for r in &self.resources {
-                            let amount = if r == RESOURCE_PODS {
-                                1
-                            } else {
-                                pod.requests.get(r)
-                            };
-                            *info.usage.get_mut(r).expect("every resource") -= amount;
-                            *available.get_mut(r).expect("every resource") -= amount;
-                        }
-                        if !keep_going(&info, &available) {
-                            break;
-                        }
-                    }
-                    Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                    Err(EvictError::TotalLimit(_)) => return,
-                    Err(e) => tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned"),
-                }
-            }
-        }
+        evict_pods_from_source_nodes(
+            cx,
+            high_nodes,
+            &destinations,
+            &mut available,
+            &EvictOptions {
+                resources: &self.resources,
+                evictable_namespaces: self.args.evictable_namespaces.as_ref(),
+                node_limit: self.node_limit(),
+                require_request_for: None,
+            },
+        );
     }
 }
 

@@ -2,8 +2,13 @@
 //! Find a plugin by its upstream name: `LowNodeUtilization` lives in `low_node_utilization`.
 
 pub mod default_evictor;
+pub mod high_node_utilization;
 pub mod low_node_utilization;
+pub mod node_utilization;
 pub mod remove_duplicates;
+pub mod remove_pods_violating_inter_pod_anti_affinity;
+pub mod remove_pods_violating_node_affinity;
+pub mod remove_pods_violating_node_taints;
 pub mod remove_pods_violating_topology_spread_constraint;
 pub mod shared;
 
@@ -12,10 +17,6 @@ use crate::policy::ArgsError;
 
 /// Upstream plugins whose names the policy accepts but that are not built yet.
 pub const NOT_YET_BUILT: &[&str] = &[
-    "HighNodeUtilization",
-    "RemovePodsViolatingInterPodAntiAffinity",
-    "RemovePodsViolatingNodeAffinity",
-    "RemovePodsViolatingNodeTaints",
     "RemovePodsHavingTooManyRestarts",
     "PodLifeTime",
     "RemoveFailedPods",
@@ -29,9 +30,19 @@ pub fn build(name: &str, args: &serde_json::Value) -> Result<Box<dyn Plugin>, Ar
         remove_pods_violating_topology_spread_constraint::NAME => Ok(Box::new(
             remove_pods_violating_topology_spread_constraint::RemovePodsViolatingTopologySpreadConstraint::new(args)?,
         )),
+        high_node_utilization::NAME => Ok(Box::new(high_node_utilization::HighNodeUtilization::new(args)?)),
+        remove_pods_violating_node_taints::NAME => Ok(Box::new(
+            remove_pods_violating_node_taints::RemovePodsViolatingNodeTaints::new(args)?,
+        )),
+        remove_pods_violating_node_affinity::NAME => Ok(Box::new(
+            remove_pods_violating_node_affinity::RemovePodsViolatingNodeAffinity::new(args)?,
+        )),
+        remove_pods_violating_inter_pod_anti_affinity::NAME => Ok(Box::new(
+            remove_pods_violating_inter_pod_anti_affinity::RemovePodsViolatingInterPodAntiAffinity::new(args)?,
+        )),
         n if NOT_YET_BUILT.contains(&n) => Err(ArgsError::new(
             "",
-            format!("plugin {n:?} is an upstream plugin that this descheduler does not implement yet; remove it from the profile (supported: LowNodeUtilization, RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint)"),
+            format!("plugin {n:?} is an upstream plugin that this descheduler does not implement yet; remove it from the profile (the README lists what is supported)"),
         )),
         n => Err(ArgsError::new("", format!("unknown plugin {n:?}"))),
     }

@@ -1,11 +1,16 @@
 //! The scheduler's filters, evaluated over the snapshot: taints and tolerations, nodeSelector
-//! and required node affinity, resources, pod count and host ports.
+//! and required node affinity, resources, pod count and host ports; and the pieces of
+//! inter-pod (anti-)affinity and preferred node affinity the plugins share.
 //!
 //! These are the checks kube-scheduler's Filter plugins make (TaintToleration, NodeAffinity,
-//! NodeResourcesFit, NodePorts, NodeUnschedulable). Callers pass in what a node holds now,
-//! so the same functions answer for the cluster as it is and as a plan leaves it.
+//! NodeResourcesFit, NodePorts, NodeUnschedulable, InterPodAffinity). Callers pass in what a
+//! node holds now, so the same functions answer for the cluster as it is and as a plan
+//! leaves it.
 
-use crate::snapshot::{InclusionPolicy, Node, Pod, Resources, Taint, TaintEffect, Toleration};
+use crate::labels::Labels;
+use crate::snapshot::{
+    InclusionPolicy, Node, Pod, PodAffinityTerm, Resources, Taint, TaintEffect, Toleration,
+};
 
 /// Whether some toleration tolerates the taint.
 pub fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
@@ -96,6 +101,74 @@ pub fn node_fits(pod: &Pod, node: &Node, requested: &Resources) -> Result<(), St
     fits_resources(pod, node, requested)
 }
 
+/// Whether a pod (anti-)affinity term of a pod in `owner_namespace` covers pods of
+/// `namespace` (kube-scheduler's `AffinityTerm`): the namespaces the term lists, plus the
+/// namespaces its `namespaceSelector` selects (`{}` selects every namespace). A term with
+/// neither covers only its owner's namespace. `namespace_labels` are the labels of
+/// `namespace` (None when the snapshot does not have it: no labels).
+pub fn term_covers_namespace(
+    term: &PodAffinityTerm,
+    owner_namespace: &str,
+    namespace: &str,
+    namespace_labels: Option<&Labels>,
+) -> bool {
+    if term.namespaces.is_empty() && term.namespace_selector.is_none() {
+        return namespace == owner_namespace;
+    }
+    if term.namespaces.iter().any(|n| **n == *namespace) {
+        return true;
+    }
+    match &term.namespace_selector {
+        Some(sel) => match namespace_labels {
+            Some(labels) => sel.matches(labels),
+            None => sel.matches(&Labels::default()),
+        },
+        None => false,
+    }
+}
+
+/// Whether a pod (anti-)affinity term of a pod in `owner_namespace` matches `pod`: the pod's
+/// namespace is covered ([`term_covers_namespace`]) and its labels match the term's
+/// labelSelector (a term without one matches no pod). `namespace_labels` are the labels of the
+/// pod's namespace.
+pub fn term_matches_pod(
+    term: &PodAffinityTerm,
+    owner_namespace: &str,
+    pod: &Pod,
+    namespace_labels: Option<&Labels>,
+) -> bool {
+    term.label_selector
+        .as_ref()
+        .is_some_and(|s| s.matches(&pod.labels))
+        && term_covers_namespace(term, owner_namespace, &pod.namespace, namespace_labels)
+}
+
+/// Whether two nodes are in the same topology domain for `key`: the same node, or both
+/// carry the label with the same value (upstream's `hasSameLabelValue`). A node without the
+/// label shares a domain only with itself.
+pub fn same_topology_domain(a: &Node, b: &Node, key: &str) -> bool {
+    if a.name == b.name {
+        return true;
+    }
+    match (a.labels.get(key), b.labels.get(key)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// The score a pod's preferred node affinity gives a node: the sum of the weights of the
+/// `preferredDuringSchedulingIgnoredDuringExecution` terms the node matches (an empty term
+/// matches no node), as upstream's `GetNodeWeightGivenPodPreferredAffinity`.
+pub fn preferred_node_affinity_score(pod: &Pod, node: &Node) -> i64 {
+    pod.affinity.as_ref().map_or(0, |a| {
+        a.node_preferred
+            .iter()
+            .filter(|t| t.preference.matches(node))
+            .map(|t| i64::from(t.weight))
+            .sum()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +247,93 @@ mod tests {
         assert!(matches_node_inclusion_policies(
             &tolerant, &tainted, Honor, Honor
         ));
+    }
+
+    fn ns_selector(k: &str, v: &str) -> crate::labels::Selector {
+        crate::labels::Selector::from_requirements(vec![Requirement::In(k.into(), vec![v.into()])])
+    }
+
+    #[test]
+    fn affinity_term_namespaces() {
+        use crate::labels::Selector;
+        use crate::snapshot::builders::affinity_term;
+        let team_a = crate::snapshot::builders::namespace("db", &[("team", "a")]).labels;
+        let term = affinity_term("zone", "app", "db");
+        // no namespaces, no selector: the owner's namespace only
+        assert!(term_covers_namespace(&term, "shop", "shop", None));
+        assert!(!term_covers_namespace(&term, "shop", "db", Some(&team_a)));
+        // listed namespaces replace the owner's
+        let mut listed = term.clone();
+        listed.namespaces = vec!["db".into()];
+        assert!(term_covers_namespace(&listed, "shop", "db", None));
+        assert!(!term_covers_namespace(&listed, "shop", "shop", None));
+        // a selector adds the namespaces it selects, by their labels
+        let mut selected = term.clone();
+        selected.namespace_selector = Some(ns_selector("team", "a"));
+        assert!(term_covers_namespace(
+            &selected,
+            "shop",
+            "db",
+            Some(&team_a)
+        ));
+        assert!(!term_covers_namespace(&selected, "shop", "shop", None));
+        assert!(!term_covers_namespace(&selected, "shop", "gone", None));
+        selected.namespaces = vec!["shop".into()];
+        assert!(term_covers_namespace(&selected, "shop", "shop", None));
+        // `{}` selects every namespace, even one the snapshot does not have
+        let mut all = term.clone();
+        all.namespace_selector = Some(Selector::everything());
+        assert!(term_covers_namespace(&all, "shop", "db", Some(&team_a)));
+        assert!(term_covers_namespace(&all, "shop", "gone", None));
+    }
+
+    #[test]
+    fn affinity_term_matches_pods() {
+        use crate::snapshot::builders::affinity_term;
+        let term = affinity_term("zone", "app", "db");
+        let db = pod("shop", "db-1").label("app", "db").build();
+        let web = pod("shop", "web-1").label("app", "web").build();
+        let other_ns = pod("other", "db-2").label("app", "db").build();
+        assert!(term_matches_pod(&term, "shop", &db, None));
+        assert!(!term_matches_pod(&term, "shop", &web, None));
+        assert!(!term_matches_pod(&term, "shop", &other_ns, None));
+        // a term without a labelSelector matches no pod
+        let mut nil = term.clone();
+        nil.label_selector = None;
+        nil.namespace_selector = Some(crate::labels::Selector::everything());
+        assert!(!term_matches_pod(&nil, "shop", &db, None));
+    }
+
+    #[test]
+    fn topology_domains() {
+        let a1 = node("a1").label("zone", "a").build();
+        let a2 = node("a2").label("zone", "a").build();
+        let b1 = node("b1").label("zone", "b").build();
+        let bare = node("x").build();
+        assert!(same_topology_domain(&a1, &a2, "zone"));
+        assert!(!same_topology_domain(&a1, &b1, "zone"));
+        assert!(!same_topology_domain(&a1, &a2, "kubernetes.io/hostname"));
+        // a node without the label shares a domain only with itself
+        assert!(!same_topology_domain(&a1, &bare, "zone"));
+        assert!(same_topology_domain(&bare, &bare, "zone"));
+        assert!(same_topology_domain(&bare, &bare, ""));
+    }
+
+    #[test]
+    fn preferred_node_affinity_scores() {
+        use crate::snapshot::builders::node_term;
+        let p = pod("d", "p")
+            .preferred_node_affinity(10, node_term("zone", &["a"]))
+            .preferred_node_affinity(5, node_term("disk", &["ssd"]))
+            .preferred_node_affinity(7, NodeSelectorTerm::default())
+            .build();
+        let a = node("a").label("zone", "a").build();
+        let a_ssd = node("s").label("zone", "a").label("disk", "ssd").build();
+        let b = node("b").label("zone", "b").build();
+        assert_eq!(preferred_node_affinity_score(&p, &a), 10);
+        assert_eq!(preferred_node_affinity_score(&p, &a_ssd), 15);
+        assert_eq!(preferred_node_affinity_score(&p, &b), 0);
+        assert_eq!(preferred_node_affinity_score(&pod("d", "q").build(), &a), 0);
     }
 
     #[test]

@@ -278,6 +278,26 @@ impl PodBuilder {
         self.0.host_ports.push(HostPort { port, protocol: 0 });
         self
     }
+    fn affinity_mut(&mut self) -> &mut Affinity {
+        self.0.affinity.get_or_insert_with(Default::default)
+    }
+    /// Adds a required pod anti-affinity term (see [`affinity_term`]).
+    pub fn anti_affinity(mut self, term: PodAffinityTerm) -> Self {
+        self.affinity_mut().pod_anti_affinity_required.push(term);
+        self
+    }
+    /// Sets the required node affinity (at least one term must match; see [`node_term`]).
+    pub fn required_node_affinity(mut self, terms: Vec<NodeSelectorTerm>) -> Self {
+        self.affinity_mut().node_required = Some(terms);
+        self
+    }
+    /// Adds a preferred node affinity term with its weight (see [`node_term`]).
+    pub fn preferred_node_affinity(mut self, weight: i32, preference: NodeSelectorTerm) -> Self {
+        self.affinity_mut()
+            .node_preferred
+            .push(PreferredSchedulingTerm { weight, preference });
+        self
+    }
     pub fn build(self) -> Pod {
         self.0
     }
@@ -294,6 +314,32 @@ pub fn pdb(namespace: &str, name: &str, label_key: &str, label_value: &str, allo
         name: name.into(),
         selector: Selector::compile(&spec).expect("valid selector"),
         disruptions_allowed: allowed,
+    }
+}
+
+/// A pod (anti-)affinity term over `topology_key` selecting pods labelled
+/// `label_key=label_value` in the owner's namespace (no namespaces, no namespaceSelector).
+pub fn affinity_term(topology_key: &str, label_key: &str, label_value: &str) -> PodAffinityTerm {
+    let spec = LabelSelectorSpec {
+        match_labels: [(label_key.to_string(), label_value.to_string())].into(),
+        match_expressions: Vec::new(),
+    };
+    PodAffinityTerm {
+        label_selector: Some(Selector::compile(&spec).expect("valid selector")),
+        namespaces: Vec::new(),
+        namespace_selector: None,
+        topology_key: topology_key.into(),
+    }
+}
+
+/// A nodeSelectorTerm requiring the node label `key` to be one of `values`.
+pub fn node_term(key: &str, values: &[&str]) -> NodeSelectorTerm {
+    NodeSelectorTerm {
+        match_expressions: vec![crate::labels::Requirement::In(
+            key.into(),
+            values.iter().map(|v| (*v).into()).collect(),
+        )],
+        match_fields: Vec::new(),
     }
 }
 

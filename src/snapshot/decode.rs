@@ -3,6 +3,14 @@
 //!
 //! Only the fields the descheduler needs are decoded (serde skips the rest without building
 //! it), straight into the compact model. Errors name the file, the object and the field.
+//!
+//! Decoding is built for large clusters (150,000 pods in one JSON list):
+//! - a JSON list is decoded item by item, each item converted into the model as soon as it is
+//!   read, so the wire form of only one object is alive at a time;
+//! - strings and maps borrow from the input where they can (`Str`, `Pairs`), so reading an
+//!   object allocates little beyond what the model keeps;
+//! - error paths (field names, object labels) are only formatted when there is an error;
+//! - `load_file` drops the file's bytes before indexing the snapshot.
 
 use super::{
     Affinity, ClusterSnapshot, HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm,
@@ -12,11 +20,12 @@ use super::{
     MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION,
 };
 use crate::labels::{LabelSelectorSpec, Labels, Requirement, Selector};
-use crate::quantity::Quantity;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde::Deserialize;
-use std::collections::BTreeMap;
+use crate::quantity::{Quantity, QuantityError};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +52,7 @@ pub enum SnapshotError {
 impl SnapshotError {
     fn field(
         file: &str,
-        object: &str,
+        object: impl fmt::Display,
         field: impl Into<String>,
         message: impl Into<String>,
     ) -> Self {
@@ -63,60 +72,226 @@ pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
         file: file.clone(),
         source,
     })?;
-    load_bytes(&file, &bytes)
+    let parts = decode_parts(&file, &bytes)?;
+    // The model holds no reference to the bytes: free them before indexing.
+    drop(bytes);
+    Ok(ClusterSnapshot::build(parts))
 }
 
 /// Decodes snapshot bytes (JSON or YAML); `file` is used in error messages.
 pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<ClusterSnapshot, SnapshotError> {
-    let objects = parse_objects(file, bytes)?;
+    Ok(ClusterSnapshot::build(decode_parts(file, bytes)?))
+}
+
+fn decode_parts(file: &str, bytes: &[u8]) -> Result<SnapshotParts, SnapshotError> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    let syntax = |message: String| SnapshotError::Syntax {
+        file: file.to_string(),
+        message,
+    };
     let mut parts = SnapshotParts::default();
-    for (index, obj) in objects.into_iter().enumerate() {
-        add_object(file, index, obj, &mut parts)?;
+    match first {
+        None => return Err(syntax("the file is empty".into())),
+        Some(b'{') | Some(b'[') => decode_json(file, bytes, first == Some(b'['), &mut parts)?,
+        Some(_) => {
+            let text = std::str::from_utf8(bytes)
+                .map_err(|e| syntax(format!("the file is not UTF-8 text: {e}")))?;
+            let docs: Vec<Option<RawObject>> =
+                serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?;
+            for (index, obj) in docs.into_iter().flatten().enumerate() {
+                add_object(file, index, obj, &mut parts)?;
+            }
+        }
     }
     if parts.nodes.is_empty() {
         return Err(SnapshotError::NoNodes {
             file: file.to_string(),
         });
     }
-    Ok(ClusterSnapshot::build(parts))
+    Ok(parts)
 }
 
-fn parse_objects(file: &str, bytes: &[u8]) -> Result<Vec<RawObject>, SnapshotError> {
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
-    let syntax = |message: String| SnapshotError::Syntax {
-        file: file.to_string(),
-        message,
+/// Decodes a JSON object (a List or one object) or array, converting each item as it is read.
+fn decode_json(
+    file: &str,
+    bytes: &[u8],
+    array: bool,
+    parts: &mut SnapshotParts,
+) -> Result<(), SnapshotError> {
+    let mut sink = Sink {
+        file,
+        parts,
+        error: None,
     };
-    match first {
-        None => Err(syntax("the file is empty".into())),
-        Some(b'{') => serde_json::from_slice::<RawObject>(bytes)
-            .map(|o| vec![o])
-            .map_err(|_| syntax(json_error_with_path::<RawObject>(bytes))),
-        Some(b'[') => serde_json::from_slice::<Vec<RawObject>>(bytes)
-            .map_err(|_| syntax(json_error_with_path::<Vec<RawObject>>(bytes))),
-        Some(_) => {
-            let text = std::str::from_utf8(bytes)
-                .map_err(|e| syntax(format!("the file is not UTF-8 text: {e}")))?;
-            let docs: Vec<Option<RawObject>> =
-                serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?;
-            Ok(docs.into_iter().flatten().collect())
+    // Checking UTF-8 once up front (fast for ASCII) spares serde_json checking every string.
+    let result = match std::str::from_utf8(bytes) {
+        Ok(text) => stream_json(&mut sink, serde_json::Deserializer::from_str(text), array),
+        Err(_) => stream_json(
+            &mut sink,
+            serde_json::Deserializer::from_slice(bytes),
+            array,
+        ),
+    };
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) => Err(sink.error.take().unwrap_or_else(|| {
+            let with_path = if array {
+                json_error_with_path::<Vec<RawObject>>(bytes)
+            } else {
+                json_error_with_path::<RawObject>(bytes)
+            };
+            SnapshotError::Syntax {
+                file: file.to_string(),
+                message: with_path.unwrap_or_else(|| e.to_string()),
+            }
+        })),
+    }
+}
+
+fn stream_json<'de, R: serde_json::de::Read<'de>>(
+    sink: &mut Sink<'_>,
+    mut de: serde_json::Deserializer<R>,
+    array: bool,
+) -> Result<(), serde_json::Error> {
+    if array {
+        Items(sink).deserialize(&mut de)?;
+    } else {
+        TopLevel(sink).deserialize(&mut de)?;
+    }
+    de.end()
+}
+
+/// Decoding again with path tracking, only once we know it fails, keeps the fast path fast.
+fn json_error_with_path<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let err = match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(_) => return de.end().err().map(|e| e.to_string()),
+        Err(e) => e,
+    };
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    Some(if path.is_empty() || path == "." {
+        inner.to_string()
+    } else {
+        format!("at {path}: {inner}")
+    })
+}
+
+/// Where decoded objects go; a conversion error is kept here while serde unwinds.
+struct Sink<'p> {
+    file: &'p str,
+    parts: &'p mut SnapshotParts,
+    error: Option<SnapshotError>,
+}
+
+impl Sink<'_> {
+    fn add<E: de::Error>(&mut self, index: usize, obj: RawObject<'_>) -> Result<(), E> {
+        add_object(self.file, index, obj, self.parts).map_err(|e| {
+            self.error = Some(e);
+            E::custom("invalid object")
+        })
+    }
+}
+
+/// A list's `items` (or a top-level array): each object is converted as soon as it is read.
+struct Items<'s, 'p>(&'s mut Sink<'p>);
+
+impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Items<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a sequence of Kubernetes objects")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut index = 0;
+        while let Some(obj) = seq.next_element::<RawObject<'de>>()? {
+            self.0.add(index, obj)?;
+            index += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The top-level JSON object: a List, whose items stream through [`Items`], or one object.
+struct TopLevel<'s, 'p>(&'s mut Sink<'p>);
+
+impl<'de> DeserializeSeed<'de> for TopLevel<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopLevel<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Kubernetes object or List")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut obj = RawObject::default();
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            match &*key {
+                "kind" => obj.kind = map.next_value()?,
+                // kubectl prints `items` before `kind`: any object with items is a list.
+                "items" => map.next_value_seed(Items(&mut *self.0))?,
+                "metadata" => obj.metadata = map.next_value()?,
+                "spec" => obj.spec = map.next_value()?,
+                "status" => obj.status = map.next_value()?,
+                "value" => obj.value = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if is_list_kind(&obj.kind) {
+            return Ok(());
+        }
+        self.0.add(0, obj)
+    }
+}
+
+fn is_list_kind(kind: &str) -> bool {
+    matches!(
+        kind,
+        "List"
+            | "NodeList"
+            | "PodList"
+            | "PodDisruptionBudgetList"
+            | "NamespaceList"
+            | "PriorityClassList"
+    )
+}
+
+/// How errors name an object (`Pod default/web-1`); formatted only when there is an error.
+#[derive(Clone, Copy)]
+struct Obj<'x> {
+    kind: &'x str,
+    namespace: &'x str,
+    name: &'x str,
+}
+
+impl<'x> Obj<'x> {
+    fn of(obj: &'x RawObject<'_>) -> Self {
+        Obj {
+            kind: &obj.kind,
+            namespace: &obj.metadata.namespace,
+            name: &obj.metadata.name,
         }
     }
 }
 
-/// Decoding again with path tracking, only once we know it fails, keeps the fast path fast.
-fn json_error_with_path<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> String {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Ok(_) => "unexpected trailing content".to_string(),
-        Err(e) => {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if path.is_empty() || path == "." {
-                inner.to_string()
-            } else {
-                format!("at {path}: {inner}")
-            }
+impl fmt::Display for Obj<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
         }
     }
 }
@@ -124,66 +299,58 @@ fn json_error_with_path<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> String {
 fn add_object(
     file: &str,
     index: usize,
-    obj: RawObject,
+    obj: RawObject<'_>,
     parts: &mut SnapshotParts,
 ) -> Result<(), SnapshotError> {
-    let kind = obj.kind.as_str();
-    let label = if obj.metadata.namespace.is_empty() {
-        format!("{kind} {}", obj.metadata.name)
-    } else {
-        format!("{kind} {}/{}", obj.metadata.namespace, obj.metadata.name)
-    };
-    match kind {
-        "List" | "NodeList" | "PodList" | "PodDisruptionBudgetList" | "NamespaceList"
-        | "PriorityClassList" => {
-            for (i, item) in obj.items.into_iter().enumerate() {
-                add_object(file, i, item, parts)?;
-            }
-            return Ok(());
+    let kind = &*obj.kind;
+    if is_list_kind(kind) {
+        for (i, item) in obj.items.into_iter().enumerate() {
+            add_object(file, i, item, parts)?;
         }
-        "" => {
-            return Err(SnapshotError::field(
-                file,
-                &format!("object #{index}"),
-                "kind",
-                "missing; every object needs its kind (Node, Pod, PodDisruptionBudget, Namespace, PriorityClass)",
-            ))
-        }
-        _ => {}
+        return Ok(());
+    }
+    if kind.is_empty() {
+        return Err(SnapshotError::field(
+            file,
+            format!("object #{index}"),
+            "kind",
+            "missing; every object needs its kind (Node, Pod, PodDisruptionBudget, Namespace, PriorityClass)",
+        ));
     }
     if obj.metadata.name.is_empty() {
         return Err(SnapshotError::field(
             file,
-            &format!("{kind} #{index}"),
+            format!("{kind} #{index}"),
             "metadata.name",
             "missing",
         ));
     }
+    let label = Obj::of(&obj);
     match kind {
-        "Node" => parts.nodes.push(convert_node(file, &label, obj)?),
-        "Pod" => parts.pods.push(convert_pod(file, &label, obj)?),
-        "PodDisruptionBudget" => parts.pdbs.push(convert_pdb(file, &label, obj)?),
+        "Node" => parts.nodes.push(convert_node(file, label, &obj)?),
+        "Pod" => parts.pods.push(convert_pod(file, label, &obj)?),
+        "PodDisruptionBudget" => parts.pdbs.push(convert_pdb(file, label, &obj)?),
         "Namespace" => parts.namespaces.push(Namespace {
-            name: obj.metadata.name.into(),
-            labels: Labels::from_map(obj.metadata.labels),
+            name: obj.metadata.name.boxed(),
+            labels: obj.metadata.labels.to_labels(),
         }),
         "PriorityClass" => {
             let value = obj.value.ok_or_else(|| {
                 SnapshotError::field(
                     file,
-                    &label,
+                    label,
                     "value",
                     "missing; a PriorityClass needs its value",
                 )
             })?;
             parts.priority_classes.push(PriorityClass {
-                name: obj.metadata.name.into(),
+                name: obj.metadata.name.boxed(),
                 value,
             })
         }
         // Other kinds (Deployments, Services, ...) carry nothing the planner needs.
         _ => {
-            tracing::debug!(kind, name = %obj.metadata.name, "ignoring object of a kind the planner does not read")
+            tracing::debug!(kind, name = %&*obj.metadata.name, "ignoring object of a kind the planner does not read")
         }
     }
     Ok(())
@@ -191,14 +358,14 @@ fn add_object(
 
 fn quantities(
     file: &str,
-    object: &str,
-    field: &str,
-    map: &BTreeMap<String, String>,
+    object: Obj<'_>,
+    field: &dyn Fn() -> String,
+    map: &Pairs<'_>,
     out: &mut Resources,
 ) -> Result<(), SnapshotError> {
-    for (name, text) in map {
-        let q = Quantity::parse(text).map_err(|e| {
-            SnapshotError::field(file, object, format!("{field}.{name}"), e.to_string())
+    for (name, text) in map.iter() {
+        let q = parse_quantity(text).map_err(|e| {
+            SnapshotError::field(file, object, format!("{}.{name}", field()), e.to_string())
         })?;
         let v = if name == "cpu" {
             q.milli_value()
@@ -210,7 +377,36 @@ fn quantities(
     Ok(())
 }
 
-fn timestamp(file: &str, object: &str, field: &str, text: &str) -> Result<i64, SnapshotError> {
+/// `Quantity::parse`, with the forms resource lists nearly always use (`250m`, `4`, `512Mi`,
+/// `16Gi`) read without the general parser.
+fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
+    let b = text.as_bytes();
+    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if (1..=15).contains(&digits) {
+        let milli_per_unit: i128 = match &text[digits..] {
+            "" => 1_000,
+            "m" => 1,
+            "k" => 1_000_000,
+            "M" => 1_000_000_000,
+            "G" => 1_000_000_000_000,
+            "Ki" => 1_000 << 10,
+            "Mi" => 1_000 << 20,
+            "Gi" => 1_000 << 30,
+            "Ti" => 1_000 << 40,
+            _ => return Quantity::parse(text),
+        };
+        let n = b[..digits]
+            .iter()
+            .fold(0i128, |acc, &c| acc * 10 + i128::from(c - b'0'));
+        return Ok(Quantity::from_milli(n * milli_per_unit));
+    }
+    Quantity::parse(text)
+}
+
+fn timestamp(file: &str, object: Obj<'_>, field: &str, text: &str) -> Result<i64, SnapshotError> {
+    if let Some(t) = utc_seconds(text) {
+        return Ok(t);
+    }
     chrono::DateTime::parse_from_rfc3339(text)
         .map(|t| t.timestamp())
         .map_err(|e| {
@@ -223,7 +419,60 @@ fn timestamp(file: &str, object: &str, field: &str, text: &str) -> Result<i64, S
         })
 }
 
-fn convert_node(file: &str, label: &str, obj: RawObject) -> Result<Node, SnapshotError> {
+/// The form the API server always writes, `2026-01-02T03:04:05Z`, without a general parser;
+/// None for anything else (which the RFC 3339 parser then reads).
+fn utc_seconds(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&m) || d < 1 || d > month_days[(m - 1) as usize] {
+        return None;
+    }
+    if hh > 23 || mm > 59 || ss > 59 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + hh * 3_600 + mm * 60 + ss)
+}
+
+fn convert_node(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Node, SnapshotError> {
     let RawObject {
         metadata,
         spec,
@@ -236,9 +485,9 @@ fn convert_node(file: &str, label: &str, obj: RawObject) -> Result<Node, Snapsho
     } else {
         (&status.allocatable, "status.allocatable")
     };
-    quantities(file, label, field, src, &mut allocatable)?;
+    quantities(file, label, &|| field.to_string(), src, &mut allocatable)?;
     let mut taints = Vec::with_capacity(spec.taints.len());
-    for (i, t) in spec.taints.into_iter().enumerate() {
+    for (i, t) in spec.taints.iter().enumerate() {
         let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
             SnapshotError::field(
                 file,
@@ -246,23 +495,23 @@ fn convert_node(file: &str, label: &str, obj: RawObject) -> Result<Node, Snapsho
                 format!("spec.taints[{i}].effect"),
                 format!(
                     "{:?} is not one of NoSchedule, PreferNoSchedule, NoExecute",
-                    t.effect
+                    &*t.effect
                 ),
             )
         })?;
         taints.push(Taint {
-            key: t.key.into(),
-            value: t.value.into(),
+            key: t.key.boxed(),
+            value: t.value.boxed(),
             effect,
         });
     }
     let ready = status
         .conditions
         .iter()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
+        .any(|c| &*c.type_ == "Ready" && &*c.status == "True");
     Ok(Node {
-        name: metadata.name.into(),
-        labels: Labels::from_map(metadata.labels),
+        name: metadata.name.boxed(),
+        labels: metadata.labels.to_labels(),
         unschedulable: spec.unschedulable,
         taints,
         allocatable,
@@ -271,15 +520,15 @@ fn convert_node(file: &str, label: &str, obj: RawObject) -> Result<Node, Snapsho
     })
 }
 
-fn convert_pdb(file: &str, label: &str, obj: RawObject) -> Result<Pdb, SnapshotError> {
+fn convert_pdb(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pdb, SnapshotError> {
     let selector = match &obj.spec.selector {
         None => Selector::nothing(),
         Some(s) => Selector::compile(s)
             .map_err(|e| SnapshotError::field(file, label, "spec.selector", e.to_string()))?,
     };
     Ok(Pdb {
-        namespace: obj.metadata.namespace.into(),
-        name: obj.metadata.name.into(),
+        namespace: obj.metadata.namespace.boxed(),
+        name: obj.metadata.name.boxed(),
         selector,
         // A budget the disruption controller has not yet computed allows nothing.
         disruptions_allowed: obj.status.disruptions_allowed.unwrap_or(0),
@@ -288,7 +537,7 @@ fn convert_pdb(file: &str, label: &str, obj: RawObject) -> Result<Pdb, SnapshotE
 
 fn selector_opt(
     file: &str,
-    label: &str,
+    label: Obj<'_>,
     field: &str,
     spec: &Option<LabelSelectorSpec>,
 ) -> Result<Option<Selector>, SnapshotError> {
@@ -302,7 +551,7 @@ fn selector_opt(
 
 fn node_requirements(
     file: &str,
-    label: &str,
+    label: Obj<'_>,
     field: &str,
     reqs: &[RawNodeSelectorRequirement],
 ) -> Result<Vec<Requirement>, SnapshotError> {
@@ -350,7 +599,7 @@ fn node_requirements(
 
 fn node_term(
     file: &str,
-    label: &str,
+    label: Obj<'_>,
     field: &str,
     t: &RawNodeSelectorTerm,
 ) -> Result<NodeSelectorTerm, SnapshotError> {
@@ -372,7 +621,7 @@ fn node_term(
 
 fn pod_affinity_term(
     file: &str,
-    label: &str,
+    label: Obj<'_>,
     field: &str,
     t: &RawPodAffinityTerm,
 ) -> Result<PodAffinityTerm, SnapshotError> {
@@ -394,7 +643,11 @@ fn pod_affinity_term(
     })
 }
 
-fn convert_affinity(file: &str, label: &str, a: &RawAffinity) -> Result<Affinity, SnapshotError> {
+fn convert_affinity(
+    file: &str,
+    label: Obj<'_>,
+    a: &RawAffinity,
+) -> Result<Affinity, SnapshotError> {
     let mut out = Affinity::default();
     if let Some(na) = &a.node_affinity {
         if let Some(req) = &na.required {
@@ -462,18 +715,19 @@ fn convert_affinity(file: &str, label: &str, a: &RawAffinity) -> Result<Affinity
     Ok(out)
 }
 
-/// Effective pod requests as the scheduler computes them (`resourcehelper.PodRequests`):
-/// the sum of containers, raised to the largest init container (sidecars, init containers
-/// with restartPolicy Always, add up and stay), plus overhead; pod-level resources win.
-fn pod_requests(file: &str, label: &str, spec: &RawSpec) -> Result<Resources, SnapshotError> {
+fn pod_requests(
+    file: &str,
+    label: Obj<'_>,
+    spec: &RawSpec<'_>,
+) -> Result<Resources, SnapshotError> {
     let container_requests =
-        |c: &RawContainer, field: String| -> Result<Resources, SnapshotError> {
+        |c: &RawContainer<'_>, field: &dyn Fn() -> String| -> Result<Resources, SnapshotError> {
             let mut r = Resources::default();
             // Requests default to limits where only limits are given (API defaulting).
             quantities(
                 file,
                 label,
-                &format!("{field}.resources.limits"),
+                &|| format!("{}.resources.limits", field()),
                 &c.resources.limits,
                 &mut r,
             )?;
@@ -481,7 +735,7 @@ fn pod_requests(file: &str, label: &str, spec: &RawSpec) -> Result<Resources, Sn
             quantities(
                 file,
                 label,
-                &format!("{field}.resources.requests"),
+                &|| format!("{}.resources.requests", field()),
                 &c.resources.requests,
                 &mut req,
             )?;
@@ -497,12 +751,12 @@ fn pod_requests(file: &str, label: &str, spec: &RawSpec) -> Result<Resources, Sn
         };
     let mut total = Resources::default();
     for (i, c) in spec.containers.iter().enumerate() {
-        total.add(&container_requests(c, format!("spec.containers[{i}]"))?);
+        total.add(&container_requests(c, &|| format!("spec.containers[{i}]"))?);
     }
     let mut restartable = Resources::default();
     let mut init_max = Resources::default();
     for (i, c) in spec.init_containers.iter().enumerate() {
-        let mut r = container_requests(c, format!("spec.initContainers[{i}]"))?;
+        let mut r = container_requests(c, &|| format!("spec.initContainers[{i}]"))?;
         if c.restart_policy.as_deref() == Some("Always") {
             total.add(&r);
             restartable.add(&r);
@@ -518,7 +772,7 @@ fn pod_requests(file: &str, label: &str, spec: &RawSpec) -> Result<Resources, Sn
         quantities(
             file,
             label,
-            "spec.resources.requests",
+            &|| "spec.resources.requests".to_string(),
             &pod_level.requests,
             &mut p,
         )?;
@@ -529,14 +783,20 @@ fn pod_requests(file: &str, label: &str, spec: &RawSpec) -> Result<Resources, Sn
         }
     }
     let mut overhead = Resources::default();
-    quantities(file, label, "spec.overhead", &spec.overhead, &mut overhead)?;
+    quantities(
+        file,
+        label,
+        &|| "spec.overhead".to_string(),
+        &spec.overhead,
+        &mut overhead,
+    )?;
     total.add(&overhead);
     total.pods = 0;
     Ok(total)
 }
 
 /// `GetPodQOS` from Kubernetes, over containers and init containers.
-fn pod_qos(spec: &RawSpec) -> Qos {
+fn pod_qos(spec: &RawSpec<'_>) -> Qos {
     let mut any = false;
     let mut guaranteed = true;
     for c in spec.containers.iter().chain(spec.init_containers.iter()) {
@@ -550,7 +810,7 @@ fn pod_qos(spec: &RawSpec) -> Qos {
             }
             match (r, l) {
                 (_, None) => guaranteed = false,
-                (Some(r), Some(l)) if Quantity::parse(r).ok() != Quantity::parse(l).ok() => {
+                (Some(r), Some(l)) if parse_quantity(r).ok() != parse_quantity(l).ok() => {
                     guaranteed = false
                 }
                 _ => {}
@@ -567,12 +827,12 @@ fn pod_qos(spec: &RawSpec) -> Qos {
 }
 
 fn is_zero_quantity(v: &str) -> bool {
-    Quantity::parse(v)
+    parse_quantity(v)
         .map(|q| q.milli_value() == 0)
         .unwrap_or(false)
 }
 
-fn convert_pod(file: &str, label: &str, obj: RawObject) -> Result<Pod, SnapshotError> {
+fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, SnapshotError> {
     let requests = pod_requests(file, label, &obj.spec)?;
     let qos = pod_qos(&obj.spec);
     let RawObject {
@@ -615,48 +875,57 @@ fn convert_pod(file: &str, label: &str, obj: RawObject) -> Result<Pod, SnapshotE
             }
         };
         tolerations.push(Toleration {
-            key: t.key.as_str().into(),
+            key: t.key.boxed(),
             exists,
-            value: t.value.as_str().into(),
+            value: t.value.boxed(),
             effect,
         });
     }
     let mut topology_spread = Vec::with_capacity(spec.topology_spread_constraints.len());
     for (i, c) in spec.topology_spread_constraints.iter().enumerate() {
-        let field = format!("spec.topologySpreadConstraints[{i}]");
-        let when_unsatisfiable = match c.when_unsatisfiable.as_str() {
+        let field = || format!("spec.topologySpreadConstraints[{i}]");
+        let when_unsatisfiable = match &*c.when_unsatisfiable {
             "DoNotSchedule" => WhenUnsatisfiable::DoNotSchedule,
             "ScheduleAnyway" => WhenUnsatisfiable::ScheduleAnyway,
             other => {
                 return Err(SnapshotError::field(
                     file,
                     label,
-                    format!("{field}.whenUnsatisfiable"),
+                    format!("{}.whenUnsatisfiable", field()),
                     format!("{other:?} is not one of DoNotSchedule, ScheduleAnyway"),
                 ))
             }
         };
-        let policy = |v: &Option<String>, default: InclusionPolicy, name: &str| match v.as_deref() {
+        let policy = |v: &Option<Str<'_>>, default: InclusionPolicy, name: &str| match v.as_deref()
+        {
             None | Some("") => Ok(default),
             Some("Honor") => Ok(InclusionPolicy::Honor),
             Some("Ignore") => Ok(InclusionPolicy::Ignore),
             Some(o) => Err(SnapshotError::field(
                 file,
                 label,
-                format!("{field}.{name}"),
+                format!("{}.{name}", field()),
                 format!("{o:?} is not one of Honor, Ignore"),
             )),
         };
         topology_spread.push(TopologySpreadConstraint {
             max_skew: c.max_skew,
-            topology_key: c.topology_key.as_str().into(),
+            topology_key: c.topology_key.boxed(),
             when_unsatisfiable,
-            label_selector: selector_opt(
-                file,
-                label,
-                &format!("{field}.labelSelector"),
-                &c.label_selector,
-            )?,
+            label_selector: c
+                .label_selector
+                .as_ref()
+                .map(|s| {
+                    Selector::compile(s).map_err(|e| {
+                        SnapshotError::field(
+                            file,
+                            label,
+                            format!("{}.labelSelector", field()),
+                            e.to_string(),
+                        )
+                    })
+                })
+                .transpose()?,
             min_domains: c.min_domains,
             node_affinity_policy: policy(
                 &c.node_affinity_policy,
@@ -668,11 +937,7 @@ fn convert_pod(file: &str, label: &str, obj: RawObject) -> Result<Pod, SnapshotE
                 InclusionPolicy::Ignore,
                 "nodeTaintsPolicy",
             )?,
-            match_label_keys: c
-                .match_label_keys
-                .iter()
-                .map(|k| k.as_str().into())
-                .collect(),
+            match_label_keys: c.match_label_keys.iter().map(Str::boxed).collect(),
         });
     }
     let affinity = match &spec.affinity {
@@ -695,29 +960,29 @@ fn convert_pod(file: &str, label: &str, obj: RawObject) -> Result<Pod, SnapshotE
             }
         }
     }
-    let mut images: Vec<Box<str>> = spec
-        .containers
-        .iter()
-        .map(|c| c.image.as_str().into())
-        .collect();
+    let mut images: Vec<Box<str>> = spec.containers.iter().map(|c| c.image.boxed()).collect();
     images.sort();
     let owners = metadata
         .owner_references
-        .into_iter()
+        .iter()
         .map(|o| OwnerRef {
-            kind: o.kind.into(),
-            name: o.name.into(),
-            uid: o.uid.into(),
+            kind: o.kind.boxed(),
+            name: o.name.boxed(),
+            uid: o.uid.boxed(),
             controller: o.controller.unwrap_or(false),
         })
         .collect();
-    let annotations = metadata.annotations;
+    let annotations = &metadata.annotations;
     Ok(Pod {
-        namespace: metadata.namespace.into(),
-        name: metadata.name.into(),
-        uid: metadata.uid.into(),
-        node_name: spec.node_name.filter(|n| !n.is_empty()).map(Into::into),
-        labels: Labels::from_map(metadata.labels),
+        namespace: metadata.namespace.boxed(),
+        name: metadata.name.boxed(),
+        uid: metadata.uid.boxed(),
+        node_name: spec
+            .node_name
+            .as_ref()
+            .filter(|n| !n.is_empty())
+            .map(Str::boxed),
+        labels: metadata.labels.to_labels(),
         has_evict_annotation: annotations.evict,
         has_prefer_no_eviction_annotation: annotations.prefer_no_eviction,
         is_mirror: annotations.mirror,
@@ -731,8 +996,9 @@ fn convert_pod(file: &str, label: &str, obj: RawObject) -> Result<Pod, SnapshotE
         priority: spec.priority,
         priority_class_name: spec
             .priority_class_name
+            .as_ref()
             .filter(|n| !n.is_empty())
-            .map(Into::into),
+            .map(Str::boxed),
         phase: Phase::parse(&status.phase),
         terminating: metadata.deletion_timestamp.is_some(),
         created,
@@ -745,11 +1011,11 @@ fn convert_pod(file: &str, label: &str, obj: RawObject) -> Result<Pod, SnapshotE
             .volumes
             .iter()
             .filter_map(|v| v.persistent_volume_claim.as_ref())
-            .map(|c| c.claim_name.as_str().into())
+            .map(|c| c.claim_name.boxed())
             .collect(),
         has_resource_claims: !spec.resource_claims.is_empty(),
         tolerations,
-        node_selector: Labels::from_map(spec.node_selector),
+        node_selector: spec.node_selector.to_labels(),
         affinity,
         topology_spread,
         host_ports,
@@ -759,148 +1025,303 @@ fn convert_pod(file: &str, label: &str, obj: RawObject) -> Result<Pod, SnapshotE
 
 // ---- the wire shapes: one union struct for every kind, so decoding is a single pass ----
 
+/// A string of the input: borrowed when the input holds it verbatim (JSON without escapes),
+/// owned otherwise.
+#[derive(Default, Clone, PartialEq, Eq)]
+struct Str<'a>(Cow<'a, str>);
+
+impl Str<'_> {
+    fn boxed(&self) -> Box<str> {
+        Box::from(&*self.0)
+    }
+}
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Str<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(PhantomData))
+    }
+}
+
+/// A string-to-string map (labels, resource lists) as pairs in input order, without a tree.
+#[derive(Default)]
+struct Pairs<'a>(Vec<(Str<'a>, Str<'a>)>);
+
+impl Pairs<'_> {
+    fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (&**k, &**v))
+    }
+    fn get(&self, key: &str) -> Option<&str> {
+        // Later keys win, as when decoding into a map.
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| &**v)
+    }
+    fn contains_key(&self, key: &str) -> bool {
+        self.0.iter().any(|(k, _)| &**k == key)
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn to_labels(&self) -> Labels {
+        let mut pairs: Vec<(Box<str>, Box<str>)> =
+            self.0.iter().map(|(k, v)| (k.boxed(), v.boxed())).collect();
+        // Later keys win, as when decoding into a map.
+        if pairs.len() > 1 {
+            pairs.reverse();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            pairs.dedup_by(|a, b| a.0 == b.0);
+        }
+        Labels::new(pairs)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Pairs<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Pairs<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of strings")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Pairs<'a>, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+                while let Some(entry) = map.next_entry::<Str<'a>, Str<'a>>()? {
+                    out.push(entry);
+                }
+                Ok(Pairs(out))
+            }
+        }
+        d.deserialize_map(V(PhantomData))
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawObject {
-    kind: String,
-    metadata: RawMeta,
-    spec: RawSpec,
-    status: RawStatus,
-    items: Vec<RawObject>,
+struct RawObject<'a> {
+    #[serde(borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    metadata: RawMeta<'a>,
+    #[serde(borrow)]
+    spec: RawSpec<'a>,
+    #[serde(borrow)]
+    status: RawStatus<'a>,
+    #[serde(borrow)]
+    items: Vec<RawObject<'a>>,
     /// PriorityClass.value
     value: Option<i32>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawMeta {
-    name: String,
-    namespace: String,
-    uid: String,
-    labels: BTreeMap<String, String>,
-    annotations: Annotations,
-    owner_references: Vec<RawOwner>,
-    creation_timestamp: Option<String>,
-    deletion_timestamp: Option<String>,
+struct RawMeta<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    #[serde(borrow)]
+    namespace: Str<'a>,
+    #[serde(borrow)]
+    uid: Str<'a>,
+    #[serde(borrow)]
+    labels: Pairs<'a>,
+    #[serde(borrow)]
+    annotations: Annotations<'a>,
+    #[serde(borrow)]
+    owner_references: Vec<RawOwner<'a>>,
+    #[serde(borrow)]
+    creation_timestamp: Option<Str<'a>>,
+    #[serde(borrow)]
+    deletion_timestamp: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawOwner {
-    kind: String,
-    name: String,
-    uid: String,
+struct RawOwner<'a> {
+    #[serde(borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    name: Str<'a>,
+    #[serde(borrow)]
+    uid: Str<'a>,
     controller: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawSpec {
+struct RawSpec<'a> {
     // Pod
-    node_name: Option<String>,
-    containers: Vec<RawContainer>,
-    init_containers: Vec<RawContainer>,
-    overhead: BTreeMap<String, String>,
-    resources: Option<RawResources>,
+    #[serde(borrow)]
+    node_name: Option<Str<'a>>,
+    #[serde(borrow)]
+    containers: Vec<RawContainer<'a>>,
+    #[serde(borrow)]
+    init_containers: Vec<RawContainer<'a>>,
+    #[serde(borrow)]
+    overhead: Pairs<'a>,
+    #[serde(borrow)]
+    resources: Option<RawResources<'a>>,
     priority: Option<i32>,
-    priority_class_name: Option<String>,
-    tolerations: Vec<RawToleration>,
-    node_selector: BTreeMap<String, String>,
+    #[serde(borrow)]
+    priority_class_name: Option<Str<'a>>,
+    #[serde(borrow)]
+    tolerations: Vec<RawToleration<'a>>,
+    #[serde(borrow)]
+    node_selector: Pairs<'a>,
     affinity: Option<RawAffinity>,
-    topology_spread_constraints: Vec<RawTopologySpreadConstraint>,
-    volumes: Vec<RawVolume>,
+    #[serde(borrow)]
+    topology_spread_constraints: Vec<RawTopologySpreadConstraint<'a>>,
+    #[serde(borrow)]
+    volumes: Vec<RawVolume<'a>>,
     resource_claims: Vec<IgnoredAny>,
     // Node
     unschedulable: bool,
-    taints: Vec<RawTaint>,
+    #[serde(borrow)]
+    taints: Vec<RawTaint<'a>>,
     // PodDisruptionBudget
     selector: Option<LabelSelectorSpec>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawStatus {
-    phase: String,
-    start_time: Option<String>,
-    conditions: Vec<RawCondition>,
-    capacity: BTreeMap<String, String>,
-    allocatable: BTreeMap<String, String>,
+struct RawStatus<'a> {
+    #[serde(borrow)]
+    phase: Str<'a>,
+    #[serde(borrow)]
+    start_time: Option<Str<'a>>,
+    #[serde(borrow)]
+    conditions: Vec<RawCondition<'a>>,
+    #[serde(borrow)]
+    capacity: Pairs<'a>,
+    #[serde(borrow)]
+    allocatable: Pairs<'a>,
     disruptions_allowed: Option<i32>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct RawCondition {
-    #[serde(rename = "type")]
-    type_: String,
-    status: String,
+struct RawCondition<'a> {
+    #[serde(rename = "type", borrow)]
+    type_: Str<'a>,
+    #[serde(borrow)]
+    status: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawContainer {
-    image: String,
-    resources: RawResources,
-    ports: Vec<RawPort>,
-    restart_policy: Option<String>,
+struct RawContainer<'a> {
+    #[serde(borrow)]
+    image: Str<'a>,
+    #[serde(borrow)]
+    resources: RawResources<'a>,
+    #[serde(borrow)]
+    ports: Vec<RawPort<'a>>,
+    #[serde(borrow)]
+    restart_policy: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct RawResources {
-    requests: BTreeMap<String, String>,
-    limits: BTreeMap<String, String>,
+struct RawResources<'a> {
+    #[serde(borrow)]
+    requests: Pairs<'a>,
+    #[serde(borrow)]
+    limits: Pairs<'a>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawPort {
+struct RawPort<'a> {
     host_port: Option<i32>,
-    protocol: Option<String>,
+    #[serde(borrow)]
+    protocol: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct RawToleration {
-    key: String,
-    operator: Option<String>,
-    value: String,
-    effect: Option<String>,
+struct RawToleration<'a> {
+    #[serde(borrow)]
+    key: Str<'a>,
+    #[serde(borrow)]
+    operator: Option<Str<'a>>,
+    #[serde(borrow)]
+    value: Str<'a>,
+    #[serde(borrow)]
+    effect: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct RawTaint {
-    key: String,
-    value: String,
-    effect: String,
+struct RawTaint<'a> {
+    #[serde(borrow)]
+    key: Str<'a>,
+    #[serde(borrow)]
+    value: Str<'a>,
+    #[serde(borrow)]
+    effect: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawVolume {
+struct RawVolume<'a> {
     empty_dir: Option<IgnoredAny>,
     host_path: Option<IgnoredAny>,
-    persistent_volume_claim: Option<RawPvcSource>,
+    #[serde(borrow)]
+    persistent_volume_claim: Option<RawPvcSource<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawPvcSource {
-    claim_name: String,
+struct RawPvcSource<'a> {
+    #[serde(borrow)]
+    claim_name: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
-struct RawTopologySpreadConstraint {
+struct RawTopologySpreadConstraint<'a> {
     max_skew: i32,
-    topology_key: String,
-    when_unsatisfiable: String,
+    #[serde(borrow)]
+    topology_key: Str<'a>,
+    #[serde(borrow)]
+    when_unsatisfiable: Str<'a>,
     label_selector: Option<LabelSelectorSpec>,
     min_domains: Option<i32>,
-    node_affinity_policy: Option<String>,
-    node_taints_policy: Option<String>,
-    match_label_keys: Vec<String>,
+    #[serde(borrow)]
+    node_affinity_policy: Option<Str<'a>>,
+    #[serde(borrow)]
+    node_taints_policy: Option<Str<'a>>,
+    #[serde(borrow)]
+    match_label_keys: Vec<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -976,11 +1397,11 @@ struct RawWeightedPodAffinityTerm {
 /// Only the annotations the planner reads; the rest (often large, such as
 /// last-applied-configuration) are skipped without being copied.
 #[derive(Default)]
-struct Annotations {
+struct Annotations<'a> {
     evict: bool,
     prefer_no_eviction: bool,
     mirror: bool,
-    config_source: Option<String>,
+    config_source: Option<Str<'a>>,
 }
 
 #[derive(Clone, Copy)]
@@ -1017,21 +1438,21 @@ impl<'de> DeserializeSeed<'de> for AnnotationKeySeed {
     }
 }
 
-impl<'de> Deserialize<'de> for Annotations {
+impl<'de: 'a, 'a> Deserialize<'de> for Annotations<'a> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Annotations;
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Annotations<'a>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a map of annotations")
             }
-            fn visit_unit<E: de::Error>(self) -> Result<Annotations, E> {
+            fn visit_unit<E: de::Error>(self) -> Result<Annotations<'a>, E> {
                 Ok(Annotations::default())
             }
-            fn visit_none<E: de::Error>(self) -> Result<Annotations, E> {
+            fn visit_none<E: de::Error>(self) -> Result<Annotations<'a>, E> {
                 Ok(Annotations::default())
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Annotations, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Annotations<'a>, A::Error> {
                 let mut out = Annotations::default();
                 while let Some(key) = map.next_key_seed(AnnotationKeySeed)? {
                     match key {
@@ -1048,7 +1469,7 @@ impl<'de> Deserialize<'de> for Annotations {
                             out.mirror = true;
                         }
                         AnnotationKey::ConfigSource => {
-                            out.config_source = map.next_value::<Option<String>>()?;
+                            out.config_source = map.next_value::<Option<Str<'a>>>()?;
                         }
                         AnnotationKey::Other => {
                             map.next_value::<IgnoredAny>()?;
@@ -1058,7 +1479,7 @@ impl<'de> Deserialize<'de> for Annotations {
                 Ok(out)
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(PhantomData))
     }
 }
 
@@ -1212,5 +1633,172 @@ items:
         let json = br#"{"kind":"List","items":[{"metadata":{"name":"x"}}]}"#;
         let err = load_bytes("k.json", json).unwrap_err().to_string();
         assert!(err.contains("kind"), "{err}");
+    }
+
+    #[test]
+    fn fast_timestamps_agree_with_rfc3339() {
+        for t in [
+            "1970-01-01T00:00:00Z",
+            "2000-02-29T23:59:59Z",
+            "2026-01-01T00:00:00Z",
+            "2026-12-31T12:34:56Z",
+            "2100-03-01T00:00:01Z",
+            "1969-12-31T23:59:59Z",
+        ] {
+            let want = chrono::DateTime::parse_from_rfc3339(t).unwrap().timestamp();
+            assert_eq!(utc_seconds(t), Some(want), "{t}");
+        }
+        // Everything else goes to the general parser.
+        for t in [
+            "2026-02-29T00:00:00Z",
+            "2026-01-01T00:00:00.5Z",
+            "2026-01-01T01:00:00+01:00",
+            "2026-01-01t00:00:00z",
+            "2026-13-01T00:00:00Z",
+        ] {
+            assert_eq!(utc_seconds(t), None, "{t}");
+        }
+        let obj = Obj {
+            kind: "Pod",
+            namespace: "ns",
+            name: "p",
+        };
+        assert_eq!(
+            timestamp("f", obj, "x", "2026-01-01T01:00:00+01:00").unwrap(),
+            1_767_225_600
+        );
+        assert!(timestamp("f", obj, "x", "2026-02-29T00:00:00Z").is_err());
+    }
+
+    fn node_json(name: &str) -> serde_json::Value {
+        serde_json::json!({
+            "kind": "Node",
+            "metadata": {"name": name},
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}]
+            }
+        })
+    }
+
+    #[test]
+    fn escaped_strings_decode_to_their_values() {
+        // Strings with escapes cannot be borrowed from the input; they must still decode.
+        let json = br#"{"kind":"List","items":[
+            {"kind":"Node","metadata":{"name":"n\u0031","labels":{"zone":"a\"b"}},
+             "status":{"allocatable":{"cpu":"4"},"conditions":[{"type":"Ready","status":"True"}]}},
+            {"kind":"Pod","metadata":{"name":"web\/1","namespace":"default","labels":{"app":"\u00e9t\u00e9"}},
+             "spec":{"nodeName":"n1","containers":[{"image":"nginx","resources":{"requests":{"cpu":"100m"}}}]},
+             "status":{"phase":"Running"}}
+        ]}"#;
+        let snap = load_bytes("e.json", json).unwrap();
+        assert_eq!(&*snap.nodes[0].name, "n1");
+        assert_eq!(snap.nodes[0].labels.get("zone"), Some("a\"b"));
+        let pod = &snap.pods[0];
+        assert_eq!(&*pod.name, "web/1");
+        assert_eq!(pod.labels.get("app"), Some("été"));
+        assert_eq!(snap.pod_node(0), Some(0));
+        assert_eq!(pod.requests.cpu, 100);
+    }
+
+    #[test]
+    fn top_level_array_and_single_object() {
+        let array =
+            serde_json::to_vec(&serde_json::json!([node_json("a"), node_json("b")])).unwrap();
+        let snap = load_bytes("a.json", &array).unwrap();
+        assert_eq!(snap.nodes.len(), 2);
+        let one = serde_json::to_vec(&node_json("solo")).unwrap();
+        let snap = load_bytes("o.json", &one).unwrap();
+        assert_eq!(&*snap.nodes[0].name, "solo");
+        // Nested lists are read too.
+        let nested = serde_json::to_vec(&serde_json::json!({
+            "kind": "List",
+            "items": [{"kind": "NodeList", "items": [node_json("x")]}, node_json("y")]
+        }))
+        .unwrap();
+        assert_eq!(load_bytes("n.json", &nested).unwrap().nodes.len(), 2);
+    }
+
+    #[test]
+    fn json_list_errors_name_the_object() {
+        let mut pod = serde_json::json!({
+            "kind": "Pod",
+            "metadata": {"name": "web-1", "namespace": "default"},
+            "spec": {"containers": [{"image": "x", "resources": {"limits": {"memory": "lots"}}}]}
+        });
+        let list = |items: Vec<serde_json::Value>| {
+            serde_json::to_vec(&serde_json::json!({"kind": "List", "items": items})).unwrap()
+        };
+        let err = load_bytes("l.json", &list(vec![node_json("n"), pod.clone()]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("l.json"), "{err}");
+        assert!(err.contains("Pod default/web-1"), "{err}");
+        assert!(
+            err.contains("spec.containers[0].resources.limits.memory"),
+            "{err}"
+        );
+        // A type error later in a list still gives its path.
+        pod["spec"] = serde_json::json!({"priority": "high"});
+        let err = load_bytes("l.json", &list(vec![node_json("n"), pod]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("items[1].spec.priority"), "{err}");
+        // Trailing garbage and invalid UTF-8 are syntax errors.
+        let mut bytes = list(vec![node_json("n")]);
+        bytes.extend_from_slice(b" x");
+        assert!(matches!(
+            load_bytes("t.json", &bytes),
+            Err(SnapshotError::Syntax { .. })
+        ));
+        let mut bytes = list(vec![node_json("n")]);
+        let at = bytes.len() - 3;
+        bytes.splice(at..at, *b"\xff");
+        assert!(matches!(
+            load_bytes("u.json", &bytes),
+            Err(SnapshotError::Syntax { .. })
+        ));
+    }
+
+    #[test]
+    fn later_duplicate_label_keys_win() {
+        let json = br#"{"kind":"Node","metadata":{"name":"n","labels":{"a":"1","b":"2","a":"3"}},
+            "status":{"allocatable":{"cpu":"1"}}}"#;
+        let snap = load_bytes("d.json", json).unwrap();
+        let labels: Vec<_> = snap.nodes[0].labels.iter().collect();
+        assert_eq!(labels, vec![("a", "3"), ("b", "2")]);
+    }
+
+    #[test]
+    fn fast_quantities_agree_with_the_parser() {
+        for q in [
+            "0",
+            "1",
+            "4",
+            "110",
+            "250m",
+            "1500m",
+            "0m",
+            "007",
+            "512Mi",
+            "16Gi",
+            "1Ti",
+            "64Ki",
+            "2k",
+            "3M",
+            "5G",
+            "123456789012345",
+            "1.5",
+            "100e3",
+            "-1",
+            "1Pi",
+            "1Ei",
+            "",
+            "m",
+            "12x",
+            "1234567890123456",
+        ] {
+            assert_eq!(parse_quantity(q), Quantity::parse(q), "{q:?}");
+        }
     }
 }

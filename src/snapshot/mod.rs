@@ -9,6 +9,7 @@
 pub mod builders;
 pub mod decode;
 mod resources;
+pub mod synthetic;
 
 pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 
@@ -357,9 +358,14 @@ impl ClusterSnapshot {
             mut namespaces,
             mut priority_classes,
         } = parts;
-        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        // Lists from the API server come sorted already; sorting is then a single check.
+        if !nodes.is_sorted_by(|a, b| a.name <= b.name) {
+            nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        }
         nodes.dedup_by(|a, b| a.name == b.name);
-        pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        if !pods.is_sorted_by(|a, b| (&a.namespace, &a.name) <= (&b.namespace, &b.name)) {
+            pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        }
         pods.dedup_by(|a, b| a.namespace == b.namespace && a.name == b.name);
         pdbs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         namespaces.sort_by(|a, b| a.name.cmp(&b.name));
@@ -375,6 +381,7 @@ impl ClusterSnapshot {
         let mut pods_by_owner: FxHashMap<Box<str>, Vec<PodId>> = FxHashMap::default();
         let mut namespace_ranges: FxHashMap<Box<str>, (u32, u32)> = FxHashMap::default();
         let mut pod_node = Vec::with_capacity(pods.len());
+        let mut namespace_start = 0u32;
         for (i, pod) in pods.iter().enumerate() {
             let id = i as PodId;
             let node = pod
@@ -389,12 +396,22 @@ impl ClusterSnapshot {
                 }
             }
             for o in &pod.owners {
-                pods_by_owner.entry(o.uid.clone()).or_default().push(id);
+                // Look up before inserting: the key is cloned once per owner, not per pod.
+                match pods_by_owner.get_mut(&o.uid) {
+                    Some(ids) => ids.push(id),
+                    None => {
+                        pods_by_owner.insert(o.uid.clone(), vec![id]);
+                    }
+                }
             }
-            namespace_ranges
-                .entry(pod.namespace.clone())
-                .and_modify(|r| r.1 = id + 1)
-                .or_insert((id, id + 1));
+            // Pods are sorted by namespace: each namespace is one run.
+            let last_of_namespace = pods
+                .get(i + 1)
+                .is_none_or(|next| next.namespace != pod.namespace);
+            if last_of_namespace {
+                namespace_ranges.insert(pod.namespace.clone(), (namespace_start, id + 1));
+                namespace_start = id + 1;
+            }
         }
         let mut pdbs_of_pod = vec![Vec::new(); pods.len()];
         for (pi, pdb) in pdbs.iter().enumerate() {

@@ -1,0 +1,1065 @@
+//! RemovePodsViolatingNodeAffinity (deschedule): evicts pods whose node no longer satisfies
+//! their required node affinity, or, when asked, pods that another node would suit better by
+//! their preferred node affinity.
+//!
+//! As upstream (`removepodsviolatingnodeaffinity/node_affinity.go`, newest version, the one
+//! taking a context in its filters, with `nodeutil` and `utils` from the same tree):
+//! - `nodeAffinityType` lists what to act on, `requiredDuringSchedulingIgnoredDuringExecution`
+//!   and/or `preferredDuringSchedulingIgnoredDuringExecution`; each is handled in turn, in the
+//!   order given, over every node in the order given. It must not be empty.
+//! - required: a pod with a required node affinity is evicted when its node no longer
+//!   matches it or the pod's nodeSelector (`GetRequiredNodeAffinity` checks both), and the
+//!   pod fits some other planning node. Pods with a nodeSelector but no required node
+//!   affinity are left alone, as upstream's `PodHasNodeAffinity` leaves them.
+//! - preferred: a pod with preferred node affinity terms is evicted when a node scores higher
+//!   than its own, the score being the sum of the weights of the preferred terms a node
+//!   matches (`GetNodeWeightGivenPodPreferredAffinity`).
+//! - Only pods in `namespaces` and matching `labelSelector` are considered; the evictor's
+//!   Filter and PreEvictionFilter apply. A per-node limit moves on to the next node, the
+//!   cycle's total limit stops the plugin, any other refusal skips the pod.
+//!
+//! "Fits" is [`sim::node_fits`]: schedulable, nodeSelector and required node affinity,
+//! NoSchedule/NoExecute taints tolerated, and room for the pod's requests given what the node
+//! holds after the evictions planned so far.
+//!
+//! Deliberate differences from upstream v0.36:
+//! - preferred: the better node must be one the pod fits, other than its own. Upstream takes
+//!   the best score over every node, fitting or not, and checks only that the pod fits some
+//!   node, its own included; so it evicts a pod whose only better node is full, cordoned or
+//!   tainted against it, and the scheduler puts it straight back (upstream leaves that to
+//!   `nodeFit`). The pods upstream's tests expect to go still go.
+//! - An unknown `nodeAffinityType` value is an error naming its index; upstream accepts the
+//!   policy and logs "Invalid nodeAffinityType" on every cycle. A value listed twice runs once.
+//! - Finished (Succeeded/Failed) pods are not considered: they hold no place to move from.
+//! - A node's pods are taken in the framework's eviction order (lowest priority first, then
+//!   BestEffort, Burstable, Guaranteed, pods with the prefer-no-eviction annotation last,
+//!   then namespace/name); upstream takes them in informer order. This only matters when a
+//!   limit stops the node early.
+
+use crate::framework::{Context, EvictError, Plugin};
+use crate::labels::{LabelSelectorSpec, Selector};
+use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::policy::{decode_args, null_as_default, ArgsError};
+use crate::sim;
+use crate::snapshot::{NodeId, Pod, PodId};
+use serde::{Deserialize, Serialize};
+
+pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
+
+pub const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+pub const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
+
+/// `RemovePodsViolatingNodeAffinityArgs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemovePodsViolatingNodeAffinityArgs {
+    /// Namespaces whose pods may be evicted (include or exclude, not both).
+    #[serde(default)]
+    pub namespaces: Option<Namespaces>,
+    /// Only pods matching it may be evicted.
+    #[serde(default)]
+    pub label_selector: Option<LabelSelectorSpec>,
+    /// Which node affinities to act on: [`REQUIRED`] and/or [`PREFERRED`].
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub node_affinity_type: Vec<String>,
+}
+
+impl RemovePodsViolatingNodeAffinityArgs {
+    /// Upstream's `ValidateRemovePodsViolatingNodeAffinityArgs`, with field paths, plus a check
+    /// of each `nodeAffinityType` value.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        if self.node_affinity_type.is_empty() {
+            return Err(ArgsError::new(
+                "nodeAffinityType",
+                format!("nodeAffinityType needs to be set; list {REQUIRED}, {PREFERRED} or both"),
+            ));
+        }
+        for (i, t) in self.node_affinity_type.iter().enumerate() {
+            if t != REQUIRED && t != PREFERRED {
+                return Err(ArgsError::new(
+                    format!("nodeAffinityType[{i}]"),
+                    format!("{t:?} is not one of {REQUIRED}, {PREFERRED}"),
+                ));
+            }
+        }
+        if let Some(ns) = &self.namespaces {
+            ns.validate("namespaces")?;
+        }
+        if let Some(s) = &self.label_selector {
+            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AffinityType {
+    Required,
+    Preferred,
+}
+
+/// A validated RemovePodsViolatingNodeAffinity plugin.
+#[derive(Debug)]
+pub struct RemovePodsViolatingNodeAffinity {
+    pub args: RemovePodsViolatingNodeAffinityArgs,
+    label_selector: Option<Selector>,
+    /// The listed types, in order, each once.
+    types: Vec<AffinityType>,
+}
+
+impl RemovePodsViolatingNodeAffinity {
+    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
+        let args: RemovePodsViolatingNodeAffinityArgs = decode_args(args)?;
+        args.validate()?;
+        let label_selector = args
+            .label_selector
+            .as_ref()
+            .map(|s| {
+                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
+            })
+            .transpose()?;
+        let mut types = Vec::new();
+        for t in &args.node_affinity_type {
+            let t = if t == REQUIRED {
+                AffinityType::Required
+            } else {
+                AffinityType::Preferred
+            };
+            if !types.contains(&t) {
+                types.push(t);
+            }
+        }
+        Ok(RemovePodsViolatingNodeAffinity {
+            args,
+            label_selector,
+            types,
+        })
+    }
+
+    /// Whether the plugin looks at the pod at all: active, in scope of the args, and with a
+    /// node affinity of the type (upstream's `podFilter` and `PodHasNodeAffinity`).
+    fn considers(&self, pod: &Pod, t: AffinityType) -> bool {
+        let has_type = pod.affinity.as_deref().is_some_and(|a| match t {
+            AffinityType::Required => a.node_required.is_some(),
+            AffinityType::Preferred => !a.node_preferred.is_empty(),
+        });
+        has_type
+            && pod.is_active()
+            && namespace_allowed(&self.args.namespaces, &pod.namespace)
+            && self
+                .label_selector
+                .as_ref()
+                .is_none_or(|s| s.matches(&pod.labels))
+    }
+
+    /// Why the pod should leave `node` for the given type, or None. Checks the evictor's
+    /// Filter before the (costlier) search for another node.
+    fn violation(
+        &self,
+        cx: &Context<'_, '_>,
+        t: AffinityType,
+        id: PodId,
+        node: NodeId,
+    ) -> Option<String> {
+        let snap = cx.snap();
+        let pod = snap.pod(id);
+        let here = snap.node(node);
+        let fits =
+            |n: NodeId| n != node && sim::node_fits(pod, snap.node(n), cx.requested(n)).is_ok();
+        match t {
+            AffinityType::Required => {
+                if sim::matches_node_selector(pod, here) {
+                    return None;
+                }
+                self.evictable(cx, id)?;
+                let Some(&to) = cx.nodes.iter().find(|&&n| fits(n)) else {
+                    tracing::debug!(pod = %pod.key(), node = %here.name, "pod violates its required node affinity but fits no other node");
+                    return None;
+                };
+                Some(format!(
+                    "node {} no longer matches the pod's required node affinity (it fits {})",
+                    here.name,
+                    snap.node(to).name
+                ))
+            }
+            AffinityType::Preferred => {
+                let current = sim::preferred_node_affinity_score(pod, here);
+                let most: i64 = pod.affinity.as_deref().map_or(0, |a| {
+                    a.node_preferred
+                        .iter()
+                        .map(|t| i64::from(t.weight.max(0)))
+                        .sum()
+                });
+                if current >= most {
+                    return None;
+                }
+                self.evictable(cx, id)?;
+                // The best node it fits; the first one in node order among equals.
+                let mut best: Option<(i64, NodeId)> = None;
+                for &n in cx.nodes {
+                    let score = sim::preferred_node_affinity_score(pod, snap.node(n));
+                    if score > best.map_or(current, |b| b.0) && fits(n) {
+                        best = Some((score, n));
+                        if score >= most {
+                            break;
+                        }
+                    }
+                }
+                let Some((score, to)) = best else {
+                    tracing::debug!(pod = %pod.key(), node = %here.name, "no node the pod fits scores higher for its preferred node affinity");
+                    return None;
+                };
+                Some(format!(
+                    "node {} scores {current} for the pod's preferred node affinity; {}, where it fits, scores {score}",
+                    here.name,
+                    snap.node(to).name
+                ))
+            }
+        }
+    }
+
+    /// The evictor's Filter, logged.
+    fn evictable(&self, cx: &Context<'_, '_>, id: PodId) -> Option<()> {
+        match cx.filter(id) {
+            Ok(()) => Some(()),
+            Err(why) => {
+                tracing::debug!(pod = %cx.snap().pod(id).key(), reason = %why, "pod is not evictable");
+                None
+            }
+        }
+    }
+}
+
+impl Plugin for RemovePodsViolatingNodeAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
+        let snap = cx.snap();
+        for &t in &self.types {
+            'nodes: for &node in nodes {
+                let mut pods: Vec<PodId> = cx
+                    .pods_on_node(node)
+                    .filter(|&p| self.considers(snap.pod(p), t))
+                    .collect();
+                if pods.is_empty() {
+                    continue;
+                }
+                cx.sort_by_eviction_order(&mut pods);
+                for p in pods {
+                    let Some(reason) = self.violation(cx, t, p, node) else {
+                        continue;
+                    };
+                    let pod = snap.pod(p);
+                    if let Err(why) = cx.pre_eviction_filter(p) {
+                        tracing::debug!(pod = %pod.key(), reason = %why, "pod fails the pre-eviction filter");
+                        continue;
+                    }
+                    match cx.evict(p, reason) {
+                        Ok(()) => {}
+                        Err(EvictError::NodeLimit(_)) => continue 'nodes,
+                        Err(EvictError::TotalLimit(_)) => return,
+                        Err(e) => {
+                            tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{run_alone, Limits, PlanningState};
+    use crate::plugins::default_evictor::DefaultEvictor;
+    use crate::snapshot::builders::{node, node_term, pdb, pod, snapshot, PodBuilder, T0};
+    use crate::snapshot::{ClusterSnapshot, Node, Phase, SnapshotParts, TaintEffect};
+    use serde_json::{json, Value};
+
+    const KEY: &str = "kubernetes.io/desiredNode";
+
+    fn args(types: &[&str]) -> Value {
+        json!({ "nodeAffinityType": types })
+    }
+
+    fn required() -> Value {
+        args(&[REQUIRED])
+    }
+
+    fn preferred() -> Value {
+        args(&[PREFERRED])
+    }
+
+    /// Upstream's test nodes: 2 CPUs, 10 pods.
+    fn labelled(name: &str) -> Node {
+        node(name).cpu(2000).pods(10).label(KEY, "yes").build()
+    }
+
+    fn unlabelled(name: &str) -> Node {
+        node(name).cpu(2000).pods(10).build()
+    }
+
+    fn p(name: &str, node: &str) -> PodBuilder {
+        pod("d", name).node(node).cpu(100)
+    }
+
+    /// Upstream's `addPodsToNode`: one pod with the affinity, two without.
+    fn upstream_pods(node: &str, t: &str, terminating: bool) -> Vec<crate::snapshot::Pod> {
+        let with = p("podWithNodeAffinity", node);
+        let with = if t == REQUIRED {
+            with.required_node_affinity(vec![node_term(KEY, &["yes"])])
+        } else {
+            with.preferred_node_affinity(10, node_term(KEY, &["yes"]))
+        };
+        [with, p("pod1", node), p("pod2", node)]
+            .into_iter()
+            .map(|b| if terminating { b.terminating() } else { b }.build())
+            .collect()
+    }
+
+    struct Run {
+        names: Vec<String>,
+        reasons: Vec<String>,
+    }
+
+    /// Runs the plugin over `only` nodes (all Ready nodes when None), after `before` pods were
+    /// planned by an earlier plugin.
+    fn run_full(
+        snap: &ClusterSnapshot,
+        args: Value,
+        evictor: Value,
+        limits: Limits,
+        only: Option<&[&str]>,
+        before: &[&str],
+    ) -> Run {
+        let plugin = RemovePodsViolatingNodeAffinity::new(&args).unwrap();
+        let evictor = DefaultEvictor::from_args(&evictor).unwrap();
+        let evictions = if only.is_none() && before.is_empty() {
+            run_alone(&plugin, snap, &evictor, limits, T0 + 3600)
+        } else {
+            let nodes: Vec<NodeId> = match only {
+                Some(names) => names.iter().map(|n| snap.node_id(n).unwrap()).collect(),
+                None => snap.ready_nodes(&Selector::everything()),
+            };
+            let mut state = PlanningState::new(snap, limits);
+            for name in before {
+                let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
+                state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
+            }
+            let mut cx = Context {
+                state: &mut state,
+                evictor: &evictor,
+                profile: "default",
+                plugin: NAME,
+                now: T0 + 3600,
+                nodes: &nodes,
+            };
+            plugin.run(&mut cx, &nodes);
+            state
+                .into_parts()
+                .0
+                .into_iter()
+                .filter(|e| e.plugin == NAME)
+                .collect()
+        };
+        Run {
+            names: evictions
+                .iter()
+                .map(|e| snap.pod(e.pod).name.to_string())
+                .collect(),
+            reasons: evictions.into_iter().map(|e| e.reason).collect(),
+        }
+    }
+
+    fn run(snap: &ClusterSnapshot, args: Value) -> Vec<String> {
+        run_full(snap, args, Value::Null, Limits::default(), None, &[]).names
+    }
+
+    #[test]
+    fn upstream_cases() {
+        let per_node = |n| Limits {
+            per_node: Some(n),
+            ..Default::default()
+        };
+        let per_ns = |n| Limits {
+            per_namespace: Some(n),
+            ..Default::default()
+        };
+        let none = Limits::default();
+        // (description, type, pods on nodeWithLabels, terminating, limits, evictions)
+        let cases: &[(&str, &str, bool, bool, Limits, usize)] = &[
+            (
+                "correctly scheduled [required]",
+                REQUIRED,
+                true,
+                false,
+                none,
+                0,
+            ),
+            (
+                "correctly scheduled [preferred]",
+                PREFERRED,
+                true,
+                false,
+                none,
+                0,
+            ),
+            (
+                "wrong node, other available [required]",
+                REQUIRED,
+                false,
+                false,
+                none,
+                1,
+            ),
+            (
+                "wrong node, better fit available [preferred]",
+                PREFERRED,
+                false,
+                false,
+                none,
+                1,
+            ),
+            (
+                "maxPodsToEvictPerNode 1 [required]",
+                REQUIRED,
+                false,
+                false,
+                per_node(1),
+                1,
+            ),
+            (
+                "maxPodsToEvictPerNode 1 [preferred]",
+                PREFERRED,
+                false,
+                false,
+                per_node(1),
+                1,
+            ),
+            (
+                "maxPodsToEvictPerNode 0 [required]",
+                REQUIRED,
+                false,
+                false,
+                per_node(0),
+                0,
+            ),
+            (
+                "maxPodsToEvictPerNode 0 [preferred]",
+                PREFERRED,
+                false,
+                false,
+                per_node(0),
+                0,
+            ),
+            (
+                "terminating [required]",
+                REQUIRED,
+                false,
+                true,
+                per_node(1),
+                0,
+            ),
+            (
+                "terminating [preferred]",
+                PREFERRED,
+                false,
+                true,
+                per_node(1),
+                0,
+            ),
+            (
+                "maxNoOfPodsToEvictPerNamespace 1 [required]",
+                REQUIRED,
+                false,
+                false,
+                per_ns(1),
+                1,
+            ),
+            (
+                "maxNoOfPodsToEvictPerNamespace 1 [preferred]",
+                PREFERRED,
+                false,
+                false,
+                per_ns(1),
+                1,
+            ),
+            (
+                "maxNoOfPodsToEvictPerNamespace 0 [required]",
+                REQUIRED,
+                false,
+                false,
+                per_ns(0),
+                0,
+            ),
+            (
+                "maxNoOfPodsToEvictPerNamespace 0 [preferred]",
+                PREFERRED,
+                false,
+                false,
+                per_ns(0),
+                0,
+            ),
+            (
+                "maxNoOfPodsToEvictTotal 0 [required]",
+                REQUIRED,
+                false,
+                false,
+                Limits {
+                    per_namespace: Some(1),
+                    total: Some(0),
+                    ..Default::default()
+                },
+                0,
+            ),
+        ];
+        for &(desc, t, on_labelled, terminating, limits, want) in cases {
+            let (nodes, on) = if on_labelled {
+                (vec![labelled("nodeWithLabels")], "nodeWithLabels")
+            } else {
+                (
+                    vec![unlabelled("nodeWithoutLabels"), labelled("nodeWithLabels")],
+                    "nodeWithoutLabels",
+                )
+            };
+            let snap = snapshot(nodes, upstream_pods(on, t, terminating));
+            let got = run_full(&snap, args(&[t]), Value::Null, limits, None, &[]).names;
+            assert_eq!(got.len(), want, "{desc}: {got:?}");
+            if want == 1 {
+                assert_eq!(got, ["podWithNodeAffinity"], "{desc}");
+            }
+        }
+    }
+
+    #[test]
+    fn upstream_no_node_where_the_pod_fits() {
+        for t in [REQUIRED, PREFERRED] {
+            // the only labelled node is cordoned: no eviction, with or without nodeFit
+            let snap = snapshot(
+                vec![
+                    unlabelled("nodeWithoutLabels"),
+                    node("unschedulableNodeWithLabels")
+                        .label(KEY, "yes")
+                        .unschedulable()
+                        .build(),
+                ],
+                upstream_pods("nodeWithoutLabels", t, false),
+            );
+            for evictor in [json!({"nodeFit": true}), Value::Null] {
+                let r = run_full(&snap, args(&[t]), evictor, Limits::default(), None, &[]);
+                assert!(r.names.is_empty(), "{t}");
+            }
+            // the pod's node is not a planning node: it is not looked at
+            let snap = snapshot(
+                vec![
+                    unlabelled("nodeWithoutLabels"),
+                    labelled("nodeWithLabels"),
+                    node("unschedulableNodeWithLabels")
+                        .label(KEY, "yes")
+                        .unschedulable()
+                        .build(),
+                ],
+                upstream_pods("nodeWithoutLabels", t, false),
+            );
+            let only: &[&str] = &["nodeWithLabels", "unschedulableNodeWithLabels"];
+            let r = run_full(
+                &snap,
+                args(&[t]),
+                json!({"nodeFit": true}),
+                Limits {
+                    per_node: Some(1),
+                    ..Default::default()
+                },
+                Some(only),
+                &[],
+            );
+            assert!(r.names.is_empty(), "{t}");
+        }
+    }
+
+    #[test]
+    fn reasons() {
+        let snap = snapshot(
+            vec![unlabelled("n1"), labelled("n2")],
+            vec![
+                p("a", "n1")
+                    .required_node_affinity(vec![node_term(KEY, &["yes"])])
+                    .build(),
+                p("b", "n1")
+                    .preferred_node_affinity(10, node_term(KEY, &["yes"]))
+                    .build(),
+            ],
+        );
+        let r = run_full(
+            &snap,
+            args(&[REQUIRED, PREFERRED]),
+            Value::Null,
+            Limits::default(),
+            None,
+            &[],
+        );
+        assert_eq!(r.names, ["a", "b"]);
+        assert_eq!(
+            r.reasons,
+            [
+                "node n1 no longer matches the pod's required node affinity (it fits n2)",
+                "node n1 scores 0 for the pod's preferred node affinity; n2, where it fits, scores 10",
+            ]
+        );
+    }
+
+    #[test]
+    fn required_covers_node_selector_only_with_affinity() {
+        let snap = snapshot(
+            vec![unlabelled("n1"), labelled("n2")],
+            vec![
+                // nodeSelector alone: upstream's PodHasNodeAffinity says no
+                p("selector-only", "n1").node_selector(KEY, "yes").build(),
+                // affinity matches n1 (any node), the nodeSelector does not
+                p("both", "n1")
+                    .node_selector(KEY, "yes")
+                    .required_node_affinity(vec![exists_term("kubernetes.io/hostname")])
+                    .build(),
+            ],
+        );
+        assert_eq!(run(&snap, required()), ["both"]);
+    }
+
+    /// A term requiring a node label to exist.
+    fn exists_term(key: &str) -> crate::snapshot::NodeSelectorTerm {
+        crate::snapshot::NodeSelectorTerm {
+            match_expressions: vec![crate::labels::Requirement::Exists(key.into())],
+            match_fields: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn required_terms_are_ored() {
+        let snap = snapshot(
+            vec![
+                node("n1").label("zone", "b").build(),
+                node("n2").label("zone", "c").build(),
+            ],
+            vec![
+                p("ok", "n1")
+                    .required_node_affinity(vec![
+                        node_term("zone", &["a"]),
+                        node_term("zone", &["b"]),
+                    ])
+                    .build(),
+                p("moves", "n1")
+                    .required_node_affinity(vec![
+                        node_term("zone", &["a"]),
+                        node_term("zone", &["c"]),
+                    ])
+                    .build(),
+            ],
+        );
+        assert_eq!(run(&snap, required()), ["moves"]);
+    }
+
+    #[test]
+    fn pod_that_fits_nowhere_else_stays() {
+        let want = |b: PodBuilder| b.required_node_affinity(vec![node_term(KEY, &["yes"])]);
+        // the only matching node is full
+        let snap = snapshot(
+            vec![
+                unlabelled("n1"),
+                node("n2").cpu(150).label(KEY, "yes").build(),
+            ],
+            vec![want(p("a", "n1")).build(), p("big", "n2").cpu(100).build()],
+        );
+        assert!(run(&snap, required()).is_empty());
+        // the only matching node has a taint the pod does not tolerate
+        let tainted = node("n2")
+            .label(KEY, "yes")
+            .taint("gpu", "", TaintEffect::NoSchedule)
+            .build();
+        let snap = snapshot(
+            vec![unlabelled("n1"), tainted.clone()],
+            vec![want(p("a", "n1")).build()],
+        );
+        assert!(run(&snap, required()).is_empty());
+        let snap = snapshot(
+            vec![unlabelled("n1"), tainted],
+            vec![want(p("a", "n1")).toleration("gpu", "", None).build()],
+        );
+        assert_eq!(run(&snap, required()), ["a"]);
+        // no other node matches at all
+        let snap = snapshot(
+            vec![unlabelled("n1"), unlabelled("n2")],
+            vec![want(p("a", "n1")).build()],
+        );
+        assert!(run(&snap, required()).is_empty());
+    }
+
+    #[test]
+    fn node_fit_sees_earlier_plans() {
+        // n2 is full until an earlier plugin plans to move "big" off it
+        let snap = snapshot(
+            vec![
+                unlabelled("n1"),
+                node("n2").cpu(150).label(KEY, "yes").build(),
+            ],
+            vec![
+                p("a", "n1")
+                    .required_node_affinity(vec![node_term(KEY, &["yes"])])
+                    .build(),
+                p("big", "n2").cpu(100).build(),
+            ],
+        );
+        assert!(run(&snap, required()).is_empty());
+        let r = run_full(
+            &snap,
+            required(),
+            Value::Null,
+            Limits::default(),
+            None,
+            &["big"],
+        );
+        assert_eq!(r.names, ["a"]);
+    }
+
+    #[test]
+    fn preferred_needs_a_better_node_it_fits() {
+        let pref = |b: PodBuilder| {
+            b.preferred_node_affinity(10, node_term("zone", &["a"]))
+                .preferred_node_affinity(5, node_term("disk", &["ssd"]))
+        };
+        let nodes = || {
+            vec![
+                node("n1").label("zone", "a").build(),   // 10
+                node("n2").label("disk", "ssd").build(), // 5
+                node("n3")
+                    .label("zone", "a")
+                    .label("disk", "ssd")
+                    .cpu(50)
+                    .build(), // 15, small
+                node("n4").label("zone", "a").label("disk", "ssd").build(), // 15
+            ]
+        };
+        // on n2 (5): n4 (15) is the best it fits; n3 is too small
+        let snap = snapshot(nodes(), vec![pref(p("a", "n2")).build()]);
+        let r = run_full(
+            &snap,
+            preferred(),
+            Value::Null,
+            Limits::default(),
+            None,
+            &[],
+        );
+        assert_eq!(r.names, ["a"]);
+        assert!(
+            r.reasons[0].ends_with("n4, where it fits, scores 15"),
+            "{:?}",
+            r.reasons
+        );
+        // on n4 it has the best score there is
+        let snap = snapshot(nodes(), vec![pref(p("a", "n4")).build()]);
+        assert!(run(&snap, preferred()).is_empty());
+        // an equal score elsewhere is no reason to move
+        let snap = snapshot(
+            vec![
+                node("n1").label("zone", "a").build(),
+                node("n2").label("zone", "a").build(),
+            ],
+            vec![pref(p("a", "n1")).build()],
+        );
+        assert!(run(&snap, preferred()).is_empty());
+        // the only better node is cordoned: the pod stays even without nodeFit (upstream
+        // would evict it and rely on nodeFit)
+        let snap = snapshot(
+            vec![
+                node("n1").build(),
+                node("n2").label("zone", "a").unschedulable().build(),
+            ],
+            vec![pref(p("a", "n1")).build()],
+        );
+        assert!(run(&snap, preferred()).is_empty());
+        // required affinity limits where it fits
+        let snap = snapshot(
+            vec![
+                node("n1").label("pool", "x").build(),
+                node("n2").label("zone", "a").build(),
+            ],
+            vec![pref(p("a", "n1"))
+                .required_node_affinity(vec![node_term("pool", &["x"])])
+                .build()],
+        );
+        assert!(run(&snap, args(&[PREFERRED, REQUIRED])).is_empty());
+    }
+
+    #[test]
+    fn types_run_in_order_and_once() {
+        let snap = snapshot(
+            vec![unlabelled("n1"), labelled("n2")],
+            vec![p("a", "n1")
+                .required_node_affinity(vec![node_term(KEY, &["yes"])])
+                .preferred_node_affinity(10, node_term(KEY, &["yes"]))
+                .build()],
+        );
+        let r = run_full(
+            &snap,
+            args(&[PREFERRED, REQUIRED, PREFERRED]),
+            Value::Null,
+            Limits::default(),
+            None,
+            &[],
+        );
+        assert_eq!(r.names, ["a"]);
+        assert!(r.reasons[0].contains("preferred"), "{:?}", r.reasons);
+        // only the listed type acts
+        let snap = snapshot(
+            vec![unlabelled("n1"), labelled("n2")],
+            vec![p("a", "n1")
+                .preferred_node_affinity(10, node_term(KEY, &["yes"]))
+                .build()],
+        );
+        assert!(run(&snap, required()).is_empty());
+    }
+
+    #[test]
+    fn protected_and_finished_pods_stay() {
+        let want = |b: PodBuilder| b.required_node_affinity(vec![node_term(KEY, &["yes"])]);
+        let snap = snapshot(
+            vec![unlabelled("n1"), labelled("n2")],
+            vec![
+                want(p("ds", "n1").owner("DaemonSet", "ds")).build(),
+                want(p("local", "n1")).local_storage().build(),
+                want(p("mirror", "n1")).mirror().build(),
+                want(p("bare", "n1")).bare().build(),
+                want(p("critical", "n1"))
+                    .priority(crate::snapshot::SYSTEM_CRITICAL_PRIORITY)
+                    .build(),
+                want(p("done", "n1")).phase(Phase::Succeeded).build(),
+                want(p("leaving", "n1")).terminating().build(),
+                want(p("web", "n1")).build(),
+            ],
+        );
+        assert_eq!(run(&snap, required()), ["web"]);
+    }
+
+    #[test]
+    fn namespaces_and_label_selector() {
+        let want = |ns: &str, name: &str, tier: &str| {
+            pod(ns, name)
+                .node("n1")
+                .label("tier", tier)
+                .required_node_affinity(vec![node_term(KEY, &["yes"])])
+                .build()
+        };
+        let snap = snapshot(
+            vec![unlabelled("n1"), labelled("n2")],
+            vec![
+                want("a", "x", "web"),
+                want("b", "y", "web"),
+                want("b", "z", "db"),
+            ],
+        );
+        let keys = |extra: Value| -> Vec<String> {
+            let mut a = required();
+            a.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let plugin = RemovePodsViolatingNodeAffinity::new(&a).unwrap();
+            run_alone(
+                &plugin,
+                &snap,
+                &DefaultEvictor::default(),
+                Limits::default(),
+                T0,
+            )
+            .iter()
+            .map(|e| snap.pod(e.pod).key())
+            .collect()
+        };
+        assert_eq!(keys(json!({})), ["a/x", "b/y", "b/z"]);
+        assert_eq!(
+            keys(json!({"namespaces": {"include": ["b"]}})),
+            ["b/y", "b/z"]
+        );
+        assert_eq!(keys(json!({"namespaces": {"exclude": ["b"]}})), ["a/x"]);
+        assert_eq!(
+            keys(json!({"labelSelector": {"matchLabels": {"tier": "web"}}})),
+            ["a/x", "b/y"]
+        );
+        assert_eq!(
+            keys(
+                json!({"namespaces": {"include": ["b"]}, "labelSelector": {"matchLabels": {"tier": "web"}}})
+            ),
+            ["b/y"]
+        );
+    }
+
+    #[test]
+    fn limits_priority_order_and_budgets() {
+        let want = |name: &str, node: &str| {
+            p(name, node).required_node_affinity(vec![node_term(KEY, &["yes"])])
+        };
+        let nodes = vec![unlabelled("n1"), unlabelled("n2"), labelled("n3")];
+        let pods = vec![
+            want("a", "n1").priority(10).build(),
+            want("b", "n1").priority(5).build(),
+            want("c", "n1").build(),
+            want("d", "n2").build(),
+            want("e", "n2").build(),
+        ];
+        let snap = snapshot(nodes.clone(), pods.clone());
+        // lowest priority first; the node limit moves on to the next node
+        let r = run_full(
+            &snap,
+            required(),
+            Value::Null,
+            Limits {
+                per_node: Some(2),
+                ..Default::default()
+            },
+            None,
+            &[],
+        );
+        assert_eq!(r.names, ["c", "b", "d", "e"]);
+        // the total limit stops the plugin, also for the next type
+        let r = run_full(
+            &snap,
+            args(&[REQUIRED, PREFERRED]),
+            Value::Null,
+            Limits {
+                total: Some(1),
+                ..Default::default()
+            },
+            None,
+            &[],
+        );
+        assert_eq!(r.names, ["c"]);
+        // a disruption budget skips the pod, the next one is tried
+        let mut budgeted = pods;
+        budgeted[2] = want("c", "n1").label("pdb", "y").build();
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes,
+            pods: budgeted,
+            pdbs: vec![pdb("d", "block", "pdb", "y", 0)],
+            ..Default::default()
+        });
+        assert_eq!(run(&snap, required()), ["b", "a", "d", "e"]);
+    }
+
+    #[test]
+    fn pre_eviction_filter_applies() {
+        // minReplicas through the evictor's Filter, nodeFit through PreEvictionFilter
+        let snap = snapshot(
+            vec![unlabelled("n1"), labelled("n2")],
+            upstream_pods("n1", REQUIRED, false),
+        );
+        let r = run_full(
+            &snap,
+            required(),
+            json!({"minReplicas": 4}),
+            Limits::default(),
+            None,
+            &[],
+        );
+        assert!(r.names.is_empty());
+        let r = run_full(
+            &snap,
+            required(),
+            json!({"nodeFit": true}),
+            Limits::default(),
+            None,
+            &[],
+        );
+        assert_eq!(r.names, ["podWithNodeAffinity"]);
+    }
+
+    #[test]
+    fn already_planned_pods_are_skipped() {
+        let snap = snapshot(
+            vec![unlabelled("n1"), labelled("n2")],
+            upstream_pods("n1", REQUIRED, false),
+        );
+        let r = run_full(
+            &snap,
+            required(),
+            Value::Null,
+            Limits::default(),
+            None,
+            &["podWithNodeAffinity"],
+        );
+        assert!(r.names.is_empty());
+    }
+
+    #[test]
+    fn deterministic_under_shuffled_input() {
+        let mut pods = Vec::new();
+        for n in 0..3 {
+            for i in 0..5 {
+                let b = p(&format!("p{n}{i}"), &format!("n{n}"));
+                let b = if i % 2 == 0 {
+                    b.required_node_affinity(vec![node_term(KEY, &["yes"])])
+                } else {
+                    b.preferred_node_affinity(i, node_term(KEY, &["yes"]))
+                };
+                pods.push(b.build());
+            }
+        }
+        let nodes = vec![
+            unlabelled("n0"),
+            unlabelled("n1"),
+            labelled("n2"),
+            labelled("n3"),
+        ];
+        let a = args(&[REQUIRED, PREFERRED]);
+        let first = run(&snapshot(nodes.clone(), pods.clone()), a.clone());
+        assert_eq!(first.len(), 10);
+        let mut rev = nodes;
+        rev.reverse();
+        pods.reverse();
+        assert_eq!(run(&snapshot(rev, pods), a), first);
+    }
+
+    #[test]
+    fn invalid_args_name_the_field() {
+        let path = |v: Value| RemovePodsViolatingNodeAffinity::new(&v).unwrap_err().path;
+        // upstream: "nodeAffinityType needs to be set"
+        assert_eq!(path(Value::Null), "nodeAffinityType");
+        assert_eq!(path(json!({"nodeAffinityType": []})), "nodeAffinityType");
+        assert_eq!(path(json!({"nodeAffinityType": null})), "nodeAffinityType");
+        // upstream's "Invalid Affinity type" test case: refused here, with its index
+        assert_eq!(
+            path(args(&[
+                REQUIRED,
+                "requiredDuringSchedulingRequiredDuringExecution"
+            ])),
+            "nodeAffinityType[1]"
+        );
+        assert_eq!(
+            path(
+                json!({"nodeAffinityType": [REQUIRED], "namespaces": {"include": ["a"], "exclude": ["b"]}})
+            ),
+            "namespaces"
+        );
+        assert_eq!(
+            path(
+                json!({"nodeAffinityType": [REQUIRED], "labelSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}})
+            ),
+            "labelSelector"
+        );
+        assert!(RemovePodsViolatingNodeAffinity::new(
+            &json!({"nodeAffinityType": [REQUIRED], "bogus": 1})
+        )
+        .is_err());
+        let err = RemovePodsViolatingNodeAffinity::new(&Value::Null).unwrap_err();
+        assert!(err.message.contains("needs to be set"), "{}", err.message);
+        let ok = RemovePodsViolatingNodeAffinity::new(&json!({
+            "apiVersion": "descheduler/v1alpha2",
+            "kind": "RemovePodsViolatingNodeAffinityArgs",
+            "nodeAffinityType": [PREFERRED, REQUIRED],
+        }))
+        .unwrap();
+        assert_eq!(ok.types, [AffinityType::Preferred, AffinityType::Required]);
+        assert!(crate::plugins::build(NAME, &required()).is_ok());
+        assert!(crate::plugins::build(NAME, &Value::Null).is_err());
+    }
+}
