@@ -46,9 +46,9 @@ use crate::sim;
 use crate::snapshot::{
     ClusterSnapshot, Node, NodeId, NodeSelectorTerm, Pod, PodId, Taint, TaintEffect,
 };
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::{FxHashMap, FxHasher};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 
 pub const NAME: &str = "RemoveDuplicates";
 
@@ -125,11 +125,91 @@ struct OwnerKey<'s> {
 /// One entry of a pod's duplicate key: namespace, owner kind, owner name, image.
 type KeyPart<'s> = (&'s str, &'s str, &'s str, &'s str);
 
-/// A pod that may be a duplicate, with its full key: one part per (ownerReference, image),
-/// sorted. Two pods on a node with equal full keys are duplicates.
-struct Candidate<'s> {
+/// A pod that may be a duplicate. `key` identifies its full key (one part per
+/// (ownerReference, image), sorted): two pods on a node with equal keys are duplicates.
+/// `owners` is the range of its owners' ids (one per ownerReference, in order) in
+/// [`Interner::cand_owners`].
+#[derive(Clone, Copy)]
+struct Candidate {
     pod: PodId,
-    full_key: Vec<KeyPart<'s>>,
+    key: u32,
+    owners: (u32, u32),
+}
+
+/// No entry in a bucket chain.
+const NONE: u32 = u32::MAX;
+
+fn fx_hash<T: Hash + ?Sized>(value: &T) -> u64 {
+    let mut h = FxHasher::default();
+    value.hash(&mut h);
+    h.finish()
+}
+
+/// Gives every distinct owner and every distinct full key a small id, so each pod's key is
+/// built and hashed once per run.
+#[derive(Default)]
+struct Interner<'s> {
+    owners: Vec<OwnerKey<'s>>,
+    owner_ids: FxHashMap<OwnerKey<'s>, u32>,
+    /// The owner ids of every candidate, back to back.
+    cand_owners: Vec<u32>,
+    /// The parts of every distinct full key, back to back; `keys[id]` is its range.
+    parts: Vec<KeyPart<'s>>,
+    keys: Vec<(u32, u32)>,
+    /// Hash of a full key to the first key id with that hash; `next_key` chains the rest.
+    key_heads: FxHashMap<u64, u32>,
+    next_key: Vec<u32>,
+    scratch: Vec<KeyPart<'s>>,
+}
+
+impl<'s> Interner<'s> {
+    fn candidate(&mut self, id: PodId, pod: &'s Pod) -> Candidate {
+        let start = self.cand_owners.len() as u32;
+        for key in owner_keys(pod) {
+            let next = self.owners.len() as u32;
+            let oid = *self.owner_ids.entry(key).or_insert_with(|| {
+                self.owners.push(key);
+                next
+            });
+            self.cand_owners.push(oid);
+        }
+        let owners = (start, self.cand_owners.len() as u32);
+
+        self.scratch.clear();
+        self.scratch.extend(pod.owners.iter().flat_map(|o| {
+            pod.images
+                .iter()
+                .map(move |i| (&*pod.namespace, &*o.kind, &*o.name, &**i))
+        }));
+        self.scratch.sort_unstable();
+        let hash = fx_hash(&self.scratch[..]);
+        let mut kid = self.key_heads.get(&hash).copied().unwrap_or(NONE);
+        while kid != NONE {
+            let (a, b) = self.keys[kid as usize];
+            if self.parts[a as usize..b as usize] == self.scratch[..] {
+                break;
+            }
+            kid = self.next_key[kid as usize];
+        }
+        if kid == NONE {
+            kid = self.keys.len() as u32;
+            let a = self.parts.len() as u32;
+            self.parts.extend_from_slice(&self.scratch);
+            self.keys.push((a, self.parts.len() as u32));
+            let head = self.key_heads.entry(hash).or_insert(NONE);
+            self.next_key.push(*head);
+            *head = kid;
+        }
+        Candidate {
+            pod: id,
+            key: kid,
+            owners,
+        }
+    }
+
+    fn owners_of(&self, c: &Candidate) -> &[u32] {
+        &self.cand_owners[c.owners.0 as usize..c.owners.1 as usize]
+    }
 }
 
 fn owner_keys(pod: &Pod) -> impl Iterator<Item = OwnerKey<'_>> {
@@ -139,20 +219,6 @@ fn owner_keys(pod: &Pod) -> impl Iterator<Item = OwnerKey<'_>> {
         name: &o.name,
         images: &pod.images,
     })
-}
-
-fn full_key(pod: &Pod) -> Vec<KeyPart<'_>> {
-    let mut parts: Vec<KeyPart<'_>> = pod
-        .owners
-        .iter()
-        .flat_map(|o| {
-            pod.images
-                .iter()
-                .map(move |i| (&*pod.namespace, &*o.kind, &*o.name, &**i))
-        })
-        .collect();
-    parts.sort_unstable();
-    parts
 }
 
 /// The duplicates of one owner on one node (`node` indexes the plugin's node list), best
@@ -168,63 +234,79 @@ impl Plugin for RemoveDuplicates {
         let snap = cx.snap();
 
         // 1. The candidates of every node, best kept first (reverse eviction order).
-        let mut per_node: Vec<Vec<Candidate<'_>>> = Vec::with_capacity(nodes.len());
+        let mut interner = Interner::default();
+        let mut per_node: Vec<Vec<Candidate>> = Vec::with_capacity(nodes.len());
+        let mut pods: Vec<PodId> = Vec::new();
         for &node in nodes {
-            let mut pods: Vec<PodId> = cx
-                .pods_on_node(node)
-                .filter(|&id| self.is_candidate(cx, id))
-                .collect();
+            pods.clear();
+            pods.extend(
+                cx.pods_on_node(node)
+                    .filter(|&id| self.is_candidate(cx, id)),
+            );
             cx.sort_by_eviction_order(&mut pods);
-            pods.reverse();
             per_node.push(
-                pods.into_iter()
-                    .map(|pod| Candidate {
-                        pod,
-                        full_key: full_key(snap.pod(pod)),
-                    })
+                pods.iter()
+                    .rev()
+                    .map(|&pod| interner.candidate(pod, snap.pod(pod)))
                     .collect(),
             );
         }
+        let owner_count = interner.owners.len();
 
         // 2. Upstream lists only pods that also pass the PreEvictionFilter. That check can
         // cost a scan of the nodes per pod (nodeFit), and it only matters for pods of owners
         // that have duplicates before it: an owner without two equal keys on some node has
         // none after it either. So check those pods only, and drop the others.
-        let mut owners_with_duplicates: FxHashSet<OwnerKey<'_>> = FxHashSet::default();
-        for cands in &per_node {
-            let mut seen: FxHashSet<&[KeyPart<'_>]> = FxHashSet::default();
+        // `seen_on[key]` is the last node (plus one) where a pod with that key was seen.
+        let mut seen_on: Vec<u32> = vec![0; interner.keys.len()];
+        let mut has_duplicates = vec![false; owner_count];
+        let mut any_duplicates = false;
+        for (ni, cands) in per_node.iter().enumerate() {
+            let stamp = ni as u32 + 1;
             for c in cands {
-                if !seen.insert(&c.full_key) {
-                    owners_with_duplicates.extend(owner_keys(snap.pod(c.pod)));
+                let seen = &mut seen_on[c.key as usize];
+                if *seen == stamp {
+                    for &o in interner.owners_of(c) {
+                        has_duplicates[o as usize] = true;
+                    }
+                    any_duplicates = true;
+                } else {
+                    *seen = stamp;
                 }
             }
         }
-        if owners_with_duplicates.is_empty() {
+        if !any_duplicates {
             return;
         }
         for cands in &mut per_node {
             cands.retain(|c| {
-                owner_keys(snap.pod(c.pod)).any(|k| owners_with_duplicates.contains(&k))
+                interner
+                    .owners_of(c)
+                    .iter()
+                    .any(|&o| has_duplicates[o as usize])
                     && cx.pre_eviction_filter(c.pod).is_ok()
             });
         }
 
         // 3. Upstream's count: pods per owner over all nodes, and the duplicates per owner
         // and node (every pod after the first with the same full key).
-        let mut occurrences: FxHashMap<OwnerKey<'_>, u32> = FxHashMap::default();
-        let mut duplicates: BTreeMap<OwnerKey<'_>, NodeDuplicates> = BTreeMap::new();
+        seen_on.iter_mut().for_each(|s| *s = 0);
+        let mut occurrences: Vec<u32> = vec![0; owner_count];
+        let mut duplicates: Vec<NodeDuplicates> = vec![Vec::new(); owner_count];
         for (ni, cands) in per_node.iter().enumerate() {
-            let mut seen: FxHashSet<&[KeyPart<'_>]> = FxHashSet::default();
+            let stamp = ni as u32 + 1;
             for c in cands {
-                let pod = snap.pod(c.pod);
-                for key in owner_keys(pod) {
-                    *occurrences.entry(key).or_default() += 1;
+                let owners = interner.owners_of(c);
+                for &o in owners {
+                    occurrences[o as usize] += 1;
                 }
-                if seen.insert(&c.full_key) {
+                let seen = &mut seen_on[c.key as usize];
+                if *seen != stamp {
+                    *seen = stamp;
                     continue;
                 }
-                for key in owner_keys(pod) {
-                    let on_nodes = duplicates.entry(key).or_default();
+                for &o in owners {
+                    let on_nodes = &mut duplicates[o as usize];
                     match on_nodes.last_mut() {
                         Some((n, pods)) if *n == ni => pods.push(c.pod),
                         _ => on_nodes.push((ni, vec![c.pod])),
@@ -232,10 +314,17 @@ impl Plugin for RemoveDuplicates {
                 }
             }
         }
+        let mut order: Vec<u32> = (0..owner_count as u32)
+            .filter(|&o| !duplicates[o as usize].is_empty())
+            .collect();
+        order.sort_unstable_by_key(|&o| interner.owners[o as usize]);
 
         // 4. Evict what exceeds the upper average on each node.
-        for (owner, on_nodes) in &duplicates {
-            let targets = count_target_nodes(snap, nodes, on_nodes);
+        let mut targets_cache = TargetNodes::new(snap, nodes);
+        for o in order {
+            let owner = &interner.owners[o as usize];
+            let on_nodes = &duplicates[o as usize];
+            let targets = targets_cache.count(on_nodes);
             if targets < 2 {
                 tracing::debug!(
                     owner = %owner_display(owner),
@@ -244,7 +333,7 @@ impl Plugin for RemoveDuplicates {
                 );
                 continue;
             }
-            let total = occurrences[owner];
+            let total = occurrences[o as usize];
             let upper_avg = total.div_ceil(targets as u32) as usize;
             tracing::debug!(owner = %owner_display(owner), total, targets, upper_avg, "duplicates found");
             'nodes: for (ni, dups) in on_nodes {
@@ -278,44 +367,132 @@ fn owner_display(owner: &OwnerKey<'_>) -> String {
     format!("{} {}/{}", owner.kind, owner.namespace, owner.name)
 }
 
-/// Upstream's `getTargetNodes`: the nodes where the owner's duplicates could land. Pods that
-/// agree on tolerations, nodeSelector and required node affinity land on the same nodes, so
-/// each such group is checked once; a group that fits on only one node adds nothing.
-fn count_target_nodes(
-    snap: &ClusterSnapshot,
-    nodes: &[NodeId],
-    on_nodes: &NodeDuplicates,
-) -> usize {
-    let mut distinct: Vec<&Pod> = Vec::new();
-    for &id in on_nodes.iter().flat_map(|(_, pods)| pods) {
-        let pod = snap.pod(id);
-        if !distinct.iter().any(|d| same_placement(d, pod)) {
-            distinct.push(pod);
+/// Upstream's `getTargetNodes`: the nodes where an owner's duplicates could land. Pods that
+/// agree on tolerations, nodeSelector and required node affinity (a placement) land on the
+/// same nodes, so each placement is checked against the nodes once per run, whatever the
+/// owner; a placement that fits on only one node adds nothing.
+struct TargetNodes<'s, 'n> {
+    snap: &'s ClusterSnapshot,
+    nodes: &'n [NodeId],
+    unschedulable: Taint,
+    /// One pod per distinct placement.
+    reps: Vec<&'s Pod>,
+    /// Per placement: the nodes it fits on as a bitset (None when it fits on fewer than
+    /// two), and how many.
+    fits: Vec<(Option<Box<[u64]>>, usize)>,
+    /// Hash of a placement to its first id; `next` chains the other ids with that hash.
+    heads: FxHashMap<u64, u32>,
+    next: Vec<u32>,
+    /// Scratch: the placements of one owner, and the union of their nodes.
+    ids: Vec<u32>,
+    union: Vec<u64>,
+}
+
+impl<'s, 'n> TargetNodes<'s, 'n> {
+    fn new(snap: &'s ClusterSnapshot, nodes: &'n [NodeId]) -> Self {
+        TargetNodes {
+            snap,
+            nodes,
+            unschedulable: Taint {
+                key: UNSCHEDULABLE_TAINT_KEY.into(),
+                value: "".into(),
+                effect: TaintEffect::NoSchedule,
+            },
+            reps: Vec::new(),
+            fits: Vec::new(),
+            heads: FxHashMap::default(),
+            next: Vec::new(),
+            ids: Vec::new(),
+            union: Vec::new(),
         }
     }
-    let unschedulable = Taint {
-        key: UNSCHEDULABLE_TAINT_KEY.into(),
-        value: "".into(),
-        effect: TaintEffect::NoSchedule,
-    };
-    let mut is_target = vec![false; nodes.len()];
-    let mut matching = Vec::with_capacity(nodes.len());
-    for pod in distinct {
-        matching.clear();
-        matching.extend(
-            nodes
-                .iter()
-                .enumerate()
-                .filter(|&(_, &n)| could_land(pod, snap.node(n), &unschedulable))
-                .map(|(i, _)| i),
-        );
-        if matching.len() > 1 {
-            for &i in &matching {
-                is_target[i] = true;
+
+    /// The id of the pod's placement, checking it against the nodes if it is new.
+    fn placement(&mut self, pod: &'s Pod) -> u32 {
+        let hash = placement_hash(pod);
+        let mut id = self.heads.get(&hash).copied().unwrap_or(NONE);
+        while id != NONE {
+            if same_placement(self.reps[id as usize], pod) {
+                return id;
+            }
+            id = self.next[id as usize];
+        }
+        let id = self.reps.len() as u32;
+        let mut bits = vec![0u64; self.nodes.len().div_ceil(64)];
+        let mut count = 0;
+        for (i, &n) in self.nodes.iter().enumerate() {
+            if could_land(pod, self.snap.node(n), &self.unschedulable) {
+                bits[i / 64] |= 1 << (i % 64);
+                count += 1;
+            }
+        }
+        self.reps.push(pod);
+        self.fits.push(if count > 1 {
+            (Some(bits.into_boxed_slice()), count)
+        } else {
+            (None, 0)
+        });
+        let head = self.heads.entry(hash).or_insert(NONE);
+        self.next.push(*head);
+        *head = id;
+        id
+    }
+
+    /// How many nodes the owner's duplicates could land on.
+    fn count(&mut self, on_nodes: &NodeDuplicates) -> usize {
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        for &pod in on_nodes.iter().flat_map(|(_, pods)| pods) {
+            let id = self.placement(self.snap.pod(pod));
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids.retain(|&id| self.fits[id as usize].0.is_some());
+        let count = match ids[..] {
+            [] => 0,
+            [id] => self.fits[id as usize].1,
+            _ => {
+                self.union.clear();
+                self.union.resize(self.nodes.len().div_ceil(64), 0);
+                for &id in &ids {
+                    if let Some(bits) = &self.fits[id as usize].0 {
+                        for (u, b) in self.union.iter_mut().zip(bits.iter()) {
+                            *u |= b;
+                        }
+                    }
+                }
+                self.union.iter().map(|w| w.count_ones() as usize).sum()
+            }
+        };
+        self.ids = ids;
+        count
+    }
+}
+
+/// A hash of what [`same_placement`] compares (the shape of required node affinity only):
+/// equal placements hash equally.
+fn placement_hash(pod: &Pod) -> u64 {
+    let mut h = FxHasher::default();
+    for t in &pod.tolerations {
+        (&t.key, t.exists, &t.value, t.effect).hash(&mut h);
+    }
+    pod.tolerations.len().hash(&mut h);
+    pod.node_selector.hash(&mut h);
+    match pod
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_required.as_deref())
+    {
+        None => 0usize.hash(&mut h),
+        Some(terms) => {
+            (1 + terms.len()).hash(&mut h);
+            for t in terms {
+                (t.match_expressions.len(), t.match_fields.len()).hash(&mut h);
             }
         }
     }
-    is_target.iter().filter(|&&t| t).count()
+    h.finish()
 }
 
 /// Whether the scheduler could place the pod on the node, by taints, nodeSelector and

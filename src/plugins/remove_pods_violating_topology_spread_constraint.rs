@@ -56,7 +56,6 @@ use crate::snapshot::{
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
@@ -177,6 +176,7 @@ impl Plugin for RemovePodsViolatingTopologySpreadConstraint {
             node_pos[n as usize] = Some(i as u32);
         }
         let mut chosen = Chosen::default();
+        let mut domain_cache = DomainCache::default();
         // Pods are sorted by namespace, so each namespace is one contiguous range.
         let mut start: PodId = 0;
         while (start as usize) < snap.pods.len() {
@@ -184,7 +184,7 @@ impl Plugin for RemovePodsViolatingTopologySpreadConstraint {
             let range = snap.pods_in_namespace(ns);
             start = range.end;
             if namespace_allowed(&self.args.namespaces, ns) {
-                self.balance_namespace(cx, nodes, &node_pos, range, &mut chosen);
+                self.balance_namespace(cx, nodes, &node_pos, range, &mut domain_cache, &mut chosen);
             }
         }
         self.evict(cx, chosen);
@@ -295,6 +295,105 @@ struct Domain<'s> {
     pods: Vec<PodId>,
 }
 
+/// The domains of the planning nodes for one topology key and one node inclusion signature.
+struct NodeDomains<'s> {
+    /// The distinct topology values of the nodes that count, sorted.
+    values: Vec<&'s str>,
+    /// The planning nodes, in order.
+    nodes: Vec<NodeId>,
+    /// For each planning node (by position), the index in `values` of its domain, if it counts.
+    domain_of: Vec<Option<u32>>,
+}
+
+/// One cached `NodeDomains`, with what it was computed from: the inclusion policies and the
+/// pod whose node affinity / tolerations those policies honour.
+struct DomainEntry<'s> {
+    node_affinity_policy: InclusionPolicy,
+    node_taints_policy: InclusionPolicy,
+    pod: &'s Pod,
+    domains: NodeDomains<'s>,
+}
+
+impl DomainEntry<'_> {
+    /// Whether the entry gives the same nodes as the constraint's inclusion policies would
+    /// (the topology key is compared by the cache).
+    fn same_inclusion(&self, c: &Constraint<'_>) -> bool {
+        self.node_affinity_policy == c.node_affinity_policy
+            && self.node_taints_policy == c.node_taints_policy
+            && (c.node_affinity_policy == InclusionPolicy::Ignore
+                || same_node_affinity(self.pod, c.pod))
+            && (c.node_taints_policy == InclusionPolicy::Ignore
+                || self.pod.tolerations == c.pod.tolerations)
+    }
+}
+
+/// The node domains computed during one run, by topology key, then inclusion signature:
+/// constraints that differ only in their selector or `maxSkew` share them.
+#[derive(Default)]
+struct DomainCache<'s> {
+    by_key: FxHashMap<&'s str, Vec<DomainEntry<'s>>>,
+}
+
+impl<'s> DomainCache<'s> {
+    fn get(
+        &mut self,
+        snap: &'s ClusterSnapshot,
+        nodes: &[NodeId],
+        c: &Constraint<'s>,
+    ) -> &NodeDomains<'s> {
+        let entries = self.by_key.entry(c.topology_key).or_default();
+        let i = match entries.iter().position(|e| e.same_inclusion(c)) {
+            Some(i) => i,
+            None => {
+                entries.push(DomainEntry {
+                    node_affinity_policy: c.node_affinity_policy,
+                    node_taints_policy: c.node_taints_policy,
+                    pod: c.pod,
+                    domains: node_domains(snap, nodes, c),
+                });
+                entries.len() - 1
+            }
+        };
+        &entries[i].domains
+    }
+}
+
+/// The domain of each planning node that counts for the constraint.
+fn node_domains<'s>(
+    snap: &'s ClusterSnapshot,
+    nodes: &[NodeId],
+    c: &Constraint<'s>,
+) -> NodeDomains<'s> {
+    let node_value: Vec<Option<&'s str>> = nodes
+        .iter()
+        .map(|&n| {
+            let node = snap.node(n);
+            let value = node.labels.get(c.topology_key)?;
+            sim::matches_node_inclusion_policies(
+                c.pod,
+                node,
+                c.node_affinity_policy,
+                c.node_taints_policy,
+            )
+            .then_some(value)
+        })
+        .collect();
+    let mut values: Vec<&'s str> = node_value.iter().flatten().copied().collect();
+    values.sort_unstable();
+    values.dedup();
+    let index: FxHashMap<&'s str, u32> = values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (v, i as u32))
+        .collect();
+    let domain_of = node_value.iter().map(|v| v.map(|v| index[v])).collect();
+    NodeDomains {
+        values,
+        nodes: nodes.to_vec(),
+        domain_of,
+    }
+}
+
 impl RemovePodsViolatingTopologySpreadConstraint {
     /// Whether the plugin may evict the pod: the evictor's Filter and the `labelSelector` arg
     /// (upstream's `podFilter`; the namespace is already in scope).
@@ -307,12 +406,13 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         cx.filter(pod)
     }
 
-    fn balance_namespace(
+    fn balance_namespace<'s>(
         &self,
-        cx: &Context<'_, '_>,
+        cx: &Context<'_, 's>,
         nodes: &[NodeId],
         node_pos: &[Option<u32>],
         range: Range<PodId>,
+        domain_cache: &mut DomainCache<'s>,
         chosen: &mut Chosen,
     ) {
         let snap = cx.snap();
@@ -358,59 +458,57 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 );
                 continue;
             }
-            self.balance_constraint(cx, nodes, &pods, c, &mut evictable, chosen);
+            let domains = domain_cache.get(snap, nodes, c);
+            self.balance_constraint(cx, &pods, c, domains, &mut evictable, chosen);
         }
     }
 
     fn balance_constraint<'s>(
         &self,
         cx: &Context<'_, 's>,
-        nodes: &[NodeId],
         pods: &[Counted],
         c: &Constraint<'_>,
+        node_domains: &NodeDomains<'s>,
         evictable: &mut FxHashMap<PodId, bool>,
         chosen: &mut Chosen,
     ) {
         let snap: &'s ClusterSnapshot = cx.snap();
-        // The domain of each planning node that counts for this constraint.
-        let domain_of: Vec<Option<&'s str>> = nodes
-            .iter()
-            .map(|&n| {
-                let node = snap.node(n);
-                let value = node.labels.get(c.topology_key)?;
-                sim::matches_node_inclusion_policies(
-                    c.pod,
-                    node,
-                    c.node_affinity_policy,
-                    c.node_taints_policy,
-                )
-                .then_some(value)
-            })
-            .collect();
-        let mut domains: BTreeMap<&'s str, Vec<PodId>> = BTreeMap::new();
-        for v in domain_of.iter().flatten() {
-            domains.entry(v).or_default();
-        }
+        // The domain of each planning node that counts for this constraint, as an index into
+        // the sorted domain values.
+        let domain_of = &node_domains.domain_of;
+        let mut counts: Vec<u32> = vec![0; node_domains.values.len()];
         let mut sum = 0usize;
         for &(pos, p, _) in pods {
-            if let Some(v) = domain_of[pos as usize] {
+            if let Some(d) = domain_of[pos as usize] {
                 if c.selects(&snap.pod(p).labels) {
-                    domains.entry(v).or_default().push(p);
+                    counts[d as usize] += 1;
                     sum += 1;
                 }
             }
         }
-        let (min, max) = domains.values().fold((usize::MAX, 0), |(lo, hi), d| {
-            (lo.min(d.len()), hi.max(d.len()))
+        let (min, max) = counts.iter().fold((usize::MAX, 0), |(lo, hi), &n| {
+            (lo.min(n as usize), hi.max(n as usize))
         });
-        if domains.len() < 2 || (max - min) as i64 <= c.max_skew as i64 {
+        let domain_count = counts.len();
+        if domain_count < 2 || (max - min) as i64 <= c.max_skew as i64 {
             return;
+        }
+        let mut domains: Vec<Vec<PodId>> = counts
+            .iter()
+            .map(|&n| Vec::with_capacity(n as usize))
+            .collect();
+        for &(pos, p, _) in pods {
+            if let Some(d) = domain_of[pos as usize] {
+                if c.selects(&snap.pod(p).labels) {
+                    domains[d as usize].push(p);
+                }
+            }
         }
         tracing::debug!(
             namespace = %c.pod.namespace,
             topology_key = c.topology_key,
             max_skew = c.max_skew,
-            domains = domains.len(),
+            domains = domain_count,
             largest = max,
             smallest = min,
             "topology spread constraint is violated"
@@ -421,11 +519,12 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 .entry(p)
                 .or_insert_with(|| self.may_evict(cx, p).is_ok())
         };
-        let ideal_avg = sum as f64 / domains.len() as f64;
+        let ideal_avg = sum as f64 / domain_count as f64;
         // sortDomains: pods that stay first, pods to evict first at the back.
         let mut sorted: Vec<Domain<'s>> = domains
             .into_iter()
-            .map(|(value, mut pods)| {
+            .zip(&node_domains.values)
+            .map(|(mut pods, &value)| {
                 pods.sort_by_cached_key(|&p| {
                     let pod = snap.pod(p);
                     (
@@ -441,15 +540,13 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         sorted.sort_by_key(|d| d.pods.len());
 
         // Nodes of the domains below the ideal average, where moved pods should land.
-        let below: FxHashSet<&str> = sorted
+        // A domain's size before balancing is its count.
+        let below: Vec<bool> = counts.iter().map(|&n| (n as f64) < ideal_avg).collect();
+        let nodes_below: Vec<NodeId> = node_domains
+            .nodes
             .iter()
-            .filter(|d| (d.pods.len() as f64) < ideal_avg)
-            .map(|d| d.value)
-            .collect();
-        let nodes_below: Vec<NodeId> = nodes
-            .iter()
-            .zip(&domain_of)
-            .filter(|(_, v)| v.is_some_and(|v| below.contains(v)))
+            .zip(domain_of)
+            .filter(|(_, d)| d.is_some_and(|d| below[d as usize]))
             .map(|(&n, _)| n)
             .collect();
         let mut fit_cache: FxHashMap<PodId, bool> = FxHashMap::default();
