@@ -106,6 +106,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         topology_spread: Vec::new(),
         host_ports: Vec::new(),
         images: vec!["registry.example/app:1".into()],
+        status: PodStatusDetail::default(),
     })
 }
 
@@ -202,6 +203,51 @@ impl PodBuilder {
     }
     pub fn pvc(mut self, claim: &str) -> Self {
         self.0.pvc_claims.push(claim.into());
+        self
+    }
+    /// `status.reason`.
+    pub fn status_reason(mut self, reason: &str) -> Self {
+        self.0.status.reason = Some(reason.into());
+        self
+    }
+    /// Appends an application container status.
+    pub fn container_status(mut self, restarts: i32, state: ContainerState) -> Self {
+        self.0.status.containers.push(ContainerStatus {
+            restart_count: restarts,
+            state,
+        });
+        self
+    }
+    /// Appends an init container status.
+    pub fn init_container_status(mut self, restarts: i32, state: ContainerState) -> Self {
+        self.0.status.init_containers.push(ContainerStatus {
+            restart_count: restarts,
+            state,
+        });
+        self
+    }
+    /// Appends an ephemeral container status.
+    pub fn ephemeral_container_status(mut self, state: ContainerState) -> Self {
+        self.0.status.ephemeral_containers.push(ContainerStatus {
+            restart_count: 0,
+            state,
+        });
+        self
+    }
+    /// Appends a condition.
+    pub fn condition(
+        mut self,
+        kind: &str,
+        status: ConditionStatus,
+        reason: Option<&str>,
+        last_transition: Option<i64>,
+    ) -> Self {
+        self.0.status.conditions.push(PodCondition {
+            kind: kind.into(),
+            status,
+            reason: reason.map(Into::into),
+            last_transition,
+        });
         self
     }
     pub fn created(mut self, t: i64) -> Self {

@@ -13,7 +13,8 @@
 //! - `load_file` drops the file's bytes before indexing the snapshot.
 
 use super::{
-    Affinity, ClusterSnapshot, HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm,
+    Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, PodCondition,
+    PodStatusDetail, HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm,
     OwnerRef, Pdb, Phase, Pod, PodAffinityTerm, PreferredSchedulingTerm, PriorityClass, Qos,
     Resources, SnapshotParts, Taint, TaintEffect, Toleration, TopologySpreadConstraint,
     WeightedPodAffinityTerm, WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION,
@@ -1020,6 +1021,73 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
         topology_spread,
         host_ports,
         images,
+        status: convert_pod_status(file, label, status)?,
+    })
+}
+
+fn convert_container_statuses(raw: &[RawContainerStatus<'_>]) -> Vec<ContainerStatus> {
+    raw.iter()
+        .map(|c| ContainerStatus {
+            restart_count: c.restart_count,
+            state: if let Some(t) = &c.state.terminated {
+                ContainerState::Terminated {
+                    reason: t.reason.as_ref().filter(|r| !r.is_empty()).map(Str::boxed),
+                    exit_code: t.exit_code,
+                }
+            } else if let Some(w) = &c.state.waiting {
+                ContainerState::Waiting {
+                    reason: w.reason.as_ref().filter(|r| !r.is_empty()).map(Str::boxed),
+                }
+            } else if c.state.running.is_some() {
+                ContainerState::Running
+            } else {
+                ContainerState::Unknown
+            },
+        })
+        .collect()
+}
+
+fn convert_pod_status(
+    file: &str,
+    label: Obj<'_>,
+    status: &RawStatus<'_>,
+) -> Result<PodStatusDetail, SnapshotError> {
+    let mut conditions = Vec::with_capacity(status.conditions.len());
+    for (i, c) in status.conditions.iter().enumerate() {
+        let cond_status = ConditionStatus::parse(&c.status).ok_or_else(|| {
+            SnapshotError::field(
+                file,
+                label,
+                format!("status.conditions[{i}].status"),
+                format!("{:?} is not one of True, False, Unknown", &*c.status),
+            )
+        })?;
+        let last_transition = match &c.last_transition_time {
+            Some(t) => Some(timestamp(
+                file,
+                label,
+                &format!("status.conditions[{i}].lastTransitionTime"),
+                t,
+            )?),
+            None => None,
+        };
+        conditions.push(PodCondition {
+            kind: c.type_.boxed(),
+            status: cond_status,
+            reason: c.reason.as_ref().filter(|r| !r.is_empty()).map(Str::boxed),
+            last_transition,
+        });
+    }
+    Ok(PodStatusDetail {
+        reason: status
+            .reason
+            .as_ref()
+            .filter(|r| !r.is_empty())
+            .map(Str::boxed),
+        containers: convert_container_statuses(&status.container_statuses),
+        init_containers: convert_container_statuses(&status.init_container_statuses),
+        ephemeral_containers: convert_container_statuses(&status.ephemeral_container_statuses),
+        conditions,
     })
 }
 
@@ -1220,6 +1288,16 @@ struct RawStatus<'a> {
     start_time: Option<Str<'a>>,
     #[serde(borrow)]
     conditions: Vec<RawCondition<'a>>,
+    // Pod
+    #[serde(borrow)]
+    reason: Option<Str<'a>>,
+    #[serde(borrow)]
+    container_statuses: Vec<RawContainerStatus<'a>>,
+    #[serde(borrow)]
+    init_container_statuses: Vec<RawContainerStatus<'a>>,
+    #[serde(borrow)]
+    ephemeral_container_statuses: Vec<RawContainerStatus<'a>>,
+    // Node
     #[serde(borrow)]
     capacity: Pairs<'a>,
     #[serde(borrow)]
@@ -1228,12 +1306,49 @@ struct RawStatus<'a> {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 struct RawCondition<'a> {
     #[serde(rename = "type", borrow)]
     type_: Str<'a>,
     #[serde(borrow)]
     status: Str<'a>,
+    #[serde(borrow)]
+    reason: Option<Str<'a>>,
+    #[serde(borrow)]
+    last_transition_time: Option<Str<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawContainerStatus<'a> {
+    restart_count: i32,
+    #[serde(borrow)]
+    state: RawContainerState<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawContainerState<'a> {
+    running: Option<IgnoredAny>,
+    #[serde(borrow)]
+    waiting: Option<RawReason<'a>>,
+    #[serde(borrow)]
+    terminated: Option<RawTerminated<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawReason<'a> {
+    #[serde(borrow)]
+    reason: Option<Str<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawTerminated<'a> {
+    #[serde(borrow)]
+    reason: Option<Str<'a>>,
+    exit_code: i32,
 }
 
 #[derive(Deserialize, Default)]
@@ -1602,6 +1717,57 @@ items:
             "{err}"
         );
         assert!(err.contains("\"lots\""), "{err}");
+    }
+
+    const STATUS_JSON: &str = r#"{"kind":"List","items":[
+        {"kind":"Node","metadata":{"name":"n"},
+         "status":{"allocatable":{"cpu":"4"},"conditions":[{"type":"Ready","status":"True"}]}},
+        {"kind":"Pod","metadata":{"name":"p","namespace":"d"},"spec":{"nodeName":"n"},
+         "status":{"phase":"Failed","reason":"NodeAffinity",
+           "conditions":[{"type":"Ready","status":"False","reason":"PodCompleted",
+                          "lastTransitionTime":"2026-01-01T00:01:00Z"},
+                         {"type":"PodScheduled","status":"True"}],
+           "initContainerStatuses":[{"name":"i","restartCount":2,
+              "state":{"terminated":{"reason":"Error","exitCode":3}}}],
+           "containerStatuses":[{"name":"a","restartCount":7,
+              "state":{"waiting":{"reason":"CrashLoopBackOff"}}},
+              {"name":"b","restartCount":0,"state":{"running":{"startedAt":"2026-01-01T00:00:00Z"}}},
+              {"name":"c","restartCount":1,"state":{}}],
+           "ephemeralContainerStatuses":[{"name":"e","state":{"terminated":{"exitCode":0,"reason":""}}}]}}]}"#;
+
+    #[test]
+    fn decodes_pod_status_detail() {
+        let snap = load_bytes("s.json", STATUS_JSON.as_bytes()).unwrap();
+        let st = &snap.pods[0].status;
+        assert_eq!(st.reason.as_deref(), Some("NodeAffinity"));
+        assert_eq!(st.containers.len(), 3);
+        assert_eq!(st.containers[0].restart_count, 7);
+        assert_eq!(st.containers[0].waiting_reason(), Some("CrashLoopBackOff"));
+        assert_eq!(st.containers[1].state, ContainerState::Running);
+        assert_eq!(st.containers[2].state, ContainerState::Unknown);
+        assert_eq!(st.init_containers[0].restart_count, 2);
+        assert_eq!(st.init_containers[0].terminated_reason(), Some("Error"));
+        assert_eq!(st.init_containers[0].exit_code(), Some(3));
+        assert_eq!(st.ephemeral_containers[0].terminated_reason(), None);
+        assert_eq!(st.ephemeral_containers[0].exit_code(), Some(0));
+        assert_eq!(st.conditions.len(), 2);
+        assert_eq!(&*st.conditions[0].kind, "Ready");
+        assert_eq!(st.conditions[0].status, ConditionStatus::False);
+        assert_eq!(st.conditions[0].reason.as_deref(), Some("PodCompleted"));
+        assert_eq!(st.conditions[0].last_transition, Some(1_767_225_660));
+        assert_eq!(st.conditions[1].last_transition, None);
+    }
+
+    #[test]
+    fn bad_pod_condition_names_the_field() {
+        let bad = STATUS_JSON.replace(r#""status":"False""#, r#""status":"Maybe""#);
+        let err = load_bytes("s.json", bad.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("Pod d/p"), "{err}");
+        assert!(err.contains("status.conditions[0].status"), "{err}");
+        assert!(err.contains("True, False, Unknown"), "{err}");
+        let bad = STATUS_JSON.replace("2026-01-01T00:01:00Z", "yesterday");
+        let err = load_bytes("s.json", bad.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("status.conditions[0].lastTransitionTime"), "{err}");
     }
 
     #[test]

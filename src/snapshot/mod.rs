@@ -231,6 +231,104 @@ pub struct HostPort {
     pub protocol: u8,
 }
 
+/// `status.conditions[].status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl ConditionStatus {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "True" => Some(Self::True),
+            "False" => Some(Self::False),
+            "Unknown" => Some(Self::Unknown),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        }
+    }
+}
+
+/// One entry of `status.conditions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodCondition {
+    pub kind: Box<str>,
+    pub status: ConditionStatus,
+    pub reason: Option<Box<str>>,
+    /// `lastTransitionTime`, unix seconds.
+    pub last_transition: Option<i64>,
+}
+
+/// The current state of one container (`state` in a container status).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ContainerState {
+    /// No state reported.
+    #[default]
+    Unknown,
+    Running,
+    Waiting {
+        reason: Option<Box<str>>,
+    },
+    Terminated {
+        reason: Option<Box<str>>,
+        exit_code: i32,
+    },
+}
+
+/// One entry of `containerStatuses`, `initContainerStatuses` or `ephemeralContainerStatuses`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerStatus {
+    pub restart_count: i32,
+    pub state: ContainerState,
+}
+
+impl ContainerStatus {
+    /// The waiting reason, if the container is waiting with one.
+    pub fn waiting_reason(&self) -> Option<&str> {
+        match &self.state {
+            ContainerState::Waiting { reason } => reason.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The terminated reason, if the container has terminated with one.
+    pub fn terminated_reason(&self) -> Option<&str> {
+        match &self.state {
+            ContainerState::Terminated { reason, .. } => reason.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The exit code, if the container has terminated.
+    pub fn exit_code(&self) -> Option<i32> {
+        match &self.state {
+            ContainerState::Terminated { exit_code, .. } => Some(*exit_code),
+            _ => None,
+        }
+    }
+}
+
+/// The parts of `status` beyond the phase that lifecycle plugins read
+/// (PodLifeTime, RemoveFailedPods, RemovePodsHavingTooManyRestarts).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodStatusDetail {
+    /// `status.reason` (for example `NodeLost`, `Evicted`, `NodeAffinity`).
+    pub reason: Option<Box<str>>,
+    pub containers: Vec<ContainerStatus>,
+    pub init_containers: Vec<ContainerStatus>,
+    pub ephemeral_containers: Vec<ContainerStatus>,
+    pub conditions: Vec<PodCondition>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Pod {
     pub namespace: Box<str>,
@@ -267,6 +365,8 @@ pub struct Pod {
     pub host_ports: Vec<HostPort>,
     /// Container images, sorted (RemoveDuplicates compares these).
     pub images: Vec<Box<str>>,
+    /// Status reason, container statuses and conditions.
+    pub status: PodStatusDetail,
 }
 
 impl Pod {
