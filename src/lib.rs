@@ -24,3 +24,4 @@ pub mod schedule;
 pub mod sim;
 pub mod snapshot;
 pub mod source;
+pub mod usage;

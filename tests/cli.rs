@@ -142,11 +142,16 @@ fn invalid_policy_exits_two_naming_file_and_field() {
         "--snapshot",
         SNAP,
     ]);
+    // upstream: PodLifeTime without any criterion is invalid
     assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("profiles[0].pluginConfig[0].args"), "{e}");
+    assert!(e.contains("PodLifeTime"), "{e}");
+    assert!(e.contains("maxPodLifeTimeSeconds"), "{e}");
+    assert!(!e.contains("does not implement yet"), "{e}");
     assert!(
-        stderr(&o).contains("does not implement yet"),
-        "{}",
-        stderr(&o)
+        o.stdout.is_empty(),
+        "nothing is planned on an invalid policy"
     );
 
     let o = run(&[

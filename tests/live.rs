@@ -311,6 +311,7 @@ async fn disruption_budgets_block_evictions() {
             &pipeline(&text),
             &snap,
             chrono::Utc::now().timestamp(),
+            &Default::default(),
             &mut (),
         )
         .await
@@ -389,6 +390,7 @@ async fn limits_and_rate_limits_hold() {
             &pipeline(&text),
             &snap,
             chrono::Utc::now().timestamp(),
+            &Default::default(),
             &mut (),
         )
         .await
@@ -416,6 +418,7 @@ async fn limits_and_rate_limits_hold() {
             &pipeline(&text),
             &snap,
             chrono::Utc::now().timestamp(),
+            &Default::default(),
             &mut (),
         )
         .await
@@ -478,6 +481,7 @@ async fn pods_deleted_or_replaced_after_planning_are_not_evicted() {
             &pipeline(&text),
             &snap,
             chrono::Utc::now().timestamp(),
+            &Default::default(),
             &mut (),
         )
         .await

@@ -10,7 +10,10 @@ mod pipeline;
 mod state;
 
 pub use pipeline::{Pipeline, ProfilePipeline};
-pub use state::{EvictError, Limits, PlannedEviction, PlanningState};
+pub use state::{
+    EvictError, History, Limits, MeasuredNode, PlanNote, PlannedEviction, PlanningOutput,
+    PlanningState,
+};
 
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
@@ -29,6 +32,10 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
     /// Plans evictions among the pods of `nodes` (the Ready nodes matching the policy's
     /// nodeSelector, in name order).
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]);
+    /// What the plugin needs measured before it runs (real usage); nothing by default.
+    fn usage_needs(&self) -> Vec<crate::snapshot::usage::UsageNeed> {
+        Vec::new()
+    }
 }
 
 /// What a plugin sees while it runs: the shared planning state, its profile's evictor and
@@ -87,6 +94,38 @@ impl<'a, 's> Context<'a, 's> {
     pub fn pre_eviction_filter(&self, pod: PodId) -> Result<(), String> {
         self.evictor
             .pre_eviction_filter(self.state, self.nodes, pod)
+    }
+
+    /// Records a note about this plugin's cycle (and logs it).
+    pub fn note(&mut self, node: Option<NodeId>, message: impl Into<String>) {
+        let message = message.into();
+        let node_name = node.map(|n| self.state.snap.node(n).name.to_string());
+        tracing::info!(profile = self.profile, plugin = self.plugin, node = node_name.as_deref(), "{message}");
+        self.state.note(PlanNote {
+            profile: self.profile.to_string(),
+            plugin: self.plugin,
+            node,
+            message,
+            skipped: false,
+        });
+    }
+
+    /// Records that this plugin skips the cycle, and why (logged as a warning).
+    pub fn note_skipped(&mut self, message: impl Into<String>) {
+        let message = message.into();
+        tracing::warn!(profile = self.profile, plugin = self.plugin, "{message}");
+        self.state.note(PlanNote {
+            profile: self.profile.to_string(),
+            plugin: self.plugin,
+            node: None,
+            message,
+            skipped: true,
+        });
+    }
+
+    /// The key of this plugin's memory across cycles: `profile/plugin`.
+    pub fn history_key(&self) -> String {
+        format!("{}/{}", self.profile, self.plugin)
     }
 
     /// Plans the eviction of a pod that passed [`Context::filter`]: checks the limits and

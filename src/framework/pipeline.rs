@@ -4,7 +4,8 @@
 use super::{Limits, Plugin};
 use crate::labels::Selector;
 use crate::plugins::{self, default_evictor::DefaultEvictor};
-use crate::policy::{Policy, PolicyError, DEFAULT_EVICTOR};
+use crate::policy::{MetricsProvider, Policy, PolicyError, DEFAULT_EVICTOR};
+use crate::snapshot::usage::UsageNeed;
 
 #[derive(Debug)]
 pub struct ProfilePipeline {
@@ -20,6 +21,9 @@ pub struct Pipeline {
     pub profiles: Vec<ProfilePipeline>,
     pub limits: Limits,
     pub node_selector: Selector,
+    /// The policy's `metricsProviders`, with the deprecated `metricsCollector.enabled`
+    /// turned into a KubernetesMetrics entry.
+    pub metrics_providers: Vec<MetricsProvider>,
 }
 
 fn limit(v: Option<i64>) -> Option<u32> {
@@ -31,6 +35,16 @@ impl Pipeline {
     /// the path of the field, such as `profiles[0].pluginConfig[1].args.thresholds.cpu`.
     pub fn build(policy: &Policy, file: &str) -> Result<Pipeline, PolicyError> {
         let node_selector = policy.node_selector();
+        let mut providers = policy.metrics_providers.clone();
+        if policy.metrics_collector.as_ref().is_some_and(|c| c.enabled)
+            && !providers.iter().any(|p| p.source == "KubernetesMetrics")
+        {
+            providers.push(MetricsProvider {
+                source: "KubernetesMetrics".into(),
+                prometheus: None,
+                max_sample_age: None,
+            });
+        }
         let mut profiles = Vec::with_capacity(policy.profiles.len());
         for (pi, profile) in policy.profiles.iter().enumerate() {
             let (ci, cfg) = profile
@@ -54,6 +68,25 @@ impl Pipeline {
                         .plugin_config(&name)
                         .expect("validation requires a pluginConfig for every enabled plugin");
                     let plugin = plugins::build(&name, &cfg.args).map_err(|e| at(ci, e))?;
+                    for need in plugin.usage_needs() {
+                        let (source, what) = match need {
+                            UsageNeed::MetricsServer { .. } => (
+                                "KubernetesMetrics",
+                                "add `metricsProviders: [{source: KubernetesMetrics}]` to the policy (metrics-server must run in the cluster)",
+                            ),
+                            UsageNeed::Query { .. } => (
+                                "Prometheus",
+                                "add `metricsProviders: [{source: Prometheus, prometheus: {url: ...}}]` to the policy",
+                            ),
+                        };
+                        if !providers.iter().any(|p| p.source == source) {
+                            return Err(PolicyError::new(
+                                file,
+                                format!("{}.metricsUtilization", args_path(ci)),
+                                format!("{name} reads usage from {source}, which the policy does not configure; {what}"),
+                            ));
+                        }
+                    }
                     out.push(plugin);
                 }
                 Ok(out)
@@ -75,7 +108,35 @@ impl Pipeline {
                 total: limit(policy.max_no_of_pods_to_evict_total),
             },
             node_selector,
+            metrics_providers: providers,
         })
+    }
+
+    /// Everything the plugins need measured this cycle, without repeats.
+    pub fn usage_needs(&self) -> Vec<UsageNeed> {
+        let mut needs: Vec<UsageNeed> = self
+            .profiles
+            .iter()
+            .flat_map(|p| p.deschedule.iter().chain(p.balance.iter()))
+            .flat_map(|pl| pl.usage_needs())
+            .collect();
+        // metrics-server once, with pods if any plugin wants them.
+        let wants_pods = needs
+            .iter()
+            .any(|n| matches!(n, UsageNeed::MetricsServer { pods: true }));
+        for n in &mut needs {
+            if let UsageNeed::MetricsServer { pods } = n {
+                *pods = wants_pods;
+            }
+        }
+        needs.sort();
+        needs.dedup();
+        needs
+    }
+
+    /// The configured provider of a source (`KubernetesMetrics` or `Prometheus`).
+    pub fn provider(&self, source: &str) -> Option<&MetricsProvider> {
+        self.metrics_providers.iter().find(|p| p.source == source)
     }
 
     /// Loads a policy file and builds its pipeline: the one call a runner needs.

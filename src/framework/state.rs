@@ -2,8 +2,79 @@
 //! requests after those evictions, the limits spent and the disruption budgets left.
 //! It holds per-node and per-budget counters, never a copy of the cluster.
 
+use crate::snapshot::usage::UsageSource;
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+
+/// Something a plugin wants the user to know about this cycle: that it skipped the cycle
+/// (its metrics source failed), or that it left a node out (no or a stale sample).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanNote {
+    pub profile: String,
+    pub plugin: &'static str,
+    pub node: Option<NodeId>,
+    pub message: String,
+    /// The plugin skipped the whole cycle (for example its metrics source failed).
+    pub skipped: bool,
+}
+
+/// The measured usage a plugin planned with on a node: before the plan and after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeasuredNode {
+    pub source: UsageSource,
+    /// Measured cpu (millicores) and memory (bytes).
+    pub before: Resources,
+    /// `before` minus the usage of the pods planned for eviction from the node.
+    pub after: Resources,
+}
+
+/// What earlier cycles of a continuous run leave for the next: for each plugin (by
+/// `profile/plugin`), how many consecutive cycles each node was overutilized.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct History {
+    pub over_streak: BTreeMap<String, BTreeMap<String, u32>>,
+}
+
+impl History {
+    /// Consecutive earlier cycles the node was overutilized for this plugin.
+    pub fn streak(&self, key: &str, node: &str) -> u32 {
+        self.over_streak
+            .get(key)
+            .and_then(|m| m.get(node))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The history after a cycle that observed `over` (plugin key → nodes overutilized this
+    /// cycle). A plugin that classified nodes this cycle replaces its streaks (nodes not over
+    /// now start again from zero); a plugin that did not (it skipped the cycle) loses them,
+    /// so a gap in the measurements never counts as "still over".
+    pub fn advance(&self, over: &BTreeMap<String, Vec<String>>) -> History {
+        let mut next = History::default();
+        for (key, nodes) in over {
+            let streaks = next.over_streak.entry(key.clone()).or_default();
+            for n in nodes {
+                streaks.insert(n.clone(), self.streak(key, n) + 1);
+            }
+        }
+        next
+    }
+}
+
+/// Everything a cycle's planning produced.
+#[derive(Debug, Clone, Default)]
+pub struct PlanningOutput {
+    pub evictions: Vec<PlannedEviction>,
+    /// What each node requests after the plan, by node id.
+    pub requested: Vec<Resources>,
+    pub notes: Vec<PlanNote>,
+    /// Measured usage by node id, where a plugin planned with it.
+    pub measured: Vec<Option<MeasuredNode>>,
+    /// Nodes each plugin found overutilized this cycle (by `profile/plugin`), for
+    /// [`History::advance`].
+    pub over: BTreeMap<String, Vec<String>>,
+}
 
 /// The policy's eviction limits for one cycle (None: unlimited).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -54,6 +125,10 @@ pub struct PlanningState<'s> {
     per_namespace: FxHashMap<&'s str, u32>,
     limits: Limits,
     evictions: Vec<PlannedEviction>,
+    notes: Vec<PlanNote>,
+    measured: Vec<Option<MeasuredNode>>,
+    history: History,
+    over: BTreeMap<String, Vec<String>>,
 }
 
 impl<'s> PlanningState<'s> {
@@ -70,6 +145,68 @@ impl<'s> PlanningState<'s> {
             per_namespace: FxHashMap::default(),
             limits,
             evictions: Vec::new(),
+            notes: Vec::new(),
+            measured: Vec::new(),
+            history: History::default(),
+            over: BTreeMap::new(),
+        }
+    }
+
+    /// Sets what earlier cycles left (continuous mode).
+    pub fn set_history(&mut self, history: History) {
+        self.history = history;
+    }
+
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Records a note for the report and the logs.
+    pub fn note(&mut self, note: PlanNote) {
+        self.notes.push(note);
+    }
+
+    pub fn notes(&self) -> &[PlanNote] {
+        &self.notes
+    }
+
+    /// Records that a plugin classified nodes this cycle, and which were overutilized.
+    pub fn observe_over(&mut self, key: String, nodes: Vec<String>) {
+        self.over.insert(key, nodes);
+    }
+
+    /// The measured usage a plugin planned with on a node (the first plugin to measure a
+    /// node sets it).
+    pub fn measured(&self, node: NodeId) -> Option<&MeasuredNode> {
+        self.measured.get(node as usize).and_then(Option::as_ref)
+    }
+
+    pub fn set_measured(&mut self, node: NodeId, m: MeasuredNode) {
+        if self.measured.is_empty() {
+            self.measured = vec![None; self.snap.nodes.len()];
+        }
+        let slot = &mut self.measured[node as usize];
+        if slot.is_none() {
+            *slot = Some(m);
+        }
+    }
+
+    /// Takes a pod's measured usage off a node's "after" figures.
+    pub fn measured_sub(&mut self, node: NodeId, cpu: i64, memory: i64) {
+        if let Some(Some(m)) = self.measured.get_mut(node as usize) {
+            m.after.cpu -= cpu;
+            m.after.memory -= memory;
+        }
+    }
+
+    /// Everything planned, for the report.
+    pub fn into_output(self) -> PlanningOutput {
+        PlanningOutput {
+            evictions: self.evictions,
+            requested: self.requested,
+            notes: self.notes,
+            measured: self.measured,
+            over: self.over,
         }
     }
 

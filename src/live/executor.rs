@@ -14,7 +14,7 @@
 
 use super::client::ApiClient;
 use crate::executor::Outcome;
-use crate::framework::{Limits, Pipeline, PlannedEviction, PlanningState};
+use crate::framework::{History, Limits, Pipeline, PlannedEviction, PlanningState};
 use crate::metrics::Metrics;
 use crate::plan::{plan_with, CycleMemory, EvictionPlan, PlanError, PlanObserver};
 use crate::report::Report;
@@ -87,6 +87,8 @@ pub struct LiveExecutor {
 pub struct CycleResult {
     pub report: Report,
     pub outcomes: Vec<Outcome>,
+    /// Nodes each plugin found overutilized, for the next cycle's history.
+    pub over: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl LiveExecutor {
@@ -115,9 +117,13 @@ impl LiveExecutor {
         pipeline: &Pipeline,
         snap: &ClusterSnapshot,
         now: i64,
+        history: &History,
         observer: &mut dyn PlanObserver,
     ) -> Result<CycleResult, PlanError> {
-        let mut memory = CycleMemory::default();
+        let mut memory = CycleMemory {
+            history: history.clone(),
+            ..CycleMemory::default()
+        };
         let mut attempted: Vec<(PlannedEviction, Outcome)> = Vec::new();
         let mut last_plan: EvictionPlan;
         'replan: loop {
@@ -146,10 +152,14 @@ impl LiveExecutor {
             after.record_evicted(*p);
         }
         let (_, requested_after) = after.into_parts();
+        let over = last_plan.over;
         let plan = EvictionPlan {
             evictions: attempted.iter().map(|(e, _)| e.clone()).collect(),
             nodes: last_plan.nodes,
             requested_after,
+            notes: last_plan.notes,
+            measured: last_plan.measured,
+            over: Default::default(),
         };
         let mut report = Report::new(snap, &plan);
         for (row, (_, outcome)) in report.evictions.iter_mut().zip(&attempted) {
@@ -158,6 +168,7 @@ impl LiveExecutor {
         Ok(CycleResult {
             report,
             outcomes: attempted.into_iter().map(|(_, o)| o).collect(),
+            over,
         })
     }
 

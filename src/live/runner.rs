@@ -141,6 +141,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
         _ => Source::Watch(WatchSource::start(&api, &opts.node_selector)),
     };
 
+    let mut history = crate::framework::History::default();
     let result = loop {
         if shutdown.load(Ordering::SeqCst) {
             break Ok(());
@@ -184,15 +185,24 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                     started: None,
                 };
                 if opts.dry_run {
-                    match plan_with(pipeline, &snap, now, &CycleMemory::default(), &mut timing) {
+                    let memory = CycleMemory {
+                        history: history.clone(),
+                        ..CycleMemory::default()
+                    };
+                    match plan_with(pipeline, &snap, now, &memory, &mut timing) {
                         Ok(plan) => {
+                            history = history.advance(&plan.over);
                             print(&crate::executor::dry_run(&snap, &plan).render(opts.output))
                         }
                         Err(e) => break Err(e.into()),
                     }
                 } else {
-                    match executor.run_cycle(pipeline, &snap, now, &mut timing).await {
+                    match executor
+                        .run_cycle(pipeline, &snap, now, &history, &mut timing)
+                        .await
+                    {
                         Ok(r) => {
+                            history = history.advance(&r.over);
                             let evicted = r
                                 .outcomes
                                 .iter()

@@ -5,7 +5,10 @@
 //! evictions planned before it (the pods gone, their requests moved off their nodes), and the
 //! limits and disruption budgets hold across the whole cycle.
 
-use crate::framework::{Context, Pipeline, PlannedEviction, PlanningState};
+use crate::framework::{
+    Context, History, MeasuredNode, Pipeline, PlanNote, PlannedEviction, PlanningState,
+};
+use std::collections::BTreeMap;
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 
 /// The result of planning one cycle.
@@ -17,6 +20,12 @@ pub struct EvictionPlan {
     pub nodes: Vec<NodeId>,
     /// What each node of the snapshot requests after the plan, by node id.
     pub requested_after: Vec<Resources>,
+    /// Plugins that skipped the cycle, nodes left out, and why.
+    pub notes: Vec<PlanNote>,
+    /// Measured usage by node id, where a plugin planned with it (empty when none did).
+    pub measured: Vec<Option<MeasuredNode>>,
+    /// Nodes each plugin found overutilized (for the next cycle's [`History`]).
+    pub over: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,6 +41,8 @@ pub struct CycleMemory {
     pub evicted: Vec<PodId>,
     /// Pods whose eviction the API refused: never planned again this cycle.
     pub refused: Vec<PodId>,
+    /// What earlier cycles observed (continuous mode).
+    pub history: History,
 }
 
 /// Told when each plugin starts and ends (the runner times strategies with it; the planner
@@ -77,6 +88,7 @@ pub fn plan_with(
     for &p in &memory.refused {
         state.pin(p);
     }
+    state.set_history(memory.history.clone());
     if !nodes.is_empty() {
         let deschedule = pipeline
             .profiles
@@ -106,10 +118,13 @@ pub fn plan_with(
             tracing::debug!(planned, "plugin finished");
         }
     }
-    let (evictions, requested_after) = state.into_parts();
+    let out = state.into_output();
     Ok(EvictionPlan {
-        evictions,
+        evictions: out.evictions,
         nodes,
-        requested_after,
+        requested_after: out.requested,
+        notes: out.notes,
+        measured: out.measured,
+        over: out.over,
     })
 }

@@ -260,6 +260,7 @@ impl Plugin for HighNodeUtilization {
                 require_request_for: self
                     .only_thresholding_resources
                     .then_some(self.threshold_resources.as_slice()),
+                measured: None,
             },
         );
     }

@@ -18,9 +18,10 @@
 //! - `evictionLimits.node` caps this plugin's evictions per node.
 
 use crate::framework::{Context, Plugin};
+use crate::framework::MeasuredNode;
 use crate::plugins::node_utilization::{
-    self as nu, amount, evict_pods_from_source_nodes, pct, validate_thresholds, EvictOptions,
-    SourceNode,
+    self as nu, amount, capacity, evict_pods_from_source_nodes, pct, validate_thresholds,
+    EvictOptions, SourceNode, UsageMode,
 };
 use crate::plugins::shared::Namespaces;
 use crate::policy::{decode_args, ArgsError};
@@ -66,15 +67,13 @@ pub struct LowNodeUtilization {
     /// Thresholds with upstream's defaults for cpu, memory and pods filled in.
     low: BTreeMap<String, f64>,
     high: BTreeMap<String, f64>,
+    /// Requests, metrics-server or Prometheus.
+    mode: UsageMode,
 }
 
 impl LowNodeUtilization {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: LowNodeUtilizationArgs = decode_args(args)?;
-        nu::refuse_real_usage(
-            &args.metrics_utilization,
-            "balancing by real usage (metrics-server or Prometheus) is not available in this build; remove metricsUtilization to balance by requests",
-        )?;
         validate_thresholds("thresholds", &args.thresholds)?;
         validate_thresholds("targetThresholds", &args.target_thresholds)?;
         if args.thresholds.len() != args.target_thresholds.len()
@@ -123,12 +122,26 @@ impl LowNodeUtilization {
             }
         }
         let resources = low.keys().cloned().collect();
+        let mode = args
+            .metrics_utilization
+            .clone()
+            .unwrap_or_default()
+            .mode(&args.thresholds)?;
         Ok(LowNodeUtilization {
             args,
             resources,
             low,
             high,
+            mode,
         })
+    }
+
+    fn hysteresis_cycles(&self) -> u32 {
+        self.args
+            .metrics_utilization
+            .as_ref()
+            .and_then(|m| m.hysteresis_cycles)
+            .unwrap_or(1)
     }
 
     fn node_limit(&self) -> Option<u32> {
@@ -175,22 +188,84 @@ impl Plugin for LowNodeUtilization {
         NAME
     }
 
-    fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
+    fn usage_needs(&self) -> Vec<crate::snapshot::usage::UsageNeed> {
+        self.mode.needs()
+    }
+
+    fn run(&self, cx: &mut Context<'_, '_>, all_nodes: &[NodeId]) {
         let snap = cx.snap();
-        let usage_of = |req: &Resources| -> BTreeMap<String, i64> {
-            self.resources
+        let measured = match nu::measure(&self.mode, snap, all_nodes, cx.now) {
+            Ok(m) => m,
+            Err(why) => {
+                cx.note_skipped(format!("skipped this cycle: {why}"));
+                return;
+            }
+        };
+        // Nodes without a usable sample are left out of classification altogether.
+        let mut nodes: Vec<NodeId> = Vec::with_capacity(all_nodes.len());
+        for &n in all_nodes {
+            match measured.as_ref().map(|m| &m.nodes[n as usize]) {
+                Some(Err(why)) => cx.note(Some(n), format!("node left out: {why}")),
+                _ => nodes.push(n),
+            }
+        }
+        let nodes = &nodes[..];
+        let usage_of = |cx: &Context<'_, '_>, n: NodeId| -> BTreeMap<String, i64> {
+            let req = cx.requested(n);
+            let mut u: BTreeMap<String, i64> = self
+                .resources
                 .iter()
                 .map(|r| (r.clone(), req.get(r)))
-                .collect()
+                .collect();
+            if let Some(m) = &measured {
+                let Ok(sample) = &m.nodes[n as usize] else {
+                    return u;
+                };
+                for (r, v) in sample {
+                    // Pods earlier plugins planned to evict take their usage with them
+                    // (their requests when their usage is unknown).
+                    let gone: i64 = snap
+                        .pods_on_node(n)
+                        .iter()
+                        .filter(|&&p| cx.is_planned(p) && snap.pod(p).is_active())
+                        .map(|&p| {
+                            m.pod_amount(p, r)
+                                .unwrap_or_else(|| snap.pod(p).requests.get(r))
+                        })
+                        .sum();
+                    if let Some(slot) = u.get_mut(r) {
+                        *slot = (v - gone).max(0);
+                    }
+                }
+            }
+            u
         };
+        if let Some(m) = &measured {
+            for &n in nodes {
+                let u = usage_of(cx, n);
+                let mut before = Resources::default();
+                before.cpu = u.get(RESOURCE_CPU).copied().unwrap_or(0);
+                before.memory = u.get(RESOURCE_MEMORY).copied().unwrap_or(0);
+                if let Some(v) = u.get(nu::METRIC_RESOURCE) {
+                    before.set(nu::METRIC_RESOURCE, *v);
+                }
+                cx.state.set_measured(
+                    n,
+                    MeasuredNode {
+                        source: m.source,
+                        after: before.clone(),
+                        before,
+                    },
+                );
+            }
+        }
         // Mean utilization per resource, for deviation thresholds.
         let mut mean: BTreeMap<&str, f64> = BTreeMap::new();
         if self.args.use_deviation_thresholds && !nodes.is_empty() {
             for &n in nodes {
-                let cap = &snap.node(n).allocatable;
-                let req = cx.requested(n);
+                let u = usage_of(cx, n);
                 for r in &self.resources {
-                    *mean.entry(r).or_insert(0.0) += pct(req.get(r), cap.get(r));
+                    *mean.entry(r).or_insert(0.0) += pct(u[r], capacity(snap.node(n), r));
                 }
             }
             for v in mean.values_mut() {
@@ -200,11 +275,10 @@ impl Plugin for LowNodeUtilization {
         let infos: Vec<NodeInfo> = nodes
             .iter()
             .map(|&n| {
-                let cap = &snap.node(n).allocatable;
                 let mut low = BTreeMap::new();
                 let mut high = BTreeMap::new();
                 for r in &self.resources {
-                    let c = cap.get(r);
+                    let c = capacity(snap.node(n), r);
                     let (l, h) = if self.args.use_deviation_thresholds {
                         if self.low[r] == 0.0 {
                             (c, c)
@@ -223,7 +297,7 @@ impl Plugin for LowNodeUtilization {
                 }
                 NodeInfo {
                     id: n,
-                    usage: usage_of(cx.requested(n)),
+                    usage: usage_of(cx, n),
                     low,
                     high,
                 }
@@ -239,6 +313,31 @@ impl Plugin for LowNodeUtilization {
             } else if info.above_target() {
                 high_nodes.push(info);
             }
+        }
+        if measured.is_some() {
+            let key = cx.history_key();
+            let over: Vec<String> = high_nodes
+                .iter()
+                .map(|i| snap.node(i.id).name.to_string())
+                .collect();
+            let need = self.hysteresis_cycles();
+            if need > 1 {
+                let mut kept = Vec::with_capacity(high_nodes.len());
+                for info in high_nodes {
+                    let name = &snap.node(info.id).name;
+                    let cycles = cx.state.history().streak(&key, name) + 1;
+                    if cycles >= need {
+                        kept.push(info);
+                    } else {
+                        cx.note(
+                            Some(info.id),
+                            format!("overutilized for {cycles} of the {need} consecutive cycles hysteresisCycles asks for; pods stay this cycle"),
+                        );
+                    }
+                }
+                high_nodes = kept;
+            }
+            cx.state.observe_over(key, over);
         }
         tracing::debug!(
             underutilized = low_nodes.len(),
@@ -295,6 +394,7 @@ impl Plugin for LowNodeUtilization {
                 evictable_namespaces: self.args.evictable_namespaces.as_ref(),
                 node_limit: self.node_limit(),
                 require_request_for: None,
+                measured: measured.as_ref(),
             },
         );
     }
@@ -306,7 +406,7 @@ fn over_target_reason(info: &NodeInfo, node: &crate::snapshot::Node) -> String {
         .iter()
         .filter(|(r, u)| **u > info.high[*r])
         .map(|(r, u)| {
-            let cap = node.allocatable.get(r);
+            let cap = capacity(node, r);
             format!(
                 "{r} {:.0}% > target {:.0}%",
                 pct(*u, cap),
@@ -595,8 +695,52 @@ mod tests {
                 "thresholds.cpu",
             ),
             (
-                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "KubernetesMetrics"}}),
-                "metricsUtilization",
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "Graphite"}}),
+                "metricsUtilization.source",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "Prometheus"}}),
+                "metricsUtilization.prometheus.query",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "q"}}}),
+                "thresholds",
+            ),
+            (
+                json!({"thresholds": {"MetricResource": 20}, "targetThresholds": {"MetricResource": 50}}),
+                "thresholds.MetricResource",
+            ),
+            (
+                json!({"thresholds": {"MetricResource": 20}, "targetThresholds": {"MetricResource": 50}, "metricsUtilization": {"source": "KubernetesMetrics"}}),
+                "thresholds.MetricResource",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "Prometheus", "prometheus": {"queries": {"gpu": "q"}}}}),
+                "metricsUtilization.prometheus.queries.gpu",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "Prometheus", "prometheus": {"queries": {"memory": "q"}}}}),
+                "metricsUtilization.prometheus.queries.memory",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "Prometheus", "prometheus": {"queries": {"cpu": "q"}, "podQueries": {"memory": "p"}}}}),
+                "metricsUtilization.prometheus.podQueries.memory",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "Prometheus", "metricsServer": true, "prometheus": {"query": "q"}}}),
+                "metricsUtilization.metricsServer",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "KubernetesMetrics", "hysteresisCycles": 0}}),
+                "metricsUtilization.hysteresisCycles",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"hysteresisCycles": 2}}),
+                "metricsUtilization.hysteresisCycles",
+            ),
+            (
+                json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "metricsUtilization": {"source": "KubernetesMetrics", "prometheus": {"query": "q"}}}),
+                "metricsUtilization.prometheus",
             ),
             (
                 json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "nodes": 1}),
@@ -642,5 +786,212 @@ profiles:
         dedup.dedup();
         assert_eq!(ids, dedup);
         assert_eq!(plan.requested_after[0].cpu, 2000);
+    }
+
+    // ---- real usage ----
+
+    use crate::framework::History;
+    use crate::plan::CycleMemory;
+    use crate::snapshot::usage::{NamedSamples, ResourceSample, Sample};
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn sample(cpu: i64, memory: i64) -> ResourceSample {
+        ResourceSample {
+            cpu,
+            memory,
+            timestamp: NOW - 30,
+        }
+    }
+
+    /// Requests say every node is equal (400m each); usage says n1 is hot.
+    fn measured_cluster() -> ClusterSnapshot {
+        let mut pods = Vec::new();
+        for n in ["n1", "n2", "n3"] {
+            for i in 0..4 {
+                pods.push(pod("web", &format!("{n}-{i}")).node(n).cpu(100).build());
+            }
+        }
+        snapshot(nodes3(), pods)
+    }
+
+    fn metrics_server_answer(pods_known: bool) -> NamedSamples<ResourceSample> {
+        let mut pods = Vec::new();
+        if pods_known {
+            for n in ["n1", "n2", "n3"] {
+                for i in 0..4 {
+                    let cpu = if n == "n1" { 800 } else { 50 };
+                    pods.push((("web".to_string(), format!("{n}-{i}")), sample(cpu, GIB / 8)));
+                }
+            }
+        }
+        NamedSamples {
+            nodes: vec![
+                ("n1".into(), sample(3400, 2 * GIB)),
+                ("n2".into(), sample(300, GIB)),
+                ("n3".into(), sample(200, GIB)),
+            ],
+            pods,
+        }
+    }
+
+    fn ms_args() -> serde_json::Value {
+        json!({"thresholds": {"cpu": 20, "memory": 100}, "targetThresholds": {"cpu": 50, "memory": 100},
+               "metricsUtilization": {"source": "KubernetesMetrics"}})
+    }
+
+    fn plan_measured(
+        args: serde_json::Value,
+        snap: &ClusterSnapshot,
+        history: History,
+    ) -> crate::plan::EvictionPlan {
+        let policy = format!(
+            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nmetricsProviders:\n- source: KubernetesMetrics\n- source: Prometheus\n  prometheus: {{url: 'http://prometheus:9090'}}\nprofiles:\n- name: p\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {args}\n"
+        );
+        let policy = crate::policy::Policy::from_yaml("p.yaml", &policy).unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let memory = CycleMemory {
+            history,
+            ..CycleMemory::default()
+        };
+        plan::plan_with(&pipeline, snap, NOW, &memory, &mut ()).unwrap()
+    }
+
+    fn names(snap: &ClusterSnapshot, p: &crate::plan::EvictionPlan) -> Vec<String> {
+        p.evictions
+            .iter()
+            .map(|e| snap.pod(e.pod).name.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn metrics_server_usage_moves_several_pods_by_their_measured_usage() {
+        // By requests nothing is hot (10% everywhere).
+        let mut snap = measured_cluster();
+        assert!(run(cpu_args(20.0, 50.0), &snap).is_empty());
+        snap.attach_metrics_server(Ok(metrics_server_answer(true)));
+        let p = plan_measured(ms_args(), &snap, History::default());
+        // n1 measures 3400m of 4000m (85%) > 50%; each pod measures 800m: two pods bring it
+        // to 1800m (45%).
+        assert_eq!(names(&snap, &p), vec!["n1-0", "n1-1"], "{:?}", p.notes);
+        let m = p.measured[0].as_ref().unwrap();
+        assert_eq!(m.source, crate::snapshot::usage::UsageSource::MetricsServer);
+        assert_eq!((m.before.cpu, m.after.cpu), (3400, 1800));
+        assert!(p.evictions[0].reason.contains("cpu 85% > target 50%"), "{}", p.evictions[0].reason);
+    }
+
+    #[test]
+    fn unknown_pod_usage_moves_one_pod_per_node() {
+        let mut snap = measured_cluster();
+        snap.attach_metrics_server(Ok(metrics_server_answer(false)));
+        let p = plan_measured(ms_args(), &snap, History::default());
+        assert_eq!(names(&snap, &p), vec!["n1-0"]);
+        assert!(p.notes.iter().any(|n| n.message.contains("no measured cpu usage for pod web/n1-0")), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn a_failed_or_missing_source_skips_the_plugin_and_says_why() {
+        let mut snap = measured_cluster();
+        let p = plan_measured(ms_args(), &snap, History::default());
+        assert!(p.evictions.is_empty());
+        assert!(p.notes[0].skipped && p.notes[0].message.contains("no metrics-server data"), "{:?}", p.notes);
+        snap.attach_metrics_server(Err("503 Service Unavailable".into()));
+        let p = plan_measured(ms_args(), &snap, History::default());
+        assert!(p.evictions.is_empty());
+        assert!(p.notes[0].skipped && p.notes[0].message.contains("503"), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn stale_or_missing_node_samples_leave_the_node_out() {
+        let mut snap = measured_cluster();
+        let mut answer = metrics_server_answer(true);
+        answer.nodes[0].1.timestamp = NOW - 301; // n1: stale
+        snap.attach_metrics_server(Ok(answer));
+        let p = plan_measured(ms_args(), &snap, History::default());
+        assert!(p.evictions.is_empty(), "a stale hot node is not acted on");
+        assert!(p.notes.iter().any(|n| n.node == Some(0) && n.message.contains("301s old")), "{:?}", p.notes);
+        let mut answer = metrics_server_answer(true);
+        answer.nodes.remove(0);
+        snap.attach_metrics_server(Ok(answer));
+        let p = plan_measured(ms_args(), &snap, History::default());
+        assert!(p.evictions.is_empty());
+        assert!(p.notes.iter().any(|n| n.node == Some(0) && n.message.contains("no metrics-server sample")));
+        // A longer maxSampleAge accepts the old sample.
+        let mut answer = metrics_server_answer(true);
+        answer.nodes[0].1.timestamp = NOW - 301;
+        snap.attach_metrics_server(Ok(answer));
+        snap.set_max_sample_age(crate::snapshot::usage::UsageSource::MetricsServer, 600);
+        assert_eq!(plan_measured(ms_args(), &snap, History::default()).evictions.len(), 2);
+    }
+
+    #[test]
+    fn hysteresis_waits_for_consecutive_cycles() {
+        let mut snap = measured_cluster();
+        snap.attach_metrics_server(Ok(metrics_server_answer(true)));
+        let args = json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50},
+                          "metricsUtilization": {"source": "KubernetesMetrics", "hysteresisCycles": 3}});
+        let mut history = History::default();
+        for cycle in 1..=3 {
+            let p = plan_measured(args.clone(), &snap, history.clone());
+            if cycle < 3 {
+                assert!(p.evictions.is_empty(), "cycle {cycle}");
+                assert!(p.notes.iter().any(|n| n.message.contains(&format!("for {cycle} of the 3"))), "{:?}", p.notes);
+            } else {
+                assert_eq!(p.evictions.len(), 2, "cycle {cycle}");
+            }
+            history = history.advance(&p.over);
+        }
+        // A cycle where the node is not over resets the count.
+        let over = std::collections::BTreeMap::from([("p/LowNodeUtilization".to_string(), vec![])]);
+        assert_eq!(history.advance(&over).streak("p/LowNodeUtilization", "n1"), 0);
+        // A skipped cycle (no observation) forgets the streak too.
+        assert_eq!(history.advance(&Default::default()).streak("p/LowNodeUtilization", "n1"), 0);
+    }
+
+    fn prom_answer(values: &[(&str, f64)], ts: i64) -> NamedSamples<Sample> {
+        NamedSamples {
+            nodes: values
+                .iter()
+                .map(|(n, v)| (n.to_string(), Sample { value: *v, timestamp: ts }))
+                .collect(),
+            pods: vec![],
+        }
+    }
+
+    #[test]
+    fn prometheus_metric_resource_as_upstream() {
+        let mut snap = measured_cluster();
+        snap.attach_query("node_util", Ok(prom_answer(&[("n1", 0.9), ("n2", 0.1), ("n3", 0.15)], NOW)));
+        let args = json!({"thresholds": {"MetricResource": 20}, "targetThresholds": {"MetricResource": 70},
+                          "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "node_util"}}});
+        let p = plan_measured(args.clone(), &snap, History::default());
+        // No pod usage: one pod per hot node, as upstream.
+        assert_eq!(names(&snap, &p), vec!["n1-0"]);
+        assert!(p.evictions[0].reason.contains("MetricResource 90% > target 70%"), "{}", p.evictions[0].reason);
+        // Garbage: a ratio above 1 skips the plugin.
+        snap.attach_query("node_util", Ok(prom_answer(&[("n1", 90.0), ("n2", 0.1), ("n3", 0.15)], NOW)));
+        let p = plan_measured(args.clone(), &snap, History::default());
+        assert!(p.evictions.is_empty());
+        assert!(p.notes[0].skipped && p.notes[0].message.contains("between 0 and 1"), "{:?}", p.notes);
+        snap.attach_query("node_util", Err("connection refused".into()));
+        let p = plan_measured(args, &snap, History::default());
+        assert!(p.evictions.is_empty() && p.notes[0].message.contains("connection refused"));
+    }
+
+    #[test]
+    fn prometheus_per_resource_and_pod_queries() {
+        let mut snap = measured_cluster();
+        snap.attach_query("cpu_ratio", Ok(prom_answer(&[("n1", 0.85), ("n2", 0.05), ("n3", 0.05)], NOW)));
+        let pods: Vec<((String, String), Sample)> = (0..4)
+            .map(|i| (("web".to_string(), format!("n1-{i}")), Sample { value: 0.8, timestamp: NOW }))
+            .collect();
+        snap.attach_query("pod_cpu", Ok(NamedSamples { nodes: vec![], pods }));
+        let args = json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50},
+                          "metricsUtilization": {"source": "Prometheus", "prometheus": {
+                              "queries": {"cpu": "cpu_ratio"}, "podQueries": {"cpu": "pod_cpu"}}}});
+        let p = plan_measured(args, &snap, History::default());
+        // 3400m measured, 800m per pod: two pods.
+        assert_eq!(names(&snap, &p), vec!["n1-0", "n1-1"], "{:?}", p.notes);
+        assert_eq!(p.measured[0].as_ref().unwrap().after.cpu, 1800);
     }
 }

@@ -5,7 +5,10 @@ pub mod default_evictor;
 pub mod high_node_utilization;
 pub mod low_node_utilization;
 pub mod node_utilization;
+pub mod pod_lifetime;
+pub mod remove_failed_pods;
 pub mod remove_duplicates;
+pub mod remove_pods_having_too_many_restarts;
 pub mod remove_pods_violating_inter_pod_anti_affinity;
 pub mod remove_pods_violating_node_affinity;
 pub mod remove_pods_violating_node_taints;
@@ -15,12 +18,6 @@ pub mod shared;
 use crate::framework::Plugin;
 use crate::policy::ArgsError;
 
-/// Upstream plugins whose names the policy accepts but that are not built yet.
-pub const NOT_YET_BUILT: &[&str] = &[
-    "RemovePodsHavingTooManyRestarts",
-    "PodLifeTime",
-    "RemoveFailedPods",
-];
 
 /// Builds a strategy plugin from its name and args, validating the args.
 pub fn build(name: &str, args: &serde_json::Value) -> Result<Box<dyn Plugin>, ArgsError> {
@@ -40,9 +37,10 @@ pub fn build(name: &str, args: &serde_json::Value) -> Result<Box<dyn Plugin>, Ar
         remove_pods_violating_inter_pod_anti_affinity::NAME => Ok(Box::new(
             remove_pods_violating_inter_pod_anti_affinity::RemovePodsViolatingInterPodAntiAffinity::new(args)?,
         )),
-        n if NOT_YET_BUILT.contains(&n) => Err(ArgsError::new(
-            "",
-            format!("plugin {n:?} is an upstream plugin that this descheduler does not implement yet; remove it from the profile (the README lists what is supported)"),
+        pod_lifetime::NAME => Ok(Box::new(pod_lifetime::PodLifeTime::new(args)?)),
+        remove_failed_pods::NAME => Ok(Box::new(remove_failed_pods::RemoveFailedPods::new(args)?)),
+        remove_pods_having_too_many_restarts::NAME => Ok(Box::new(
+            remove_pods_having_too_many_restarts::RemovePodsHavingTooManyRestarts::new(args)?,
         )),
         n => Err(ArgsError::new("", format!("unknown plugin {n:?}"))),
     }

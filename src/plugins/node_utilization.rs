@@ -20,7 +20,11 @@ use crate::framework::{Context, EvictError};
 use crate::plugins::shared::Namespaces;
 use crate::policy::ArgsError;
 use crate::sim;
-use crate::snapshot::{Node, NodeId, Pod, Taint, RESOURCE_PODS};
+use crate::snapshot::usage::{check_value, QueryTarget, UsageNeed, UsageSource};
+use crate::snapshot::{
+    ClusterSnapshot, Node, NodeId, Pod, PodId, Taint, RESOURCE_CPU, RESOURCE_MEMORY,
+    RESOURCE_PODS,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -35,12 +39,52 @@ pub const EVICTION_MODES: &[&str] = &[ONLY_THRESHOLDING_RESOURCES];
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MetricsUtilization {
+    /// Deprecated upstream form of `source: KubernetesMetrics`.
     #[serde(default)]
     pub metrics_server: bool,
+    /// `KubernetesMetrics` or `Prometheus`.
     #[serde(default)]
     pub source: Option<String>,
     #[serde(default)]
-    pub prometheus: Option<serde_json::Value>,
+    pub prometheus: Option<PrometheusUsage>,
+    /// Beyond upstream: a node must be overutilized for this many consecutive cycles
+    /// (continuous mode) before pods leave it. Default 1.
+    #[serde(default)]
+    pub hysteresis_cycles: Option<u32>,
+}
+
+/// `metricsUtilization.prometheus`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusUsage {
+    /// Upstream: one query giving each node's utilization as a 0–1 ratio, compared with the
+    /// `MetricResource` threshold.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Beyond upstream: per-resource node queries (`cpu`, `memory`), each a 0–1 ratio of
+    /// the node's allocatable, so that thresholds can name cpu and memory.
+    #[serde(default, deserialize_with = "crate::policy::null_as_default")]
+    pub queries: BTreeMap<String, String>,
+    /// Beyond upstream: per-resource pod queries (`cpu` in cores, `memory` in bytes, by
+    /// `namespace` and `pod`), so that several pods can leave a hot node in one cycle.
+    #[serde(default, deserialize_with = "crate::policy::null_as_default")]
+    pub pod_queries: BTreeMap<String, String>,
+}
+
+/// Upstream's threshold key for the Prometheus query's ratio.
+pub const METRIC_RESOURCE: &str = "MetricResource";
+/// The `MetricResource` "capacity": ratios are kept in millionths.
+pub const METRIC_RESOURCE_SCALE: i64 = 1_000_000;
+
+/// Where a LowNodeUtilization instance reads node utilization from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UsageMode {
+    /// Pods' requests (upstream's default).
+    Requests,
+    /// metrics.k8s.io node and pod metrics for cpu and memory.
+    MetricsServer,
+    /// Prometheus queries.
+    Prometheus(PrometheusUsage),
 }
 
 impl MetricsUtilization {
@@ -48,9 +92,360 @@ impl MetricsUtilization {
     pub fn wants_real_usage(&self) -> bool {
         self.metrics_server || self.source.is_some() || self.prometheus.is_some()
     }
+
+    /// Validates the block against the thresholds and resolves the usage mode.
+    pub fn mode(&self, thresholds: &BTreeMap<String, f64>) -> Result<UsageMode, ArgsError> {
+        let f = |p: &str| format!("metricsUtilization.{p}");
+        let source = match (self.source.as_deref(), self.metrics_server) {
+            (None | Some(""), false) => {
+                if self.prometheus.is_some() {
+                    return Err(ArgsError::new(
+                        f("source"),
+                        "prometheus is set but source is not; add source: Prometheus",
+                    ));
+                }
+                None
+            }
+            (None | Some(""), true) | (Some("KubernetesMetrics"), _) => Some("KubernetesMetrics"),
+            (Some("Prometheus"), true) => {
+                return Err(ArgsError::new(
+                    f("metricsServer"),
+                    "metricsServer and source: Prometheus cannot both be set; keep one",
+                ))
+            }
+            (Some("Prometheus"), false) => Some("Prometheus"),
+            (Some(other), _) => {
+                return Err(ArgsError::new(
+                    f("source"),
+                    format!("{other:?} is not one of KubernetesMetrics, Prometheus"),
+                ))
+            }
+        };
+        if let Some(n) = self.hysteresis_cycles {
+            if n == 0 {
+                return Err(ArgsError::new(
+                    f("hysteresisCycles"),
+                    "must be at least 1 (1: act in the first cycle a node is over its target)",
+                ));
+            }
+            if source.is_none() {
+                return Err(ArgsError::new(
+                    f("hysteresisCycles"),
+                    "applies to real usage only; set source: KubernetesMetrics or Prometheus",
+                ));
+            }
+        }
+        let metric_resource = thresholds.contains_key(METRIC_RESOURCE);
+        match source {
+            None => {
+                if metric_resource {
+                    return Err(ArgsError::new(
+                        format!("thresholds.{METRIC_RESOURCE}"),
+                        "MetricResource is the Prometheus query's ratio; set metricsUtilization: {source: Prometheus, prometheus: {query: ...}}",
+                    ));
+                }
+                Ok(UsageMode::Requests)
+            }
+            Some("KubernetesMetrics") => {
+                if self.prometheus.is_some() {
+                    return Err(ArgsError::new(
+                        f("prometheus"),
+                        "only source: Prometheus takes prometheus settings",
+                    ));
+                }
+                if metric_resource {
+                    return Err(ArgsError::new(
+                        format!("thresholds.{METRIC_RESOURCE}"),
+                        "MetricResource needs source: Prometheus; with KubernetesMetrics use cpu and memory",
+                    ));
+                }
+                Ok(UsageMode::MetricsServer)
+            }
+            _ => {
+                let p = self.prometheus.clone().unwrap_or_default();
+                let query = p.query.as_deref().filter(|q| !q.trim().is_empty());
+                match (query, p.queries.is_empty()) {
+                    (None, true) => {
+                        return Err(ArgsError::new(
+                            f("prometheus.query"),
+                            "source: Prometheus needs prometheus.query (a 0-1 ratio per node, with the MetricResource threshold) or prometheus.queries (cpu and memory ratios)",
+                        ))
+                    }
+                    (Some(_), false) => {
+                        return Err(ArgsError::new(
+                            f("prometheus.queries"),
+                            "give either prometheus.query (MetricResource) or prometheus.queries (cpu, memory), not both",
+                        ))
+                    }
+                    (Some(_), true) => {
+                        if !metric_resource || thresholds.len() != 1 {
+                            return Err(ArgsError::new(
+                                "thresholds",
+                                "with prometheus.query, thresholds and targetThresholds must name only MetricResource",
+                            ));
+                        }
+                        if !p.pod_queries.is_empty() {
+                            return Err(ArgsError::new(
+                                f("prometheus.podQueries"),
+                                "pod queries go with prometheus.queries (cpu, memory); a MetricResource ratio cannot be split by pod",
+                            ));
+                        }
+                    }
+                    (None, false) => {
+                        if metric_resource {
+                            return Err(ArgsError::new(
+                                format!("thresholds.{METRIC_RESOURCE}"),
+                                "MetricResource goes with prometheus.query; with prometheus.queries use cpu and memory",
+                            ));
+                        }
+                        for (r, q) in &p.queries {
+                            if r != RESOURCE_CPU && r != RESOURCE_MEMORY {
+                                return Err(ArgsError::new(
+                                    f(&format!("prometheus.queries.{r}")),
+                                    "only cpu and memory can be measured; allowed keys: cpu, memory",
+                                ));
+                            }
+                            if q.trim().is_empty() {
+                                return Err(ArgsError::new(
+                                    f(&format!("prometheus.queries.{r}")),
+                                    "empty query",
+                                ));
+                            }
+                            if !thresholds.contains_key(r) {
+                                return Err(ArgsError::new(
+                                    f(&format!("prometheus.queries.{r}")),
+                                    format!("{r} is measured but has no threshold; add {r} to thresholds and targetThresholds"),
+                                ));
+                            }
+                        }
+                    }
+                }
+                for (r, q) in &p.pod_queries {
+                    if !p.queries.contains_key(r) {
+                        return Err(ArgsError::new(
+                            f(&format!("prometheus.podQueries.{r}")),
+                            format!("a pod query for {r} needs the node query prometheus.queries.{r}"),
+                        ));
+                    }
+                    if q.trim().is_empty() {
+                        return Err(ArgsError::new(
+                            f(&format!("prometheus.podQueries.{r}")),
+                            "empty query",
+                        ));
+                    }
+                }
+                Ok(UsageMode::Prometheus(p))
+            }
+        }
+    }
 }
 
-/// Refuses `metricsUtilization` that asks for real usage, which this build cannot read.
+impl UsageMode {
+    /// What must be fetched before the plugin runs.
+    pub fn needs(&self) -> Vec<UsageNeed> {
+        match self {
+            UsageMode::Requests => Vec::new(),
+            UsageMode::MetricsServer => vec![UsageNeed::MetricsServer { pods: true }],
+            UsageMode::Prometheus(p) => {
+                let mut out = Vec::new();
+                if let Some(q) = &p.query {
+                    out.push(UsageNeed::Query {
+                        query: q.clone(),
+                        target: QueryTarget::Node,
+                    });
+                }
+                for q in p.queries.values() {
+                    out.push(UsageNeed::Query {
+                        query: q.clone(),
+                        target: QueryTarget::Node,
+                    });
+                }
+                for q in p.pod_queries.values() {
+                    out.push(UsageNeed::Query {
+                        query: q.clone(),
+                        target: QueryTarget::Pod,
+                    });
+                }
+                out
+            }
+        }
+    }
+
+    pub fn source(&self) -> Option<UsageSource> {
+        match self {
+            UsageMode::Requests => None,
+            UsageMode::MetricsServer => Some(UsageSource::MetricsServer),
+            UsageMode::Prometheus(_) => Some(UsageSource::Prometheus),
+        }
+    }
+}
+
+/// Measured usage for one cycle, resolved for a plugin's resources.
+pub struct Measured {
+    pub source: UsageSource,
+    /// By node id: the measured amount per measured resource, or why the node is left out.
+    pub nodes: Vec<Result<BTreeMap<String, i64>, String>>,
+    /// The resources measured (the others are counted from requests).
+    pub resources: Vec<String>,
+    /// Per pod: its measured amount of a resource, when known.
+    pod_amounts: BTreeMap<String, Vec<Option<i64>>>,
+}
+
+impl Measured {
+    /// A pod's measured amount of a measured resource; None when unknown.
+    pub fn pod_amount(&self, pod: PodId, resource: &str) -> Option<i64> {
+        self.pod_amounts
+            .get(resource)
+            .and_then(|v| v.get(pod as usize).copied().flatten())
+    }
+
+    pub fn is_measured(&self, resource: &str) -> bool {
+        self.resources.iter().any(|r| r == resource)
+    }
+}
+
+/// Resolves this cycle's measured usage from the snapshot, or says why the plugin cannot
+/// use it (the source is down, answered garbage, or was not given).
+pub fn measure(
+    mode: &UsageMode,
+    snap: &ClusterSnapshot,
+    nodes: &[NodeId],
+    now: i64,
+) -> Result<Option<Measured>, String> {
+    let usage = snap.usage();
+    match mode {
+        UsageMode::Requests => Ok(None),
+        UsageMode::MetricsServer => {
+            let source = UsageSource::MetricsServer;
+            let answer = usage.metrics_server.as_ref().ok_or(
+                "no metrics-server data for this cycle (offline: give --node-metrics and --pod-metrics)",
+            )?;
+            let samples = answer
+                .as_ref()
+                .map_err(|e| format!("metrics-server failed: {e}"))?;
+            let max_age = usage.max_age(source);
+            let mut out = vec![Err(String::new()); snap.nodes.len()];
+            for &n in nodes {
+                out[n as usize] = match samples.node(n) {
+                    None => Err("no metrics-server sample for the node".to_string()),
+                    Some(s) if usage.is_stale(source, s.timestamp, now) => Err(format!(
+                        "its metrics-server sample is {}s old (maxSampleAge {max_age}s)",
+                        now - s.timestamp
+                    )),
+                    Some(s) => Ok(BTreeMap::from([
+                        (RESOURCE_CPU.to_string(), s.cpu),
+                        (RESOURCE_MEMORY.to_string(), s.memory),
+                    ])),
+                };
+            }
+            let fresh = |id: PodId| {
+                samples
+                    .pod(id)
+                    .filter(|s| !usage.is_stale(source, s.timestamp, now))
+            };
+            let ids = 0..snap.pods.len() as PodId;
+            let pod_amounts = BTreeMap::from([
+                (
+                    RESOURCE_CPU.to_string(),
+                    ids.clone().map(|p| fresh(p).map(|s| s.cpu)).collect(),
+                ),
+                (
+                    RESOURCE_MEMORY.to_string(),
+                    ids.map(|p| fresh(p).map(|s| s.memory)).collect(),
+                ),
+            ]);
+            Ok(Some(Measured {
+                source,
+                nodes: out,
+                resources: vec![RESOURCE_CPU.into(), RESOURCE_MEMORY.into()],
+                pod_amounts,
+            }))
+        }
+        UsageMode::Prometheus(p) => {
+            let source = UsageSource::Prometheus;
+            let max_age = usage.max_age(source);
+            let answer = |q: &str| {
+                let a = usage
+                    .queries
+                    .get(q)
+                    .ok_or_else(|| format!("no Prometheus answer for query {q:?} this cycle"))?;
+                a.as_ref()
+                    .map_err(|e| format!("Prometheus query {q:?} failed: {e}"))
+            };
+            // (resource, query, scale: the amount at ratio 1)
+            let node_queries: Vec<(String, &str)> = match &p.query {
+                Some(q) => vec![(METRIC_RESOURCE.to_string(), q.as_str())],
+                None => p
+                    .queries
+                    .iter()
+                    .map(|(r, q)| (r.clone(), q.as_str()))
+                    .collect(),
+            };
+            let mut out: Vec<Result<BTreeMap<String, i64>, String>> =
+                vec![Ok(BTreeMap::new()); snap.nodes.len()];
+            for (r, q) in &node_queries {
+                let samples = answer(q)?;
+                for &n in nodes {
+                    let slot = &mut out[n as usize];
+                    let Ok(map) = slot else { continue };
+                    let Some(s) = samples.node(n) else {
+                        *slot = Err(format!("no sample for the node in the answer to {q:?}"));
+                        continue;
+                    };
+                    if usage.is_stale(source, s.timestamp, now) {
+                        *slot = Err(format!(
+                            "its sample of {q:?} is {}s old (maxSampleAge {max_age}s)",
+                            now - s.timestamp
+                        ));
+                        continue;
+                    }
+                    check_value(s.value, true).map_err(|why| {
+                        format!(
+                            "Prometheus query {q:?} answered {why} for node {}; nothing is evicted on a bad measurement",
+                            snap.node(n).name
+                        )
+                    })?;
+                    let capacity = if r == METRIC_RESOURCE {
+                        METRIC_RESOURCE_SCALE
+                    } else {
+                        snap.node(n).allocatable.get(r)
+                    };
+                    map.insert(r.clone(), (s.value * capacity as f64).round() as i64);
+                }
+            }
+            let mut pod_amounts = BTreeMap::new();
+            for (r, q) in &p.pod_queries {
+                let samples = answer(q)?;
+                let scale = if r == RESOURCE_CPU { 1000.0 } else { 1.0 };
+                let mut v = Vec::with_capacity(snap.pods.len());
+                for id in 0..snap.pods.len() as PodId {
+                    v.push(match samples.pod(id) {
+                        Some(s) if !usage.is_stale(source, s.timestamp, now) => {
+                            check_value(s.value, false).map_err(|why| {
+                                format!(
+                                    "Prometheus pod query {q:?} answered {why} for pod {}",
+                                    snap.pod(id).key()
+                                )
+                            })?;
+                            Some((s.value * scale).round() as i64)
+                        }
+                        _ => None,
+                    });
+                }
+                pod_amounts.insert(r.clone(), v);
+            }
+            Ok(Some(Measured {
+                source,
+                nodes: out,
+                resources: node_queries.into_iter().map(|(r, _)| r).collect(),
+                pod_amounts,
+            }))
+        }
+    }
+}
+
+/// Refuses `metricsUtilization` that asks for real usage, for plugins that balance by
+/// requests only.
 pub fn refuse_real_usage(m: &Option<MetricsUtilization>, what: &str) -> Result<(), ArgsError> {
     if m.as_ref().is_some_and(MetricsUtilization::wants_real_usage) {
         return Err(ArgsError::new("metricsUtilization", what));
@@ -91,6 +486,16 @@ pub fn validate_eviction_modes(field: &str, modes: &[String]) -> Result<(), Args
         }
     }
     Ok(())
+}
+
+/// A node's capacity for a threshold's resource: allocatable, or the scale of the
+/// Prometheus `MetricResource` ratio.
+pub fn capacity(node: &Node, resource: &str) -> i64 {
+    if resource == METRIC_RESOURCE {
+        METRIC_RESOURCE_SCALE
+    } else {
+        node.allocatable.get(resource)
+    }
 }
 
 /// `percent` of `capacity`, truncated (upstream's `resourceThreshold`).
@@ -159,6 +564,8 @@ pub struct EvictOptions<'a> {
     pub node_limit: Option<u32>,
     /// With `OnlyThresholdingResources`: only pods requesting one of these resources.
     pub require_request_for: Option<&'a [String]>,
+    /// Real usage: measured resources count each pod's measured usage, not its requests.
+    pub measured: Option<&'a Measured>,
 }
 
 /// Evicts pods from `sources`, in the order given, while they want to go on and the
@@ -222,14 +629,38 @@ pub fn evict_pods_from_source_nodes<S: SourceNode>(
                 Ok(()) => {
                     evicted_here += 1;
                     let usage = source.usage_mut();
+                    let mut unknown = None;
                     for r in opts.resources {
-                        let amount = if r == RESOURCE_PODS {
-                            1
-                        } else {
-                            pod.requests.get(r)
+                        let amount = match opts.measured {
+                            Some(m) if m.is_measured(r) => match m.pod_amount(pod_id, r) {
+                                Some(a) => a,
+                                None => {
+                                    unknown.get_or_insert(r);
+                                    0
+                                }
+                            },
+                            _ if r == RESOURCE_PODS => 1,
+                            _ => pod.requests.get(r),
                         };
                         *usage.get_mut(r).expect("every resource") -= amount;
                         *available.get_mut(r).expect("every resource") -= amount;
+                    }
+                    if let Some(m) = opts.measured {
+                        let cpu = m.pod_amount(pod_id, RESOURCE_CPU).unwrap_or(0);
+                        let memory = m.pod_amount(pod_id, RESOURCE_MEMORY).unwrap_or(0);
+                        cx.state.measured_sub(source.id(), cpu, memory);
+                    }
+                    if let Some(r) = unknown {
+                        // Without the pod's own usage the node's new usage is unknown: one
+                        // pod per node and cycle, as upstream does with Prometheus.
+                        cx.note(
+                            Some(source.id()),
+                            format!(
+                                "no measured {r} usage for pod {}; no further pod leaves this node this cycle",
+                                pod.key()
+                            ),
+                        );
+                        break;
                     }
                     if !source.keep_going(available) {
                         break;

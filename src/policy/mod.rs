@@ -171,6 +171,39 @@ pub struct PrometheusProvider {
     pub url: String,
     #[serde(default)]
     pub auth_token: Option<AuthToken>,
+    /// Beyond upstream: the label whose value is the node name (upstream: `instance`).
+    #[serde(default)]
+    pub node_label: Option<String>,
+    /// Beyond upstream: a PEM file of CA certificates to trust for an https URL.
+    #[serde(default)]
+    pub ca_file: Option<String>,
+    /// Beyond upstream: skip verifying the server's certificate (testing only).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub insecure_skip_verify: bool,
+    /// Beyond upstream: how long one query may take (a duration such as `10s`; default 10s).
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// Prometheus' default label for the node a series belongs to.
+pub const DEFAULT_PROMETHEUS_NODE_LABEL: &str = "instance";
+/// Default timeout of one Prometheus query, seconds.
+pub const DEFAULT_PROMETHEUS_TIMEOUT_SECONDS: i64 = 10;
+
+impl PrometheusProvider {
+    pub fn node_label(&self) -> &str {
+        self.node_label
+            .as_deref()
+            .filter(|l| !l.is_empty())
+            .unwrap_or(DEFAULT_PROMETHEUS_NODE_LABEL)
+    }
+
+    pub fn timeout_seconds(&self) -> i64 {
+        self.timeout
+            .as_deref()
+            .map(|t| parse_duration(t).expect("validated at load"))
+            .unwrap_or(DEFAULT_PROMETHEUS_TIMEOUT_SECONDS)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -179,6 +212,19 @@ pub struct MetricsProvider {
     pub source: String,
     #[serde(default)]
     pub prometheus: Option<PrometheusProvider>,
+    /// Beyond upstream: samples older than this (a duration such as `5m`; default 5m) are
+    /// stale, and the node or pod they describe is left out.
+    #[serde(default)]
+    pub max_sample_age: Option<String>,
+}
+
+impl MetricsProvider {
+    pub fn max_sample_age_seconds(&self) -> i64 {
+        self.max_sample_age
+            .as_deref()
+            .map(|t| parse_duration(t).expect("validated at load"))
+            .unwrap_or(crate::snapshot::usage::DEFAULT_MAX_SAMPLE_AGE_SECONDS)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -449,6 +495,51 @@ impl Policy {
                         m.source
                     ),
                 ));
+            }
+            if let Some(age) = &m.max_sample_age {
+                match parse_duration(age) {
+                    Ok(s) if s > 0 => {}
+                    Ok(_) => {
+                        return Err(PolicyError::new(
+                            file,
+                            format!("{path}.maxSampleAge"),
+                            format!("{age:?} must be longer than zero, such as 5m"),
+                        ))
+                    }
+                    Err(e) => {
+                        return Err(PolicyError::new(file, format!("{path}.maxSampleAge"), e))
+                    }
+                }
+            }
+            if let Some(p) = &m.prometheus {
+                if let Some(t) = &p.timeout {
+                    match parse_duration(t) {
+                        Ok(s) if s > 0 => {}
+                        Ok(_) => {
+                            return Err(PolicyError::new(
+                                file,
+                                format!("{path}.prometheus.timeout"),
+                                format!("{t:?} must be longer than zero, such as 10s"),
+                            ))
+                        }
+                        Err(e) => {
+                            return Err(PolicyError::new(
+                                file,
+                                format!("{path}.prometheus.timeout"),
+                                e,
+                            ))
+                        }
+                    }
+                }
+                if let Some(r) = p.auth_token.as_ref().and_then(|a| a.secret_reference.as_ref()) {
+                    if r.namespace.is_empty() || r.name.is_empty() {
+                        return Err(PolicyError::new(
+                            file,
+                            format!("{path}.prometheus.authToken.secretReference"),
+                            "needs both namespace and name of the Secret holding the token (data key prometheusAuthToken)",
+                        ));
+                    }
+                }
             }
             if m.source == "Prometheus" {
                 let url = m.prometheus.as_ref().map(|p| p.url.as_str()).unwrap_or("");

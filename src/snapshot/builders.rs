@@ -20,7 +20,6 @@ pub fn node(name: &str) -> NodeBuilder {
         taints: Vec::new(),
         allocatable: Resources::new(4000, 16 * GIB, 110),
         ready: true,
-        usage: None,
     })
 }
 

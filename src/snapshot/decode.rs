@@ -517,7 +517,6 @@ fn convert_node(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Node,
         taints,
         allocatable,
         ready,
-        usage: None,
     })
 }
 

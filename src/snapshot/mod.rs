@@ -10,6 +10,7 @@ pub mod builders;
 pub mod decode;
 mod resources;
 pub mod synthetic;
+pub mod usage;
 
 pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 
@@ -92,8 +93,6 @@ pub struct Node {
     /// `status.allocatable`, or `status.capacity` when allocatable is empty.
     pub allocatable: Resources,
     pub ready: bool,
-    /// Measured usage from a metrics source, when one was given.
-    pub usage: Option<Resources>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -436,6 +435,8 @@ pub struct ClusterSnapshot {
     pdbs_of_pod: Vec<Vec<PdbId>>,
     namespace_index: FxHashMap<Box<str>, u32>,
     pod_node: Vec<Option<NodeId>>,
+    /// Measured usage attached for this cycle (see [`usage`]).
+    usage: usage::Usage,
 }
 
 /// The raw parts of a snapshot, before indexing.
@@ -542,6 +543,7 @@ impl ClusterSnapshot {
             pdbs_of_pod,
             namespace_index,
             pod_node,
+            usage: usage::Usage::default(),
         }
     }
 
@@ -586,6 +588,16 @@ impl ClusterSnapshot {
             .get(ns)
             .map(|&(s, e)| s..e)
             .unwrap_or(0..0)
+    }
+
+    /// A pod by namespace and name.
+    pub fn pod_id(&self, namespace: &str, name: &str) -> Option<PodId> {
+        let range = self.pods_in_namespace(namespace);
+        let slice = &self.pods[range.start as usize..range.end as usize];
+        slice
+            .binary_search_by(|p| (*p.name).cmp(name))
+            .ok()
+            .map(|i| range.start + i as PodId)
     }
 
     pub fn pdbs_of_pod(&self, id: PodId) -> &[PdbId] {
