@@ -43,6 +43,17 @@ pub struct Cli {
     #[arg(long, env = "DESCHEDULER_SNAPSHOT", value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
 
+    /// With --snapshot: metrics-server node metrics, as `kubectl get --raw
+    /// /apis/metrics.k8s.io/v1beta1/nodes` prints them (for metricsUtilization.source:
+    /// KubernetesMetrics).
+    #[arg(long = "node-metrics", env = "DESCHEDULER_NODE_METRICS", value_name = "FILE", requires = "snapshot")]
+    pub node_metrics: Option<PathBuf>,
+
+    /// With --snapshot: metrics-server pod metrics (`kubectl get --raw
+    /// /apis/metrics.k8s.io/v1beta1/pods`), so that several pods can leave a hot node.
+    #[arg(long = "pod-metrics", env = "DESCHEDULER_POD_METRICS", value_name = "FILE", requires = "node_metrics")]
+    pub pod_metrics: Option<PathBuf>,
+
     /// Path to a kubeconfig (live mode).
     #[arg(long, env = "KUBECONFIG", value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -235,13 +246,38 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
     let mut source = FileSource {
         path: snapshot_path.clone(),
     };
-    let snap = source.snapshot().map_err(Failure::invalid)?;
+    let mut snap = source.snapshot().map_err(Failure::invalid)?;
     tracing::info!(
         nodes = snap.nodes.len(),
         pods = snap.pods.len(),
         pdbs = snap.pdbs.len(),
         "snapshot loaded"
     );
+    crate::usage::attach_files(
+        &pipeline,
+        &mut snap,
+        cli.node_metrics.as_deref(),
+        cli.pod_metrics.as_deref(),
+    )
+    .map_err(Failure::invalid)?;
+    let wants_prometheus = pipeline
+        .usage_needs()
+        .iter()
+        .any(|n| matches!(n, crate::snapshot::usage::UsageNeed::Query { .. }));
+    if wants_prometheus {
+        // Offline planning with live Prometheus figures: the queries run now.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Failure::other)?;
+        rt.block_on(async {
+            let mut fetcher = crate::usage::UsageFetcher::new(&pipeline, None, false, None)
+                .await
+                .map_err(Failure::invalid)?;
+            fetcher.attach(&pipeline, &mut snap).await;
+            Ok::<_, Failure>(())
+        })?;
+    }
     let plan = plan::plan(&pipeline, &snap, now).map_err(Failure::invalid)?;
     tracing::info!(evictions = plan.evictions.len(), "plan ready");
     Ok(crate::executor::dry_run(&snap, &plan).render(cli.output))

@@ -6,6 +6,9 @@
 //! - `descheduler_loop_duration_seconds`: one planning-and-eviction cycle.
 //! - `descheduler_strategy_duration_seconds{strategy,profile}`: one plugin's planning.
 //! - `descheduler_build_info{version}`: always 1.
+//! - Beyond upstream: `descheduler_usage_source_errors_total{source}` (a metrics source that
+//!   was down, slow or answered garbage) and `descheduler_strategy_skipped_total{strategy,profile}`
+//!   (a plugin that skipped a cycle, for example because its metrics source failed).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -30,6 +33,11 @@ pub struct StrategyLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabels {
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BuildLabels {
     pub version: String,
 }
@@ -44,6 +52,8 @@ pub struct Metrics {
     pub loop_duration: Histogram,
     pub strategy_duration: Family<StrategyLabels, Histogram>,
     pub build_info: Family<BuildLabels, Gauge>,
+    pub usage_source_errors: Family<SourceLabels, Counter>,
+    pub strategy_skipped: Family<StrategyLabels, Counter>,
 }
 
 impl Metrics {
@@ -54,6 +64,8 @@ impl Metrics {
             loop_duration: duration_histogram(),
             strategy_duration: Family::new_with_constructor(duration_histogram),
             build_info: Family::default(),
+            usage_source_errors: Family::default(),
+            strategy_skipped: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix("descheduler");
         sub.register(
@@ -76,12 +88,39 @@ impl Metrics {
             "Build information; always 1",
             m.build_info.clone(),
         );
+        sub.register(
+            "usage_source_errors",
+            "Metrics source failures (down, slow or garbage answers), by source",
+            m.usage_source_errors.clone(),
+        );
+        sub.register(
+            "strategy_skipped",
+            "Cycles a strategy plugin skipped, for example because its metrics source failed",
+            m.strategy_skipped.clone(),
+        );
         m.build_info
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION").to_string(),
             })
             .set(1);
         m
+    }
+
+    pub fn usage_source_error(&self, source: &str) {
+        self.usage_source_errors
+            .get_or_create(&SourceLabels {
+                source: source.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn strategy_skipped(&self, strategy: &str, profile: &str) {
+        self.strategy_skipped
+            .get_or_create(&StrategyLabels {
+                strategy: strategy.to_string(),
+                profile: profile.to_string(),
+            })
+            .inc();
     }
 
     pub fn eviction(
@@ -143,5 +182,13 @@ mod tests {
         );
         assert!(text.contains("descheduler_strategy_duration_seconds_count{strategy=\"RemoveDuplicates\",profile=\"default\"} 1"), "{text}");
         assert!(text.contains("descheduler_build_info{version="), "{text}");
+        m.usage_source_error("prometheus");
+        m.strategy_skipped("LowNodeUtilization", "default");
+        let text = encode(&r);
+        assert!(
+            text.contains("descheduler_usage_source_errors_total{source=\"prometheus\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("descheduler_strategy_skipped_total{strategy=\"LowNodeUtilization\",profile=\"default\"} 1"), "{text}");
     }
 }

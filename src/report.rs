@@ -4,6 +4,10 @@
 //! `{"evictions":[{"pod":"<ns>/<name>","node":"..","profile":"..","plugin":"..","reason":".."}],
 //!   "nodes":[{"name":"..","before":{"cpu":12.5,..},"after":{..}}]}`
 //! where before/after are requests as a percentage of allocatable, per resource.
+//! When a plugin planned with measured usage, a node also carries
+//! `"measured":{"source":"metrics-server"|"prometheus","before":{..},"after":{..}}` (measured
+//! usage as a percentage of allocatable; `MetricResource` as the query's percentage), and
+//! `"notes"` lists plugins that skipped the cycle and nodes left out, with why.
 
 use crate::plan::EvictionPlan;
 use crate::snapshot::{ClusterSnapshot, Node, Resources};
@@ -15,6 +19,30 @@ use std::fmt::Write as _;
 pub struct Report {
     pub evictions: Vec<EvictionRow>,
     pub nodes: Vec<NodeRow>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<NoteRow>,
+}
+
+/// A plugin that skipped the cycle, or a node a plugin left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteRow {
+    pub profile: String,
+    pub plugin: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub message: String,
+    /// The plugin skipped the whole cycle.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
+}
+
+/// Measured usage a plugin planned with on a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredRow {
+    /// `metrics-server` or `prometheus`.
+    pub source: String,
+    pub before: BTreeMap<String, f64>,
+    pub after: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +63,8 @@ pub struct NodeRow {
     pub name: String,
     pub before: BTreeMap<String, f64>,
     pub after: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredRow>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -46,6 +76,26 @@ pub enum Format {
 
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
+}
+
+/// Measured figures as percentages: cpu and memory of allocatable, MetricResource as is.
+fn measured_percentages(node: &Node, r: &Resources) -> BTreeMap<String, f64> {
+    use crate::plugins::node_utilization::{capacity, METRIC_RESOURCE};
+    let mut out = BTreeMap::new();
+    for name in ["cpu", "memory"] {
+        let cap = node.allocatable.get(name);
+        if cap > 0 {
+            out.insert(name.to_string(), round2(100.0 * r.get(name) as f64 / cap as f64));
+        }
+    }
+    if r.has(METRIC_RESOURCE) {
+        let cap = capacity(node, METRIC_RESOURCE);
+        out.insert(
+            METRIC_RESOURCE.to_string(),
+            round2(100.0 * r.get(METRIC_RESOURCE) as f64 / cap as f64),
+        );
+    }
+    out
 }
 
 fn percentages(node: &Node, requested: &Resources) -> BTreeMap<String, f64> {
@@ -81,14 +131,39 @@ impl Report {
             .iter()
             .map(|&n| {
                 let node = snap.node(n);
+                let measured = plan
+                    .measured
+                    .get(n as usize)
+                    .and_then(Option::as_ref)
+                    .map(|m| MeasuredRow {
+                        source: m.source.as_str().to_string(),
+                        before: measured_percentages(node, &m.before),
+                        after: measured_percentages(node, &m.after),
+                    });
                 NodeRow {
                     name: node.name.to_string(),
                     before: percentages(node, snap.node_requested(n)),
                     after: percentages(node, &plan.requested_after[n as usize]),
+                    measured,
                 }
             })
             .collect();
-        Report { evictions, nodes }
+        let notes = plan
+            .notes
+            .iter()
+            .map(|n| NoteRow {
+                profile: n.profile.clone(),
+                plugin: n.plugin.to_string(),
+                node: n.node.map(|id| snap.node(id).name.to_string()),
+                message: n.message.clone(),
+                skipped: n.skipped,
+            })
+            .collect();
+        Report {
+            evictions,
+            nodes,
+            notes,
+        }
     }
 
     pub fn render(&self, format: Format) -> String {
@@ -180,6 +255,53 @@ impl Report {
         line(&headers, &mut out);
         for r in &rows {
             line(r, &mut out);
+        }
+        let measured: Vec<[String; 5]> = self
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                let m = n.measured.as_ref()?;
+                let cell = |k: &str| match (m.before.get(k), m.after.get(k)) {
+                    (Some(b), Some(a)) if (b - a).abs() < 0.005 => format!("{b:.1}%"),
+                    (Some(b), Some(a)) => format!("{b:.1}% -> {a:.1}%"),
+                    _ => "-".into(),
+                };
+                Some([
+                    n.name.clone(),
+                    m.source.clone(),
+                    cell("cpu"),
+                    cell("memory"),
+                    cell(crate::plugins::node_utilization::METRIC_RESOURCE),
+                ])
+            })
+            .collect();
+        if !measured.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "Measured usage (% of allocatable, before -> after the plan):"
+            );
+            let rows: Vec<[&str; 5]> = measured
+                .iter()
+                .map(|r| [r[0].as_str(), &r[1], &r[2], &r[3], &r[4]])
+                .collect();
+            write_table(
+                &mut out,
+                ["NODE", "SOURCE", "CPU", "MEMORY", "METRICRESOURCE"],
+                &rows,
+            );
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "Notes:");
+            for n in &self.notes {
+                let node = n
+                    .node
+                    .as_deref()
+                    .map(|x| format!(" node {x}:"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "- {}/{}:{node} {}", n.profile, n.plugin, n.message);
+            }
         }
         out
     }

@@ -45,6 +45,8 @@ pub enum RunError {
     Live(#[from] LiveError),
     #[error("planning failed: {0}")]
     Plan(#[from] crate::plan::PlanError),
+    #[error("metrics source: {0}")]
+    Usage(#[from] crate::usage::UsageError),
 }
 
 struct Timing<'m> {
@@ -112,6 +114,13 @@ fn print(text: &str) {
     let _ = out.flush();
 }
 
+/// Counts the plugins that skipped the cycle.
+fn count_skips(metrics: &Metrics, report: &crate::report::Report) {
+    for n in report.notes.iter().filter(|n| n.skipped) {
+        metrics.strategy_skipped(&n.plugin, &n.profile);
+    }
+}
+
 /// Runs live mode until the schedule ends, a signal arrives or leadership is lost.
 pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError> {
     let api = ApiClient::new(opts.kubeconfig.as_deref(), opts.qps, opts.burst).await?;
@@ -141,6 +150,14 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
         _ => Source::Watch(WatchSource::start(&api, &opts.node_selector)),
     };
 
+    let continuous = !matches!(opts.schedule, Schedule::Once);
+    let mut usage = crate::usage::UsageFetcher::new(
+        pipeline,
+        Some(api.client.clone()),
+        continuous,
+        Some(metrics.clone()),
+    )
+    .await?;
     let mut history = crate::framework::History::default();
     let result = loop {
         if shutdown.load(Ordering::SeqCst) {
@@ -172,8 +189,11 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the cluster; nothing is evicted this cycle")
             }
-            Ok(snap) => {
+            Ok(mut snap) => {
                 ready.store(true, Ordering::SeqCst);
+                if usage.is_needed() {
+                    usage.attach(pipeline, &mut snap).await;
+                }
                 tracing::info!(
                     nodes = snap.nodes.len(),
                     pods = snap.pods.len(),
@@ -192,7 +212,9 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                     match plan_with(pipeline, &snap, now, &memory, &mut timing) {
                         Ok(plan) => {
                             history = history.advance(&plan.over);
-                            print(&crate::executor::dry_run(&snap, &plan).render(opts.output))
+                            let report = crate::executor::dry_run(&snap, &plan);
+                            count_skips(&metrics, &report);
+                            print(&report.render(opts.output))
                         }
                         Err(e) => break Err(e.into()),
                     }
@@ -209,6 +231,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                                 .filter(|o| **o == crate::executor::Outcome::Evicted)
                                 .count();
                             tracing::info!(attempted = r.outcomes.len(), evicted, "cycle done");
+                            count_skips(&metrics, &r.report);
                             print(&r.report.render(opts.output));
                         }
                         Err(e) => break Err(e.into()),

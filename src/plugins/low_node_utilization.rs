@@ -152,6 +152,8 @@ impl LowNodeUtilization {
 /// A node's usage and thresholds, as absolute amounts (milli for cpu), per resource.
 struct NodeInfo {
     id: NodeId,
+    /// Where the usage figures come from (None: requests).
+    source: Option<crate::snapshot::usage::UsageSource>,
     usage: BTreeMap<String, i64>,
     low: BTreeMap<String, i64>,
     high: BTreeMap<String, i64>,
@@ -297,6 +299,7 @@ impl Plugin for LowNodeUtilization {
                 }
                 NodeInfo {
                     id: n,
+                    source: measured.as_ref().map(|m| m.source),
                     usage: usage_of(cx, n),
                     low,
                     high,
@@ -414,7 +417,14 @@ fn over_target_reason(info: &NodeInfo, node: &crate::snapshot::Node) -> String {
             )
         })
         .collect();
-    format!("node {} is overutilized ({})", node.name, over.join(", "))
+    match info.source {
+        Some(src) => format!(
+            "node {} is overutilized ({}; measured by {src})",
+            node.name,
+            over.join(", ")
+        ),
+        None => format!("node {} is overutilized ({})", node.name, over.join(", ")),
+    }
 }
 
 #[cfg(test)]
