@@ -20,6 +20,8 @@
 //! Include with `mod support;` from a test file.
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
