@@ -85,7 +85,7 @@ async fn get_list(
         Err(_) => {
             return Err(format!(
                 "GET {path}: no answer within {timeout:?}; is metrics-server running and \
-                 its APIService {APISERVICE} Available (kubectl get apiservice {APISERVICE})?"
+                 its APIService {APISERVICE} Available (`kubectl get apiservice {APISERVICE}`)?"
             ))
         }
         Ok(Err(e)) => {
@@ -99,7 +99,12 @@ async fn get_list(
     if !status.is_success() {
         return Err(status_error(path, status, &body));
     }
-    parse_metrics_list(path, &body).map_err(|e| one_line(&e.to_string(), 500))
+    parse_metrics_list(&format!("GET {path}"), &body).map_err(|e| {
+        format!(
+            "{}; check what serves APIService {APISERVICE}",
+            one_line(&e.to_string(), 500)
+        )
+    })
 }
 
 /// The message of a failed answer: the server's own words, then what to check.
@@ -122,14 +127,14 @@ fn status_error(path: &str, status: http::StatusCode, body: &[u8]) -> String {
     match code {
         404 | 503 => format!(
             "{head}: metrics.k8s.io is not served: is metrics-server installed and its \
-             APIService {APISERVICE} Available ({check})?"
+             APIService {APISERVICE} Available (`{check}`)?"
         ),
         403 => format!(
             "{head}: RBAC: the descheduler's ClusterRole needs verbs get, list on resources \
              nodes and pods in apiGroup metrics.k8s.io"
         ),
         401 => format!("{head}: the API server did not accept the descheduler's credentials"),
-        _ => format!("{head}: metrics-server failed to answer; check its logs and {check}"),
+        _ => format!("{head}: metrics-server failed to answer; check its logs and `{check}`"),
     }
 }
 

@@ -20,6 +20,7 @@
 //! Include with `mod support;` from a test file.
 #![allow(dead_code)]
 
+pub mod metrics_api;
 pub mod prometheus;
 
 use std::collections::BTreeMap;
