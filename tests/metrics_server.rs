@@ -488,3 +488,146 @@ async fn the_manifests_clusterrole_can_read_metrics() {
          metrics-server: {last}"
     );
 }
+
+/// Creates a pod owned by a ReplicaSet (evictable by the DefaultEvictor), bound to `node`,
+/// requesting 250m, and marks it Running as a kubelet would.
+async fn owned_running_pod(admin: &Client, ns: &str, name: &str, node: &str) {
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "name": name,
+            "labels": {"app": "api"},
+            "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "api",
+                "uid": "6b3f0c8e-0000-4000-8000-000000000001", "controller": true
+            }]
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "api", "image": "registry.example/api:1",
+                            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}]
+        }
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(admin.clone(), ns)
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
+    support::mark_pod_running(admin, ns, name).await;
+}
+
+/// The binary in live dry-run mode reads NodeMetrics and PodMetrics through the aggregated
+/// API and plans LowNodeUtilization by them: the node that is hot by usage (not by requests)
+/// gives away as many pods as its measured usage says.
+#[tokio::test]
+async fn the_binary_balances_by_metrics_server_usage_through_the_aggregated_api() {
+    let (_turn, env, admin) = setup().await;
+    let ns = support::create_namespace(&admin, "usage").await;
+    let prefix = unique("mu");
+    let names: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|s| format!("{prefix}-{s}"))
+        .collect();
+    for n in &names {
+        support::create_node(&admin, support::NodeConfig::new(n).cpu("4").memory("8Gi")).await;
+    }
+    let mut pod_metrics = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        for j in 0..3 {
+            let pod = format!("api-{i}{j}");
+            owned_running_pod(&admin, &ns, &pod, n).await;
+            pod_metrics.push((pod, if i == 0 { "900m" } else { "50m" }));
+        }
+    }
+    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    env.api.set_nodes(Reply::Json(node_metrics_list(
+        &now,
+        &[
+            (names[0].as_str(), "3600m", "2Gi"),
+            (names[1].as_str(), "200m", "1Gi"),
+            (names[2].as_str(), "200m", "1Gi"),
+        ],
+    )));
+    let containers: Vec<[(&str, &str, &str); 1]> = pod_metrics
+        .iter()
+        .map(|(_, cpu)| [("api", *cpu, "200Mi")])
+        .collect();
+    let pods: Vec<(&str, &str, &[(&str, &str, &str)])> = pod_metrics
+        .iter()
+        .zip(&containers)
+        .map(|((p, _), c)| (ns.as_str(), p.as_str(), &c[..]))
+        .collect();
+    env.api.set_pods(Reply::Json(pod_metrics_list(&now, &pods)));
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: kubernetes.io/hostname in ({})
+metricsProviders:
+- source: KubernetesMetrics
+profiles:
+- name: usage
+  pluginConfig:
+  - name: LowNodeUtilization
+    args:
+      thresholds: {{cpu: 20}}
+      targetThresholds: {{cpu: 50}}
+      metricsUtilization: {{source: KubernetesMetrics}}
+  plugins:
+    balance:
+      enabled: [LowNodeUtilization]
+",
+            names.join(",")
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_descheduler"))
+        .args(["--kubeconfig", env.cluster.kubeconfig().to_str().unwrap()])
+        .args(["--policy-config-file", policy.to_str().unwrap()])
+        .args(["--dry-run", "-o", "json"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let planned: Vec<&str> = v["evictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["pod"].as_str().unwrap())
+        .collect();
+    // By requests every node is at 18.75%; measured, the first is at 90%: 3600m - 900m - 900m
+    // = 1800m (45%) after two pods.
+    assert_eq!(
+        planned,
+        vec![format!("{ns}/api-00"), format!("{ns}/api-01")],
+        "{v}"
+    );
+    let first = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == names[0].as_str())
+        .unwrap();
+    assert_eq!(first["measured"]["source"], "metrics-server", "{first}");
+    assert_eq!(first["measured"]["before"]["cpu"], 90.0);
+    assert_eq!(first["measured"]["after"]["cpu"], 45.0);
+    // One list call for the nodes and one for the pods.
+    assert_eq!(
+        env.api
+            .requests_for(descheduler::usage::metrics_server::NODES_PATH)
+            .len(),
+        1
+    );
+    assert_eq!(
+        env.api
+            .requests_for(descheduler::usage::metrics_server::PODS_PATH)
+            .len(),
+        1
+    );
+}

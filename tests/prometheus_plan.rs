@@ -19,7 +19,9 @@ const SNAP: &str = "examples/usage/cluster.json";
 fn exposition(node_a: &str) -> String {
     let mut s = String::from("# TYPE node_cpu_ratio gauge\n");
     s.push_str(&format!("node_cpu_ratio{{instance=\"node-a\"}} {node_a}\n"));
-    s.push_str("node_cpu_ratio{instance=\"node-b\"} 0.08\nnode_cpu_ratio{instance=\"node-c\"} 0.07\n");
+    s.push_str(
+        "node_cpu_ratio{instance=\"node-b\"} 0.08\nnode_cpu_ratio{instance=\"node-c\"} 0.07\n",
+    );
     s.push_str("# TYPE pod_cpu_cores gauge\n");
     for n in ["a", "b", "c"] {
         for i in 0..4 {
@@ -151,26 +153,45 @@ fn junk_or_a_stopped_prometheus_skips_the_plugin_and_others_still_run() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let ev = evicted(&v);
     assert!(!ev.is_empty(), "PodLifeTime still plans: {v}");
-    assert!(ev.iter().all(|(_, plugin)| plugin == "PodLifeTime"), "{ev:?}");
+    assert!(
+        ev.iter().all(|(_, plugin)| plugin == "PodLifeTime"),
+        "{ev:?}"
+    );
     let notes = v["notes"].as_array().unwrap();
     let skip = notes
         .iter()
         .find(|n| n["plugin"] == "LowNodeUtilization" && n["skipped"] == true)
         .unwrap_or_else(|| panic!("no skip note: {notes:?}"));
-    assert!(skip["message"].as_str().unwrap().contains("between 0 and 1"), "{skip}");
+    assert!(
+        skip["message"]
+            .as_str()
+            .unwrap()
+            .contains("between 0 and 1"),
+        "{skip}"
+    );
 
     // Prometheus stopped: the same, with the connection error named.
     prom.stop();
     let (o, v) = plan(&p);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let ev = evicted(&v);
-    assert!(!ev.is_empty() && ev.iter().all(|(_, plugin)| plugin == "PodLifeTime"), "{ev:?}");
+    assert!(
+        !ev.is_empty() && ev.iter().all(|(_, plugin)| plugin == "PodLifeTime"),
+        "{ev:?}"
+    );
     let notes = v["notes"].as_array().unwrap();
     let skip = notes
         .iter()
         .find(|n| n["plugin"] == "LowNodeUtilization" && n["skipped"] == true)
         .unwrap_or_else(|| panic!("no skip note: {notes:?}"));
     let msg = skip["message"].as_str().unwrap();
-    assert!(msg.contains(prom.url()) && msg.contains("cannot connect"), "{msg}");
-    assert!(stderr(&o).contains("metrics source failed"), "{}", stderr(&o));
+    assert!(
+        msg.contains(prom.url()) && msg.contains("cannot connect"),
+        "{msg}"
+    );
+    assert!(
+        stderr(&o).contains("metrics source failed"),
+        "{}",
+        stderr(&o)
+    );
 }
