@@ -17,6 +17,7 @@ use crate::metrics::Metrics;
 use crate::snapshot::usage::{parse_metrics_list, NamedSamples, UsageNeed, UsageSource};
 use crate::snapshot::ClusterSnapshot;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// Why usage cannot be set up at all (the run cannot go on).
 #[derive(Debug, thiserror::Error)]
@@ -101,9 +102,22 @@ pub struct UsageFetcher {
     needs: Vec<UsageNeed>,
     kube: Option<kube::Client>,
     prometheus: Option<prometheus::PrometheusClient>,
-    /// Upstream smooths metrics-server node usage across samples in continuous runs.
-    smoother: Option<metrics_server::Smoother>,
+    /// Upstream smooths metrics-server node usage across samples in continuous runs; a
+    /// background sampler feeds it every [`SAMPLE_EVERY`], as upstream's collector does.
+    smoother: Option<Arc<Mutex<metrics_server::Smoother>>>,
+    sampler: Option<tokio::task::JoinHandle<()>>,
     metrics: Option<Metrics>,
+}
+
+/// How often continuous runs sample node metrics between cycles (upstream: 5 s).
+pub const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Drop for UsageFetcher {
+    fn drop(&mut self) {
+        if let Some(h) = self.sampler.take() {
+            h.abort();
+        }
+    }
 }
 
 impl UsageFetcher {
@@ -136,11 +150,38 @@ impl UsageFetcher {
             // Offline: metrics-server figures come from files ([`attach_files`]).
             needs.retain(|n| matches!(n, UsageNeed::Query { .. }));
         }
+        let wants_ms = needs
+            .iter()
+            .any(|n| matches!(n, UsageNeed::MetricsServer { .. }));
+        let smoother =
+            (smooth && wants_ms).then(|| Arc::new(Mutex::new(metrics_server::Smoother::new())));
+        let sampler = match (&smoother, &kube) {
+            (Some(sm), Some(k)) => {
+                let (sm, k) = (sm.clone(), k.clone());
+                Some(tokio::spawn(async move {
+                    let mut tick = tokio::time::interval(SAMPLE_EVERY);
+                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tick.tick().await;
+                        match metrics_server::fetch(&k, false).await {
+                            Ok(a) => {
+                                sm.lock().expect("smoother lock").apply(a);
+                            }
+                            // A missing sample keeps the previous value (upstream: "duplicate
+                            // the previous value"); the cycle's own fetch reports failures.
+                            Err(e) => tracing::debug!(error = %e, "node metrics sample failed"),
+                        }
+                    }
+                }))
+            }
+            _ => None,
+        };
         Ok(UsageFetcher {
             needs,
             kube,
             prometheus,
-            smoother: smooth.then(metrics_server::Smoother::new),
+            smoother,
+            sampler,
             metrics,
         })
     }
@@ -158,8 +199,8 @@ impl UsageFetcher {
                 UsageNeed::MetricsServer { pods } => {
                     let kube = self.kube.as_ref().expect("checked in new");
                     let mut answer = metrics_server::fetch(kube, pods).await;
-                    if let (Ok(a), Some(s)) = (&mut answer, &mut self.smoother) {
-                        *a = s.apply(std::mem::take(a));
+                    if let (Ok(a), Some(s)) = (&mut answer, &self.smoother) {
+                        *a = s.lock().expect("smoother lock").apply(std::mem::take(a));
                     }
                     if let Err(e) = &answer {
                         tracing::warn!(source = "metrics-server", error = %e, "metrics source failed; the plugins reading it skip this cycle");
