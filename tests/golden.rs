@@ -55,9 +55,26 @@ fn shipped_policies_load_and_match_their_golden_plans() {
         checked += 1;
     }
     assert!(
-        checked >= 4,
-        "expected the four shipped policies, found {checked}"
+        checked >= 7,
+        "expected the seven shipped policies, found {checked}"
     );
+}
+
+#[test]
+fn every_shipped_policy_has_something_to_do_on_the_example_cluster() {
+    let snapshot = root().join("examples/cluster-hotspot.yaml");
+    for policy in policies() {
+        let report: Report = serde_json::from_str(&render(&policy, &snapshot)).unwrap();
+        assert!(
+            !report.evictions.is_empty(),
+            "{} plans nothing on the example cluster, so its golden plan shows nothing",
+            policy.display()
+        );
+        let mut pods: Vec<&str> = report.evictions.iter().map(|e| e.pod.as_str()).collect();
+        pods.sort();
+        pods.dedup();
+        assert_eq!(pods.len(), report.evictions.len(), "{}", policy.display());
+    }
 }
 
 #[test]
