@@ -85,7 +85,10 @@ fn measured_percentages(node: &Node, r: &Resources) -> BTreeMap<String, f64> {
     for name in ["cpu", "memory"] {
         let cap = node.allocatable.get(name);
         if cap > 0 {
-            out.insert(name.to_string(), round2(100.0 * r.get(name) as f64 / cap as f64));
+            out.insert(
+                name.to_string(),
+                round2(100.0 * r.get(name) as f64 / cap as f64),
+            );
         }
     }
     if r.has(METRIC_RESOURCE) {

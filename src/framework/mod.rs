@@ -100,7 +100,12 @@ impl<'a, 's> Context<'a, 's> {
     pub fn note(&mut self, node: Option<NodeId>, message: impl Into<String>) {
         let message = message.into();
         let node_name = node.map(|n| self.state.snap.node(n).name.to_string());
-        tracing::info!(profile = self.profile, plugin = self.plugin, node = node_name.as_deref(), "{message}");
+        tracing::info!(
+            profile = self.profile,
+            plugin = self.plugin,
+            node = node_name.as_deref(),
+            "{message}"
+        );
         self.state.note(PlanNote {
             profile: self.profile.to_string(),
             plugin: self.plugin,

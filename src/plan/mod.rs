@@ -8,8 +8,8 @@
 use crate::framework::{
     Context, History, MeasuredNode, Pipeline, PlanNote, PlannedEviction, PlanningState,
 };
-use std::collections::BTreeMap;
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+use std::collections::BTreeMap;
 
 /// The result of planning one cycle.
 #[derive(Debug, Clone)]

@@ -17,8 +17,8 @@
 //!   evictor's filters, and is not in an `evictableNamespaces.exclude` namespace.
 //! - `evictionLimits.node` caps this plugin's evictions per node.
 
-use crate::framework::{Context, Plugin};
 use crate::framework::MeasuredNode;
+use crate::framework::{Context, Plugin};
 use crate::plugins::node_utilization::{
     self as nu, amount, capacity, evict_pods_from_source_nodes, pct, validate_thresholds,
     EvictOptions, SourceNode, UsageMode,
@@ -831,7 +831,10 @@ profiles:
             for n in ["n1", "n2", "n3"] {
                 for i in 0..4 {
                     let cpu = if n == "n1" { 800 } else { 50 };
-                    pods.push((("web".to_string(), format!("{n}-{i}")), sample(cpu, GIB / 8)));
+                    pods.push((
+                        ("web".to_string(), format!("{n}-{i}")),
+                        sample(cpu, GIB / 8),
+                    ));
                 }
             }
         }
@@ -887,7 +890,11 @@ profiles:
         let m = p.measured[0].as_ref().unwrap();
         assert_eq!(m.source, crate::snapshot::usage::UsageSource::MetricsServer);
         assert_eq!((m.before.cpu, m.after.cpu), (3400, 1800));
-        assert!(p.evictions[0].reason.contains("cpu 85% > target 50%"), "{}", p.evictions[0].reason);
+        assert!(
+            p.evictions[0].reason.contains("cpu 85% > target 50%"),
+            "{}",
+            p.evictions[0].reason
+        );
     }
 
     #[test]
@@ -896,7 +903,13 @@ profiles:
         snap.attach_metrics_server(Ok(metrics_server_answer(false)));
         let p = plan_measured(ms_args(), &snap, History::default());
         assert_eq!(names(&snap, &p), vec!["n1-0"]);
-        assert!(p.notes.iter().any(|n| n.message.contains("no measured cpu usage for pod web/n1-0")), "{:?}", p.notes);
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.message.contains("no measured cpu usage for pod web/n1-0")),
+            "{:?}",
+            p.notes
+        );
     }
 
     #[test]
@@ -904,11 +917,19 @@ profiles:
         let mut snap = measured_cluster();
         let p = plan_measured(ms_args(), &snap, History::default());
         assert!(p.evictions.is_empty());
-        assert!(p.notes[0].skipped && p.notes[0].message.contains("no metrics-server data"), "{:?}", p.notes);
+        assert!(
+            p.notes[0].skipped && p.notes[0].message.contains("no metrics-server data"),
+            "{:?}",
+            p.notes
+        );
         snap.attach_metrics_server(Err("503 Service Unavailable".into()));
         let p = plan_measured(ms_args(), &snap, History::default());
         assert!(p.evictions.is_empty());
-        assert!(p.notes[0].skipped && p.notes[0].message.contains("503"), "{:?}", p.notes);
+        assert!(
+            p.notes[0].skipped && p.notes[0].message.contains("503"),
+            "{:?}",
+            p.notes
+        );
     }
 
     #[test]
@@ -919,19 +940,33 @@ profiles:
         snap.attach_metrics_server(Ok(answer));
         let p = plan_measured(ms_args(), &snap, History::default());
         assert!(p.evictions.is_empty(), "a stale hot node is not acted on");
-        assert!(p.notes.iter().any(|n| n.node == Some(0) && n.message.contains("301s old")), "{:?}", p.notes);
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.node == Some(0) && n.message.contains("301s old")),
+            "{:?}",
+            p.notes
+        );
         let mut answer = metrics_server_answer(true);
         answer.nodes.remove(0);
         snap.attach_metrics_server(Ok(answer));
         let p = plan_measured(ms_args(), &snap, History::default());
         assert!(p.evictions.is_empty());
-        assert!(p.notes.iter().any(|n| n.node == Some(0) && n.message.contains("no metrics-server sample")));
+        assert!(p
+            .notes
+            .iter()
+            .any(|n| n.node == Some(0) && n.message.contains("no metrics-server sample")));
         // A longer maxSampleAge accepts the old sample.
         let mut answer = metrics_server_answer(true);
         answer.nodes[0].1.timestamp = NOW - 301;
         snap.attach_metrics_server(Ok(answer));
         snap.set_max_sample_age(crate::snapshot::usage::UsageSource::MetricsServer, 600);
-        assert_eq!(plan_measured(ms_args(), &snap, History::default()).evictions.len(), 2);
+        assert_eq!(
+            plan_measured(ms_args(), &snap, History::default())
+                .evictions
+                .len(),
+            2
+        );
     }
 
     #[test]
@@ -945,7 +980,13 @@ profiles:
             let p = plan_measured(args.clone(), &snap, history.clone());
             if cycle < 3 {
                 assert!(p.evictions.is_empty(), "cycle {cycle}");
-                assert!(p.notes.iter().any(|n| n.message.contains(&format!("for {cycle} of the 3"))), "{:?}", p.notes);
+                assert!(
+                    p.notes
+                        .iter()
+                        .any(|n| n.message.contains(&format!("for {cycle} of the 3"))),
+                    "{:?}",
+                    p.notes
+                );
             } else {
                 assert_eq!(p.evictions.len(), 2, "cycle {cycle}");
             }
@@ -953,16 +994,32 @@ profiles:
         }
         // A cycle where the node is not over resets the count.
         let over = std::collections::BTreeMap::from([("p/LowNodeUtilization".to_string(), vec![])]);
-        assert_eq!(history.advance(&over).streak("p/LowNodeUtilization", "n1"), 0);
+        assert_eq!(
+            history.advance(&over).streak("p/LowNodeUtilization", "n1"),
+            0
+        );
         // A skipped cycle (no observation) forgets the streak too.
-        assert_eq!(history.advance(&Default::default()).streak("p/LowNodeUtilization", "n1"), 0);
+        assert_eq!(
+            history
+                .advance(&Default::default())
+                .streak("p/LowNodeUtilization", "n1"),
+            0
+        );
     }
 
     fn prom_answer(values: &[(&str, f64)], ts: i64) -> NamedSamples<Sample> {
         NamedSamples {
             nodes: values
                 .iter()
-                .map(|(n, v)| (n.to_string(), Sample { value: *v, timestamp: ts }))
+                .map(|(n, v)| {
+                    (
+                        n.to_string(),
+                        Sample {
+                            value: *v,
+                            timestamp: ts,
+                        },
+                    )
+                })
                 .collect(),
             pods: vec![],
         }
@@ -971,18 +1028,34 @@ profiles:
     #[test]
     fn prometheus_metric_resource_as_upstream() {
         let mut snap = measured_cluster();
-        snap.attach_query("node_util", Ok(prom_answer(&[("n1", 0.9), ("n2", 0.1), ("n3", 0.15)], NOW)));
+        snap.attach_query(
+            "node_util",
+            Ok(prom_answer(&[("n1", 0.9), ("n2", 0.1), ("n3", 0.15)], NOW)),
+        );
         let args = json!({"thresholds": {"MetricResource": 20}, "targetThresholds": {"MetricResource": 70},
                           "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "node_util"}}});
         let p = plan_measured(args.clone(), &snap, History::default());
         // No pod usage: one pod per hot node, as upstream.
         assert_eq!(names(&snap, &p), vec!["n1-0"]);
-        assert!(p.evictions[0].reason.contains("MetricResource 90% > target 70%"), "{}", p.evictions[0].reason);
+        assert!(
+            p.evictions[0]
+                .reason
+                .contains("MetricResource 90% > target 70%"),
+            "{}",
+            p.evictions[0].reason
+        );
         // Garbage: a ratio above 1 skips the plugin.
-        snap.attach_query("node_util", Ok(prom_answer(&[("n1", 90.0), ("n2", 0.1), ("n3", 0.15)], NOW)));
+        snap.attach_query(
+            "node_util",
+            Ok(prom_answer(&[("n1", 90.0), ("n2", 0.1), ("n3", 0.15)], NOW)),
+        );
         let p = plan_measured(args.clone(), &snap, History::default());
         assert!(p.evictions.is_empty());
-        assert!(p.notes[0].skipped && p.notes[0].message.contains("between 0 and 1"), "{:?}", p.notes);
+        assert!(
+            p.notes[0].skipped && p.notes[0].message.contains("between 0 and 1"),
+            "{:?}",
+            p.notes
+        );
         snap.attach_query("node_util", Err("connection refused".into()));
         let p = plan_measured(args, &snap, History::default());
         assert!(p.evictions.is_empty() && p.notes[0].message.contains("connection refused"));
@@ -991,11 +1064,31 @@ profiles:
     #[test]
     fn prometheus_per_resource_and_pod_queries() {
         let mut snap = measured_cluster();
-        snap.attach_query("cpu_ratio", Ok(prom_answer(&[("n1", 0.85), ("n2", 0.05), ("n3", 0.05)], NOW)));
+        snap.attach_query(
+            "cpu_ratio",
+            Ok(prom_answer(
+                &[("n1", 0.85), ("n2", 0.05), ("n3", 0.05)],
+                NOW,
+            )),
+        );
         let pods: Vec<((String, String), Sample)> = (0..4)
-            .map(|i| (("web".to_string(), format!("n1-{i}")), Sample { value: 0.8, timestamp: NOW }))
+            .map(|i| {
+                (
+                    ("web".to_string(), format!("n1-{i}")),
+                    Sample {
+                        value: 0.8,
+                        timestamp: NOW,
+                    },
+                )
+            })
             .collect();
-        snap.attach_query("pod_cpu", Ok(NamedSamples { nodes: vec![], pods }));
+        snap.attach_query(
+            "pod_cpu",
+            Ok(NamedSamples {
+                nodes: vec![],
+                pods,
+            }),
+        );
         let args = json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50},
                           "metricsUtilization": {"source": "Prometheus", "prometheus": {
                               "queries": {"cpu": "cpu_ratio"}, "podQueries": {"cpu": "pod_cpu"}}}});

@@ -6,8 +6,8 @@ pub mod high_node_utilization;
 pub mod low_node_utilization;
 pub mod node_utilization;
 pub mod pod_lifetime;
-pub mod remove_failed_pods;
 pub mod remove_duplicates;
+pub mod remove_failed_pods;
 pub mod remove_pods_having_too_many_restarts;
 pub mod remove_pods_violating_inter_pod_anti_affinity;
 pub mod remove_pods_violating_node_affinity;
@@ -17,7 +17,6 @@ pub mod shared;
 
 use crate::framework::Plugin;
 use crate::policy::ArgsError;
-
 
 /// Builds a strategy plugin from its name and args, validating the args.
 pub fn build(name: &str, args: &serde_json::Value) -> Result<Box<dyn Plugin>, ArgsError> {

@@ -22,8 +22,7 @@ use crate::policy::ArgsError;
 use crate::sim;
 use crate::snapshot::usage::{check_value, QueryTarget, UsageNeed, UsageSource};
 use crate::snapshot::{
-    ClusterSnapshot, Node, NodeId, Pod, PodId, Taint, RESOURCE_CPU, RESOURCE_MEMORY,
-    RESOURCE_PODS,
+    ClusterSnapshot, Node, NodeId, Pod, PodId, Taint, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -224,7 +223,9 @@ impl MetricsUtilization {
                     if !p.queries.contains_key(r) {
                         return Err(ArgsError::new(
                             f(&format!("prometheus.podQueries.{r}")),
-                            format!("a pod query for {r} needs the node query prometheus.queries.{r}"),
+                            format!(
+                                "a pod query for {r} needs the node query prometheus.queries.{r}"
+                            ),
                         ));
                     }
                     if q.trim().is_empty() {

@@ -531,7 +531,11 @@ impl Policy {
                         }
                     }
                 }
-                if let Some(r) = p.auth_token.as_ref().and_then(|a| a.secret_reference.as_ref()) {
+                if let Some(r) = p
+                    .auth_token
+                    .as_ref()
+                    .and_then(|a| a.secret_reference.as_ref())
+                {
                     if r.namespace.is_empty() || r.name.is_empty() {
                         return Err(PolicyError::new(
                             file,

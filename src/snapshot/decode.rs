@@ -13,10 +13,10 @@
 //! - `load_file` drops the file's bytes before indexing the snapshot.
 
 use super::{
-    Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, PodCondition,
-    PodStatusDetail, HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm,
-    OwnerRef, Pdb, Phase, Pod, PodAffinityTerm, PreferredSchedulingTerm, PriorityClass, Qos,
-    Resources, SnapshotParts, Taint, TaintEffect, Toleration, TopologySpreadConstraint,
+    Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, HostPort,
+    InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef, Pdb, Phase, Pod, PodAffinityTerm,
+    PodCondition, PodStatusDetail, PreferredSchedulingTerm, PriorityClass, Qos, Resources,
+    SnapshotParts, Taint, TaintEffect, Toleration, TopologySpreadConstraint,
     WeightedPodAffinityTerm, WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION,
     MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION,
 };
@@ -119,12 +119,18 @@ fn decode_json(
     array: bool,
     parts: &mut SnapshotParts,
 ) -> Result<(), SnapshotError> {
+    if !array {
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            if let Some(result) = parallel::decode_list(file, text, parts) {
+                return result;
+            }
+        }
+    }
     let mut sink = Sink {
         file,
         parts,
         error: None,
     };
-    // Checking UTF-8 once up front (fast for ASCII) spares serde_json checking every string.
     let result = match std::str::from_utf8(bytes) {
         Ok(text) => stream_json(&mut sink, serde_json::Deserializer::from_str(text), array),
         Err(_) => stream_json(
@@ -160,6 +166,202 @@ fn stream_json<'de, R: serde_json::de::Read<'de>>(
         TopLevel(sink).deserialize(&mut de)?;
     }
     de.end()
+}
+
+/// The large case, a JSON List of many objects, decoded on two threads: the `items` array is
+/// cut in two at an item boundary and each half is decoded on its own, then the halves are
+/// joined in order. Any doubt (no `items` array at the top level, no boundary found, a cut
+/// that turns out not to be between two items, any error) falls back to the sequential
+/// decoder, which also gives the precise error.
+mod parallel {
+    use super::{RawObject, Sink, SnapshotError, SnapshotParts};
+    use serde::de::IgnoredAny;
+
+    /// Below this size one thread is as fast.
+    pub(super) const MIN_BYTES: usize = 4 << 20;
+
+    fn skip_ws(b: &[u8], mut pos: usize) -> usize {
+        while pos < b.len() && b[pos].is_ascii_whitespace() {
+            pos += 1;
+        }
+        pos
+    }
+
+    /// Parses one JSON value of type T at `pos`; returns it and the position after it.
+    fn value_at<'de, T: serde::Deserialize<'de>>(text: &'de str, pos: usize) -> Option<(T, usize)> {
+        let mut it = serde_json::Deserializer::from_str(&text[pos..]).into_iter::<T>();
+        let v = it.next()?.ok()?;
+        Some((v, pos + it.byte_offset()))
+    }
+
+    /// The position just after the `[` of the top-level object's `items` array.
+    fn items_start(text: &str) -> Option<usize> {
+        let b = text.as_bytes();
+        let mut pos = skip_ws(b, 0);
+        if b.get(pos) != Some(&b'{') {
+            return None;
+        }
+        pos += 1;
+        loop {
+            pos = skip_ws(b, pos);
+            let (key, after): (String, usize) = value_at(text, pos)?;
+            pos = skip_ws(b, after);
+            if b.get(pos) != Some(&b':') {
+                return None;
+            }
+            pos = skip_ws(b, pos + 1);
+            if key == "items" {
+                return (b.get(pos) == Some(&b'[')).then_some(pos + 1);
+            }
+            let (_, after): (IgnoredAny, usize) = value_at(text, pos)?;
+            pos = skip_ws(b, after);
+            match b.get(pos) {
+                Some(b',') => pos += 1,
+                _ => return None,
+            }
+        }
+    }
+
+    /// A comma at or after `from` between `}` and `{` (ignoring whitespace): a candidate cut.
+    fn candidate_cut(b: &[u8], from: usize) -> Option<usize> {
+        let mut i = from;
+        while i < b.len() {
+            if b[i] == b',' {
+                let mut p = i;
+                while p > 0 && b[p - 1].is_ascii_whitespace() {
+                    p -= 1;
+                }
+                let n = skip_ws(b, i + 1);
+                if p > 0 && b[p - 1] == b'}' && b.get(n) == Some(&b'{') {
+                    return Some(i);
+                }
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// A cut near `from` that looks like a boundary between two items of the list: a
+    /// candidate comma followed by a whole object with a kind and a name, itself followed by
+    /// `,` or `]`. (Arrays of objects inside an item, such as conditions or containers, have
+    /// neither; the first half's decoder confirms the cut in the end.)
+    fn item_cut(text: &str, from: usize) -> Option<usize> {
+        let b = text.as_bytes();
+        let mut at = from;
+        for _ in 0..256 {
+            let cut = candidate_cut(b, at)?;
+            let next = skip_ws(b, cut + 1);
+            if let Some((obj, after)) = value_at::<RawObject<'_>>(text, next) {
+                let end = skip_ws(b, after);
+                if !obj.kind.is_empty()
+                    && !obj.metadata.name.is_empty()
+                    && matches!(b.get(end), Some(b',') | Some(b']'))
+                {
+                    return Some(cut);
+                }
+            }
+            at = cut + 1;
+        }
+        None
+    }
+
+    /// Decodes items from `pos` (just after `[` or a separating comma). With `stop`, ends
+    /// exactly at that separating comma (None if an item runs past it); without, at `]`.
+    /// Returns the position after the last item's separator or the closing bracket.
+    fn items(
+        text: &str,
+        mut pos: usize,
+        stop: Option<usize>,
+        sink: &mut Sink<'_>,
+    ) -> Option<usize> {
+        let b = text.as_bytes();
+        pos = skip_ws(b, pos);
+        if stop.is_none() && b.get(pos) == Some(&b']') {
+            return Some(pos + 1);
+        }
+        let mut index = 0;
+        loop {
+            let (obj, after): (RawObject<'_>, usize) = value_at(text, skip_ws(b, pos))?;
+            sink.add::<serde_json::Error>(index, obj).ok()?;
+            index += 1;
+            pos = skip_ws(b, after);
+            match (b.get(pos), stop) {
+                (Some(b','), Some(s)) if pos == s => return Some(pos),
+                (Some(b','), Some(s)) if pos > s => return None,
+                (Some(b','), _) => pos += 1,
+                (Some(b']'), None) => return Some(pos + 1),
+                _ => return None,
+            }
+        }
+    }
+
+    /// None: use the sequential decoder.
+    pub(super) fn decode_list(
+        file: &str,
+        text: &str,
+        parts: &mut SnapshotParts,
+    ) -> Option<Result<(), SnapshotError>> {
+        if text.len() < MIN_BYTES {
+            return None;
+        }
+        let start = items_start(text)?;
+        let b = text.as_bytes();
+        let cut = item_cut(text, start + (text.len() - start) / 2)?;
+        let mut first = SnapshotParts::default();
+        let mut second = SnapshotParts::default();
+        let (a, z) = std::thread::scope(|scope| {
+            let later = scope.spawn(|| {
+                let mut sink = Sink {
+                    file,
+                    parts: &mut second,
+                    error: None,
+                };
+                items(text, cut + 1, None, &mut sink)
+            });
+            let mut sink = Sink {
+                file,
+                parts: &mut first,
+                error: None,
+            };
+            let a = items(text, start, Some(cut), &mut sink);
+            (a, later.join().ok().flatten())
+        });
+        a?;
+        let end = z?;
+        // The rest of the top-level object: more keys, then `}` and nothing else.
+        let mut pos = skip_ws(b, end);
+        while b.get(pos) == Some(&b',') {
+            pos = skip_ws(b, pos + 1);
+            let (_, after): (String, usize) = value_at(text, pos)?;
+            pos = skip_ws(b, after);
+            if b.get(pos) != Some(&b':') {
+                return None;
+            }
+            let (_, after): (IgnoredAny, usize) = value_at(text, skip_ws(b, pos + 1))?;
+            pos = skip_ws(b, after);
+        }
+        if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() {
+            return None;
+        }
+        let SnapshotParts {
+            nodes,
+            pods,
+            pdbs,
+            namespaces,
+            priority_classes,
+        } = second;
+        first.nodes.extend(nodes);
+        first.pods.extend(pods);
+        first.pdbs.extend(pdbs);
+        first.namespaces.extend(namespaces);
+        first.priority_classes.extend(priority_classes);
+        parts.nodes.append(&mut first.nodes);
+        parts.pods.append(&mut first.pods);
+        parts.pdbs.append(&mut first.pdbs);
+        parts.namespaces.append(&mut first.namespaces);
+        parts.priority_classes.append(&mut first.priority_classes);
+        Some(Ok(()))
+    }
 }
 
 /// Decoding again with path tracking, only once we know it fails, keeps the fast path fast.
@@ -1760,13 +1962,85 @@ items:
     #[test]
     fn bad_pod_condition_names_the_field() {
         let bad = STATUS_JSON.replace(r#""status":"False""#, r#""status":"Maybe""#);
-        let err = load_bytes("s.json", bad.as_bytes()).unwrap_err().to_string();
+        let err = load_bytes("s.json", bad.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("Pod d/p"), "{err}");
         assert!(err.contains("status.conditions[0].status"), "{err}");
         assert!(err.contains("True, False, Unknown"), "{err}");
         let bad = STATUS_JSON.replace("2026-01-01T00:01:00Z", "yesterday");
-        let err = load_bytes("s.json", bad.as_bytes()).unwrap_err().to_string();
-        assert!(err.contains("status.conditions[0].lastTransitionTime"), "{err}");
+        let err = load_bytes("s.json", bad.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("status.conditions[0].lastTransitionTime"),
+            "{err}"
+        );
+    }
+
+    /// Decodes on one thread, for comparing with the two-thread path.
+    fn sequential(file: &str, bytes: &[u8]) -> SnapshotParts {
+        let mut parts = SnapshotParts::default();
+        let mut sink = Sink {
+            file,
+            parts: &mut parts,
+            error: None,
+        };
+        let text = std::str::from_utf8(bytes).unwrap();
+        stream_json(&mut sink, serde_json::Deserializer::from_str(text), false).unwrap();
+        parts
+    }
+
+    fn fingerprint(p: &SnapshotParts) -> Vec<String> {
+        let mut v: Vec<String> = p.nodes.iter().map(|n| format!("{n:?}")).collect();
+        v.extend(p.pods.iter().map(|x| format!("{x:?}")));
+        v.extend(p.pdbs.iter().map(|x| format!("{x:?}")));
+        v.extend(p.namespaces.iter().map(|x| format!("{x:?}")));
+        v.extend(p.priority_classes.iter().map(|x| format!("{x:?}")));
+        v
+    }
+
+    #[test]
+    fn two_threads_decode_exactly_what_one_does() {
+        let cfg = crate::snapshot::synthetic::Config::new(100, 5000, 7);
+        let bytes = crate::snapshot::synthetic::generate_json(&cfg);
+        assert!(bytes.len() > parallel::MIN_BYTES, "{} bytes", bytes.len());
+        let text = std::str::from_utf8(&bytes).unwrap();
+        let mut fast = SnapshotParts::default();
+        parallel::decode_list("s.json", text, &mut fast)
+            .expect("the two-thread path applies")
+            .unwrap();
+        let slow = sequential("s.json", &bytes);
+        assert_eq!(fast.pods.len(), 5000);
+        assert_eq!(fingerprint(&fast), fingerprint(&slow));
+    }
+
+    #[test]
+    fn two_threads_fall_back_on_doubt_and_errors_stay_precise() {
+        let cfg = crate::snapshot::synthetic::Config::new(100, 5000, 7);
+        let bytes = crate::snapshot::synthetic::generate_json(&cfg);
+        let text = std::str::from_utf8(&bytes).unwrap();
+        // A bad quantity in the second half: the precise error of the sequential decoder.
+        let at = text.len() * 3 / 4;
+        let pos = at + text[at..].find("\"cpu\":\"").unwrap() + 7;
+        let end = pos + text[pos..].find('"').unwrap();
+        let mut broken = text.to_string();
+        broken.replace_range(pos..end, "lots");
+        let err = load_bytes("b.json", broken.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("b.json") && err.contains("\"lots\""), "{err}");
+        let mut none = SnapshotParts::default();
+        assert!(parallel::decode_list("b.json", &broken, &mut none).is_none());
+        // Truncated: a syntax error, not a partial snapshot.
+        let cut = &text[..text.len() - 10];
+        assert!(matches!(
+            load_bytes("t.json", cut.as_bytes()),
+            Err(SnapshotError::Syntax { .. })
+        ));
+        // Trailing garbage after the list.
+        let trailing = format!("{text} x");
+        assert!(load_bytes("g.json", trailing.as_bytes()).is_err());
     }
 
     #[test]

@@ -315,7 +315,10 @@ pub fn parse_metrics_list(
                 let q = crate::quantity::Quantity::parse(text)
                     .map_err(|e| fail(format!("{field}.{r}"), e.to_string()))?;
                 if q.milli_value() < 0 {
-                    return Err(fail(format!("{field}.{r}"), format!("{text:?} is negative")));
+                    return Err(fail(
+                        format!("{field}.{r}"),
+                        format!("{text:?} is negative"),
+                    ));
                 }
                 Ok(q)
             };
@@ -401,8 +404,7 @@ mod tests {
         assert_eq!(e.location, "document");
         assert!(e.to_string().contains("n.json"), "{e}");
         assert!(e.message.contains("<html>"), "{e}");
-        let e = parse_metrics_list("n.json", NODES.replace("250m", "lots").as_bytes())
-            .unwrap_err();
+        let e = parse_metrics_list("n.json", NODES.replace("250m", "lots").as_bytes()).unwrap_err();
         assert_eq!(e.location, "items[1].usage.cpu");
         let e = parse_metrics_list("n.json", NODES.replace("\"2Gi\"", "\"-2Gi\"").as_bytes())
             .unwrap_err();
@@ -431,9 +433,18 @@ mod tests {
         };
         snap.attach_metrics_server(Ok(NamedSamples {
             nodes: vec![("b".into(), s(5)), ("gone".into(), s(6))],
-            pods: vec![(("ns".into(), "p".into()), s(7)), (("ns".into(), "x".into()), s(8))],
+            pods: vec![
+                (("ns".into(), "p".into()), s(7)),
+                (("ns".into(), "x".into()), s(8)),
+            ],
         }));
-        let ms = snap.usage().metrics_server.as_ref().unwrap().as_ref().unwrap();
+        let ms = snap
+            .usage()
+            .metrics_server
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap();
         assert_eq!(ms.node(0), None);
         assert_eq!(ms.node(1).unwrap().cpu, 5);
         assert_eq!(ms.pod(0).unwrap().cpu, 7);
@@ -463,7 +474,9 @@ mod tests {
         assert!(check_value(2.0, false).is_ok());
         assert!(check_value(f64::NAN, false).unwrap_err().contains("NaN"));
         assert!(check_value(-0.1, false).unwrap_err().contains("negative"));
-        assert!(check_value(1.5, true).unwrap_err().contains("between 0 and 1"));
+        assert!(check_value(1.5, true)
+            .unwrap_err()
+            .contains("between 0 and 1"));
         assert!(check_value(f64::INFINITY, false).is_err());
     }
 }
