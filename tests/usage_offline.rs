@@ -66,7 +66,10 @@ fn measured_usage_moves_pods_that_requests_would_not() {
     // By requests every node is at 25%: the same policy without metricsUtilization plans nothing.
     let requests_policy = std::fs::read_to_string(root().join(POLICY))
         .unwrap()
-        .replace("      metricsUtilization:\n        source: KubernetesMetrics\n", "");
+        .replace(
+            "      metricsUtilization:\n        source: KubernetesMetrics\n",
+            "",
+        );
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("requests.yaml");
     std::fs::write(&p, requests_policy).unwrap();
@@ -92,9 +95,10 @@ fn without_pod_metrics_one_pod_leaves_the_hot_node() {
     assert_eq!(v["evictions"].as_array().unwrap().len(), 1);
     let notes = v["notes"].as_array().unwrap();
     assert!(
-        notes
-            .iter()
-            .any(|n| n["message"].as_str().unwrap().contains("no measured cpu usage")),
+        notes.iter().any(|n| n["message"]
+            .as_str()
+            .unwrap()
+            .contains("no measured cpu usage")),
         "{notes:?}"
     );
 }
@@ -138,11 +142,18 @@ fn missing_or_broken_metrics_files_are_clear_errors() {
     let (o, _) = plan(&["--node-metrics", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("nodes.json") && e.contains("items[0].usage.cpu"), "{e}");
+    assert!(
+        e.contains("nodes.json") && e.contains("items[0].usage.cpu"),
+        "{e}"
+    );
     std::fs::write(&bad, "<html>503</html>").unwrap();
     let (o, _) = plan(&["--node-metrics", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not a metrics.k8s.io list"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a metrics.k8s.io list"),
+        "{}",
+        stderr(&o)
+    );
     // Pod metrics given as node metrics.
     let (o, _) = plan(&["--node-metrics", PODS]);
     assert_eq!(o.status.code(), Some(2));
