@@ -551,7 +551,7 @@ async fn the_binary_balances_by_metrics_server_usage_through_the_aggregated_api(
         .iter()
         .map(|(_, cpu)| [("api", *cpu, "200Mi")])
         .collect();
-    let pods: Vec<(&str, &str, &[(&str, &str, &str)])> = pod_metrics
+    let pods: Vec<support::metrics_api::PodMetrics<'_>> = pod_metrics
         .iter()
         .zip(&containers)
         .map(|((p, _), c)| (ns.as_str(), p.as_str(), &c[..]))
