@@ -8,6 +8,12 @@
 //! `"measured":{"source":"metrics-server"|"prometheus","before":{..},"after":{..}}` (measured
 //! usage as a percentage of allocatable; `MetricResource` as the query's percentage), and
 //! `"notes"` lists plugins that skipped the cycle and nodes left out, with why.
+//! When a profile orders its candidates by DominantResourceFairness, `"tenants"` lists each
+//! tenant holding resources, sorted by tenant:
+//! `{"tenant":"..","before":60.0,"after":26.0,"dominantResource":"cpu"}` (dominant share as a
+//! percentage of the Ready nodes' allocatable; `dominantResource` is the resource of the share
+//! before the plan, or after it when the tenant held nothing before; with `tenantLabel` each row
+//! also names the label as `"tenantLabel"`). Without it the field is absent.
 
 use crate::plan::EvictionPlan;
 use crate::snapshot::{ClusterSnapshot, Node, Resources};
@@ -21,6 +27,25 @@ pub struct Report {
     pub nodes: Vec<NodeRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<NoteRow>,
+    /// Tenants' dominant shares, when a profile orders by DominantResourceFairness.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<TenantRow>,
+}
+
+/// A tenant's dominant share of the cluster before and after the plan, in percent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantRow {
+    /// A namespace, or a value of `tenantLabel` (`""`: pods without the label).
+    pub tenant: String,
+    /// The label whose values are the tenants; absent when tenants are namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_label: Option<String>,
+    pub before: f64,
+    pub after: f64,
+    /// The resource of the dominant share (`cpu`, `memory`, `nvidia.com/gpu`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dominant_resource: Option<String>,
 }
 
 /// A plugin that skipped the cycle, or a node a plugin left out, and why.
@@ -162,10 +187,25 @@ impl Report {
                 skipped: n.skipped,
             })
             .collect();
+        let tenants = plan
+            .tenants
+            .iter()
+            .map(|t| TenantRow {
+                tenant: t.tenant.clone(),
+                tenant_label: t.tenant_label.clone(),
+                before: round2(100.0 * t.before),
+                after: round2(100.0 * t.after),
+                dominant_resource: t
+                    .before_resource
+                    .clone()
+                    .or_else(|| t.after_resource.clone()),
+            })
+            .collect();
         Report {
             evictions,
             nodes,
             notes,
+            tenants,
         }
     }
 
@@ -293,6 +333,39 @@ impl Report {
                 ["NODE", "SOURCE", "CPU", "MEMORY", "METRICRESOURCE"],
                 &rows,
             );
+        }
+        if !self.tenants.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "Tenants (dominant share of the Ready nodes' allocatable, before -> after):"
+            );
+            let rows: Vec<[String; 3]> = self
+                .tenants
+                .iter()
+                .map(|t| {
+                    let name = match (&t.tenant_label, t.tenant.as_str()) {
+                        (Some(l), "") => format!("(no {l} label)"),
+                        (Some(l), v) => format!("{l}={v}"),
+                        (None, v) => v.to_string(),
+                    };
+                    let share = if (t.before - t.after).abs() < 0.005 {
+                        format!("{:.1}%", t.before)
+                    } else {
+                        format!("{:.1}% -> {:.1}%", t.before, t.after)
+                    };
+                    [
+                        name,
+                        t.dominant_resource.clone().unwrap_or("-".into()),
+                        share,
+                    ]
+                })
+                .collect();
+            let rows: Vec<[&str; 3]> = rows
+                .iter()
+                .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str()])
+                .collect();
+            write_table(&mut out, ["TENANT", "DOMINANT", "SHARE"], &rows);
         }
         if !self.notes.is_empty() {
             let _ = writeln!(out);

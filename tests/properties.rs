@@ -1,14 +1,14 @@
 //! Property tests over random clusters and policies: whatever the input, a plan never exceeds
-//! a limit or a disruption budget, never names a protected pod or a pod twice, and does not
-//! depend on the order of the input.
+//! a limit or a disruption budget, never names a protected pod or a pod twice, never leaves a
+//! gang below its minMember, and does not depend on the order of the input.
 
 use descheduler::framework::Pipeline;
 use descheduler::plan::plan;
 use descheduler::plugins::default_evictor::DefaultEvictor;
 use descheduler::policy::Policy;
-use descheduler::snapshot::builders::{node, pdb, pod};
+use descheduler::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, T0};
 use descheduler::snapshot::{
-    ClusterSnapshot, Pdb, Pod, SnapshotParts, TaintEffect, WhenUnsatisfiable,
+    ClusterSnapshot, Pdb, Phase, Pod, PodGroup, SnapshotParts, TaintEffect, WhenUnsatisfiable,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -259,8 +259,165 @@ fn described(c: &Case, pods: Vec<Pod>) -> (ClusterSnapshot, Vec<(String, String,
     (snap, rows)
 }
 
+/// One gang: its kind, its PodGroup (None: not in the snapshot) and its members.
+#[derive(Debug, Clone)]
+struct GangSpec {
+    volcano: bool,
+    /// None: the pods name a PodGroup the snapshot lacks.
+    min_member: Option<i32>,
+    ns: u8,
+    /// Per member: node, cpu, and its state (0-5 running, 6 pending, 7 failed, 8 terminating).
+    members: Vec<(usize, i64, u8)>,
+}
+
+fn gang_spec(nodes: usize) -> impl Strategy<Value = GangSpec> {
+    (
+        any::<bool>(),
+        prop::option::weighted(0.85, 0i32..7),
+        0u8..3,
+        prop::collection::vec(
+            (
+                0..nodes,
+                prop::sample::select(vec![250i64, 500, 1000, 1500]),
+                0u8..9,
+            ),
+            1..8,
+        ),
+    )
+        .prop_map(|(volcano, min_member, ns, members)| GangSpec {
+            volcano,
+            min_member,
+            ns,
+            members,
+        })
+}
+
+fn gang_case() -> impl Strategy<Value = (Case, Vec<GangSpec>)> {
+    case().prop_flat_map(|c| {
+        let n = c.nodes.len();
+        (Just(c), prop::collection::vec(gang_spec(n), 1..6))
+    })
+}
+
+/// The gang pods (all of one owner per gang, with the same image and labels, so
+/// RemoveDuplicates sees the surplus) and their PodGroups.
+fn build_gangs(gangs: &[GangSpec]) -> (Vec<Pod>, Vec<PodGroup>) {
+    let mut pods = Vec::new();
+    let mut groups = Vec::new();
+    for (gi, g) in gangs.iter().enumerate() {
+        let ns = NS[g.ns as usize];
+        let name = format!("gang{gi}");
+        if let Some(m) = g.min_member {
+            groups.push(if g.volcano {
+                volcano_group(ns, &name, m.max(1))
+            } else {
+                pod_group(ns, &name, m.max(1))
+            });
+        }
+        for (mi, &(node, cpu, state)) in g.members.iter().enumerate() {
+            let mut b = pod(ns, &format!("{name}-{mi}"))
+                .node(&format!("n{node}"))
+                .cpu(cpu)
+                .owner("Job", &name)
+                .label("app", &name)
+                .image("trainer:1");
+            b = if g.volcano {
+                b.volcano_group(&name)
+            } else {
+                b.pod_group(&name)
+            };
+            b = match state {
+                6 => b.phase(Phase::Pending),
+                7 => b.phase(Phase::Failed),
+                8 => b.terminating(),
+                _ => b,
+            };
+            pods.push(b.build());
+        }
+    }
+    (pods, groups)
+}
+
+/// Several profiles and plugins that all want to evict gang members: old pods (PodLifeTime),
+/// failed pods, duplicates, spread and utilization.
+fn gang_pipeline(c: &Case) -> Pipeline {
+    let opt = |k: &str, v: Option<u32>| v.map(|v| format!("{k}: {v}\n")).unwrap_or_default();
+    let text = format!(
+        "apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+{}{}profiles:
+- name: lifecycle
+  pluginConfig:
+  - name: PodLifeTime
+    args: {{maxPodLifeTimeSeconds: 60}}
+  - name: RemoveFailedPods
+  plugins:
+    deschedule:
+      enabled: [PodLifeTime, RemoveFailedPods]
+- name: balance
+  pluginConfig:
+  - name: RemoveDuplicates
+  - name: RemovePodsViolatingTopologySpreadConstraint
+  - name: LowNodeUtilization
+    args: {{thresholds: {{cpu: {}}}, targetThresholds: {{cpu: {}}}}}
+  plugins:
+    deschedule:
+      enabled: [PodLifeTime]
+    balance:
+      enabled: [RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint, LowNodeUtilization]
+",
+        opt("maxNoOfPodsToEvictPerNode", c.per_node),
+        opt("maxNoOfPodsToEvictTotal", c.total),
+        c.low,
+        c.high
+    );
+    let text = text.replace(
+        "  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n    balance:",
+        "  - name: PodLifeTime\n    args: {maxPodLifeTimeSeconds: 30}\n  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n    balance:",
+    );
+    let policy = Policy::from_yaml("gangs.yaml", &text).unwrap();
+    Pipeline::build(&policy, "gangs.yaml").unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+    #[test]
+    fn plans_never_leave_a_gang_below_min_member((c, gangs) in gang_case()) {
+        let (mut pods, groups) = build_gangs(&gangs);
+        pods.extend(build_pods(&c));
+        let nodes = build(&c, Vec::new()).nodes;
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes,
+            pods,
+            pod_groups: groups,
+            ..Default::default()
+        });
+        let p = plan(&gang_pipeline(&c), &snap, T0 + 3600).unwrap();
+        let planned: std::collections::BTreeSet<u32> = p.evictions.iter().map(|e| e.pod).collect();
+        prop_assert_eq!(planned.len(), p.evictions.len(), "pod planned twice");
+        for gang in &snap.gangs {
+            let running_before = gang
+                .members
+                .iter()
+                .filter(|&&m| snap.counts_as_running(m))
+                .count() as i32;
+            let taken = gang.members.iter().filter(|m| planned.contains(m)).count();
+            let running_after = gang
+                .members
+                .iter()
+                .filter(|&&m| snap.counts_as_running(m) && !planned.contains(&m))
+                .count() as i32;
+            match gang.min_member {
+                None => prop_assert_eq!(taken, 0, "a member of {} (unknown minMember) was planned", gang.describe()),
+                Some(min) => prop_assert!(
+                    running_after >= min.min(running_before),
+                    "{}: minMember {}, {} running before, {} after",
+                    gang.describe(), min, running_before, running_after
+                ),
+            }
+        }
+    }
 
     #[test]
     fn plans_respect_limits_budgets_and_protections(c in case()) {

@@ -5,10 +5,15 @@
 //! checks the evictor's filters, the limits and the disruption budgets, and records the
 //! eviction in the [`PlanningState`], so later plugins see the pod as gone and its requests
 //! moved off its node. No client, no clock: time comes in as `now`.
+//!
+//! The order in which a plugin takes its candidates is its profile's `sort` extension point
+//! ([`fairness`]): upstream's order by default, or Dominant Resource Fairness.
 
+pub mod fairness;
 mod pipeline;
 mod state;
 
+pub use fairness::{Fairness, SortOrder, TenantShare};
 pub use pipeline::{Pipeline, ProfilePipeline};
 pub use state::{
     EvictError, History, Limits, MeasuredNode, PlanNote, PlannedEviction, PlanningOutput,
@@ -49,6 +54,9 @@ pub struct Context<'a, 's> {
     pub now: i64,
     /// The planning nodes (used by nodeFit).
     pub nodes: &'a [NodeId],
+    /// The profile's Dominant Resource Fairness bookkeeping, when its `sort` extension point
+    /// enables DominantResourceFairness; None: upstream's order.
+    pub fairness: Option<&'a Fairness<'s>>,
 }
 
 impl<'a, 's> Context<'a, 's> {
@@ -140,27 +148,50 @@ impl<'a, 's> Context<'a, 's> {
             .plan_eviction(pod, self.profile, self.plugin, reason.into())
     }
 
-    /// Upstream's eviction order: lowest priority first (no priority is lowest), then QoS
-    /// (BestEffort, Burstable, Guaranteed), pods preferring no eviction last; ties broken by
-    /// namespace/name so the order never depends on input order.
+    /// The profile's eviction order (its `sort` extension point), most evictable first.
+    /// Upstream's order: lowest priority first (no priority is lowest), then QoS (BestEffort,
+    /// Burstable, Guaranteed), pods preferring no eviction last; ties broken by
+    /// namespace/name so the order never depends on input order. With
+    /// DominantResourceFairness: highest current dominant share of the pod's tenant first,
+    /// then upstream's order (the shares as of this call; see [`fairness`]).
     pub fn sort_by_eviction_order(&self, pods: &mut [PodId]) {
-        sort_by_eviction_order(self.state.snap, pods);
+        match self.fairness {
+            None => sort_by_eviction_order(self.state.snap, pods),
+            Some(f) => f.sort(self.state, pods),
+        }
+    }
+
+    /// Removes and returns the next pod to try from candidates sorted by
+    /// [`Context::sort_by_eviction_order`]. Upstream's order: the first. With
+    /// DominantResourceFairness: the pod whose tenant has the highest dominant share *now*,
+    /// after every eviction planned so far, so a loop that evicts as it goes spreads the
+    /// disruption as the shares change.
+    pub fn next_by_order(&self, pods: &mut Vec<PodId>) -> Option<PodId> {
+        match self.fairness {
+            None if pods.is_empty() => None,
+            None => Some(pods.remove(0)),
+            Some(f) => f.take_next(self.state, pods),
+        }
     }
 }
 
-/// See [`Context::sort_by_eviction_order`].
+/// Upstream's order of two pods: see [`Context::sort_by_eviction_order`].
+pub(crate) fn upstream_cmp(snap: &ClusterSnapshot, a: PodId, b: PodId) -> std::cmp::Ordering {
+    let key = |p: &crate::snapshot::Pod| {
+        (
+            p.priority.map(i64::from).unwrap_or(i64::MIN),
+            p.qos,
+            p.has_prefer_no_eviction_annotation,
+        )
+    };
+    key(snap.pod(a))
+        .cmp(&key(snap.pod(b)))
+        .then_with(|| a.cmp(&b))
+}
+
+/// Upstream's order, without a profile: see [`Context::sort_by_eviction_order`].
 pub fn sort_by_eviction_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
-    pods.sort_by(|&a, &b| {
-        let (pa, pb) = (snap.pod(a), snap.pod(b));
-        let key = |p: &crate::snapshot::Pod| {
-            (
-                p.priority.map(i64::from).unwrap_or(i64::MIN),
-                p.qos,
-                p.has_prefer_no_eviction_annotation,
-            )
-        };
-        key(pa).cmp(&key(pb)).then_with(|| a.cmp(&b))
-    });
+    pods.sort_by(|&a, &b| upstream_cmp(snap, a, b));
 }
 
 /// Runs one plugin alone over the snapshot's Ready nodes, as the planner would run it first in
@@ -181,6 +212,7 @@ pub fn run_alone(
         plugin: plugin.name(),
         now,
         nodes: &nodes,
+        fairness: None,
     };
     plugin.run(&mut cx, &nodes);
     state.into_parts().0

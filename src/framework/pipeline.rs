@@ -1,9 +1,10 @@
-//! Profiles built from a validated policy: each profile's evictor and its deschedule and
-//! balance plugins, with every plugin's args decoded and validated.
+//! Profiles built from a validated policy: each profile's evictor, its eviction order (the
+//! `sort` extension point) and its deschedule and balance plugins, with every plugin's args
+//! decoded and validated.
 
-use super::{Limits, Plugin};
+use super::{Limits, Plugin, SortOrder};
 use crate::labels::Selector;
-use crate::plugins::{self, default_evictor::DefaultEvictor};
+use crate::plugins::{self, default_evictor::DefaultEvictor, dominant_resource_fairness};
 use crate::policy::{MetricsProvider, Policy, PolicyError, DEFAULT_EVICTOR};
 use crate::snapshot::usage::UsageNeed;
 
@@ -11,6 +12,8 @@ use crate::snapshot::usage::UsageNeed;
 pub struct ProfilePipeline {
     pub name: String,
     pub evictor: DefaultEvictor,
+    /// The order the profile's plugins take candidates in (`plugins.sort`).
+    pub sort: SortOrder,
     pub deschedule: Vec<Box<dyn Plugin>>,
     pub balance: Vec<Box<dyn Plugin>>,
 }
@@ -91,11 +94,26 @@ impl Pipeline {
                 }
                 Ok(out)
             };
+            let mut sort = SortOrder::Upstream;
+            for name in profile.plugins.sort.effective() {
+                // Validation admits DominantResourceFairness alone at this point.
+                if name == dominant_resource_fairness::NAME {
+                    let args = match profile.plugin_config(&name) {
+                        Some((ci, cfg)) => {
+                            dominant_resource_fairness::DominantResourceFairnessArgs::new(&cfg.args)
+                                .map_err(|e| at(ci, e))?
+                        }
+                        None => Default::default(),
+                    };
+                    sort = SortOrder::DominantResourceFairness(args);
+                }
+            }
             let deschedule = build_point(profile.plugins.deschedule.effective())?;
             let balance = build_point(profile.plugins.balance.effective())?;
             profiles.push(ProfilePipeline {
                 name: profile.name.clone(),
                 evictor,
+                sort,
                 deschedule,
                 balance,
             });
@@ -137,6 +155,13 @@ impl Pipeline {
     /// The configured provider of a source (`KubernetesMetrics` or `Prometheus`).
     pub fn provider(&self, source: &str) -> Option<&MetricsProvider> {
         self.metrics_providers.iter().find(|p| p.source == source)
+    }
+
+    /// Whether any profile orders its candidates by Dominant Resource Fairness.
+    pub fn uses_fairness(&self) -> bool {
+        self.profiles
+            .iter()
+            .any(|p| matches!(p.sort, SortOrder::DominantResourceFairness(_)))
     }
 
     /// Loads a policy file and builds its pipeline: the one call a runner needs.

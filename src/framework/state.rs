@@ -1,9 +1,14 @@
 //! The planning state of one cycle: which pods are planned for eviction, what each node
-//! requests after those evictions, the limits spent and the disruption budgets left.
-//! It holds per-node and per-budget counters, never a copy of the cluster.
+//! requests after those evictions, the limits spent, the disruption budgets left and the
+//! running members of each gang. It holds per-node, per-budget and per-gang counters, never
+//! a copy of the cluster.
+//!
+//! Gangs (`gangPolicy: SurplusOnly`): a running member may be planned only while the gang
+//! keeps at least minMember running members without it, checked here at the moment each
+//! eviction is planned, so that no two plugins of a cycle can together break a gang.
 
 use crate::snapshot::usage::UsageSource;
-use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -103,6 +108,12 @@ pub enum EvictError {
     MultipleBudgets(String),
     #[error("the API refused to evict this pod earlier in this cycle")]
     Refused,
+    /// Evicting the pod would leave its gang below minMember running members.
+    #[error("{0}")]
+    GangMinMember(String),
+    /// The pod names a PodGroup the snapshot does not hold: its minMember is unknown.
+    #[error("{0}")]
+    GangUnknown(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +132,8 @@ pub struct PlanningState<'s> {
     pinned: Vec<bool>,
     requested: Vec<Resources>,
     pdb_left: Vec<i32>,
+    /// Running members of each gang planned (or evicted earlier in the cycle).
+    gang_planned: Vec<u32>,
     per_node: Vec<u32>,
     per_namespace: FxHashMap<&'s str, u32>,
     limits: Limits,
@@ -141,6 +154,7 @@ impl<'s> PlanningState<'s> {
                 .map(|n| snap.node_requested(n).clone())
                 .collect(),
             pdb_left: snap.pdbs.iter().map(|p| p.disruptions_allowed).collect(),
+            gang_planned: vec![0; snap.gangs.len()],
             per_node: vec![0; snap.nodes.len()],
             per_namespace: FxHashMap::default(),
             limits,
@@ -253,6 +267,47 @@ impl<'s> PlanningState<'s> {
         self.pdb_left[pdb as usize]
     }
 
+    /// Running members a gang has left after the evictions planned so far.
+    pub fn gang_running(&self, gang: GangId) -> u32 {
+        self.snap
+            .gang(gang)
+            .running
+            .saturating_sub(self.gang_planned[gang as usize])
+    }
+
+    /// Whether the gangs of a pod allow planning it (`gangPolicy: SurplusOnly`): a running
+    /// member may go only while its gang keeps at least minMember running members without it;
+    /// a member of a gang whose PodGroup is not in the snapshot never goes (its minMember is
+    /// unknown). Evicting a member that does not run (pending, finished) takes nothing away.
+    pub fn check_gangs(&self, pod: PodId) -> Result<(), EvictError> {
+        let snap = self.snap;
+        let gangs = snap.gangs_of_pod(pod);
+        if gangs.is_empty() {
+            return Ok(());
+        }
+        for &g in gangs {
+            let gang = snap.gang(g);
+            let Some(min) = gang.min_member else {
+                return Err(EvictError::GangUnknown(format!(
+                    "pod belongs to gang {}, which is not in the snapshot: its minMember is unknown, so no member of the gang is evicted",
+                    gang.describe()
+                )));
+            };
+            if !snap.counts_as_running(pod) {
+                continue;
+            }
+            let running = self.gang_running(g);
+            if i64::from(running) - 1 < i64::from(min) {
+                return Err(EvictError::GangMinMember(format!(
+                    "evicting the pod would leave gang {} with {} running members, below its minMember {min} ({running} running now)",
+                    gang.describe(),
+                    running.saturating_sub(1),
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Evictions planned so far on a node.
     pub fn evicted_from_node(&self, node: NodeId) -> u32 {
         self.per_node[node as usize]
@@ -306,6 +361,7 @@ impl<'s> PlanningState<'s> {
                 )));
             }
         }
+        self.check_gangs(pod)?;
         Ok(node)
     }
 
@@ -341,6 +397,11 @@ impl<'s> PlanningState<'s> {
         *self.per_namespace.entry(&p.namespace).or_insert(0) += 1;
         if let Some(&i) = snap.pdbs_of_pod(pod).first() {
             self.pdb_left[i as usize] -= 1;
+        }
+        if snap.counts_as_running(pod) {
+            for &g in snap.gangs_of_pod(pod) {
+                self.gang_planned[g as usize] += 1;
+            }
         }
     }
 }
@@ -417,6 +478,73 @@ mod tests {
         // the budget of app=x (1 allowed) is spent by the earlier eviction
         assert!(matches!(st.check(1), Err(EvictError::DisruptionBudget(_))));
         assert_eq!(st.check(2), Err(EvictError::Refused));
+    }
+
+    fn gang_snap() -> ClusterSnapshot {
+        use crate::snapshot::builders::{pod_group, volcano_group};
+        use crate::snapshot::Phase;
+        let member = |name: &str| pod("ml", name).node("n1").pod_group("train");
+        ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n1").build()],
+            pods: vec![
+                member("t0").build(),
+                member("t1").build(),
+                member("t2").build(),
+                member("t3").build(),
+                member("t4-done").phase(Phase::Succeeded).build(),
+                member("t5-going").terminating().build(),
+                pod("ml", "v0").node("n1").volcano_group("sim").build(),
+                pod("ml", "v1").node("n1").volcano_group("sim").build(),
+                pod("ml", "x0").node("n1").volcano_group("lost").build(),
+            ],
+            pod_groups: vec![pod_group("ml", "train", 2), volcano_group("ml", "sim", 1)],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn gangs_keep_min_member_running() {
+        let s = gang_snap();
+        let id = |n: &str| s.pod_id("ml", n).unwrap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        // train: 4 running (t0..t3), minMember 2: two may go, in any plugin
+        st.plan_eviction(id("t0"), "p", "A", "r".into()).unwrap();
+        st.plan_eviction(id("t1"), "p", "B", "r".into()).unwrap();
+        let err = st.check(id("t2")).unwrap_err();
+        assert!(matches!(err, EvictError::GangMinMember(_)), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("PodGroup ml/train (scheduling.x-k8s.io)"),
+            "{msg}"
+        );
+        assert!(msg.contains("minMember 2"), "{msg}");
+        assert!(msg.contains("2 running now"), "{msg}");
+        // members that do not run take nothing away
+        assert!(st.check(id("t4-done")).is_ok());
+        // Volcano: 2 running, minMember 1
+        st.plan_eviction(id("v0"), "p", "A", "r".into()).unwrap();
+        assert!(matches!(
+            st.check(id("v1")),
+            Err(EvictError::GangMinMember(_))
+        ));
+        // a PodGroup missing from the snapshot: every member stays
+        let err = st.check(id("x0")).unwrap_err();
+        assert!(matches!(err, EvictError::GangUnknown(_)), "{err}");
+        assert!(err.to_string().contains("not in the snapshot"), "{err}");
+    }
+
+    #[test]
+    fn earlier_evictions_count_against_gangs() {
+        let s = gang_snap();
+        let id = |n: &str| s.pod_id("ml", n).unwrap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        st.record_evicted(id("t0"));
+        st.record_evicted(id("t1"));
+        assert_eq!(st.gang_running(s.gangs_of_pod(id("t2"))[0]), 2);
+        assert!(matches!(
+            st.check(id("t3")),
+            Err(EvictError::GangMinMember(_))
+        ));
     }
 
     #[test]

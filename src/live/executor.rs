@@ -154,6 +154,8 @@ impl LiveExecutor {
         let (_, requested_after) = after.into_parts();
         let over = last_plan.over;
         let plan = EvictionPlan {
+            // The tenants' shares as the last plan left them (after the earlier evictions).
+            tenants: last_plan.tenants,
             evictions: attempted.iter().map(|(e, _)| e.clone()).collect(),
             nodes: last_plan.nodes,
             requested_after,

@@ -4,9 +4,16 @@
 //! balance plugin of every profile. All plugins share one [`PlanningState`], so each sees the
 //! evictions planned before it (the pods gone, their requests moved off their nodes), and the
 //! limits and disruption budgets hold across the whole cycle.
+//!
+//! A profile whose `sort` extension point enables DominantResourceFairness orders its
+//! candidates by its tenants' dominant shares, kept current as the plan proceeds (one
+//! [`Fairness`] per distinct tenant definition, shared by the profiles that use it, fed by
+//! every eviction of every profile); the plan then reports each tenant's share before and
+//! after.
 
 use crate::framework::{
-    Context, History, MeasuredNode, Pipeline, PlanNote, PlannedEviction, PlanningState,
+    Context, Fairness, History, MeasuredNode, Pipeline, PlanNote, PlannedEviction, PlanningState,
+    SortOrder, TenantShare,
 };
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 use std::collections::BTreeMap;
@@ -26,6 +33,9 @@ pub struct EvictionPlan {
     pub measured: Vec<Option<MeasuredNode>>,
     /// Nodes each plugin found overutilized (for the next cycle's [`History`]).
     pub over: BTreeMap<String, Vec<String>>,
+    /// Each tenant's dominant share before and after the plan, when a profile orders by
+    /// DominantResourceFairness (empty otherwise); sorted by tenant label, then tenant.
+    pub tenants: Vec<TenantShare>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,16 +99,39 @@ pub fn plan_with(
         state.pin(p);
     }
     state.set_history(memory.history.clone());
+    // The fairness bookkeeping of each tenant definition in use, and each profile's.
+    let mut fairness: Vec<Fairness<'_>> = Vec::new();
+    let fairness_of: Vec<Option<usize>> = pipeline
+        .profiles
+        .iter()
+        .map(|p| match &p.sort {
+            SortOrder::Upstream => None,
+            SortOrder::DominantResourceFairness(args) => {
+                let label = args.tenant_label.as_deref();
+                Some(
+                    match fairness.iter().position(|f| f.tenant_label() == label) {
+                        Some(i) => i,
+                        None => {
+                            fairness.push(Fairness::new(snap, label));
+                            fairness.len() - 1
+                        }
+                    },
+                )
+            }
+        })
+        .collect();
     if !nodes.is_empty() {
         let deschedule = pipeline
             .profiles
             .iter()
-            .flat_map(|p| p.deschedule.iter().map(move |pl| (p, pl)));
+            .enumerate()
+            .flat_map(|(i, p)| p.deschedule.iter().map(move |pl| (i, p, pl)));
         let balance = pipeline
             .profiles
             .iter()
-            .flat_map(|p| p.balance.iter().map(move |pl| (p, pl)));
-        for (profile, plugin) in deschedule.chain(balance) {
+            .enumerate()
+            .flat_map(|(i, p)| p.balance.iter().map(move |pl| (i, p, pl)));
+        for (pi, profile, plugin) in deschedule.chain(balance) {
             let _span =
                 tracing::debug_span!("plugin", profile = %profile.name, plugin = plugin.name())
                     .entered();
@@ -111,6 +144,7 @@ pub fn plan_with(
                 plugin: plugin.name(),
                 now,
                 nodes: &nodes,
+                fairness: fairness_of[pi].map(|i| &fairness[i]),
             };
             plugin.run(&mut cx, &nodes);
             let planned = state.evictions().len() - before;
@@ -118,6 +152,8 @@ pub fn plan_with(
             tracing::debug!(planned, "plugin finished");
         }
     }
+    let mut tenants: Vec<TenantShare> = fairness.iter().flat_map(|f| f.summary(&state)).collect();
+    tenants.sort_by(|a, b| (&a.tenant_label, &a.tenant).cmp(&(&b.tenant_label, &b.tenant)));
     let out = state.into_output();
     Ok(EvictionPlan {
         evictions: out.evictions,
@@ -126,5 +162,6 @@ pub fn plan_with(
         notes: out.notes,
         measured: out.measured,
         over: out.over,
+        tenants,
     })
 }

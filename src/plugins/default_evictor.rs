@@ -4,13 +4,18 @@
 //! static and terminating pods are never evictable, even with the evict annotation (the
 //! safety rules come first).
 //! 1. mirror / static / terminating pods: never.
-//! 2. `descheduler.alpha.kubernetes.io/evict` annotation: evictable, skipping the rest.
-//! 3. `noEvictionPolicy: Mandatory` and the prefer-no-eviction annotation: not evictable.
-//! 4. podProtections (defaults PodsWithLocalStorage, DaemonSetPods, SystemCriticalPods,
+//! 2. gangs (`gangPolicy: SurplusOnly`, the default): a member of a gang (scheduler-plugins
+//!    or Volcano PodGroup) only while its gang keeps minMember running members without it;
+//!    never a member of a gang whose PodGroup is not in the snapshot. Not an upstream check;
+//!    like 1, the evict annotation does not lift it. The planning state checks it again as
+//!    each eviction is planned, counting the evictions planned so far.
+//! 3. `descheduler.alpha.kubernetes.io/evict` annotation: evictable, skipping the rest.
+//! 4. `noEvictionPolicy: Mandatory` and the prefer-no-eviction annotation: not evictable.
+//! 5. podProtections (defaults PodsWithLocalStorage, DaemonSetPods, SystemCriticalPods,
 //!    FailedBarePods; extras PodsWithPVC, PodsWithoutPDB, PodsWithResourceClaims,
 //!    PodsWithPDBBlockingSingleReplicaOwner), or the deprecated booleans.
-//! 5. priorityThreshold (only while SystemCriticalPods protection is on, as upstream).
-//! 6. labelSelector, namespaceLabelSelector, minReplicas, minPodAge.
+//! 6. priorityThreshold (only while SystemCriticalPods protection is on, as upstream).
+//! 7. labelSelector, namespaceLabelSelector, minReplicas, minPodAge.
 //!
 //! PreEvictionFilter: with `nodeFit: true` the pod must fit some other planning node, given
 //! what that node holds after the evictions planned so far.
@@ -58,6 +63,10 @@ pub struct DefaultEvictorArgs {
     pub ignore_pods_without_pdb: bool,
     #[serde(default)]
     pub evict_failed_bare_pods: bool,
+    /// How gangs may be evicted: `SurplusOnly` (the default) only. `WholeGang` is not
+    /// available yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang_policy: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -117,6 +126,13 @@ const EXTRA_PROTECTIONS: &[&str] = &[
     "PodsWithPDBBlockingSingleReplicaOwner",
 ];
 
+/// `gangPolicy`: how members of a gang may be evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GangPolicy {
+    /// Only members beyond minMember: a gang keeps at least minMember running members.
+    SurplusOnly,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoEvictionPolicy {
     Preferred,
@@ -132,6 +148,7 @@ pub struct DefaultEvictor {
     namespace_selector: Option<Selector>,
     min_pod_age: Option<i64>,
     pub no_eviction_policy: NoEvictionPolicy,
+    pub gang_policy: GangPolicy,
 }
 
 impl Default for DefaultEvictor {
@@ -153,6 +170,21 @@ impl DefaultEvictor {
                 return Err(ArgsError::new(
                     "noEvictionPolicy",
                     format!("{other:?} is not allowed; noEvictionPolicy accepts only \"Preferred\" or \"Mandatory\""),
+                ))
+            }
+        };
+        let gang_policy = match args.gang_policy.as_deref() {
+            None | Some("") | Some("SurplusOnly") => GangPolicy::SurplusOnly,
+            Some("WholeGang") => {
+                return Err(ArgsError::new(
+                    "gangPolicy",
+                    "\"WholeGang\" is not available yet (evicting a whole gang needs a placement simulator for every member); use gangPolicy: SurplusOnly, the only allowed value, or leave gangPolicy out",
+                ))
+            }
+            Some(other) => {
+                return Err(ArgsError::new(
+                    "gangPolicy",
+                    format!("{other:?} is not allowed; gangPolicy accepts only \"SurplusOnly\""),
                 ))
             }
         };
@@ -245,6 +277,7 @@ impl DefaultEvictor {
             namespace_selector,
             min_pod_age,
             no_eviction_policy,
+            gang_policy,
         })
     }
 
@@ -277,6 +310,7 @@ impl DefaultEvictor {
         if pod.terminating {
             return Err("pod is terminating".into());
         }
+        self.gang_filter(snap, id)?;
         if pod.has_evict_annotation {
             return Ok(());
         }
@@ -375,6 +409,33 @@ impl DefaultEvictor {
         Ok(())
     }
 
+    /// The gang part of the filter (`gangPolicy: SurplusOnly`), on the snapshot alone: a
+    /// running member of a gang with no running member to spare, or any member of a gang whose
+    /// PodGroup is not in the snapshot, is not evictable. Evictions planned in the cycle are
+    /// counted when each eviction is planned ([`PlanningState::check_gangs`]).
+    fn gang_filter(&self, snap: &ClusterSnapshot, id: PodId) -> Result<(), String> {
+        match self.gang_policy {
+            GangPolicy::SurplusOnly => {}
+        }
+        for &g in snap.gangs_of_pod(id) {
+            let gang = snap.gang(g);
+            let Some(min) = gang.min_member else {
+                return Err(format!(
+                    "pod belongs to gang {}, which is not in the snapshot: its minMember is unknown, so every member is protected (list the PodGroups, or grant the descheduler get/list/watch on podgroups)",
+                    gang.describe()
+                ));
+            };
+            if snap.counts_as_running(id) && i64::from(gang.running) - 1 < i64::from(min) {
+                return Err(format!(
+                    "pod belongs to gang {} with {} running members and minMember {min}: no member to spare (gangPolicy SurplusOnly)",
+                    gang.describe(),
+                    gang.running
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The PreEvictionFilter extension point: with nodeFit, the pod must fit another node.
     pub fn pre_eviction_filter(
         &self,
@@ -404,7 +465,9 @@ impl DefaultEvictor {
 mod tests {
     use super::*;
     use crate::framework::Limits;
-    use crate::snapshot::builders::{namespace, node, pdb, pod, PodBuilder, T0};
+    use crate::snapshot::builders::{
+        namespace, node, pdb, pod, pod_group, volcano_group, PodBuilder, T0,
+    };
     use crate::snapshot::{PriorityClass, SnapshotParts, TaintEffect};
     use serde_json::json;
 
@@ -425,6 +488,7 @@ mod tests {
                 name: "high".into(),
                 value: 1000,
             }],
+            pod_groups: vec![pod_group("d", "gang", 2), volcano_group("d", "vgang", 1)],
         });
         let id = snap.pods.iter().position(|p| &*p.namespace == "d").unwrap() as PodId;
         ev.filter(&snap, id, T0 + 3600)
@@ -583,6 +647,71 @@ mod tests {
             let e = DefaultEvictor::from_args(&args).unwrap_err();
             assert_eq!(e.path, path, "{args}: {e}");
         }
+    }
+
+    #[test]
+    fn gang_policy_is_validated() {
+        assert_eq!(
+            DefaultEvictor::default().gang_policy,
+            GangPolicy::SurplusOnly
+        );
+        assert_eq!(
+            evictor(json!({"gangPolicy": "SurplusOnly"})).gang_policy,
+            GangPolicy::SurplusOnly
+        );
+        let e = DefaultEvictor::from_args(&json!({"gangPolicy": "WholeGang"})).unwrap_err();
+        assert_eq!(e.path, "gangPolicy");
+        assert!(e.message.contains("not available yet"), "{e}");
+        assert!(e.message.contains("SurplusOnly"), "{e}");
+        let e = DefaultEvictor::from_args(&json!({"gangPolicy": "Some"})).unwrap_err();
+        assert_eq!(e.path, "gangPolicy");
+        assert!(e.message.contains("SurplusOnly"), "{e}");
+    }
+
+    #[test]
+    fn gang_members_beyond_min_member_only() {
+        let gang = |name: &str| pod("ml", name).node("n1").pod_group("train");
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n1").build()],
+            pods: vec![
+                gang("a").build(),
+                gang("b").build(),
+                gang("pending")
+                    .phase(Phase::Pending)
+                    .bare()
+                    .evict_annotation()
+                    .build(),
+                pod("ml", "v").node("n1").volcano_group("tiny").build(),
+                pod("ml", "w")
+                    .node("n1")
+                    .volcano_group("unknown")
+                    .evict_annotation()
+                    .build(),
+            ],
+            pod_groups: vec![pod_group("ml", "train", 1), volcano_group("ml", "tiny", 1)],
+            ..Default::default()
+        });
+        let ev = DefaultEvictor::default();
+        let id = |n: &str| snap.pod_id("ml", n).unwrap();
+        // two running, minMember 1: one to spare (the planning state counts the planned one)
+        assert!(ev.filter(&snap, id("a"), T0).is_ok());
+        assert!(ev.filter(&snap, id("pending"), T0).is_ok());
+        let why = ev.filter(&snap, id("v"), T0).unwrap_err();
+        assert!(
+            why.contains("PodGroup ml/tiny (scheduling.volcano.sh)"),
+            "{why}"
+        );
+        assert!(why.contains("minMember 1"), "{why}");
+        // the evict annotation does not lift the gang rule
+        let why = ev.filter(&snap, id("w"), T0).unwrap_err();
+        assert!(why.contains("not in the snapshot"), "{why}");
+        assert!(why.contains("every member is protected"), "{why}");
+        let mut state = PlanningState::new(&snap, Limits::default());
+        state.plan_eviction(id("a"), "p", "T", "r".into()).unwrap();
+        assert!(matches!(
+            state.plan_eviction(id("b"), "p", "T", "r".into()),
+            Err(crate::framework::EvictError::GangMinMember(_))
+        ));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! Find a plugin by its upstream name: `LowNodeUtilization` lives in `low_node_utilization`.
 
 pub mod default_evictor;
+pub mod dominant_resource_fairness;
 pub mod high_node_utilization;
 pub mod low_node_utilization;
 pub mod node_utilization;

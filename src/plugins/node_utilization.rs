@@ -570,7 +570,9 @@ pub struct EvictOptions<'a> {
 }
 
 /// Evicts pods from `sources`, in the order given, while they want to go on and the
-/// destinations have room (`available`, per resource, updated as pods leave).
+/// destinations have room (`available`, per resource, updated as pods leave). A node's pods
+/// go in the profile's eviction order, the next one picked after each eviction
+/// ([`Context::next_by_order`]).
 pub fn evict_pods_from_source_nodes<S: SourceNode>(
     cx: &mut Context<'_, '_>,
     sources: Vec<S>,
@@ -605,7 +607,9 @@ pub fn evict_pods_from_source_nodes<S: SourceNode>(
             continue;
         }
         let mut evicted_here = 0u32;
-        for pod_id in candidates {
+        // One at a time: with DominantResourceFairness, each eviction can change whose turn
+        // is next.
+        while let Some(pod_id) = cx.next_by_order(&mut candidates) {
             if opts.node_limit.is_some_and(|l| evicted_here >= l) {
                 break;
             }

@@ -544,6 +544,7 @@ mod tests {
         let nodes = snap.ready_nodes(&Selector::default());
         let mut state = PlanningState::new(snap, limits);
         let mut cx = Context {
+            fairness: None,
             state: &mut state,
             evictor: &evictor,
             profile: "default",
@@ -619,6 +620,7 @@ mod tests {
         let evictor = DefaultEvictor::default();
         let nodes = s.ready_nodes(&Selector::default());
         let mut cx = Context {
+            fairness: None,
             state: &mut state,
             evictor: &evictor,
             profile: "default",
@@ -1207,6 +1209,7 @@ mod tests {
             .plan_eviction(0, "default", "Earlier", "r".into())
             .unwrap();
         let mut cx = Context {
+            fairness: None,
             state: &mut state,
             evictor: &evictor,
             profile: "default",

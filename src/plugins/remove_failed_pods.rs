@@ -575,6 +575,7 @@ mod tests {
         let mut state = PlanningState::new(&s, Limits::default());
         assert_eq!(state.requested(0).cpu, 300);
         let mut cx = Context {
+            fairness: None,
             state: &mut state,
             evictor: &evictor,
             profile: "default",

@@ -708,6 +708,7 @@ mod tests {
             state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
         }
         let mut cx = Context {
+            fairness: None,
             state: &mut state,
             evictor: &evictor,
             profile: "p",

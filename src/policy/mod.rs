@@ -260,7 +260,14 @@ pub struct Policy {
     pub metrics_providers: Vec<MetricsProvider>,
 }
 
-/// Every upstream plugin name with the extension points it implements.
+/// The sort plugin beyond upstream: Dominant Resource Fairness between tenants.
+pub const DOMINANT_RESOURCE_FAIRNESS: &str = "DominantResourceFairness";
+
+/// Plugins whose args all have defaults, so that enabling one needs no pluginConfig entry.
+const CONFIG_OPTIONAL: &[&str] = &[DOMINANT_RESOURCE_FAIRNESS];
+
+/// Every known plugin name with the extension points it implements: upstream's plugins, and
+/// the `sort` plugin DominantResourceFairness (upstream declares `sort` but runs nothing there).
 pub const UPSTREAM_PLUGINS: &[(&str, &[&str])] = &[
     (DEFAULT_EVICTOR, &["filter", "preevictionfilter"]),
     ("LowNodeUtilization", &["balance"]),
@@ -273,6 +280,7 @@ pub const UPSTREAM_PLUGINS: &[(&str, &[&str])] = &[
     ("RemovePodsHavingTooManyRestarts", &["deschedule"]),
     ("PodLifeTime", &["deschedule"]),
     ("RemoveFailedPods", &["deschedule"]),
+    (DOMINANT_RESOURCE_FAIRNESS, &["sort"]),
 ];
 
 impl Policy {
@@ -454,7 +462,14 @@ impl Policy {
                             ),
                         ));
                     }
-                    if p.plugin_config(name).is_none() {
+                    if point == "sort" && ei > 0 {
+                        return Err(err(
+                            path,
+                            format!("only one sort plugin orders a profile's evictions; remove {name:?} or {:?}", set.enabled[0]),
+                        ));
+                    }
+                    if p.plugin_config(name).is_none() && !CONFIG_OPTIONAL.contains(&name.as_str())
+                    {
                         return Err(err(
                             path,
                             format!("plugin {name:?} is enabled but has no pluginConfig entry; add one under profiles[{pi}].pluginConfig with name: {name}"),
@@ -710,6 +725,44 @@ profiles:
         assert_eq!(e.path, "metricsProviders[0].prometheus.url");
         let e = with("- source: Graphite\n").unwrap_err();
         assert_eq!(e.path, "metricsProviders[0].source");
+    }
+
+    #[test]
+    fn sort_extension_point_takes_dominant_resource_fairness() {
+        let with_sort = |sort: &str| {
+            load(&BASE.replace(
+                "    balance:\n",
+                &format!("    sort:\n      enabled: [{sort}]\n    balance:\n"),
+            ))
+        };
+        // No pluginConfig needed: its args all have defaults.
+        let p = with_sort("DominantResourceFairness").unwrap();
+        assert_eq!(
+            p.profiles[0].plugins.sort.effective(),
+            vec![DOMINANT_RESOURCE_FAIRNESS]
+        );
+        let e = with_sort("Fairest").unwrap_err();
+        assert_eq!(e.path, "profiles[0].plugins.sort.enabled[0]");
+        assert!(e.message.contains("unknown plugin \"Fairest\""), "{e}");
+        assert!(e.message.contains("DominantResourceFairness"), "{e}");
+        let e = with_sort("RemoveDuplicates").unwrap_err();
+        assert_eq!(e.path, "profiles[0].plugins.sort.enabled[0]");
+        assert!(e.message.contains("does not implement the sort"), "{e}");
+        let e = with_sort("DominantResourceFairness, DominantResourceFairness").unwrap_err();
+        assert_eq!(e.path, "profiles[0].plugins.sort.enabled[1]");
+        assert!(e.message.contains("only one sort plugin"), "{e}");
+        // At another extension point it is refused with the path.
+        let e = load(&BASE.replace(
+            "enabled: [RemoveDuplicates]",
+            "enabled: [RemoveDuplicates, DominantResourceFairness]",
+        ))
+        .unwrap_err();
+        assert_eq!(e.path, "profiles[0].plugins.balance.enabled[1]");
+        assert!(
+            e.message
+                .contains("does not implement the balance extension point; it implements sort"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -106,6 +106,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         host_ports: Vec::new(),
         images: vec!["registry.example/app:1".into()],
         status: PodStatusDetail::default(),
+        volcano_group: None,
     })
 }
 
@@ -343,8 +344,37 @@ impl PodBuilder {
             .push(PreferredSchedulingTerm { weight, preference });
         self
     }
+    /// A member of the scheduler-plugins PodGroup `group` (the `scheduling.x-k8s.io/pod-group`
+    /// label).
+    pub fn pod_group(self, group: &str) -> Self {
+        self.label(POD_GROUP_LABEL, group)
+    }
+    /// A member of the Volcano PodGroup `group` (the `scheduling.k8s.io/group-name`
+    /// annotation).
+    pub fn volcano_group(mut self, group: &str) -> Self {
+        self.0.volcano_group = Some(group.into());
+        self
+    }
     pub fn build(self) -> Pod {
         self.0
+    }
+}
+
+/// A scheduler-plugins PodGroup (`scheduling.x-k8s.io/v1alpha1`).
+pub fn pod_group(namespace: &str, name: &str, min_member: i32) -> PodGroup {
+    PodGroup {
+        kind: GangKind::SchedulerPlugins,
+        namespace: namespace.into(),
+        name: name.into(),
+        min_member,
+    }
+}
+
+/// A Volcano PodGroup (`scheduling.volcano.sh/v1beta1`).
+pub fn volcano_group(namespace: &str, name: &str, min_member: i32) -> PodGroup {
+    PodGroup {
+        kind: GangKind::Volcano,
+        ..pod_group(namespace, name, min_member)
     }
 }
 

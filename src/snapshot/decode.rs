@@ -1,5 +1,9 @@
 //! Reading a snapshot file: what `kubectl get nodes,pods,poddisruptionbudgets,namespaces,
 //! priorityclasses -A -o yaml` (or `-o json`) prints, or a multi-document YAML stream.
+//! Gang schedulers' PodGroups are read too: add `podgroups.scheduling.x-k8s.io` and/or
+//! `podgroups.scheduling.volcano.sh` to the kubectl command where those CRDs are installed.
+//! A pod naming a PodGroup the file lacks is treated as a gang of unknown minMember (every
+//! member protected).
 //!
 //! Only the fields the descheduler needs are decoded (serde skips the rest without building
 //! it), straight into the compact model. Errors name the file, the object and the field.
@@ -13,12 +17,12 @@
 //! - `load_file` drops the file's bytes before indexing the snapshot.
 
 use super::{
-    Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, HostPort,
-    InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef, Pdb, Phase, Pod, PodAffinityTerm,
-    PodCondition, PodStatusDetail, PreferredSchedulingTerm, PriorityClass, Qos, Resources,
-    SnapshotParts, Taint, TaintEffect, Toleration, TopologySpreadConstraint,
-    WeightedPodAffinityTerm, WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION,
-    MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION,
+    Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, GangKind,
+    HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef, Pdb, Phase, Pod,
+    PodAffinityTerm, PodCondition, PodGroup, PodStatusDetail, PreferredSchedulingTerm,
+    PriorityClass, Qos, Resources, SnapshotParts, Taint, TaintEffect, Toleration,
+    TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION,
+    EVICT_ANNOTATION, MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{LabelSelectorSpec, Labels, Requirement, Selector};
 use crate::quantity::{Quantity, QuantityError};
@@ -349,17 +353,20 @@ mod parallel {
             pdbs,
             namespaces,
             priority_classes,
+            pod_groups,
         } = second;
         first.nodes.extend(nodes);
         first.pods.extend(pods);
         first.pdbs.extend(pdbs);
         first.namespaces.extend(namespaces);
         first.priority_classes.extend(priority_classes);
+        first.pod_groups.extend(pod_groups);
         parts.nodes.append(&mut first.nodes);
         parts.pods.append(&mut first.pods);
         parts.pdbs.append(&mut first.pdbs);
         parts.namespaces.append(&mut first.namespaces);
         parts.priority_classes.append(&mut first.priority_classes);
+        parts.pod_groups.append(&mut first.pod_groups);
         Some(Ok(()))
     }
 }
@@ -441,6 +448,7 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_> {
         while let Some(key) = map.next_key::<Str<'de>>()? {
             match &*key {
                 "kind" => obj.kind = map.next_value()?,
+                "apiVersion" => obj.api_version = map.next_value()?,
                 // kubectl prints `items` before `kind`: any object with items is a list.
                 "items" => map.next_value_seed(Items(&mut *self.0))?,
                 "metadata" => obj.metadata = map.next_value()?,
@@ -468,6 +476,7 @@ fn is_list_kind(kind: &str) -> bool {
             | "PodDisruptionBudgetList"
             | "NamespaceList"
             | "PriorityClassList"
+            | "PodGroupList"
     )
 }
 
@@ -551,12 +560,72 @@ fn add_object(
                 value,
             })
         }
+        "PodGroup" => match GangKind::from_api_version(&obj.api_version) {
+            Some(kind) => parts.pod_groups.push(convert_pod_group(file, label, kind, &obj)?),
+            None if obj.api_version.is_empty() => {
+                return Err(SnapshotError::field(
+                    file,
+                    label,
+                    "apiVersion",
+                    "missing; a PodGroup needs its apiVersion (scheduling.x-k8s.io/v1alpha1 or scheduling.volcano.sh/v1beta1) to tell which gang scheduler it belongs to",
+                ))
+            }
+            // A PodGroup of another API group: not a gang this planner knows.
+            None => {
+                tracing::debug!(api_version = %&*obj.api_version, name = %&*obj.metadata.name, "ignoring a PodGroup of an API group the planner does not read")
+            }
+        },
         // Other kinds (Deployments, Services, ...) carry nothing the planner needs.
         _ => {
             tracing::debug!(kind, name = %&*obj.metadata.name, "ignoring object of a kind the planner does not read")
         }
     }
     Ok(())
+}
+
+/// A PodGroup of either gang scheduler. `spec.minMember` is an int32 with no default in
+/// either CRD (scheduler-plugins validates a minimum of 1, Volcano none); Go drops a zero
+/// value (`omitempty`), so absent and 0 mean the same, and both are read as 1: the last
+/// running member of a gang is never evicted.
+fn convert_pod_group(
+    file: &str,
+    label: Obj<'_>,
+    kind: GangKind,
+    obj: &RawObject<'_>,
+) -> Result<PodGroup, SnapshotError> {
+    let min_member = match &obj.spec.min_member {
+        None => 1,
+        Some(RawInt::Int(v)) if *v < 0 => {
+            return Err(SnapshotError::field(
+                file,
+                label,
+                "spec.minMember",
+                format!("{v} is negative; minMember is the number of members a gang needs"),
+            ))
+        }
+        Some(RawInt::Int(v)) => i32::try_from(*v).map_err(|_| {
+            SnapshotError::field(
+                file,
+                label,
+                "spec.minMember",
+                format!("{v} does not fit an int32"),
+            )
+        })?,
+        Some(RawInt::Other(what)) => {
+            return Err(SnapshotError::field(
+                file,
+                label,
+                "spec.minMember",
+                format!("expected an integer, found {what}"),
+            ))
+        }
+    };
+    Ok(PodGroup {
+        kind,
+        namespace: obj.metadata.namespace.boxed(),
+        name: obj.metadata.name.boxed(),
+        min_member: min_member.max(1),
+    })
 }
 
 fn quantities(
@@ -1223,6 +1292,11 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
         host_ports,
         images,
         status: convert_pod_status(file, label, status)?,
+        volcano_group: annotations
+            .group_name
+            .as_ref()
+            .filter(|n| !n.is_empty())
+            .map(Str::boxed),
     })
 }
 
@@ -1401,6 +1475,8 @@ struct RawObject<'a> {
     #[serde(borrow)]
     kind: Str<'a>,
     #[serde(borrow)]
+    api_version: Str<'a>,
+    #[serde(borrow)]
     metadata: RawMeta<'a>,
     #[serde(borrow)]
     spec: RawSpec<'a>,
@@ -1478,6 +1554,57 @@ struct RawSpec<'a> {
     taints: Vec<RawTaint<'a>>,
     // PodDisruptionBudget
     selector: Option<LabelSelectorSpec>,
+    // PodGroup
+    min_member: Option<RawInt>,
+}
+
+/// An integer field read without failing on another type, so that the error can name the
+/// object and the field (a YAML type error would otherwise carry no path).
+enum RawInt {
+    Int(i64),
+    /// What was found instead, for the error.
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for RawInt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawInt;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawInt, E> {
+                Ok(RawInt::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawInt, E> {
+                Ok(i64::try_from(v)
+                    .map(RawInt::Int)
+                    .unwrap_or_else(|_| RawInt::Other(format!("{v}, too large"))))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawInt, E> {
+                Ok(RawInt::Other(format!("the number {v}")))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawInt, E> {
+                Ok(RawInt::Other(format!("the boolean {v}")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawInt, E> {
+                Ok(RawInt::Other(format!("the string {v:?}")))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<RawInt, E> {
+                Ok(RawInt::Other("null".into()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawInt, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(RawInt::Other("a list".into()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawInt, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(RawInt::Other("a map".into()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -1718,6 +1845,8 @@ struct Annotations<'a> {
     prefer_no_eviction: bool,
     mirror: bool,
     config_source: Option<Str<'a>>,
+    /// `scheduling.k8s.io/group-name`: the Volcano PodGroup.
+    group_name: Option<Str<'a>>,
 }
 
 #[derive(Clone, Copy)]
@@ -1726,6 +1855,7 @@ enum AnnotationKey {
     PreferNoEviction,
     Mirror,
     ConfigSource,
+    GroupName,
     Other,
 }
 
@@ -1746,6 +1876,7 @@ impl<'de> DeserializeSeed<'de> for AnnotationKeySeed {
                     PREFER_NO_EVICTION_ANNOTATION => AnnotationKey::PreferNoEviction,
                     MIRROR_ANNOTATION => AnnotationKey::Mirror,
                     CONFIG_SOURCE_ANNOTATION => AnnotationKey::ConfigSource,
+                    VOLCANO_GROUP_ANNOTATION => AnnotationKey::GroupName,
                     _ => AnnotationKey::Other,
                 })
             }
@@ -1786,6 +1917,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Annotations<'a> {
                         }
                         AnnotationKey::ConfigSource => {
                             out.config_source = map.next_value::<Option<Str<'a>>>()?;
+                        }
+                        AnnotationKey::GroupName => {
+                            out.group_name = map.next_value::<Option<Str<'a>>>()?;
                         }
                         AnnotationKey::Other => {
                             map.next_value::<IgnoredAny>()?;
@@ -1997,6 +2131,7 @@ items:
         v.extend(p.pdbs.iter().map(|x| format!("{x:?}")));
         v.extend(p.namespaces.iter().map(|x| format!("{x:?}")));
         v.extend(p.priority_classes.iter().map(|x| format!("{x:?}")));
+        v.extend(p.pod_groups.iter().map(|x| format!("{x:?}")));
         v
     }
 
@@ -2206,6 +2341,130 @@ items:
         let snap = load_bytes("d.json", json).unwrap();
         let labels: Vec<_> = snap.nodes[0].labels.iter().collect();
         assert_eq!(labels, vec![("a", "3"), ("b", "2")]);
+    }
+
+    const GANGS_YAML: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+  status:
+    allocatable: {cpu: "4"}
+    conditions: [{type: Ready, status: "True"}]
+- apiVersion: scheduling.x-k8s.io/v1alpha1
+  kind: PodGroup
+  metadata: {name: train, namespace: ml}
+  spec: {minMember: 3, scheduleTimeoutSeconds: 60}
+- apiVersion: scheduling.volcano.sh/v1beta1
+  kind: PodGroup
+  metadata: {name: sim, namespace: ml}
+  spec: {queue: default}
+  status: {phase: Running, running: 2}
+- apiVersion: scheduling.volcano.sh/v1beta1
+  kind: PodGroup
+  metadata: {name: zero, namespace: ml}
+  spec: {minMember: 0}
+- apiVersion: scheduling.example.com/v1
+  kind: PodGroup
+  metadata: {name: other, namespace: ml}
+  spec: {minMember: true}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: train-0
+    namespace: ml
+    labels: {scheduling.x-k8s.io/pod-group: train}
+  spec: {nodeName: n1}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: sim-0
+    namespace: ml
+    annotations: {scheduling.k8s.io/group-name: sim}
+  spec: {nodeName: n1}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: lost-0
+    namespace: ml
+    annotations: {scheduling.k8s.io/group-name: lost}
+  spec: {nodeName: n1}
+  status: {phase: Running}
+"#;
+
+    #[test]
+    fn decodes_pod_groups_of_both_kinds() {
+        let snap = load_bytes("g.yaml", GANGS_YAML.as_bytes()).unwrap();
+        // the PodGroup of an unknown API group is ignored, like other unknown kinds
+        assert_eq!(snap.pod_groups.len(), 3);
+        let train = snap
+            .gang_id(GangKind::SchedulerPlugins, "ml", "train")
+            .unwrap();
+        let g = snap.gang(train);
+        assert_eq!(g.min_member, Some(3));
+        assert_eq!(g.running, 1);
+        let tp = snap.pod_id("ml", "train-0").unwrap();
+        assert_eq!(snap.gangs_of_pod(tp), &[train]);
+        assert_eq!(g.members, vec![tp]);
+        // minMember absent (or 0): 1
+        let sim = snap.gang_id(GangKind::Volcano, "ml", "sim").unwrap();
+        assert_eq!(snap.gang(sim).min_member, Some(1));
+        let zero = snap.gang_id(GangKind::Volcano, "ml", "zero").unwrap();
+        assert_eq!(snap.gang(zero).min_member, Some(1));
+        let sp = snap.pod_id("ml", "sim-0").unwrap();
+        assert_eq!(snap.pods[sp as usize].volcano_group.as_deref(), Some("sim"));
+        assert_eq!(snap.gangs_of_pod(sp), &[sim]);
+        // a group no PodGroup object describes: unknown minMember
+        let lost = snap.gang_id(GangKind::Volcano, "ml", "lost").unwrap();
+        assert_eq!(snap.gang(lost).min_member, None);
+        assert_eq!(snap.gang(lost).members.len(), 1);
+        // the same in JSON
+        let value: serde_json::Value = serde_saphyr::from_str(GANGS_YAML).unwrap();
+        let json = serde_json::to_vec(&value).unwrap();
+        let j = load_bytes("g.json", &json).unwrap();
+        assert_eq!(j.gangs, snap.gangs);
+        assert_eq!(j.pod_groups, snap.pod_groups);
+    }
+
+    #[test]
+    fn bad_min_member_names_the_field() {
+        for (bad, found) in [
+            ("minMember: 3,", "the string \"three\""),
+            ("minMember: 3,", "-2 is negative"),
+            ("minMember: 3,", "the number 2.5"),
+        ] {
+            let value = if found.contains("string") {
+                "minMember: three,"
+            } else if found.contains("negative") {
+                "minMember: -2,"
+            } else {
+                "minMember: 2.5,"
+            };
+            let yaml = GANGS_YAML.replace(bad, value);
+            let err = load_bytes("g.yaml", yaml.as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("PodGroup ml/train"), "{err}");
+            assert!(err.contains("spec.minMember"), "{err}");
+            assert!(err.contains(found), "{err}");
+            let value: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+            let json = serde_json::to_vec(&value).unwrap();
+            let err = load_bytes("g.json", &json).unwrap_err().to_string();
+            assert!(err.contains("spec.minMember"), "{err}");
+        }
+        let yaml = GANGS_YAML.replace(
+            "- apiVersion: scheduling.x-k8s.io/v1alpha1\n  kind: PodGroup",
+            "- kind: PodGroup",
+        );
+        let err = load_bytes("g.yaml", yaml.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("PodGroup ml/train"), "{err}");
+        assert!(err.contains("apiVersion"), "{err}");
     }
 
     #[test]

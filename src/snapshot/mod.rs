@@ -1,5 +1,6 @@
 //! The cluster as the planner sees it: a compact, immutable model of nodes, pods,
-//! PodDisruptionBudgets, namespaces and priority classes, with the indexes the plugins need.
+//! PodDisruptionBudgets, namespaces, priority classes and pod groups (gangs), with the
+//! indexes the plugins need.
 //!
 //! Only the fields a descheduler reads are kept; pod requests, QoS class and the
 //! protection-relevant facts are computed once when the snapshot is built.
@@ -30,6 +31,14 @@ pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 /// `scheduling.SystemCriticalPriority`: pods at or above it are system critical.
 pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
+/// The pod label naming a scheduler-plugins (coscheduling) PodGroup.
+pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
+/// The pod annotation naming a Volcano PodGroup.
+pub const VOLCANO_GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
+/// The API group of scheduler-plugins' PodGroup (`scheduling.x-k8s.io/v1alpha1`).
+pub const SCHEDULER_PLUGINS_API_GROUP: &str = "scheduling.x-k8s.io";
+/// The API group of Volcano's PodGroup (`scheduling.volcano.sh/v1beta1`).
+pub const VOLCANO_API_GROUP: &str = "scheduling.volcano.sh";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TaintEffect {
@@ -366,6 +375,9 @@ pub struct Pod {
     pub images: Vec<Box<str>>,
     /// Status reason, container statuses and conditions.
     pub status: PodStatusDetail,
+    /// The Volcano PodGroup named by the `scheduling.k8s.io/group-name` annotation.
+    /// (The scheduler-plugins PodGroup is the `scheduling.x-k8s.io/pod-group` label.)
+    pub volcano_group: Option<Box<str>>,
 }
 
 impl Pod {
@@ -392,6 +404,92 @@ impl Pod {
     /// Succeeded and failed pods hold no resources on their node.
     pub fn is_active(&self) -> bool {
         !matches!(self.phase, Phase::Succeeded | Phase::Failed)
+    }
+
+    /// The PodGroups this pod names: its scheduler-plugins label and its Volcano annotation
+    /// (empty values name nothing).
+    pub fn gang_refs(&self) -> impl Iterator<Item = (GangKind, &str)> {
+        let sp = self
+            .labels
+            .get(POD_GROUP_LABEL)
+            .filter(|v| !v.is_empty())
+            .map(|v| (GangKind::SchedulerPlugins, v));
+        let vc = self
+            .volcano_group
+            .as_deref()
+            .filter(|v| !v.is_empty())
+            .map(|v| (GangKind::Volcano, v));
+        sp.into_iter().chain(vc)
+    }
+}
+
+/// Which gang scheduler a PodGroup (and the pods naming it) belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GangKind {
+    /// kubernetes-sigs/scheduler-plugins coscheduling: `scheduling.x-k8s.io/v1alpha1`
+    /// PodGroup, pods labelled `scheduling.x-k8s.io/pod-group`.
+    SchedulerPlugins,
+    /// Volcano: `scheduling.volcano.sh/v1beta1` PodGroup, pods annotated
+    /// `scheduling.k8s.io/group-name`.
+    Volcano,
+}
+
+impl GangKind {
+    /// The API group of this kind's PodGroup.
+    pub fn api_group(self) -> &'static str {
+        match self {
+            GangKind::SchedulerPlugins => SCHEDULER_PLUGINS_API_GROUP,
+            GangKind::Volcano => VOLCANO_API_GROUP,
+        }
+    }
+
+    /// The kind from a PodGroup's `apiVersion` (any version of either API group).
+    pub fn from_api_version(api_version: &str) -> Option<Self> {
+        match api_version.split('/').next().unwrap_or_default() {
+            SCHEDULER_PLUGINS_API_GROUP => Some(GangKind::SchedulerPlugins),
+            VOLCANO_API_GROUP => Some(GangKind::Volcano),
+            _ => None,
+        }
+    }
+}
+
+/// A PodGroup object of either gang scheduler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodGroup {
+    pub kind: GangKind,
+    pub namespace: Box<str>,
+    pub name: Box<str>,
+    /// `spec.minMember`; 1 when absent or 0 (see the decoder).
+    pub min_member: i32,
+}
+
+pub type GangId = u32;
+
+/// A gang: the pods naming one PodGroup (of one kind, in one namespace), with the PodGroup's
+/// minMember. A gang whose PodGroup is not in the snapshot has an unknown minMember, and the
+/// planner protects every member of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gang {
+    pub kind: GangKind,
+    pub namespace: Box<str>,
+    pub name: Box<str>,
+    /// None: the PodGroup is not in the snapshot.
+    pub min_member: Option<i32>,
+    /// Member pods, in id order.
+    pub members: Vec<PodId>,
+    /// Members running now (see [`ClusterSnapshot::counts_as_running`]).
+    pub running: u32,
+}
+
+impl Gang {
+    /// `PodGroup ns/name (scheduling.x-k8s.io)`, for reasons and errors.
+    pub fn describe(&self) -> String {
+        format!(
+            "PodGroup {}/{} ({})",
+            self.namespace,
+            self.name,
+            self.kind.api_group()
+        )
     }
 }
 
@@ -426,6 +524,12 @@ pub struct ClusterSnapshot {
     pub pdbs: Vec<Pdb>,
     pub namespaces: Vec<Namespace>,
     pub priority_classes: Vec<PriorityClass>,
+    /// Sorted by kind, namespace, name.
+    pub pod_groups: Vec<PodGroup>,
+    /// Every PodGroup and every group a pod names, sorted by kind, namespace, name.
+    pub gangs: Vec<Gang>,
+    /// The gangs of each pod that names one (most pods name none).
+    gangs_of_pod: FxHashMap<PodId, Vec<GangId>>,
     node_index: FxHashMap<Box<str>, NodeId>,
     pods_by_node: Vec<Vec<PodId>>,
     /// Sum of the requests of the active pods on each node, and their number.
@@ -447,6 +551,7 @@ pub struct SnapshotParts {
     pub pdbs: Vec<Pdb>,
     pub namespaces: Vec<Namespace>,
     pub priority_classes: Vec<PriorityClass>,
+    pub pod_groups: Vec<PodGroup>,
 }
 
 impl ClusterSnapshot {
@@ -458,6 +563,7 @@ impl ClusterSnapshot {
             mut pdbs,
             mut namespaces,
             mut priority_classes,
+            mut pod_groups,
         } = parts;
         // Lists from the API server come sorted already; sorting is then a single check.
         if !nodes.is_sorted_by(|a, b| a.name <= b.name) {
@@ -471,6 +577,10 @@ impl ClusterSnapshot {
         pdbs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         namespaces.sort_by(|a, b| a.name.cmp(&b.name));
         priority_classes.sort_by(|a, b| a.name.cmp(&b.name));
+        pod_groups
+            .sort_by(|a, b| (a.kind, &a.namespace, &a.name).cmp(&(b.kind, &b.namespace, &b.name)));
+        pod_groups
+            .dedup_by(|a, b| a.kind == b.kind && a.namespace == b.namespace && a.name == b.name);
 
         let node_index: FxHashMap<Box<str>, NodeId> = nodes
             .iter()
@@ -529,12 +639,16 @@ impl ClusterSnapshot {
             .enumerate()
             .map(|(i, n)| (n.name.clone(), i as u32))
             .collect();
+        let (gangs, gangs_of_pod) = index_gangs(&pods, &pod_groups);
         ClusterSnapshot {
             nodes,
             pods,
             pdbs,
             namespaces,
             priority_classes,
+            pod_groups,
+            gangs,
+            gangs_of_pod,
             node_index,
             pods_by_node,
             node_requested,
@@ -617,6 +731,31 @@ impl ClusterSnapshot {
             .map(|i| &self.priority_classes[i])
     }
 
+    /// The gangs a pod belongs to (usually none, at most one of each kind).
+    pub fn gangs_of_pod(&self, id: PodId) -> &[GangId] {
+        self.gangs_of_pod.get(&id).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub fn gang(&self, id: GangId) -> &Gang {
+        &self.gangs[id as usize]
+    }
+
+    /// A gang by kind, namespace and name.
+    pub fn gang_id(&self, kind: GangKind, namespace: &str, name: &str) -> Option<GangId> {
+        self.gangs
+            .binary_search_by(|g| (g.kind, &*g.namespace, &*g.name).cmp(&(kind, namespace, name)))
+            .ok()
+            .map(|i| i as GangId)
+    }
+
+    /// Whether a pod counts as a running gang member: in phase Running, not terminating, and
+    /// bound to a node. (Pending members are not yet running, and Succeeded or Failed ones no
+    /// longer; counting fewer members as running only ever protects more.) Evicting any other
+    /// member leaves the running count as it is.
+    pub fn counts_as_running(&self, id: PodId) -> bool {
+        counts_as_running(self.pod(id))
+    }
+
     /// Ready nodes matching the selector, in name order: the planning input.
     pub fn ready_nodes(&self, selector: &Selector) -> Vec<NodeId> {
         self.nodes
@@ -626,4 +765,56 @@ impl ClusterSnapshot {
             .map(|(i, _)| i as NodeId)
             .collect()
     }
+}
+
+fn counts_as_running(p: &Pod) -> bool {
+    p.phase == Phase::Running && !p.terminating && p.node_name.is_some()
+}
+
+type GangIndex = (Vec<Gang>, FxHashMap<PodId, Vec<GangId>>);
+type GangKey<'a> = (GangKind, &'a str, &'a str);
+
+/// Gangs from the PodGroups and the groups pods name; `pod_groups` is sorted.
+fn index_gangs(pods: &[Pod], pod_groups: &[PodGroup]) -> GangIndex {
+    let mut by_key: std::collections::BTreeMap<GangKey<'_>, (Option<i32>, Vec<PodId>)> = pod_groups
+        .iter()
+        .map(|g| {
+            (
+                (g.kind, &*g.namespace, &*g.name),
+                (Some(g.min_member), Vec::new()),
+            )
+        })
+        .collect();
+    for (i, pod) in pods.iter().enumerate() {
+        for (kind, name) in pod.gang_refs() {
+            by_key
+                .entry((kind, &pod.namespace, name))
+                .or_insert((None, Vec::new()))
+                .1
+                .push(i as PodId);
+        }
+    }
+    let mut gangs_of_pod: FxHashMap<PodId, Vec<GangId>> = FxHashMap::default();
+    let gangs = by_key
+        .into_iter()
+        .enumerate()
+        .map(|(gi, ((kind, namespace, name), (min_member, members)))| {
+            for &m in &members {
+                gangs_of_pod.entry(m).or_default().push(gi as GangId);
+            }
+            let running = members
+                .iter()
+                .filter(|&&m| counts_as_running(&pods[m as usize]))
+                .count() as u32;
+            Gang {
+                kind,
+                namespace: namespace.into(),
+                name: name.into(),
+                min_member,
+                members,
+                running,
+            }
+        })
+        .collect();
+    (gangs, gangs_of_pod)
 }

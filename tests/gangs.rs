@@ -1,0 +1,350 @@
+//! Gangs against a real control plane: PodGroups of scheduler-plugins
+//! (`scheduling.x-k8s.io/v1alpha1`) and Volcano (`scheduling.volcano.sh/v1beta1`), read from
+//! the API in one-shot mode (the binary) and by the watch caches of continuous mode (the
+//! library); only members beyond minMember are planned, a group whose PodGroup cannot be found
+//! keeps every member, and a cluster without the CRDs plans as before, without an error.
+//!
+//! The CRD test runs on a control plane of its own (etcd and kube-apiserver only), so that the
+//! shared one of this binary never has the CRDs.
+
+mod support;
+
+use descheduler::framework::Pipeline;
+use descheduler::live::client::ApiClient;
+use descheduler::live::source::{list_snapshot, WatchSource};
+use descheduler::plan::plan;
+use descheduler::policy::Policy;
+use descheduler::snapshot::GangKind;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use support::*;
+
+const GROUP_LABEL: &str = "descheduler-test";
+const EVICT: &str = "descheduler.alpha.kubernetes.io/evict";
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_descheduler")
+}
+
+/// PodLifeTime over every Running pod of the namespace, on the group's nodes: it would evict
+/// every pod it may.
+fn lifetime_policy(group: &str, ns: &str) -> String {
+    format!(
+        r#"apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: "{GROUP_LABEL}={group}"
+profiles:
+- name: gangs
+  pluginConfig:
+  - name: PodLifeTime
+    args:
+      states: [Running]
+      namespaces: {{include: ["{ns}"]}}
+  plugins:
+    deschedule:
+      enabled: [PodLifeTime]
+"#
+    )
+}
+
+fn write_policy(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join(format!("{}.yaml", unique("policy")));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs the binary once in dry-run with a JSON report; returns the report.
+async fn dry_run(kubeconfig: &Path, policy: &Path) -> serde_json::Value {
+    let out = tokio::process::Command::new(bin())
+        .args([
+            "--policy-config-file",
+            policy.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--dry-run",
+            "-o",
+            "json",
+        ])
+        .env_remove("RUST_LOG")
+        .env_remove("KUBECONFIG")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not a JSON report ({e}): {stdout}\nstderr: {stderr}"))
+}
+
+/// Planned evictions per pod-name prefix (`train`, `sim`, ...): the part before the last `-`.
+fn planned_by_prefix(report: &serde_json::Value) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for e in report["evictions"].as_array().expect("evictions") {
+        let pod = e["pod"].as_str().unwrap();
+        let name = pod.split('/').nth(1).unwrap();
+        let prefix = name.rsplit_once('-').map_or(name, |(p, _)| p);
+        *out.entry(prefix.to_string()).or_default() += 1;
+    }
+    out
+}
+
+fn crd(group: &str, version: &str) -> CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("podgroups.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup", "listKind": "PodGroupList"},
+            "versions": [{
+                "name": version,
+                "served": true,
+                "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+async fn install_crds(client: &kube::Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for (group, version) in [
+        ("scheduling.x-k8s.io", "v1alpha1"),
+        ("scheduling.volcano.sh", "v1beta1"),
+    ] {
+        crds.create(&PostParams::default(), &crd(group, version))
+            .await
+            .unwrap_or_else(|e| panic!("creating the PodGroup CRD of {group}: {e}"));
+        let name = format!("podgroups.{group}");
+        wait_for(
+            &format!("CRD {name} Established"),
+            Duration::from_secs(60),
+            || {
+                let (crds, name) = (&crds, &name);
+                async move {
+                    let c = crds.get(name).await.ok()?;
+                    let established = c
+                        .status?
+                        .conditions?
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True");
+                    established.then_some(())
+                }
+            },
+        )
+        .await;
+    }
+}
+
+async fn create_pod_group(
+    client: &kube::Client,
+    ns: &str,
+    group: &str,
+    version: &str,
+    name: &str,
+    min_member: Option<i32>,
+) {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, "PodGroup"),
+        "podgroups",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let spec = match min_member {
+        Some(m) => serde_json::json!({"minMember": m}),
+        None => serde_json::json!({}),
+    };
+    let obj = DynamicObject::new(name, &ar).data(serde_json::json!({ "spec": spec }));
+    // The API may take a moment to serve a new CRD's resource.
+    wait_for(
+        &format!("creating PodGroup {ns}/{name} ({group})"),
+        Duration::from_secs(60),
+        || {
+            let (api, obj) = (&api, &obj);
+            async move { api.create(&PostParams::default(), obj).await.ok() }
+        },
+    )
+    .await;
+}
+
+/// `n` Running members (bare pods with the evict annotation, so only the gang rule protects
+/// them) on `node`, named `{prefix}-{i}`, each made a member by `member`.
+async fn members(
+    client: &kube::Client,
+    ns: &str,
+    node: &str,
+    prefix: &str,
+    n: usize,
+    member: impl Fn(PodConfig) -> PodConfig,
+) {
+    for i in 0..n {
+        let name = format!("{prefix}-{i}");
+        let config = member(PodConfig::new().cpu("100m").annotation(EVICT, "true"));
+        create_pod(client, ns, &name, Some(node), &config).await;
+        mark_pod_running(client, ns, &name).await;
+    }
+}
+
+#[tokio::test]
+async fn only_members_beyond_min_member_are_planned() {
+    let cluster = Cluster::start(Components::apiserver_only());
+    let client = cluster.client();
+    install_crds(&client).await;
+    let group = unique("g");
+    let node = unique("n");
+    create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "gangs").await;
+
+    // scheduler-plugins: 5 running, minMember 3 -> 2 may go.
+    create_pod_group(
+        &client,
+        &ns,
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "train",
+        Some(3),
+    )
+    .await;
+    members(&client, &ns, &node, "train", 5, |c| {
+        c.label("scheduling.x-k8s.io/pod-group", "train")
+    })
+    .await;
+    // Volcano: 3 running, minMember 2 -> 1 may go.
+    create_pod_group(
+        &client,
+        &ns,
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "sim",
+        Some(2),
+    )
+    .await;
+    members(&client, &ns, &node, "sim", 3, |c| {
+        c.annotation("scheduling.k8s.io/group-name", "sim")
+    })
+    .await;
+    // Volcano without minMember: read as 1 -> 1 of 2 may go.
+    create_pod_group(
+        &client,
+        &ns,
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "bare",
+        None,
+    )
+    .await;
+    members(&client, &ns, &node, "bare", 2, |c| {
+        c.annotation("scheduling.k8s.io/group-name", "bare")
+    })
+    .await;
+    // Exactly minMember running: none may go.
+    create_pod_group(
+        &client,
+        &ns,
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "tight",
+        Some(2),
+    )
+    .await;
+    members(&client, &ns, &node, "tight", 2, |c| {
+        c.label("scheduling.x-k8s.io/pod-group", "tight")
+    })
+    .await;
+    // A PodGroup that does not exist: every member stays.
+    members(&client, &ns, &node, "ghost", 3, |c| {
+        c.label("scheduling.x-k8s.io/pod-group", "ghost")
+    })
+    .await;
+    // Not in a gang: goes.
+    members(&client, &ns, &node, "solo", 1, |c| c).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy_text = lifetime_policy(&group, &ns);
+    let policy = write_policy(dir.path(), &policy_text);
+    let want: BTreeMap<String, usize> = [("train", 2), ("sim", 1), ("bare", 1), ("solo", 1)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+
+    // One-shot mode, through the binary.
+    let report = dry_run(cluster.kubeconfig(), &policy).await;
+    assert_eq!(planned_by_prefix(&report), want, "{report:#}");
+
+    // The same from the list and from the watch caches of continuous mode.
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let pipeline = {
+        let p = Policy::from_yaml("gangs.yaml", &policy_text).unwrap();
+        Pipeline::build(&p, "gangs.yaml").unwrap()
+    };
+    let selector = format!("{GROUP_LABEL}={group}");
+    let listed = list_snapshot(&api, &selector).await.unwrap();
+    let train = listed
+        .gang_id(GangKind::SchedulerPlugins, &ns, "train")
+        .expect("the train gang");
+    assert_eq!(listed.gang(train).min_member, Some(3));
+    assert_eq!(listed.gang(train).running, 5);
+    let ghost = listed
+        .gang_id(GangKind::SchedulerPlugins, &ns, "ghost")
+        .expect("the ghost gang");
+    assert_eq!(listed.gang(ghost).min_member, None);
+    let watch = WatchSource::start(&api, &selector);
+    let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(watched.pod_groups, listed.pod_groups);
+    assert_eq!(watched.gangs, listed.gangs);
+    let now = chrono::Utc::now().timestamp();
+    let planned = plan(&pipeline, &watched, now).unwrap();
+    let mut by_prefix: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &planned.evictions {
+        let name = &*watched.pod(e.pod).name;
+        let prefix = name.rsplit_once('-').map_or(name, |(p, _)| p);
+        *by_prefix.entry(prefix.to_string()).or_default() += 1;
+    }
+    assert_eq!(by_prefix, want);
+}
+
+#[tokio::test]
+async fn without_podgroup_crds_gangs_are_absent_not_an_error() {
+    let cluster = shared();
+    let client = cluster.client();
+    let group = unique("g");
+    let node = unique("n");
+    create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "nocrd").await;
+    // Pods naming PodGroups that cannot exist (no CRD): protected, and the run succeeds.
+    members(&client, &ns, &node, "train", 2, |c| {
+        c.label("scheduling.x-k8s.io/pod-group", "train")
+    })
+    .await;
+    members(&client, &ns, &node, "sim", 2, |c| {
+        c.annotation("scheduling.k8s.io/group-name", "sim")
+    })
+    .await;
+    members(&client, &ns, &node, "solo", 2, |c| c).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy_text = lifetime_policy(&group, &ns);
+    let policy = write_policy(dir.path(), &policy_text);
+    let report = dry_run(cluster.kubeconfig(), &policy).await;
+    let want: BTreeMap<String, usize> = [("solo".to_string(), 2)].into_iter().collect();
+    assert_eq!(planned_by_prefix(&report), want, "{report:#}");
+
+    // The watch caches of continuous mode too: 404 is "no PodGroups", not an unsynced cache.
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let selector = format!("{GROUP_LABEL}={group}");
+    let watch = WatchSource::start(&api, &selector);
+    let snap = watch.snapshot(Duration::from_secs(60)).await.unwrap();
+    assert!(snap.pod_groups.is_empty());
+    let train = snap
+        .gang_id(GangKind::SchedulerPlugins, &ns, "train")
+        .expect("the train gang");
+    assert_eq!(snap.gang(train).min_member, None);
+}
