@@ -10,14 +10,15 @@
 //! ([`fairness`]): upstream's order by default, or Dominant Resource Fairness.
 
 pub mod fairness;
+mod history;
 mod pipeline;
 mod state;
 
 pub use fairness::{Fairness, SortOrder, TenantShare};
+pub use history::History;
 pub use pipeline::{Pipeline, ProfilePipeline};
 pub use state::{
-    EvictError, History, Limits, MeasuredNode, PlanNote, PlannedEviction, PlanningOutput,
-    PlanningState,
+    EvictError, Limits, MeasuredNode, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
 };
 
 use crate::plugins::default_evictor::DefaultEvictor;

@@ -7,6 +7,7 @@
 //! keeps at least minMember running members without it, checked here at the moment each
 //! eviction is planned, so that no two plugins of a cycle can together break a gang.
 
+use super::History;
 use crate::snapshot::usage::UsageSource;
 use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
@@ -32,39 +33,6 @@ pub struct MeasuredNode {
     pub before: Resources,
     /// `before` minus the usage of the pods planned for eviction from the node.
     pub after: Resources,
-}
-
-/// What earlier cycles of a continuous run leave for the next: for each plugin (by
-/// `profile/plugin`), how many consecutive cycles each node was overutilized.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct History {
-    pub over_streak: BTreeMap<String, BTreeMap<String, u32>>,
-}
-
-impl History {
-    /// Consecutive earlier cycles the node was overutilized for this plugin.
-    pub fn streak(&self, key: &str, node: &str) -> u32 {
-        self.over_streak
-            .get(key)
-            .and_then(|m| m.get(node))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// The history after a cycle that observed `over` (plugin key → nodes overutilized this
-    /// cycle). A plugin that classified nodes this cycle replaces its streaks (nodes not over
-    /// now start again from zero); a plugin that did not (it skipped the cycle) loses them,
-    /// so a gap in the measurements never counts as "still over".
-    pub fn advance(&self, over: &BTreeMap<String, Vec<String>>) -> History {
-        let mut next = History::default();
-        for (key, nodes) in over {
-            let streaks = next.over_streak.entry(key.clone()).or_default();
-            for n in nodes {
-                streaks.insert(n.clone(), self.streak(key, n) + 1);
-            }
-        }
-        next
-    }
 }
 
 /// Everything a cycle's planning produced.
