@@ -64,6 +64,15 @@ pub struct Cli {
     )]
     pub pod_metrics: Option<PathBuf>,
 
+    /// Predict where each evicted pod's replacement goes (the placement simulator), shown as
+    /// each eviction's `destination`. Always on for profiles with nodeFit or placementCheck;
+    /// costs time on very large clusters.
+    #[arg(
+        long = "predict-destinations",
+        env = "DESCHEDULER_PREDICT_DESTINATIONS"
+    )]
+    pub predict_destinations: bool,
+
     /// Path to a kubeconfig (live mode).
     #[arg(long, env = "KUBECONFIG", value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -75,6 +84,17 @@ pub struct Cli {
         default_value = "0"
     )]
     pub descheduling_interval: String,
+
+    /// Continuous mode: after a workload has a pod evicted, leave its pods alone for this
+    /// long, and do not treat a node that received its rescheduled pods as overutilized
+    /// (no ping-pong). A Go duration; 0 turns it off. A single cycle has no memory.
+    #[arg(
+        long = "eviction-cooldown",
+        env = "DESCHEDULER_EVICTION_COOLDOWN",
+        default_value = "10m",
+        value_name = "DURATION"
+    )]
+    pub eviction_cooldown: String,
 
     /// The planning time (RFC 3339), for reproducible runs; defaults to now.
     #[arg(long, env = "DESCHEDULER_NOW", value_name = "RFC3339")]
@@ -246,10 +266,13 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
     };
     crate::policy::parse_duration(&cli.descheduling_interval)
         .map_err(|e| Failure::invalid(format!("--descheduling-interval: {e}")))?;
+    crate::policy::parse_duration(&cli.eviction_cooldown)
+        .map_err(|e| Failure::invalid(format!("--eviction-cooldown: {e}")))?;
     // Nothing runs on an invalid policy.
     let policy = Policy::load(&cli.policy_config_file).map_err(Failure::invalid)?;
-    let pipeline = Pipeline::build(&policy, &cli.policy_config_file.display().to_string())
+    let mut pipeline = Pipeline::build(&policy, &cli.policy_config_file.display().to_string())
         .map_err(Failure::invalid)?;
+    pipeline.predict_destinations = cli.predict_destinations;
     let Some(snapshot_path) = &cli.snapshot else {
         return run_live(cli, &policy, pipeline).map(|_| String::new());
     };
@@ -375,6 +398,7 @@ fn run_live(cli: &Cli, policy: &Policy, pipeline: Pipeline) -> Result<(), Failur
         node_selector: policy.node_selector.clone().unwrap_or_default(),
         output: cli.output,
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,
+        eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -436,10 +460,23 @@ mod tests {
         ])
         .unwrap();
         assert!(cli.dry_run);
+        assert_eq!(
+            cli.eviction_cooldown, "10m",
+            "the cooldown is on by default"
+        );
         assert_eq!(cli.verbosity, 4);
         assert_eq!(cli.output, Format::Json);
         assert!(
             Cli::try_parse_from(["descheduler", "--policy-config-file", "p", "-o", "xml"]).is_err()
         );
+        let off = Cli::try_parse_from([
+            "descheduler",
+            "--policy-config-file",
+            "p",
+            "--eviction-cooldown",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(off.eviction_cooldown, "0");
     }
 }

@@ -1,13 +1,19 @@
 //! The dry-run report: a plan rendered for people (table) and machines (JSON, YAML).
 //!
 //! The JSON shape is a stable contract:
-//! `{"evictions":[{"pod":"<ns>/<name>","node":"..","profile":"..","plugin":"..","reason":".."}],
+//! `{"evictions":[{"pod":"<ns>/<name>","node":"..","profile":"..","plugin":"..","reason":"..",
+//!   "destination":".."}],
 //!   "nodes":[{"name":"..","before":{"cpu":12.5,..},"after":{..}}]}`
-//! where before/after are requests as a percentage of allocatable, per resource.
+//! where before/after are requests as a percentage of allocatable, per resource, and
+//! `destination` is the node the placement simulator predicts for the pod's replacement
+//! (absent when no node fits).
 //! When a plugin planned with measured usage, a node also carries
 //! `"measured":{"source":"metrics-server"|"prometheus","before":{..},"after":{..}}` (measured
 //! usage as a percentage of allocatable; `MetricResource` as the query's percentage), and
-//! `"notes"` lists plugins that skipped the cycle and nodes left out, with why.
+//! `"notes"` lists plugins that skipped the cycle and nodes left out, with why, and
+//! `"notChosen"` the candidates a plugin looked at but did not evict, with why
+//! (`{"pod":"<ns>/<name>","node":"..","profile":"..","plugin":"..","reason":".."}`: nodeFit,
+//! placementCheck, a limit, a disruption budget); absent when there are none.
 //! When a profile orders its candidates by DominantResourceFairness, `"tenants"` lists each
 //! tenant holding resources, sorted by tenant:
 //! `{"tenant":"..","before":60.0,"after":26.0,"dominantResource":"cpu"}` (dominant share as a
@@ -27,6 +33,10 @@ pub struct Report {
     pub nodes: Vec<NodeRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<NoteRow>,
+    /// Candidates a plugin looked at but did not choose, and why (nodeFit, placementCheck,
+    /// a limit, a disruption budget).
+    #[serde(default, rename = "notChosen", skip_serializing_if = "Vec::is_empty")]
+    pub not_chosen: Vec<NotChosenRow>,
     /// Tenants' dominant shares, when a profile orders by DominantResourceFairness.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantRow>,
@@ -61,6 +71,17 @@ pub struct NoteRow {
     pub skipped: bool,
 }
 
+/// A candidate pod a plugin did not choose, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotChosenRow {
+    pub pod: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub profile: String,
+    pub plugin: String,
+    pub reason: String,
+}
+
 /// Measured usage a plugin planned with on a node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredRow {
@@ -77,6 +98,11 @@ pub struct EvictionRow {
     pub profile: String,
     pub plugin: String,
     pub reason: String,
+    /// The node where the placement simulator predicts kube-scheduler puts the pod's
+    /// replacement, after every eviction and placement planned before it; absent when no node
+    /// fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
     /// What happened, in live runs (`evicted`, `blocked_by_disruption_budget`, ...); absent in
     /// dry-run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,6 +177,7 @@ impl Report {
                 profile: e.profile.clone(),
                 plugin: e.plugin.to_string(),
                 reason: e.reason.clone(),
+                destination: e.destination.map(|d| snap.node(d).name.to_string()),
                 result: None,
             })
             .collect();
@@ -179,12 +206,26 @@ impl Report {
         let notes = plan
             .notes
             .iter()
+            .filter(|n| n.pod.is_none())
             .map(|n| NoteRow {
                 profile: n.profile.clone(),
                 plugin: n.plugin.to_string(),
                 node: n.node.map(|id| snap.node(id).name.to_string()),
                 message: n.message.clone(),
                 skipped: n.skipped,
+            })
+            .collect();
+        let not_chosen = plan
+            .notes
+            .iter()
+            .filter_map(|n| {
+                n.pod.map(|p| NotChosenRow {
+                    pod: snap.pod(p).key(),
+                    node: n.node.map(|id| snap.node(id).name.to_string()),
+                    profile: n.profile.clone(),
+                    plugin: n.plugin.to_string(),
+                    reason: n.message.clone(),
+                })
             })
             .collect();
         let tenants = plan
@@ -205,6 +246,7 @@ impl Report {
             evictions,
             nodes,
             notes,
+            not_chosen,
             tenants,
         }
     }
@@ -225,13 +267,14 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(out, "Planned evictions: {}", self.evictions.len());
         if !self.evictions.is_empty() {
-            let rows: Vec<[&str; 5]> = self
+            let rows: Vec<[&str; 6]> = self
                 .evictions
                 .iter()
                 .map(|e| {
                     [
                         e.pod.as_str(),
                         e.node.as_str(),
+                        e.destination.as_deref().unwrap_or("-"),
                         e.profile.as_str(),
                         e.plugin.as_str(),
                         e.reason.as_str(),
@@ -240,7 +283,7 @@ impl Report {
                 .collect();
             write_table(
                 &mut out,
-                ["POD", "NODE", "PROFILE", "PLUGIN", "REASON"],
+                ["POD", "NODE", "DESTINATION", "PROFILE", "PLUGIN", "REASON"],
                 &rows,
             );
         }
@@ -378,6 +421,28 @@ impl Report {
                     .unwrap_or_default();
                 let _ = writeln!(out, "- {}/{}:{node} {}", n.profile, n.plugin, n.message);
             }
+        }
+        if !self.not_chosen.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "Candidates not chosen:");
+            let rows: Vec<[&str; 5]> = self
+                .not_chosen
+                .iter()
+                .map(|n| {
+                    [
+                        n.pod.as_str(),
+                        n.node.as_deref().unwrap_or("-"),
+                        n.profile.as_str(),
+                        n.plugin.as_str(),
+                        n.reason.as_str(),
+                    ]
+                })
+                .collect();
+            write_table(
+                &mut out,
+                ["POD", "NODE", "PROFILE", "PLUGIN", "WHY NOT"],
+                &rows,
+            );
         }
         out
     }

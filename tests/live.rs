@@ -1034,3 +1034,118 @@ async fn end_to_end_a_hotspot_is_rebalanced_by_the_scheduler() {
         "{by_node:?}"
     );
 }
+
+/// The placement simulator against kube-scheduler: a hot node (6 x 500m of 4 CPUs), and
+/// three cold nodes of which only one can take the pods (one has a taint they do not
+/// tolerate, one is too small). The dry-run plan predicts a destination for each eviction
+/// (with `placementCheck: true`, which admits only evictions with a better destination);
+/// after the real run, kube-scheduler puts the replacements exactly there.
+#[tokio::test]
+async fn predicted_destinations_match_where_kube_scheduler_places_replacements() {
+    let cluster = shared();
+    let client = cluster.client();
+    let group = unique("g");
+    let hot = unique("n");
+    create_node(&client, NodeConfig::new(&hot).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "place").await;
+    // Only the hot node exists in the group yet: every replica lands there.
+    let pod = PodConfig::new()
+        .cpu("500m")
+        .memory("64Mi")
+        .node_selector(GROUP_LABEL, &group);
+    let before = run_replicaset(&client, &ns, "hot", 6, &pod).await;
+    let on_node = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone());
+    assert!(
+        before
+            .iter()
+            .all(|p| on_node(p).as_deref() == Some(hot.as_str())),
+        "{}",
+        describe_pods(&before)
+    );
+    let tainted = unique("n");
+    create_node(
+        &client,
+        NodeConfig::new(&tainted).label(GROUP_LABEL, &group).taint(
+            "dedicated",
+            "gpu",
+            "NoSchedule",
+        ),
+    )
+    .await;
+    let small = unique("n");
+    create_node(
+        &client,
+        NodeConfig::new(&small)
+            .label(GROUP_LABEL, &group)
+            .cpu("400m"),
+    )
+    .await;
+    let free = unique("n");
+    create_node(&client, NodeConfig::new(&free).label(GROUP_LABEL, &group)).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let text = lnu_policy(&group, 50, "").replace(
+        "  pluginConfig:\n",
+        "  pluginConfig:\n  - name: DefaultEvictor\n    args: {placementCheck: true}\n",
+    );
+    let policy = write_policy(dir.path(), &text);
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    let policy = policy.to_str().unwrap();
+    let dry = run_bin(&[
+        "--policy-config-file",
+        policy,
+        "--kubeconfig",
+        &kubeconfig,
+        "--dry-run",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    let planned = report(&dry);
+    let planned = planned["evictions"].as_array().unwrap().clone();
+    // 75% down to 50%: two pods, each predicted to go to the one node that fits.
+    assert_eq!(planned.len(), 2, "{planned:?}");
+    for e in &planned {
+        assert_eq!(e["node"], hot.as_str(), "{planned:?}");
+        assert_eq!(e["destination"], free.as_str(), "{planned:?}");
+    }
+
+    let real = run_bin(&[
+        "--policy-config-file",
+        policy,
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(real.code, Some(0), "{}", real.stderr);
+    let done = report(&real);
+    let done = done["evictions"].as_array().unwrap().clone();
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert!(done.iter().all(|e| e["result"] == "evicted"), "{done:?}");
+    let predicted: Vec<&str> = done
+        .iter()
+        .map(|e| e["destination"].as_str().unwrap())
+        .collect();
+    assert_eq!(predicted, [free.as_str(), free.as_str()], "{done:?}");
+
+    // The ReplicaSet replaces the two pods; kube-scheduler places the replacements.
+    let old = uids(&before);
+    let after = wait_running_pods(&client, &ns, &app_selector("hot"), 6).await;
+    let replacements: Vec<&Pod> = after
+        .iter()
+        .filter(|p| !old.contains(p.metadata.uid.as_deref().unwrap_or_default()))
+        .collect();
+    assert_eq!(replacements.len(), 2, "{}", describe_pods(&after));
+    for p in &replacements {
+        assert_eq!(
+            on_node(p).as_deref(),
+            Some(free.as_str()),
+            "kube-scheduler placed a replacement elsewhere than predicted: {}",
+            describe_pods(&after)
+        );
+    }
+    cluster.assert_running();
+}

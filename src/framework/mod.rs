@@ -95,14 +95,25 @@ impl<'a, 's> Context<'a, 's> {
         if self.state.is_pinned(pod) {
             return Err("the API refused to evict it earlier in this cycle".into());
         }
+        let pod_ref = self.state.snap.pod(pod);
+        if let Some(why) = self.state.history().cooldown_refusal(pod_ref, self.now) {
+            return Err(why);
+        }
         self.evictor.filter(self.state.snap, pod, self.now)
     }
 
     /// The evictor's PreEvictionFilter extension point (nodeFit), checked just before a
     /// plugin plans an eviction.
+    /// A pod it refuses is recorded as a candidate not chosen, with why.
     pub fn pre_eviction_filter(&self, pod: PodId) -> Result<(), String> {
-        self.evictor
-            .pre_eviction_filter(self.state, self.nodes, pod)
+        let r = self
+            .evictor
+            .pre_eviction_filter(self.state, self.nodes, pod);
+        if let Err(why) = &r {
+            self.state
+                .not_chosen(self.profile, self.plugin, pod, why.clone());
+        }
+        r
     }
 
     /// Records a note about this plugin's cycle (and logs it).
@@ -121,6 +132,7 @@ impl<'a, 's> Context<'a, 's> {
             node,
             message,
             skipped: false,
+            pod: None,
         });
     }
 
@@ -134,6 +146,7 @@ impl<'a, 's> Context<'a, 's> {
             node: None,
             message,
             skipped: true,
+            pod: None,
         });
     }
 
@@ -144,9 +157,18 @@ impl<'a, 's> Context<'a, 's> {
 
     /// Plans the eviction of a pod that passed [`Context::filter`]: checks the limits and
     /// disruption budgets, then records it. On success the pod is gone for every later check.
+    /// A pod refused here (a limit, a budget, a gang) is recorded as a candidate not chosen.
     pub fn evict(&mut self, pod: PodId, reason: impl Into<String>) -> Result<(), EvictError> {
-        self.state
-            .plan_eviction(pod, self.profile, self.plugin, reason.into())
+        let r = self
+            .state
+            .plan_eviction(pod, self.profile, self.plugin, reason.into());
+        if let Err(e) = &r {
+            if *e != EvictError::AlreadyPlanned {
+                self.state
+                    .not_chosen(self.profile, self.plugin, pod, e.to_string());
+            }
+        }
+        r
     }
 
     /// The profile's eviction order (its `sort` extension point), most evictable first.

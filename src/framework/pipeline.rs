@@ -27,6 +27,10 @@ pub struct Pipeline {
     /// The policy's `metricsProviders`, with the deprecated `metricsCollector.enabled`
     /// turned into a KubernetesMetrics entry.
     pub metrics_providers: Vec<MetricsProvider>,
+    /// Predict every planned eviction's destination with the placement simulator, even when
+    /// no evictor needs it (`--predict-destinations`). The simulator always runs for
+    /// profiles with `nodeFit` or `placementCheck`.
+    pub predict_destinations: bool,
 }
 
 fn limit(v: Option<i64>) -> Option<u32> {
@@ -127,7 +131,18 @@ impl Pipeline {
             },
             node_selector,
             metrics_providers: providers,
+            predict_destinations: false,
         })
+    }
+
+    /// Whether the planning state must simulate placements: asked for, or an evictor's
+    /// `nodeFit` / `placementCheck` relies on them.
+    pub fn needs_placement(&self) -> bool {
+        self.predict_destinations
+            || self
+                .profiles
+                .iter()
+                .any(|p| p.evictor.args.node_fit || p.evictor.args.placement_check)
     }
 
     /// Everything the plugins need measured this cycle, without repeats.

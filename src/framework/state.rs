@@ -8,6 +8,7 @@
 //! eviction is planned, so that no two plugins of a cycle can together break a gang.
 
 use super::History;
+use crate::sim::Simulation;
 use crate::snapshot::usage::UsageSource;
 use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
@@ -23,6 +24,9 @@ pub struct PlanNote {
     pub message: String,
     /// The plugin skipped the whole cycle (for example its metrics source failed).
     pub skipped: bool,
+    /// A candidate pod the plugin did not choose, and the message says why (nodeFit,
+    /// placementCheck, a limit, a disruption budget). None for notes about plugins and nodes.
+    pub pod: Option<PodId>,
 }
 
 /// The measured usage a plugin planned with on a node: before the plan and after it.
@@ -91,9 +95,15 @@ pub struct PlannedEviction {
     pub profile: String,
     pub plugin: &'static str,
     pub reason: String,
+    /// Where the simulator predicts kube-scheduler puts the pod's replacement, given every
+    /// eviction and placement planned before it (None: no node fits).
+    pub destination: Option<NodeId>,
 }
 
 pub struct PlanningState<'s> {
+    /// Whether each planned eviction's replacement is placed by the simulator (its
+    /// destination predicted, and later pods seeing it placed).
+    predict: bool,
     pub snap: &'s ClusterSnapshot,
     planned: Vec<bool>,
     /// Pods whose eviction the API refused in this cycle: never planned again.
@@ -110,11 +120,26 @@ pub struct PlanningState<'s> {
     measured: Vec<Option<MeasuredNode>>,
     history: History,
     over: BTreeMap<String, Vec<String>>,
+    /// The placement simulator: evicted pods gone, their replacements placed (cumulative).
+    sim: Simulation<'s>,
+    /// The nodes kube-scheduler may choose: every Ready node of the snapshot.
+    sim_nodes: Vec<NodeId>,
+    /// Where a destination must be for `placementCheck` to admit an eviction, set by the
+    /// running plugin (for LowNodeUtilization: its underutilized nodes and the requests each
+    /// may reach, by resource name); None: any node other than the pod's own.
+    placement_targets: Option<Vec<(NodeId, BTreeMap<String, i64>)>>,
+    /// Candidates a plugin did not choose, and why; at most one per pod (the latest), and
+    /// none for a pod planned in the end. A RefCell: recorded from the evictor's checks,
+    /// which read the state.
+    /// Candidates refused so far, by pod: (order of the latest refusal, the note).
+    not_chosen: std::cell::RefCell<FxHashMap<PodId, (u64, PlanNote)>>,
+    not_chosen_seq: std::cell::Cell<u64>,
 }
 
 impl<'s> PlanningState<'s> {
     pub fn new(snap: &'s ClusterSnapshot, limits: Limits) -> Self {
         PlanningState {
+            predict: true,
             snap,
             planned: vec![false; snap.pods.len()],
             pinned: vec![false; snap.pods.len()],
@@ -131,7 +156,43 @@ impl<'s> PlanningState<'s> {
             measured: Vec::new(),
             history: History::default(),
             over: BTreeMap::new(),
+            sim: Simulation::new(snap),
+            sim_nodes: snap.ready_nodes(&Default::default()),
+            placement_targets: None,
+            not_chosen: Default::default(),
+            not_chosen_seq: Default::default(),
         }
+    }
+
+    /// The placement simulator, as the plan so far leaves the cluster.
+    pub fn sim(&self) -> &Simulation<'s> {
+        &self.sim
+    }
+
+    /// The nodes kube-scheduler may choose (every Ready node).
+    pub fn sim_nodes(&self) -> &[NodeId] {
+        &self.sim_nodes
+    }
+
+    /// Sets where `placementCheck` wants destinations: each node with what it may request
+    /// after a placement, by resource name (`cpu` in millicores, `memory` in bytes, `pods` a
+    /// count; resources left out are not limited). LowNodeUtilization: its underutilized
+    /// nodes and their target thresholds as absolute amounts. Cleared after each plugin.
+    pub fn set_placement_targets(&mut self, targets: Vec<(NodeId, BTreeMap<String, i64>)>) {
+        self.placement_targets = Some(targets);
+    }
+
+    pub fn clear_placement_targets(&mut self) {
+        self.placement_targets = None;
+    }
+
+    pub fn placement_targets(&self) -> Option<&[(NodeId, BTreeMap<String, i64>)]> {
+        self.placement_targets.as_deref()
+    }
+
+    /// Turns destination prediction (and cumulative placements) on or off for this cycle.
+    pub fn set_predict(&mut self, predict: bool) {
+        self.predict = predict;
     }
 
     /// Sets what earlier cycles left (continuous mode).
@@ -150,6 +211,34 @@ impl<'s> PlanningState<'s> {
 
     pub fn notes(&self) -> &[PlanNote] {
         &self.notes
+    }
+
+    /// Records that a plugin did not choose a candidate pod, and why (its latest reason wins;
+    /// dropped if the pod is planned later in the cycle).
+    pub fn not_chosen(&self, profile: &str, plugin: &'static str, pod: PodId, why: String) {
+        let seq = self.not_chosen_seq.get();
+        self.not_chosen_seq.set(seq + 1);
+        self.not_chosen.borrow_mut().insert(
+            pod,
+            (
+                seq,
+                PlanNote {
+                    profile: profile.to_string(),
+                    plugin,
+                    node: self.snap.pod_node(pod),
+                    message: why,
+                    skipped: false,
+                    pod: Some(pod),
+                },
+            ),
+        );
+    }
+
+    /// The candidates not chosen so far, and why.
+    pub fn not_chosen_notes(&self) -> Vec<PlanNote> {
+        let mut v: Vec<(u64, PlanNote)> = self.not_chosen.borrow().values().cloned().collect();
+        v.sort_by_key(|(seq, _)| *seq);
+        v.into_iter().map(|(_, n)| n).collect()
     }
 
     /// Records that a plugin classified nodes this cycle, and which were overutilized.
@@ -183,10 +272,15 @@ impl<'s> PlanningState<'s> {
 
     /// Everything planned, for the report.
     pub fn into_output(self) -> PlanningOutput {
+        let mut notes = self.notes;
+        let mut refused: Vec<(u64, PlanNote)> =
+            self.not_chosen.into_inner().into_values().collect();
+        refused.sort_by_key(|(seq, _)| *seq);
+        notes.extend(refused.into_iter().map(|(_, n)| n));
         PlanningOutput {
             evictions: self.evictions,
             requested: self.requested,
-            notes: self.notes,
+            notes,
             measured: self.measured,
             over: self.over,
         }
@@ -215,6 +309,9 @@ impl<'s> PlanningState<'s> {
         }
         if let Some(node) = self.snap.pod_node(pod) {
             self.apply(pod, node);
+            if self.predict {
+                let _ = self.sim.schedule(pod, &self.sim_nodes);
+            }
         }
     }
 
@@ -344,12 +441,18 @@ impl<'s> PlanningState<'s> {
     ) -> Result<(), EvictError> {
         let node = self.check(pod)?;
         self.apply(pod, node);
+        let destination = if self.predict {
+            self.sim.schedule(pod, &self.sim_nodes).ok()
+        } else {
+            None
+        };
         self.evictions.push(PlannedEviction {
             pod,
             node,
             profile: profile.to_string(),
             plugin,
             reason,
+            destination,
         });
         Ok(())
     }
@@ -358,6 +461,8 @@ impl<'s> PlanningState<'s> {
         let snap = self.snap;
         let p = snap.pod(pod);
         self.planned[pod as usize] = true;
+        self.sim.remove(pod);
+        self.not_chosen.get_mut().remove(&pod);
         if p.is_active() {
             self.requested[node as usize].sub_pod(&p.requests);
         }

@@ -89,6 +89,8 @@ pub struct CycleResult {
     pub outcomes: Vec<Outcome>,
     /// Nodes each plugin found overutilized, for the next cycle's history.
     pub over: std::collections::BTreeMap<String, Vec<String>>,
+    /// The pods evicted (accepted by the API), for the next cycle's history.
+    pub evicted: Vec<crate::snapshot::PodId>,
 }
 
 impl LiveExecutor {
@@ -171,6 +173,7 @@ impl LiveExecutor {
             report,
             outcomes: attempted.into_iter().map(|(_, o)| o).collect(),
             over,
+            evicted: memory.evicted,
         })
     }
 

@@ -36,6 +36,9 @@ pub struct LiveOptions {
     pub node_selector: String,
     pub output: Format,
     pub sync_timeout: Duration,
+    /// Continuous mode: how long a workload that had a pod evicted, and a node that received
+    /// rescheduled pods, are left alone (zero: no memory of evictions).
+    pub eviction_cooldown: Duration,
 }
 
 /// Why live mode stopped with an error.
@@ -158,7 +161,13 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
         Some(metrics.clone()),
     )
     .await?;
-    let mut history = crate::framework::History::default();
+    // Memory across cycles; a single cycle has none, so it has no cooldown either.
+    let cooldown = if continuous {
+        opts.eviction_cooldown.as_secs() as i64
+    } else {
+        0
+    };
+    let mut history = crate::framework::History::with_cooldown(cooldown);
     let result = loop {
         if shutdown.load(Ordering::SeqCst) {
             break Ok(());
@@ -200,6 +209,8 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                     "cluster read"
                 );
                 let now = chrono::Utc::now().timestamp();
+                // Where the replacements of recently evicted workloads landed.
+                history = history.observe(&snap, now);
                 let mut timing = Timing {
                     metrics: &metrics,
                     started: None,
@@ -211,6 +222,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                     };
                     match plan_with(pipeline, &snap, now, &memory, &mut timing) {
                         Ok(plan) => {
+                            // Nothing was evicted: no eviction to remember.
                             history = history.advance(&plan.over);
                             let report = crate::executor::dry_run(&snap, &plan);
                             count_skips(&metrics, &report);
@@ -224,7 +236,9 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                         .await
                     {
                         Ok(r) => {
-                            history = history.advance(&r.over);
+                            history = history
+                                .record_evictions(&snap, &r.evicted, now)
+                                .advance(&r.over);
                             let evicted = r
                                 .outcomes
                                 .iter()

@@ -92,6 +92,7 @@ pub fn plan_with(
     }
     let nodes = snap.ready_nodes(&pipeline.node_selector);
     let mut state = PlanningState::new(snap, pipeline.limits);
+    state.set_predict(pipeline.needs_placement());
     for &p in &memory.evicted {
         state.record_evicted(p);
     }
@@ -147,6 +148,7 @@ pub fn plan_with(
                 fairness: fairness_of[pi].map(|i| &fairness[i]),
             };
             plugin.run(&mut cx, &nodes);
+            state.clear_placement_targets();
             let planned = state.evictions().len() - before;
             observer.plugin_finished(&profile.name, plugin.name(), planned);
             tracing::debug!(planned, "plugin finished");

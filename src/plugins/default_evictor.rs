@@ -24,7 +24,6 @@ use crate::framework::PlanningState;
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::PriorityThreshold;
 use crate::policy::{decode_args, parse_duration, ArgsError};
-use crate::sim;
 use crate::snapshot::{ClusterSnapshot, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +42,11 @@ pub struct DefaultEvictorArgs {
     pub priority_threshold: Option<PriorityThreshold>,
     #[serde(default)]
     pub node_fit: bool,
+    /// Admit a planned eviction only when the placement simulator finds the pod a destination
+    /// better than where it is: another node (for LowNodeUtilization: one of its underutilized
+    /// nodes that stays under the target thresholds after every placement).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub placement_check: bool,
     #[serde(default)]
     pub min_replicas: u32,
     #[serde(default)]
@@ -436,29 +440,68 @@ impl DefaultEvictor {
         Ok(())
     }
 
-    /// The PreEvictionFilter extension point: with nodeFit, the pod must fit another node.
+    /// The PreEvictionFilter extension point. With nodeFit, the pod must pass every
+    /// kube-scheduler filter (resources, taints, node affinity, host ports, inter-pod
+    /// affinity in both directions and topology spread) on another planning node, given the
+    /// evictions and simulated placements planned so far. With placementCheck, the simulator's
+    /// predicted destination must be better than where the pod is ([`placement_check`]).
     pub fn pre_eviction_filter(
         &self,
         state: &PlanningState<'_>,
         nodes: &[NodeId],
         id: PodId,
     ) -> Result<(), String> {
-        if !self.args.node_fit {
-            return Ok(());
+        if self.args.node_fit {
+            let current = state.snap.pod_node(id);
+            let others: Vec<NodeId> = nodes
+                .iter()
+                .copied()
+                .filter(|&n| Some(n) != current)
+                .collect();
+            if let Err(e) = state.sim().any_feasible(id, &others) {
+                return Err(format!("pod does not fit on any other node (nodeFit): {e}"));
+            }
         }
-        let snap = state.snap;
-        let pod = snap.pod(id);
-        let current = snap.pod_node(id);
-        let fits = nodes
-            .iter()
-            .filter(|&&n| Some(n) != current)
-            .any(|&n| sim::node_fits(pod, snap.node(n), state.requested(n)).is_ok());
-        if fits {
-            Ok(())
-        } else {
-            Err("pod does not fit on any other node (nodeFit)".into())
+        if self.args.placement_check {
+            placement_check(state, id)?;
+        }
+        Ok(())
+    }
+}
+
+/// `placementCheck`: where kube-scheduler would put the pod's replacement, as the plan so far
+/// leaves the cluster, must be another node; and, when the running plugin set placement
+/// targets ([`PlanningState::set_placement_targets`]), one of them that stays within its
+/// target with the pod's requests added. Returns the destination.
+pub fn placement_check(state: &PlanningState<'_>, id: PodId) -> Result<NodeId, String> {
+    let snap = state.snap;
+    let sim = state.sim();
+    let dest = sim
+        .destination(id, state.sim_nodes())
+        .map_err(|e| format!("no simulated destination for the pod (placementCheck): {e}"))?;
+    let name = &snap.node(dest).name;
+    if Some(dest) == snap.pod_node(id) {
+        return Err(format!(
+            "the simulated destination is the pod's own node {name} (placementCheck)"
+        ));
+    }
+    if let Some(targets) = state.placement_targets() {
+        let Some((_, limit)) = targets.iter().find(|(n, _)| *n == dest) else {
+            return Err(format!(
+                "the simulated destination {name} is not an underutilized node (placementCheck)"
+            ));
+        };
+        let mut after = sim.load(dest).clone();
+        after.add_pod(&snap.pod(id).requests);
+        for (r, &max) in limit {
+            if after.get(r) > max {
+                return Err(format!(
+                    "the simulated destination {name} would go over its target {r} with the pod (placementCheck)"
+                ));
+            }
         }
     }
+    Ok(dest)
 }
 
 #[cfg(test)]
@@ -735,12 +778,171 @@ mod tests {
         let mut state = PlanningState::new(&snap, Limits::default());
         let nodes = [0, 1, 2];
         // a (600m) does not fit n2 (600m used of 1000m) and n3 is tainted.
-        assert!(ev.pre_eviction_filter(&state, &nodes, 0).is_err());
+        let err = ev.pre_eviction_filter(&state, &nodes, 0).unwrap_err();
+        assert!(
+            err.contains("1 Insufficient cpu") && err.contains("1 node(s) had untolerated taint"),
+            "{err}"
+        );
         state.plan_eviction(1, "p", "T", "r".into()).unwrap();
-        // once b is planned away, n2 has room.
-        assert!(ev.pre_eviction_filter(&state, &nodes, 0).is_ok());
+        // b is planned away, but its replacement can only go back to n2 (placements are
+        // cumulative): still no room for a.
+        assert_eq!(state.evictions()[0].destination, Some(1));
+        assert!(ev.pre_eviction_filter(&state, &nodes, 0).is_err());
         assert!(DefaultEvictor::default()
             .pre_eviction_filter(&state, &nodes, 0)
             .is_ok());
+    }
+
+    #[test]
+    fn node_fit_honours_topology_spread() {
+        use crate::snapshot::WhenUnsatisfiable::DoNotSchedule;
+        // upstream's nodeFit ignores topology spread; ours does not: a replica of a spread
+        // group in zone a may not move to zone b, which already holds one more.
+        let w = |name: &str, n: &str| {
+            pod("d", name)
+                .node(n)
+                .label("app", "w")
+                .spread(1, "zone", DoNotSchedule, "app", "w")
+        };
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("a").label("zone", "a").build(),
+                node("b").label("zone", "b").build(),
+            ],
+            pods: vec![
+                w("w1", "a").build(),
+                w("w2", "b").build(),
+                w("w3", "b").build(),
+            ],
+            ..Default::default()
+        });
+        let ev = evictor(json!({"nodeFit": true}));
+        let state = PlanningState::new(&snap, Limits::default());
+        // w1 leaving a: a=0, b=2; moving it to b gives skew 3 > 1
+        let err = ev.pre_eviction_filter(&state, &[0, 1], 0).unwrap_err();
+        assert!(err.contains("topology spread"), "{err}");
+        // w2 leaving b: a=1, b=1: it may go to a
+        assert!(ev.pre_eviction_filter(&state, &[0, 1], 1).is_ok());
+    }
+
+    #[test]
+    fn placement_check_wants_a_better_node() {
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("hot").cpu(4000).build(),
+                node("cold").cpu(4000).build(),
+                node("gpu")
+                    .cpu(4000)
+                    .taint("gpu", "", TaintEffect::NoSchedule)
+                    .build(),
+            ],
+            pods: vec![
+                pod("d", "a").node("hot").cpu(1500).build(),
+                pod("d", "b").node("hot").cpu(1500).build(),
+                pod("d", "c").node("hot").cpu(1500).build(),
+                pod("d", "x").node("cold").cpu(1000).build(),
+            ],
+            ..Default::default()
+        });
+        let ev = evictor(json!({"placementCheck": true}));
+        assert!(ev.args.placement_check);
+        let n = |name: &str| snap.node_id(name).unwrap();
+        let p = |name: &str| snap.pod_id("d", name).unwrap();
+        let all = [n("cold"), n("gpu"), n("hot")];
+        let mut state = PlanningState::new(&snap, Limits::default());
+        assert_eq!(placement_check(&state, p("a")), Ok(n("cold")));
+        assert!(ev.pre_eviction_filter(&state, &all, p("a")).is_ok());
+        // with targets: cold may reach 2500m
+        state.set_placement_targets(vec![(n("cold"), [("cpu".to_string(), 2500)].into())]);
+        assert!(ev.pre_eviction_filter(&state, &all, p("a")).is_ok());
+        state.plan_eviction(p("a"), "p", "T", "r".into()).unwrap();
+        assert_eq!(state.evictions()[0].destination, Some(n("cold")));
+        // cold holds 2500m now: b's best place is hot itself (now the least allocated),
+        // which is no better than where it is
+        let err = ev.pre_eviction_filter(&state, &all, p("b")).unwrap_err();
+        assert!(err.contains("placementCheck"), "{err}");
+        state.clear_placement_targets();
+        assert_eq!(
+            placement_check(&state, p("b")).unwrap_err(),
+            "the simulated destination is the pod's own node hot (placementCheck)"
+        );
+        // a target the destination would cross
+        let snap2 = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("hot").cpu(4000).build(),
+                node("cold").cpu(4000).build(),
+            ],
+            pods: vec![
+                pod("d", "a").node("hot").cpu(1000).build(),
+                pod("d", "y").node("hot").cpu(2500).build(),
+                pod("d", "x").node("cold").cpu(500).build(),
+            ],
+            ..Default::default()
+        });
+        let mut state = PlanningState::new(&snap2, Limits::default());
+        let cold = snap2.node_id("cold").unwrap();
+        let a = snap2.pod_id("d", "a").unwrap();
+        state.set_placement_targets(vec![(cold, [("cpu".to_string(), 1200)].into())]);
+        let err = placement_check(&state, a).unwrap_err();
+        assert!(err.contains("over its target cpu"), "{err}");
+        state.set_placement_targets(vec![]);
+        assert!(placement_check(&state, a)
+            .unwrap_err()
+            .contains("not an underutilized node"));
+    }
+
+    #[test]
+    fn refused_candidates_are_reported_as_not_chosen() {
+        use crate::framework::Context;
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n1").cpu(1000).build(), node("n2").cpu(1000).build()],
+            pods: vec![
+                pod("d", "big").node("n1").cpu(900).build(),
+                pod("d", "small").node("n1").cpu(100).build(),
+                pod("d", "x").node("n2").cpu(500).build(),
+            ],
+            ..Default::default()
+        });
+        let ev = evictor(json!({"nodeFit": true}));
+        let mut state = PlanningState::new(&snap, Limits::default());
+        let nodes = [0, 1];
+        let id = |n: &str| snap.pod_id("d", n).unwrap();
+        let mut cx = Context {
+            state: &mut state,
+            evictor: &ev,
+            profile: "p",
+            plugin: "T",
+            now: 0,
+            nodes: &nodes,
+            fairness: None,
+        };
+        assert!(cx.pre_eviction_filter(id("big")).is_err());
+        assert!(cx.pre_eviction_filter(id("small")).is_ok());
+        cx.evict(id("small"), "r").unwrap();
+        let notes = state.not_chosen_notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(notes[0].pod, Some(id("big")));
+        assert!(notes[0].message.contains("1 Insufficient cpu"), "{notes:?}");
+        // the report lists it apart from the notes, with the eviction's destination
+        let out = state.into_output();
+        let plan = crate::plan::EvictionPlan {
+            evictions: out.evictions,
+            nodes: nodes.to_vec(),
+            requested_after: out.requested,
+            notes: out.notes,
+            measured: out.measured,
+            over: Default::default(),
+            tenants: Vec::new(),
+        };
+        let report = crate::report::Report::new(&snap, &plan);
+        assert!(report.notes.is_empty());
+        assert_eq!(report.not_chosen.len(), 1);
+        assert_eq!(report.not_chosen[0].pod, "d/big");
+        assert_eq!(report.evictions[0].destination.as_deref(), Some("n2"));
+        let json = report.render(crate::report::Format::Json);
+        assert!(json.contains("\"notChosen\""), "{json}");
+        assert!(json.contains("\"destination\": \"n2\""), "{json}");
+        let table = report.render(crate::report::Format::Table);
+        assert!(table.contains("DESTINATION") && table.contains("Candidates not chosen:"));
     }
 }

@@ -20,8 +20,7 @@
 use crate::framework::MeasuredNode;
 use crate::framework::{Context, Plugin};
 use crate::plugins::node_utilization::{
-    self as nu, amount, capacity, evict_pods_from_source_nodes, pct, validate_thresholds,
-    EvictOptions, SourceNode, UsageMode,
+    self as nu, amount, capacity, pct, validate_thresholds, EvictOptions, SourceNode, UsageMode,
 };
 use crate::plugins::shared::Namespaces;
 use crate::policy::{decode_args, ArgsError};
@@ -342,6 +341,19 @@ impl Plugin for LowNodeUtilization {
             }
             cx.state.observe_over(key, over);
         }
+        // No ping-pong: a node that received rescheduled pods within the eviction cooldown
+        // is not a source (its load may be the pods just moved there).
+        if !high_nodes.is_empty() && cx.state.history().cooldown_seconds > 0 {
+            let mut kept = Vec::with_capacity(high_nodes.len());
+            for info in high_nodes {
+                let name = &snap.node(info.id).name;
+                match cx.state.history().receiving_note(name, cx.now) {
+                    Some(why) => cx.note(Some(info.id), why),
+                    None => kept.push(info),
+                }
+            }
+            high_nodes = kept;
+        }
         tracing::debug!(
             underutilized = low_nodes.len(),
             overutilized = high_nodes.len(),
@@ -387,11 +399,24 @@ impl Plugin for LowNodeUtilization {
                 .then_with(|| a.id.cmp(&b.id))
         });
 
-        evict_pods_from_source_nodes(
+        // Each destination's own room too: a pod moves only if it fits whole below one
+        // destination's target, so no plan makes a destination overutilized.
+        let rooms: Vec<BTreeMap<String, i64>> = low_nodes
+            .iter()
+            .map(|d| {
+                self.resources
+                    .iter()
+                    .map(|r| (r.clone(), d.high[r] - d.usage[r]))
+                    .collect()
+            })
+            .collect();
+
+        nu::evict_pods_within_rooms(
             cx,
             high_nodes,
             &destinations,
             &mut available,
+            Some(rooms),
             &EvictOptions {
                 resources: &self.resources,
                 evictable_namespaces: self.args.evictable_namespaces.as_ref(),
@@ -487,13 +512,16 @@ mod tests {
     #[test]
     fn stops_when_destinations_are_full() {
         let snap = snapshot(nodes3(), hot_cold());
-        // cold nodes have room up to 25% of 4000m = 1000m each, 600m free each, 1200m in total:
-        // after 3 evictions (1200m) the room is 0 and planning stops.
+        // cold nodes have room up to 25% of 4000m = 1000m each, 600m free each, 1200m in total;
+        // but 400m pods fit one per destination (a second leaves 200m): 2 leave, not the 3
+        // the summed room would allow.
         let out = run(cpu_args(20.0, 25.0), &snap);
-        assert_eq!(out.len(), 3, "{out:?}");
+        assert_eq!(out.len(), 2, "{out:?}");
         let out = run(cpu_args(20.0, 22.0), &snap);
-        // room: (880 - 400) * 2 = 960m -> 3 pods leave (the third makes it negative), then stop.
-        assert_eq!(out.len(), 3, "{out:?}");
+        // room: 880 - 400 = 480m on each cold node: one 400m pod fits below each target; a
+        // third would push a destination over 22% (upstream moves it anyway, on the summed
+        // room of 960m), so it stays.
+        assert_eq!(out.len(), 2, "{out:?}");
     }
 
     #[test]
@@ -615,8 +643,12 @@ mod tests {
             ],
             pods,
         );
-        let args = json!({"thresholds": {"nvidia.com/gpu": 20}, "targetThresholds": {"nvidia.com/gpu": 60}});
+        // Target 70% of 8 GPUs = 5: g2 (1 GPU) has room for one 4-GPU trainer.
+        let args = json!({"thresholds": {"nvidia.com/gpu": 20}, "targetThresholds": {"nvidia.com/gpu": 70}});
         assert_eq!(run(args, &snap), vec!["train-1"]);
+        // Target 60% = 4: room for 3 GPUs only; moving a trainer would put g2 over its target.
+        let args = json!({"thresholds": {"nvidia.com/gpu": 20}, "targetThresholds": {"nvidia.com/gpu": 60}});
+        assert!(run(args, &snap).is_empty());
     }
 
     #[test]

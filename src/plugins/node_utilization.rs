@@ -580,6 +580,23 @@ pub fn evict_pods_from_source_nodes<S: SourceNode>(
     available: &mut BTreeMap<String, i64>,
     opts: &EvictOptions<'_>,
 ) {
+    evict_pods_within_rooms(cx, sources, destinations, available, None, opts)
+}
+
+/// [`evict_pods_from_source_nodes`], and with `rooms` (each destination's room to its target,
+/// per resource, in the order of `destinations`) a pod leaves only when it fits whole into
+/// one destination's room (first fit, among the destinations whose taints it tolerates),
+/// which is then reduced: the pods moved can all be placed without any destination crossing
+/// its target (no plan makes a destination overutilized). Without `rooms`, upstream's loop:
+/// pods leave while the summed room is positive, whatever their size.
+pub fn evict_pods_within_rooms<S: SourceNode>(
+    cx: &mut Context<'_, '_>,
+    sources: Vec<S>,
+    destinations: &[NodeId],
+    available: &mut BTreeMap<String, i64>,
+    mut rooms: Option<Vec<BTreeMap<String, i64>>>,
+    opts: &EvictOptions<'_>,
+) {
     let snap = cx.snap();
     let destination_taints: Vec<&[Taint]> = destinations
         .iter()
@@ -629,24 +646,54 @@ pub fn evict_pods_from_source_nodes<S: SourceNode>(
             if cx.pre_eviction_filter(pod_id).is_err() {
                 continue;
             }
+            // What the pod takes with it, per resource (0 where its measured usage is unknown).
+            let mut unknown = None;
+            let amounts: Vec<i64> = opts
+                .resources
+                .iter()
+                .map(|r| match opts.measured {
+                    Some(m) if m.is_measured(r) => match m.pod_amount(pod_id, r) {
+                        Some(a) => a,
+                        None => {
+                            unknown.get_or_insert(r);
+                            0
+                        }
+                    },
+                    _ if r == RESOURCE_PODS => 1,
+                    _ => pod.requests.get(r),
+                })
+                .collect();
+            let room_taken = match &rooms {
+                None => None,
+                Some(rooms) => {
+                    let fits = rooms.iter().zip(&destination_taints).position(|(room, t)| {
+                        sim::tolerates_all_taints(pod, t)
+                            && opts
+                                .resources
+                                .iter()
+                                .zip(&amounts)
+                                .all(|(r, a)| room.get(r).is_some_and(|v| v >= a))
+                    });
+                    match fits {
+                        Some(d) => Some(d),
+                        None => {
+                            tracing::debug!(pod = %pod.key(), "no destination has room for the pod below its target");
+                            continue;
+                        }
+                    }
+                }
+            };
             let reason = source.reason(node);
             match cx.evict(pod_id, reason) {
                 Ok(()) => {
                     evicted_here += 1;
+                    if let (Some(rooms), Some(d)) = (rooms.as_mut(), room_taken) {
+                        for (r, amount) in opts.resources.iter().zip(&amounts) {
+                            *rooms[d].get_mut(r).expect("every resource") -= amount;
+                        }
+                    }
                     let usage = source.usage_mut();
-                    let mut unknown = None;
-                    for r in opts.resources {
-                        let amount = match opts.measured {
-                            Some(m) if m.is_measured(r) => match m.pod_amount(pod_id, r) {
-                                Some(a) => a,
-                                None => {
-                                    unknown.get_or_insert(r);
-                                    0
-                                }
-                            },
-                            _ if r == RESOURCE_PODS => 1,
-                            _ => pod.requests.get(r),
-                        };
+                    for (r, &amount) in opts.resources.iter().zip(&amounts) {
                         *usage.get_mut(r).expect("every resource") -= amount;
                         *available.get_mut(r).expect("every resource") -= amount;
                     }

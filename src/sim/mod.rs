@@ -7,6 +7,10 @@
 //! node holds now, so the same functions answer for the cluster as it is and as a plan
 //! leaves it.
 
+pub mod placement;
+
+pub use placement::{NoFit, Simulation};
+
 use crate::labels::Labels;
 use crate::snapshot::{
     InclusionPolicy, Node, Pod, PodAffinityTerm, Resources, Taint, TaintEffect, Toleration,

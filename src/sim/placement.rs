@@ -1,0 +1,1274 @@
+//! The placement simulator: kube-scheduler's Filter plugins over the snapshot as a plan leaves
+//! it, and a pick among the nodes that pass. Placements are cumulative: once the simulator puts
+//! a pod on a node, the next pod sees that node fuller (its requests, its pod count, its host
+//! ports, its labels for inter-pod affinity and topology spread).
+//!
+//! Filters, in kube-scheduler's order and with its messages: NodeUnschedulable, NodeAffinity
+//! (nodeSelector and required node affinity), NodePorts, NodeResourcesFit (requests against
+//! allocatable minus what is placed, and the pod count), TaintToleration (NoSchedule and
+//! NoExecute), InterPodAffinity (the pod's required affinity and anti-affinity, and the
+//! existing pods' required anti-affinity: both directions), PodTopologySpread
+//! (`DoNotSchedule` constraints, with minDomains, matchLabelKeys and the node inclusion
+//! policies).
+//!
+//! As kube-scheduler, a search for a destination stops once it has found
+//! [`feasible_nodes_to_find`] feasible nodes (all of them below 100 nodes; 10% of 5,000), and
+//! the next search starts where the last one stopped.
+//!
+//! The pick among the nodes that pass ([`Simulation::destination`]) approximates
+//! kube-scheduler's default scores: NodeResourcesFit LeastAllocated and
+//! NodeResourcesBalancedAllocation over cpu and memory (weight 1 each, with the scheduler's
+//! non-zero defaults for pods without requests), NodeAffinity preferred terms (weight 2) and
+//! TaintToleration on PreferNoSchedule taints (weight 3); ties go to the first node by name
+//! (the scheduler picks among ties at random). Preferred inter-pod affinity, soft topology
+//! spread and image locality are not scored.
+//!
+//! The pod being placed is the replacement of a pod the plan evicts: the simulator reads its
+//! spec from that pod, and never counts the evicted pod itself at its old place.
+
+use super::{matches_node_inclusion_policies, matches_node_selector, term_matches_pod, tolerated};
+use crate::snapshot::{
+    ClusterSnapshot, Node, NodeId, Pod, PodAffinityTerm, PodId, Resources, Taint, TaintEffect,
+    WhenUnsatisfiable,
+};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+type DomainCache<'s> = FxHashMap<(Option<&'s str>, PodId, usize), Arc<Domains<'s>>>;
+
+/// The taint kube-scheduler's NodeUnschedulable filter lets a pod tolerate.
+pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
+/// kube-scheduler's defaults for a pod without cpu or memory requests, used in scoring only.
+const DEFAULT_MILLI_CPU: i64 = 100;
+const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
+
+/// The cluster as a plan leaves it: pods gone, replacements placed, what each node requests.
+#[derive(Debug, Clone)]
+pub struct Simulation<'s> {
+    snap: &'s ClusterSnapshot,
+    gone: Vec<bool>,
+    /// Replacements placed on each node, by the id of the pod they replace.
+    placed: Vec<Vec<PodId>>,
+    /// What each node's pods request, placements included (`pods` counts them).
+    load: Vec<Resources>,
+    /// Every placement, in order.
+    placed_all: Vec<(PodId, NodeId)>,
+    /// The placements of pods with required pod anti-affinity.
+    placed_anti: Vec<(PodId, NodeId)>,
+    /// Where the next search for a destination starts (kube-scheduler's
+    /// `nextStartNodeIndex`).
+    next_start: usize,
+    /// Each pod template's topology spread domains by node (the node's value of the
+    /// constraint's key, None when the node is not counted), by (controller uid, pod when
+    /// it has no controller, constraint).
+    domains: RefCell<DomainCache<'s>>,
+    /// The snapshot's bound pods with required pod anti-affinity (the only ones that can
+    /// refuse an incoming pod).
+    anti_holders: Vec<PodId>,
+}
+
+/// Why the simulator found no node for a pod: each node and the first filter it failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoFit {
+    pub nodes: Vec<(NodeId, String)>,
+}
+
+impl std::fmt::Display for NoFit {
+    /// As kube-scheduler's FitError: `0/3 nodes are available: 1 Insufficient cpu, 2 ...`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for (_, r) in &self.nodes {
+            *counts.entry(r.as_str()).or_default() += 1;
+        }
+        write!(f, "0/{} nodes are available", self.nodes.len())?;
+        let mut first = true;
+        for (reason, n) in counts {
+            write!(f, "{} {n} {reason}", if first { ":" } else { "," })?;
+            first = false;
+        }
+        Ok(())
+    }
+}
+
+/// How many feasible nodes kube-scheduler looks for before it scores (its
+/// `numFeasibleNodesToFind` with the default `percentageOfNodesToScore`): every node below 100
+/// nodes, else 50% minus 1% per 125 nodes, at least 5% and at least 100 nodes.
+pub fn feasible_nodes_to_find(all: usize) -> usize {
+    if all < 100 {
+        return all;
+    }
+    let percentage = (50 - all as i64 / 125).max(5);
+    ((all as i64 * percentage / 100) as usize).max(100)
+}
+
+/// What one pod's filters need from the whole cluster, computed once per pod and reused for
+/// every node.
+struct PodScope<'p> {
+    pod: &'p Pod,
+    /// Topology pairs where an existing pod's required anti-affinity matches the pod.
+    existing_anti: FxHashSet<(&'p str, &'p str)>,
+    /// For each required affinity term of the pod, the topology values holding a match.
+    affinity: Vec<FxHashSet<&'p str>>,
+    /// Whether any existing pod matches any affinity term of the pod.
+    affinity_any: bool,
+    /// For each required anti-affinity term of the pod, the topology values holding a match.
+    anti: Vec<FxHashSet<&'p str>>,
+    /// Per DoNotSchedule spread constraint: (key, max skew, self match, counts, min).
+    spread: Vec<Spread<'p>>,
+}
+
+struct Spread<'p> {
+    key: &'p str,
+    max_skew: i64,
+    self_match: i64,
+    /// The domains (values of the key) and the matching pods in each.
+    domains: Arc<Domains<'p>>,
+    counts: Vec<i64>,
+    min: i64,
+}
+
+/// A pod template's spread domains: each node's domain (None: not counted) and the domains'
+/// values.
+#[derive(Debug)]
+struct Domains<'s> {
+    of_node: Vec<Option<u32>>,
+    values: Vec<&'s str>,
+}
+
+impl<'s> Simulation<'s> {
+    pub fn new(snap: &'s ClusterSnapshot) -> Self {
+        Simulation {
+            snap,
+            gone: vec![false; snap.pods.len()],
+            placed: vec![Vec::new(); snap.nodes.len()],
+            load: (0..snap.nodes.len() as NodeId)
+                .map(|n| snap.node_requested(n).clone())
+                .collect(),
+            placed_all: Vec::new(),
+            placed_anti: Vec::new(),
+            next_start: 0,
+            domains: Default::default(),
+            anti_holders: (0..snap.pods.len() as PodId)
+                .filter(|&p| {
+                    snap.pod_node(p).is_some()
+                        && snap
+                            .pod(p)
+                            .affinity
+                            .as_ref()
+                            .is_some_and(|a| !a.pod_anti_affinity_required.is_empty())
+                })
+                .collect(),
+        }
+    }
+
+    /// Where a snapshot pod is as the plan leaves it: its node, unless it is gone or done.
+    fn present(&self, pod: PodId) -> Option<NodeId> {
+        if self.gone[pod as usize] || !self.snap.pod(pod).is_active() {
+            return None;
+        }
+        self.snap.pod_node(pod)
+    }
+
+    pub fn snap(&self) -> &'s ClusterSnapshot {
+        self.snap
+    }
+
+    /// Takes a pod off its node (its eviction is planned).
+    pub fn remove(&mut self, pod: PodId) {
+        if std::mem::replace(&mut self.gone[pod as usize], true) {
+            return;
+        }
+        let p = self.snap.pod(pod);
+        if let Some(n) = self.snap.pod_node(pod) {
+            if p.is_active() {
+                self.load[n as usize].sub_pod(&p.requests);
+            }
+        }
+    }
+
+    pub fn is_gone(&self, pod: PodId) -> bool {
+        self.gone[pod as usize]
+    }
+
+    /// Puts the replacement of `pod` on `node`.
+    pub fn place(&mut self, pod: PodId, node: NodeId) {
+        self.placed[node as usize].push(pod);
+        self.placed_all.push((pod, node));
+        if self
+            .snap
+            .pod(pod)
+            .affinity
+            .as_ref()
+            .is_some_and(|a| !a.pod_anti_affinity_required.is_empty())
+        {
+            self.placed_anti.push((pod, node));
+        }
+        self.load[node as usize].add_pod(&self.snap.pod(pod).requests);
+    }
+
+    /// The replacements placed on a node so far.
+    pub fn placed(&self, node: NodeId) -> &[PodId] {
+        &self.placed[node as usize]
+    }
+
+    /// What a node's pods request, placements included.
+    pub fn load(&self, node: NodeId) -> &Resources {
+        &self.load[node as usize]
+    }
+
+    /// The pods on a node as the plan leaves it: the active pods not gone, then the
+    /// replacements placed there.
+    pub fn pods_on(&self, node: NodeId) -> impl Iterator<Item = PodId> + use<'_, 's> {
+        self.snap
+            .pods_on_node(node)
+            .iter()
+            .copied()
+            .filter(move |&p| !self.gone[p as usize] && self.snap.pod(p).is_active())
+            .chain(self.placed[node as usize].iter().copied())
+    }
+
+    /// Whether the replacement of `pod` passes every filter on `node`. The pod itself is not
+    /// counted where it is now.
+    pub fn check(&self, pod: PodId, node: NodeId) -> Result<(), String> {
+        let scope = self.scope(pod);
+        self.filter(&scope, pod, node)
+    }
+
+    /// The nodes among `nodes` where the replacement of `pod` passes every filter, or why
+    /// each fails.
+    pub fn feasible(&self, pod: PodId, nodes: &[NodeId]) -> Result<Vec<NodeId>, NoFit> {
+        self.search(pod, nodes, 0, usize::MAX).map(|(ok, _)| ok)
+    }
+
+    /// Some node among `nodes` where the replacement of `pod` passes every filter (the first
+    /// in order), or why each fails: nodeFit's question, answered without checking them all.
+    pub fn any_feasible(&self, pod: PodId, nodes: &[NodeId]) -> Result<NodeId, NoFit> {
+        self.search(pod, nodes, 0, 1).map(|(ok, _)| ok[0])
+    }
+
+    /// Filters nodes from `start` on (wrapping around) until `want` pass; returns them and
+    /// how many nodes were looked at, or, when none passes, why each failed.
+    fn search(
+        &self,
+        pod: PodId,
+        nodes: &[NodeId],
+        start: usize,
+        want: usize,
+    ) -> Result<(Vec<NodeId>, usize), NoFit> {
+        let scope = self.scope(pod);
+        let mut ok = Vec::new();
+        let mut why = Vec::new();
+        let len = nodes.len();
+        let mut processed = 0;
+        for i in 0..len {
+            let n = nodes[(start + i) % len];
+            processed += 1;
+            match self.filter(&scope, pod, n) {
+                Ok(()) => {
+                    ok.push(n);
+                    if ok.len() >= want {
+                        break;
+                    }
+                }
+                Err(e) => why.push((n, e)),
+            }
+        }
+        if ok.is_empty() {
+            why.sort_by_key(|(n, _)| *n);
+            Err(NoFit { nodes: why })
+        } else {
+            Ok((ok, processed))
+        }
+    }
+
+    /// Where kube-scheduler would put the replacement of `pod` among `nodes`: as its
+    /// scheduling cycle does, it filters nodes from where the previous placement stopped until
+    /// it has found [`feasible_nodes_to_find`] of them, and takes the best score (see the
+    /// module docs).
+    pub fn destination(&self, pod: PodId, nodes: &[NodeId]) -> Result<NodeId, NoFit> {
+        self.pick(pod, nodes).map(|(n, _)| n)
+    }
+
+    fn pick(&self, pod: PodId, nodes: &[NodeId]) -> Result<(NodeId, usize), NoFit> {
+        let start = if nodes.is_empty() {
+            0
+        } else {
+            self.next_start % nodes.len()
+        };
+        let (feasible, processed) =
+            self.search(pod, nodes, start, feasible_nodes_to_find(nodes.len()))?;
+        let p = self.snap.pod(pod);
+        let statics: Vec<(NodeId, i64, i64)> = feasible
+            .iter()
+            .map(|&n| {
+                (
+                    n,
+                    super::preferred_node_affinity_score(p, self.snap.node(n)),
+                    self.untolerated_soft_taints(p, n),
+                )
+            })
+            .collect();
+        let max_pref = statics.iter().map(|s| s.1).max().unwrap_or(0);
+        let max_soft = statics.iter().map(|s| s.2).max().unwrap_or(0);
+        let mut best: Option<(i64, NodeId)> = None;
+        for &(n, pref, soft) in &statics {
+            let mut score = self.resource_score(pod, n);
+            if max_pref > 0 {
+                score += 2 * 100 * pref / max_pref;
+            }
+            if max_soft > 0 {
+                score += 3 * (100 - 100 * soft / max_soft);
+            } else {
+                score += 3 * 100;
+            }
+            // ties: the first node by name
+            if best.is_none_or(|(s, b)| score > s || (score == s && n < b)) {
+                best = Some((score, n));
+            }
+        }
+        Ok((best.expect("feasible is not empty").1, processed))
+    }
+
+    /// [`Simulation::destination`], then places the pod there (and, as kube-scheduler, starts
+    /// the next search where this one stopped).
+    pub fn schedule(&mut self, pod: PodId, nodes: &[NodeId]) -> Result<NodeId, NoFit> {
+        let (n, processed) = self.pick(pod, nodes)?;
+        self.next_start = self.next_start.wrapping_add(processed);
+        self.place(pod, n);
+        Ok(n)
+    }
+
+    /// What the node requests without `pod` (when the pod is still counted on it).
+    fn load_without(&self, pod: PodId, node: NodeId) -> Resources {
+        let mut load = self.load[node as usize].clone();
+        let p = self.snap.pod(pod);
+        if !self.gone[pod as usize] && self.snap.pod_node(pod) == Some(node) && p.is_active() {
+            load.sub_pod(&p.requests);
+        }
+        load
+    }
+
+    fn untolerated_soft_taints(&self, pod: &Pod, node: NodeId) -> i64 {
+        self.snap
+            .node(node)
+            .taints
+            .iter()
+            .filter(|t| {
+                t.effect == TaintEffect::PreferNoSchedule && !tolerated(&pod.tolerations, t)
+            })
+            .count() as i64
+    }
+
+    /// LeastAllocated plus BalancedAllocation over cpu and memory, each 0..=100, with the pod.
+    fn resource_score(&self, pod: PodId, node: NodeId) -> i64 {
+        let p = self.snap.pod(pod);
+        let alloc = &self.snap.node(node).allocatable;
+        let mut load = self.load_without(pod, node);
+        let mut req = p.requests.clone();
+        if req.cpu == 0 {
+            req.cpu = DEFAULT_MILLI_CPU;
+        }
+        if req.memory == 0 {
+            req.memory = DEFAULT_MEMORY;
+        }
+        load.add(&req);
+        let frac = |used: i64, cap: i64| {
+            if cap <= 0 {
+                1.0
+            } else {
+                (used as f64 / cap as f64).min(1.0)
+            }
+        };
+        let c = frac(load.cpu, alloc.cpu);
+        let m = frac(load.memory, alloc.memory);
+        let least = ((1.0 - c) * 100.0 + (1.0 - m) * 100.0) / 2.0;
+        let balanced = (1.0 - (c - m).abs() / 2.0) * 100.0;
+        (least + balanced) as i64
+    }
+
+    fn ns_labels(&self, ns: &str) -> Option<&'s crate::labels::Labels> {
+        self.snap.namespace(ns).map(|n| &n.labels)
+    }
+
+    /// Every (pod, node) of the cluster as the plan leaves it, without `skip`.
+    fn all_pods(&self, skip: PodId) -> impl Iterator<Item = (PodId, NodeId)> + use<'_, 's> {
+        (0..self.snap.nodes.len() as NodeId)
+            .flat_map(move |n| self.pods_on(n).map(move |p| (p, n)))
+            .filter(move |&(p, _)| p != skip)
+    }
+
+    fn scope(&self, id: PodId) -> PodScope<'s> {
+        let snap = self.snap;
+        let pod = snap.pod(id);
+        let pod_ns_labels = self.ns_labels(&pod.namespace);
+        let empty: &[PodAffinityTerm] = &[];
+        let (aff, anti) = pod.affinity.as_ref().map_or((empty, empty), |a| {
+            (
+                a.pod_affinity_required.as_slice(),
+                a.pod_anti_affinity_required.as_slice(),
+            )
+        });
+        let mut scope = PodScope {
+            pod,
+            existing_anti: FxHashSet::default(),
+            affinity: vec![FxHashSet::default(); aff.len()],
+            affinity_any: false,
+            anti: vec![FxHashSet::default(); anti.len()],
+            spread: Vec::new(),
+        };
+        // existing pods' required anti-affinity against the incoming pod: only the pods that
+        // have such terms
+        let holders = self
+            .anti_holders
+            .iter()
+            .filter_map(|&e| self.present(e).map(|n| (e, n)))
+            .chain(self.placed_anti.iter().copied())
+            .filter(|&(e, _)| e != id);
+        for (e, n) in holders {
+            let ep = snap.pod(e);
+            let node = snap.node(n);
+            if let Some(a) = &ep.affinity {
+                for t in &a.pod_anti_affinity_required {
+                    if term_matches_pod(t, &ep.namespace, pod, pod_ns_labels) {
+                        if let Some(v) = node.labels.get(&t.topology_key) {
+                            scope.existing_anti.insert((&*t.topology_key, v));
+                        }
+                    }
+                }
+            }
+        }
+        if !aff.is_empty() || !anti.is_empty() {
+            for (e, n) in self.all_pods(id) {
+                let ep = snap.pod(e);
+                let node = snap.node(n);
+                let e_ns = self.ns_labels(&ep.namespace);
+                for (i, t) in aff.iter().enumerate() {
+                    if term_matches_pod(t, &pod.namespace, ep, e_ns) {
+                        if let Some(v) = node.labels.get(&t.topology_key) {
+                            scope.affinity[i].insert(v);
+                            scope.affinity_any = true;
+                        }
+                    }
+                }
+                for (i, t) in anti.iter().enumerate() {
+                    if term_matches_pod(t, &pod.namespace, ep, e_ns) {
+                        if let Some(v) = node.labels.get(&t.topology_key) {
+                            scope.anti[i].insert(v);
+                        }
+                    }
+                }
+            }
+        }
+        // topology spread: DoNotSchedule constraints only
+        let hard: Vec<_> = pod
+            .topology_spread
+            .iter()
+            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
+            .collect();
+        for (ci, c) in hard.iter().enumerate() {
+            let match_labels: Vec<(&str, &str)> = c
+                .match_label_keys
+                .iter()
+                .filter_map(|k| pod.labels.get(k).map(|v| (&**k, v)))
+                .collect();
+            let selects = |q: &Pod| {
+                c.label_selector
+                    .as_ref()
+                    .is_some_and(|s| s.matches(&q.labels))
+                    && match_labels
+                        .iter()
+                        .all(|(k, v)| q.labels.get(k) == Some(*v))
+            };
+            // the domains: every node that has all the constraints' keys and passes the
+            // inclusion policies (whatever its readiness, as kube-scheduler counts them)
+            let build = || -> Arc<Domains<'s>> {
+                let mut values: Vec<&'s str> = Vec::new();
+                let of_node = snap
+                    .nodes
+                    .iter()
+                    .map(|node| {
+                        let ok = hard
+                            .iter()
+                            .all(|c| node.labels.get(&c.topology_key).is_some())
+                            && matches_node_inclusion_policies(
+                                pod,
+                                node,
+                                c.node_affinity_policy,
+                                c.node_taints_policy,
+                            );
+                        let v = node.labels.get(&c.topology_key).filter(|_| ok)?;
+                        Some(match values.iter().position(|x| *x == v) {
+                            Some(i) => i as u32,
+                            None => {
+                                values.push(v);
+                                values.len() as u32 - 1
+                            }
+                        })
+                    })
+                    .collect();
+                Arc::new(Domains { of_node, values })
+            };
+            // the domains a pod template sees never change: cached by controller
+            let key = (
+                pod.controller().map(|o| &*o.uid),
+                if pod.controller().is_some() {
+                    PodId::MAX
+                } else {
+                    id
+                },
+                ci,
+            );
+            let eligible = self
+                .domains
+                .borrow_mut()
+                .entry(key)
+                .or_insert_with(build)
+                .clone();
+            let mut counts = vec![0i64; eligible.values.len()];
+            // the matching pods of the pod's namespace, where the plan leaves them
+            let range = snap.pods_in_namespace(&pod.namespace);
+            let placed_here = self
+                .placed_all
+                .iter()
+                .copied()
+                .filter(|&(q, _)| range.contains(&q));
+            let here = range
+                .clone()
+                .filter_map(|q| self.present(q).map(|n| (q, n)))
+                .chain(placed_here);
+            for (q, n) in here {
+                let qp = snap.pod(q);
+                if q == id || qp.terminating || !selects(qp) {
+                    continue;
+                }
+                if let Some(d) = eligible.of_node[n as usize] {
+                    counts[d as usize] += 1;
+                }
+            }
+            let mut min = counts.iter().copied().min().unwrap_or(0);
+            if c.min_domains
+                .is_some_and(|m| (counts.len() as i64) < i64::from(m))
+            {
+                min = 0;
+            }
+            scope.spread.push(Spread {
+                key: &c.topology_key,
+                max_skew: i64::from(c.max_skew),
+                self_match: i64::from(selects(pod)),
+                domains: eligible,
+                counts,
+                min,
+            });
+        }
+        scope
+    }
+
+    fn filter(&self, scope: &PodScope<'_>, id: PodId, n: NodeId) -> Result<(), String> {
+        let pod = scope.pod;
+        let node: &Node = self.snap.node(n);
+        // NodeUnschedulable
+        if node.unschedulable {
+            let t = Taint {
+                key: UNSCHEDULABLE_TAINT.into(),
+                value: "".into(),
+                effect: TaintEffect::NoSchedule,
+            };
+            if !tolerated(&pod.tolerations, &t) {
+                return Err("node(s) were unschedulable".into());
+            }
+        }
+        // NodeAffinity
+        if !matches_node_selector(pod, node) {
+            return Err("node(s) didn't match Pod's node affinity/selector".into());
+        }
+        // NodePorts
+        if !pod.host_ports.is_empty() {
+            let used: FxHashSet<_> = self
+                .pods_on(n)
+                .filter(|&q| q != id)
+                .flat_map(|q| self.snap.pod(q).host_ports.iter().copied())
+                .collect();
+            if pod.host_ports.iter().any(|hp| used.contains(hp)) {
+                return Err("node(s) didn't have free ports for the requested pod ports".into());
+            }
+        }
+        // NodeResourcesFit
+        super::fits_resources(pod, node, &self.load_without(id, n)).map_err(|e| {
+            match e.strip_prefix("insufficient ") {
+                Some(r) => format!("Insufficient {r}"),
+                None => "Too many pods".into(),
+            }
+        })?;
+        // TaintToleration
+        if let Some(t) = node.taints.iter().find(|t| {
+            matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
+                && !tolerated(&pod.tolerations, t)
+        }) {
+            return Err(format!(
+                "node(s) had untolerated taint {{{}: {}}}",
+                t.key, t.value
+            ));
+        }
+        // InterPodAffinity
+        let value = |key: &str| node.labels.get(key);
+        if scope
+            .existing_anti
+            .iter()
+            .any(|(k, v)| value(k) == Some(*v))
+        {
+            return Err("node(s) didn't satisfy existing pods anti-affinity rules".into());
+        }
+        if let Some(a) = &pod.affinity {
+            for (t, values) in a.pod_anti_affinity_required.iter().zip(&scope.anti) {
+                if value(&t.topology_key).is_some_and(|v| values.contains(v)) {
+                    return Err("node(s) didn't match pod anti-affinity rules".into());
+                }
+            }
+            let terms = &a.pod_affinity_required;
+            let all_here = terms
+                .iter()
+                .zip(&scope.affinity)
+                .all(|(t, values)| value(&t.topology_key).is_some_and(|v| values.contains(v)));
+            if !all_here {
+                // kube-scheduler lets the first pod of a group in when no pod anywhere matches
+                // and the pod matches all its own terms.
+                let ns_labels = self.ns_labels(&pod.namespace);
+                let self_match = terms
+                    .iter()
+                    .all(|t| term_matches_pod(t, &pod.namespace, pod, ns_labels));
+                let keys_present = terms.iter().all(|t| value(&t.topology_key).is_some());
+                if scope.affinity_any || !self_match || !keys_present {
+                    return Err("node(s) didn't match pod affinity rules".into());
+                }
+            }
+        }
+        // PodTopologySpread
+        for s in &scope.spread {
+            let Some(v) = value(s.key) else {
+                return Err(
+                    "node(s) didn't match pod topology spread constraints (missing required label)"
+                        .into(),
+                );
+            };
+            let here = s
+                .domains
+                .values
+                .iter()
+                .position(|x| *x == v)
+                .map_or(0, |d| s.counts[d]);
+            if here + s.self_match - s.min > s.max_skew {
+                return Err("node(s) didn't match pod topology spread constraints".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::builders::{affinity_term, node, pod, snapshot};
+    use crate::snapshot::{Affinity, WhenUnsatisfiable::DoNotSchedule};
+
+    fn id(s: &ClusterSnapshot, name: &str) -> PodId {
+        s.pods.iter().position(|p| &*p.name == name).unwrap() as PodId
+    }
+
+    fn all(s: &ClusterSnapshot) -> Vec<NodeId> {
+        (0..s.nodes.len() as NodeId).collect()
+    }
+
+    /// The incoming pod is modelled as a pod on a separate "src" node (the node it leaves).
+    fn with_src(
+        mut nodes: Vec<Node>,
+        mut pods: Vec<Pod>,
+        incoming: crate::snapshot::builders::PodBuilder,
+    ) -> ClusterSnapshot {
+        nodes.push(node("src").cpu(100_000).pods(1000).unschedulable().build());
+        pods.push(incoming.node("src").build());
+        snapshot(nodes, pods)
+    }
+
+    #[test]
+    fn resources_are_cumulative() {
+        let s = snapshot(
+            vec![
+                node("a").cpu(1000).build(),
+                node("b").cpu(1000).build(),
+                node("src").cpu(4000).unschedulable().build(),
+            ],
+            vec![
+                pod("d", "p1").node("src").cpu(700).build(),
+                pod("d", "p2").node("src").cpu(700).build(),
+                pod("d", "p3").node("src").cpu(700).build(),
+            ],
+        );
+        let mut sim = Simulation::new(&s);
+        let nodes = all(&s);
+        for p in 0..3 {
+            sim.remove(p);
+        }
+        let a = sim.schedule(0, &nodes).unwrap();
+        let b = sim.schedule(1, &nodes).unwrap();
+        assert_ne!(a, b, "the second pod sees the first one's node fuller");
+        assert_eq!(sim.load(a).cpu, 700);
+        let err = sim.schedule(2, &nodes).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) were unschedulable"
+        );
+    }
+
+    #[test]
+    fn pod_count_and_host_ports() {
+        let s = with_src(
+            vec![node("full").pods(1).build(), node("port").build()],
+            vec![
+                pod("d", "x").node("full").build(),
+                pod("d", "y").node("port").host_port(8080).build(),
+            ],
+            pod("d", "in").host_port(8080),
+        );
+        let sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        assert_eq!(sim.check(p, 0).unwrap_err(), "Too many pods");
+        assert_eq!(
+            sim.check(p, 1).unwrap_err(),
+            "node(s) didn't have free ports for the requested pod ports"
+        );
+        // a placed replacement holds its port too
+        let s2 = snapshot(
+            vec![node("n").build(), node("src").unschedulable().build()],
+            vec![
+                pod("d", "a").node("src").host_port(80).build(),
+                pod("d", "b").node("src").host_port(80).build(),
+            ],
+        );
+        let mut sim = Simulation::new(&s2);
+        sim.remove(0);
+        sim.remove(1);
+        assert_eq!(sim.schedule(0, &[0]).unwrap(), 0);
+        assert!(sim.schedule(1, &[0]).is_err());
+    }
+
+    #[test]
+    fn unschedulable_and_taints() {
+        let s = with_src(
+            vec![
+                node("cordoned").unschedulable().build(),
+                node("gpu")
+                    .taint("gpu", "true", TaintEffect::NoSchedule)
+                    .build(),
+                node("soft")
+                    .taint("x", "", TaintEffect::PreferNoSchedule)
+                    .build(),
+                node("exec").taint("e", "1", TaintEffect::NoExecute).build(),
+            ],
+            vec![],
+            pod("d", "in"),
+        );
+        let sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        let n = |name: &str| s.node_id(name).unwrap();
+        assert_eq!(
+            sim.check(p, n("cordoned")).unwrap_err(),
+            "node(s) were unschedulable"
+        );
+        assert_eq!(
+            sim.check(p, n("gpu")).unwrap_err(),
+            "node(s) had untolerated taint {gpu: true}"
+        );
+        assert!(sim.check(p, n("soft")).is_ok());
+        assert_eq!(
+            sim.check(p, n("exec")).unwrap_err(),
+            "node(s) had untolerated taint {e: 1}"
+        );
+        // with a choice, PreferNoSchedule counts against a node
+        let s2 = with_src(
+            vec![
+                node("a-soft")
+                    .taint("x", "", TaintEffect::PreferNoSchedule)
+                    .build(),
+                node("b").build(),
+            ],
+            vec![],
+            pod("d", "in"),
+        );
+        let b = s2.node_id("b").unwrap();
+        assert_eq!(
+            Simulation::new(&s2)
+                .destination(id(&s2, "in"), &all(&s2))
+                .unwrap(),
+            b
+        );
+        // tolerating the unschedulable taint passes NodeUnschedulable
+        let s = with_src(
+            vec![node("cordoned").unschedulable().build()],
+            vec![],
+            pod("d", "in").toleration(UNSCHEDULABLE_TAINT, "", Some(TaintEffect::NoSchedule)),
+        );
+        assert!(Simulation::new(&s).check(id(&s, "in"), 0).is_ok());
+    }
+
+    #[test]
+    fn node_selector_and_affinity() {
+        use crate::snapshot::builders::node_term;
+        let s = with_src(
+            vec![
+                node("a").label("zone", "a").build(),
+                node("b").label("zone", "b").build(),
+            ],
+            vec![],
+            pod("d", "in").required_node_affinity(vec![node_term("zone", &["b"])]),
+        );
+        let sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        assert_eq!(
+            sim.check(p, 0).unwrap_err(),
+            "node(s) didn't match Pod's node affinity/selector"
+        );
+        assert_eq!(sim.destination(p, &all(&s)).unwrap(), 1);
+    }
+
+    #[test]
+    fn pod_anti_affinity_both_directions() {
+        let nodes = || {
+            vec![
+                node("a").label("zone", "a").build(),
+                node("b").label("zone", "b").build(),
+                node("c").label("zone", "b").build(),
+            ]
+        };
+        // the incoming pod avoids app=db by zone
+        let s = with_src(
+            nodes(),
+            vec![pod("d", "db").node("b").label("app", "db").build()],
+            pod("d", "in").anti_affinity(affinity_term("zone", "app", "db")),
+        );
+        let sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        assert!(sim.check(p, 0).is_ok());
+        assert_eq!(
+            sim.check(p, 2).unwrap_err(),
+            "node(s) didn't match pod anti-affinity rules"
+        );
+        // an existing pod avoids the incoming one
+        let s = with_src(
+            nodes(),
+            vec![pod("d", "db")
+                .node("b")
+                .anti_affinity(affinity_term("zone", "app", "web"))
+                .build()],
+            pod("d", "in").label("app", "web"),
+        );
+        let sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        assert!(sim.check(p, 0).is_ok());
+        assert_eq!(
+            sim.check(p, 2).unwrap_err(),
+            "node(s) didn't satisfy existing pods anti-affinity rules"
+        );
+        // self anti-affinity: replicas placed one after another spread out
+        let s = snapshot(
+            vec![
+                node("a").label("kubernetes.io/hostname", "a").build(),
+                node("b").label("kubernetes.io/hostname", "b").build(),
+                node("src").unschedulable().build(),
+            ],
+            (0..3)
+                .map(|i| {
+                    pod("d", &format!("r{i}"))
+                        .node("src")
+                        .label("app", "r")
+                        .anti_affinity(affinity_term("kubernetes.io/hostname", "app", "r"))
+                        .build()
+                })
+                .collect(),
+        );
+        let mut sim = Simulation::new(&s);
+        for p in 0..3 {
+            sim.remove(p);
+        }
+        let x = sim.schedule(0, &[0, 1]).unwrap();
+        let y = sim.schedule(1, &[0, 1]).unwrap();
+        assert_ne!(x, y);
+        assert!(sim.schedule(2, &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn pod_affinity_and_the_first_pod_of_a_group() {
+        let aff = |p: crate::snapshot::builders::PodBuilder| {
+            p.affinity(Affinity {
+                pod_affinity_required: vec![affinity_term("zone", "app", "cache")],
+                ..Default::default()
+            })
+        };
+        let nodes = || {
+            vec![
+                node("a").label("zone", "a").build(),
+                node("b").label("zone", "b").build(),
+                node("bare").build(),
+            ]
+        };
+        let s = with_src(
+            nodes(),
+            vec![pod("d", "cache").node("b").label("app", "cache").build()],
+            aff(pod("d", "in")),
+        );
+        let sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        assert_eq!(
+            sim.check(p, 0).unwrap_err(),
+            "node(s) didn't match pod affinity rules"
+        );
+        assert!(sim.check(p, 1).is_ok());
+        assert!(sim.check(p, 2).is_err());
+        // no match anywhere, and the pod matches its own term: allowed where the key exists
+        let s = with_src(nodes(), vec![], aff(pod("d", "in").label("app", "cache")));
+        let sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        assert!(sim.check(p, 0).is_ok());
+        assert!(sim.check(p, 2).is_err());
+        // no match anywhere, and the pod does not match its own term: nowhere
+        let s = with_src(nodes(), vec![], aff(pod("d", "in")));
+        let sim = Simulation::new(&s);
+        assert!(sim.feasible(id(&s, "in"), &[0, 1, 2]).is_err());
+    }
+
+    #[test]
+    fn topology_spread_do_not_schedule() {
+        let spread = |p: crate::snapshot::builders::PodBuilder| {
+            p.label("app", "w")
+                .spread(1, "zone", DoNotSchedule, "app", "w")
+        };
+        let s = with_src(
+            vec![
+                node("a").label("zone", "a").build(),
+                node("b").label("zone", "b").build(),
+                node("c").label("zone", "c").build(),
+                node("nolabel").build(),
+            ],
+            vec![
+                pod("d", "w1").node("a").label("app", "w").build(),
+                pod("d", "w2").node("a").label("app", "w").build(),
+                pod("d", "w3").node("b").label("app", "w").build(),
+                // another namespace does not count
+                pod("e", "w4").node("c").label("app", "w").build(),
+            ],
+            spread(pod("d", "in")),
+        );
+        let sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        // counts a=2 b=1 c=0, min 0: only c keeps the skew at 1
+        assert!(sim.check(p, 0).is_err());
+        assert!(sim.check(p, 1).is_err());
+        assert!(sim.check(p, 2).is_ok());
+        assert_eq!(
+            sim.check(p, 3).unwrap_err(),
+            "node(s) didn't match pod topology spread constraints (missing required label)"
+        );
+        assert_eq!(sim.destination(p, &all(&s)).unwrap(), 2);
+        // cumulative: after c gets one, a still fails, b and c pass
+        let s = snapshot(
+            vec![
+                node("a").label("zone", "a").build(),
+                node("b").label("zone", "b").build(),
+                node("src").unschedulable().build(),
+            ],
+            vec![
+                pod("d", "w1").node("a").label("app", "w").build(),
+                spread(pod("d", "m1")).node("src").build(),
+                spread(pod("d", "m2")).node("src").build(),
+                spread(pod("d", "m3")).node("src").build(),
+            ],
+        );
+        let mut sim = Simulation::new(&s);
+        let m = |n| id(&s, n);
+        for n in ["m1", "m2", "m3"] {
+            sim.remove(m(n));
+        }
+        assert_eq!(sim.schedule(m("m1"), &[0, 1]).unwrap(), 1);
+        let second = sim.schedule(m("m2"), &[0, 1]).unwrap();
+        let third = sim.schedule(m("m3"), &[0, 1]).unwrap();
+        assert_ne!(second, third, "spread keeps alternating");
+    }
+
+    #[test]
+    fn min_domains_and_match_label_keys() {
+        let mut c = pod("d", "x")
+            .spread(1, "zone", DoNotSchedule, "app", "w")
+            .build()
+            .topology_spread
+            .remove(0);
+        c.min_domains = Some(3);
+        let s = with_src(
+            vec![
+                node("a").label("zone", "a").build(),
+                node("b").label("zone", "b").build(),
+            ],
+            vec![
+                pod("d", "w1").node("a").label("app", "w").build(),
+                pod("d", "w2").node("b").label("app", "w").build(),
+            ],
+            pod("d", "in")
+                .label("app", "w")
+                .spread_constraint(c.clone()),
+        );
+        let sim = Simulation::new(&s);
+        // 2 domains < minDomains 3: the global minimum is 0, so 1 + 1 - 0 > 1 everywhere
+        assert!(sim.feasible(id(&s, "in"), &[0, 1]).is_err());
+        // matchLabelKeys: only pods with the same pod-template-hash count
+        let mut c2 = c;
+        c2.min_domains = None;
+        c2.match_label_keys = vec!["hash".into()];
+        let s = with_src(
+            vec![
+                node("a").label("zone", "a").build(),
+                node("b").label("zone", "b").build(),
+            ],
+            vec![
+                pod("d", "old1")
+                    .node("a")
+                    .label("app", "w")
+                    .label("hash", "1")
+                    .build(),
+                pod("d", "old2")
+                    .node("a")
+                    .label("app", "w")
+                    .label("hash", "1")
+                    .build(),
+            ],
+            pod("d", "in")
+                .label("app", "w")
+                .label("hash", "2")
+                .spread_constraint(c2),
+        );
+        let sim = Simulation::new(&s);
+        assert!(sim.check(id(&s, "in"), 0).is_ok());
+    }
+
+    #[test]
+    fn the_pod_itself_is_not_counted_where_it_is() {
+        // a full node: the pod's own requests free up when it leaves
+        let s = snapshot(
+            vec![node("a").cpu(1000).build()],
+            vec![pod("d", "p").node("a").cpu(1000).host_port(80).build()],
+        );
+        let sim = Simulation::new(&s);
+        assert!(sim.check(0, 0).is_ok());
+        assert_eq!(sim.destination(0, &[0]).unwrap(), 0);
+    }
+
+    #[test]
+    fn feasible_nodes_to_find_as_kube_scheduler() {
+        assert_eq!(feasible_nodes_to_find(0), 0);
+        assert_eq!(feasible_nodes_to_find(99), 99);
+        assert_eq!(feasible_nodes_to_find(100), 100);
+        assert_eq!(feasible_nodes_to_find(1000), 420);
+        assert_eq!(feasible_nodes_to_find(5000), 500);
+        assert_eq!(feasible_nodes_to_find(10_000), 500);
+    }
+
+    #[test]
+    fn destination_prefers_the_least_allocated_node() {
+        let s = snapshot(
+            vec![
+                node("busy").cpu(4000).memory(8 << 30).build(),
+                node("idle").cpu(4000).memory(8 << 30).build(),
+                node("src").unschedulable().build(),
+            ],
+            vec![
+                pod("d", "x").node("busy").cpu(3000).memory(6 << 30).build(),
+                pod("d", "in").node("src").cpu(100).memory(1 << 20).build(),
+            ],
+        );
+        let mut sim = Simulation::new(&s);
+        let p = id(&s, "in");
+        sim.remove(p);
+        let nodes = [s.node_id("busy").unwrap(), s.node_id("idle").unwrap()];
+        assert_eq!(sim.destination(p, &nodes).unwrap(), nodes[1]);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        struct N {
+            cpu: i64,
+            pods: i64,
+            zone: u8,
+            tainted: bool,
+        }
+
+        #[derive(Debug, Clone)]
+        struct P {
+            cpu: i64,
+            app: u8,
+            port: bool,
+            anti: bool,
+            spread: bool,
+            tolerates: bool,
+        }
+
+        fn n() -> impl Strategy<Value = N> {
+            (
+                prop::sample::select(vec![500i64, 1000, 2000]),
+                1i64..5,
+                0u8..3,
+                prop::bool::weighted(0.2),
+            )
+                .prop_map(|(cpu, pods, zone, tainted)| N {
+                    cpu,
+                    pods,
+                    zone,
+                    tainted,
+                })
+        }
+
+        fn p() -> impl Strategy<Value = P> {
+            (
+                prop::sample::select(vec![0i64, 100, 300, 700]),
+                0u8..3,
+                prop::bool::weighted(0.2),
+                prop::bool::weighted(0.2),
+                prop::bool::weighted(0.3),
+                prop::bool::weighted(0.3),
+            )
+                .prop_map(|(cpu, app, port, anti, spread, tolerates)| P {
+                    cpu,
+                    app,
+                    port,
+                    anti,
+                    spread,
+                    tolerates,
+                })
+        }
+
+        /// Nodes n00.., and every pod on an unschedulable `zz-src` node, to be placed in
+        /// order. Spread pods are app 9 in their own group.
+        fn cluster(nodes: &[N], pods: &[P]) -> ClusterSnapshot {
+            let mut ns: Vec<Node> = nodes
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let name = format!("n{i:02}");
+                    let mut b = node(&name)
+                        .cpu(x.cpu)
+                        .pods(x.pods)
+                        .label("kubernetes.io/hostname", &name)
+                        .label("zone", &format!("z{}", x.zone));
+                    if x.tainted {
+                        b = b.taint("t", "", TaintEffect::NoSchedule);
+                    }
+                    b.build()
+                })
+                .collect();
+            ns.push(
+                node("zz-src")
+                    .cpu(1_000_000)
+                    .pods(1000)
+                    .unschedulable()
+                    .build(),
+            );
+            let ps = pods
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let app = if x.spread { 9 } else { x.app };
+                    let mut b = pod("d", &format!("p{i:02}"))
+                        .node("zz-src")
+                        .cpu(x.cpu)
+                        .label("app", &app.to_string());
+                    if x.port {
+                        b = b.host_port(8080);
+                    }
+                    if x.anti {
+                        b = b.anti_affinity(affinity_term(
+                            "kubernetes.io/hostname",
+                            "app",
+                            &app.to_string(),
+                        ));
+                    }
+                    if x.spread {
+                        b = b.spread(1, "zone", DoNotSchedule, "app", "9");
+                    }
+                    if x.tolerates {
+                        b = b.toleration("t", "", None);
+                    }
+                    b.build()
+                })
+                .collect();
+            snapshot(ns, ps)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+
+            /// Placing pods one after another never overcommits a node, never puts two
+            /// users of a host port or two pods that refuse each other on one node, never
+            /// puts a pod on a taint it does not tolerate, and keeps zone spread within its
+            /// skew; a pod that fits nowhere fails every node's check.
+            #[test]
+            fn cumulative_placements_respect_every_filter(
+                nodes in prop::collection::vec(n(), 1..6),
+                pods in prop::collection::vec(p(), 1..14),
+            ) {
+                let s = cluster(&nodes, &pods);
+                let targets: Vec<NodeId> = (0..nodes.len() as NodeId).collect();
+                let mut sim = Simulation::new(&s);
+                for id in 0..pods.len() as PodId {
+                    sim.remove(id);
+                }
+                let mut spread_zones: FxHashMap<String, i64> = FxHashMap::default();
+                for x in &nodes {
+                    spread_zones.entry(format!("z{}", x.zone)).or_insert(0);
+                }
+                for id in 0..pods.len() as PodId {
+                    match sim.schedule(id, &targets) {
+                        Ok(dest) => {
+                            let node = s.node(dest);
+                            let spec = &pods[id as usize];
+                            prop_assert!(sim.load(dest).cpu <= node.allocatable.cpu);
+                            prop_assert!(sim.load(dest).pods <= node.allocatable.pods);
+                            prop_assert!(!nodes[dest as usize].tainted || spec.tolerates);
+                            let here: Vec<&Pod> =
+                                sim.placed(dest).iter().map(|&q| s.pod(q)).collect();
+                            let ports = here.iter().filter(|q| !q.host_ports.is_empty()).count();
+                            prop_assert!(ports <= 1, "host port used twice on {}", node.name);
+                            for a in &here {
+                                for b in &here {
+                                    if std::ptr::eq(*a, *b) {
+                                        continue;
+                                    }
+                                    let refuses = a.affinity.as_ref().is_some_and(|x| {
+                                        !x.pod_anti_affinity_required.is_empty()
+                                    });
+                                    prop_assert!(
+                                        !(refuses && a.labels.get("app") == b.labels.get("app")),
+                                        "{} and {} share {}", a.name, b.name, node.name
+                                    );
+                                }
+                            }
+                            if spec.spread {
+                                let z = node.labels.get("zone").unwrap().to_string();
+                                *spread_zones.get_mut(&z).unwrap() += 1;
+                                let min = spread_zones.values().min().copied().unwrap();
+                                let max = spread_zones.values().max().copied().unwrap();
+                                prop_assert!(max - min <= 1, "{spread_zones:?}");
+                            }
+                        }
+                        Err(nofit) => {
+                            prop_assert_eq!(nofit.nodes.len(), targets.len());
+                            for &t in &targets {
+                                prop_assert!(sim.check(id, t).is_err());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
