@@ -219,6 +219,21 @@ pub fn sort_by_eviction_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
 
 /// Runs one plugin alone over the snapshot's Ready nodes, as the planner would run it first in
 /// a cycle, and returns what it planned. For tests and tools.
+/// [`run_alone`], returning the names of the pods it planned to evict, in plan order
+/// (what plugin table tests compare).
+pub fn run_alone_names(
+    plugin: &dyn Plugin,
+    snap: &ClusterSnapshot,
+    evictor: &DefaultEvictor,
+    limits: Limits,
+    now: i64,
+) -> Vec<String> {
+    run_alone(plugin, snap, evictor, limits, now)
+        .iter()
+        .map(|e| snap.pod(e.pod).name.to_string())
+        .collect()
+}
+
 pub fn run_alone(
     plugin: &dyn Plugin,
     snap: &ClusterSnapshot,

@@ -514,10 +514,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = PodLifeTime::new(&args).expect("valid args");
-        crate::framework::run_alone(&plugin, snap, evictor, limits, NOW)
-            .iter()
-            .map(|e| snap.pod(e.pod).name.to_string())
-            .collect()
+        crate::framework::run_alone_names(&plugin, snap, evictor, limits, NOW)
     }
 
     fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {

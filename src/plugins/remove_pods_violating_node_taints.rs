@@ -309,10 +309,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = RemovePodsViolatingNodeTaints::new(&args).expect("valid args");
-        crate::framework::run_alone(&plugin, snap, evictor, limits, 0)
-            .iter()
-            .map(|e| snap.pod(e.pod).name.to_string())
-            .collect()
+        crate::framework::run_alone_names(&plugin, snap, evictor, limits, 0)
     }
 
     fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
