@@ -6,7 +6,9 @@
 //!   "nodes":[{"name":"..","before":{"cpu":12.5,..},"after":{..}}]}`
 //! where before/after are requests as a percentage of allocatable, per resource, and
 //! `destination` is the node the placement simulator predicts for the pod's replacement
-//! (absent when no node fits).
+//! (absent when no node fits). A pod evicted with its whole gang (`gangPolicy: WholeGang`)
+//! also carries `"gang":"PodGroup <ns>/<name> (<api group>)"`; the gang's members follow one
+//! another in the list.
 //! When a plugin planned with measured usage, a node also carries
 //! `"measured":{"source":"metrics-server"|"prometheus","before":{..},"after":{..}}` (measured
 //! usage as a percentage of allocatable; `MetricResource` as the query's percentage), and
@@ -103,6 +105,10 @@ pub struct EvictionRow {
     /// fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination: Option<String>,
+    /// The gang evicted whole with the pod (`gangPolicy: WholeGang`), as
+    /// `PodGroup <ns>/<name> (<api group>)`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang: Option<String>,
     /// What happened, in live runs (`evicted`, `blocked_by_disruption_budget`, ...); absent in
     /// dry-run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,6 +184,7 @@ impl Report {
                 plugin: e.plugin.to_string(),
                 reason: e.reason.clone(),
                 destination: e.destination.map(|d| snap.node(d).name.to_string()),
+                gang: e.gang.map(|g| snap.gang(g).describe()),
                 result: None,
             })
             .collect();

@@ -25,6 +25,8 @@ pub enum Outcome {
     Failed,
     /// Not attempted: shutting down or leadership lost.
     NotAttempted,
+    /// Not attempted: another member of the gang evicted whole with this pod was refused.
+    GangNotAttempted,
 }
 
 impl Outcome {
@@ -39,6 +41,7 @@ impl Outcome {
             Outcome::NoLongerEvictable => "no_longer_evictable",
             Outcome::Failed => "error",
             Outcome::NotAttempted => "not_attempted",
+            Outcome::GangNotAttempted => "not_attempted_gang_member_refused",
         }
     }
 

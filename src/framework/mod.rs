@@ -13,6 +13,8 @@ pub mod fairness;
 mod history;
 mod pipeline;
 mod state;
+#[cfg(test)]
+mod whole_gang_tests;
 
 pub use fairness::{Fairness, SortOrder, TenantShare};
 pub use history::History;
@@ -21,7 +23,7 @@ pub use state::{
     EvictError, Limits, MeasuredNode, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
 };
 
-use crate::plugins::default_evictor::DefaultEvictor;
+use crate::plugins::default_evictor::{DefaultEvictor, GangPolicy};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 
 /// The extension points a strategy plugin implements.
@@ -158,10 +160,22 @@ impl<'a, 's> Context<'a, 's> {
     /// Plans the eviction of a pod that passed [`Context::filter`]: checks the limits and
     /// disruption budgets, then records it. On success the pod is gone for every later check.
     /// A pod refused here (a limit, a budget, a gang) is recorded as a candidate not chosen.
+    ///
+    /// With `gangPolicy: WholeGang`, a running member of a gang goes only with its whole gang,
+    /// all or nothing: every other member bound to a node must pass the evictor's filter too, the
+    /// limits and budgets must allow all of them together, and the simulator must place every
+    /// one ([`PlanningState::plan_gang_eviction`]); then all are planned, one after the other.
     pub fn evict(&mut self, pod: PodId, reason: impl Into<String>) -> Result<(), EvictError> {
-        let r = self
-            .state
-            .plan_eviction(pod, self.profile, self.plugin, reason.into());
+        // A member that does not run (failed, say) goes alone: the gang does not miss it.
+        let whole_gang = self.evictor.gang_policy == GangPolicy::WholeGang
+            && !self.state.snap.gangs_of_pod(pod).is_empty()
+            && self.state.snap.counts_as_running(pod);
+        let r = if whole_gang {
+            self.evict_gang(pod, reason.into())
+        } else {
+            self.state
+                .plan_eviction(pod, self.profile, self.plugin, reason.into())
+        };
         if let Err(e) = &r {
             if *e != EvictError::AlreadyPlanned {
                 self.state
@@ -169,6 +183,22 @@ impl<'a, 's> Context<'a, 's> {
             }
         }
         r
+    }
+
+    fn evict_gang(&mut self, pod: PodId, reason: String) -> Result<(), EvictError> {
+        let members = self.state.gang_members(pod);
+        self.state.check_gang_members(&members)?;
+        for &m in &members[1..] {
+            if let Err(why) = self.filter(m) {
+                return Err(EvictError::WholeGang(format!(
+                    "gang {} goes whole or not at all (gangPolicy WholeGang), and its member {} may not be evicted: {why}",
+                    self.state.gang_description(pod),
+                    self.state.snap.pod(m).key()
+                )));
+            }
+        }
+        self.state
+            .plan_gang_eviction(&members, self.profile, self.plugin, reason)
     }
 
     /// The profile's eviction order (its `sort` extension point), most evictable first.

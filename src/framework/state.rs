@@ -86,6 +86,10 @@ pub enum EvictError {
     /// The pod names a PodGroup the snapshot does not hold: its minMember is unknown.
     #[error("{0}")]
     GangUnknown(String),
+    /// `gangPolicy: WholeGang`: the whole gang cannot go (a member may not be evicted, the
+    /// limits or budgets do not allow every member, or the simulator cannot place them all).
+    #[error("{0}")]
+    WholeGang(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +102,9 @@ pub struct PlannedEviction {
     /// Where the simulator predicts kube-scheduler puts the pod's replacement, given every
     /// eviction and placement planned before it (None: no node fits).
     pub destination: Option<NodeId>,
+    /// The gang evicted whole with this pod (`gangPolicy: WholeGang`): its members are
+    /// planned together, one after the other, and the executor attempts all or none.
+    pub gang: Option<GangId>,
 }
 
 pub struct PlanningState<'s> {
@@ -385,8 +392,15 @@ impl<'s> PlanningState<'s> {
             .is_some_and(|t| self.evictions.len() as u32 >= t)
     }
 
-    /// Checks limits and budgets without planning anything.
+    /// Checks limits, budgets and gangs without planning anything.
     pub fn check(&self, pod: PodId) -> Result<NodeId, EvictError> {
+        let node = self.check_limits(pod)?;
+        self.check_gangs(pod)?;
+        Ok(node)
+    }
+
+    /// [`PlanningState::check`] without the gang check.
+    fn check_limits(&self, pod: PodId) -> Result<NodeId, EvictError> {
         if self.is_planned(pod) {
             return Err(EvictError::AlreadyPlanned);
         }
@@ -426,7 +440,6 @@ impl<'s> PlanningState<'s> {
                 )));
             }
         }
-        self.check_gangs(pod)?;
         Ok(node)
     }
 
@@ -453,15 +466,221 @@ impl<'s> PlanningState<'s> {
             plugin,
             reason,
             destination,
+            gang: None,
         });
         Ok(())
     }
 
+    /// The pods a whole-gang eviction of `pod` takes (`gangPolicy: WholeGang`): `pod` first,
+    /// then every other member of its gangs that is bound to a node and neither finished nor
+    /// terminating, in id order. Just `pod` when it is in no gang.
+    pub fn gang_members(&self, pod: PodId) -> Vec<PodId> {
+        let snap = self.snap;
+        let mut others: Vec<PodId> = snap
+            .gangs_of_pod(pod)
+            .iter()
+            .flat_map(|&g| snap.gang(g).members.iter().copied())
+            .filter(|&m| {
+                let p = snap.pod(m);
+                m != pod && snap.pod_node(m).is_some() && p.is_active() && !p.terminating
+            })
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        let mut members = vec![pod];
+        members.extend(others);
+        members
+    }
+
+    /// Why the other members of a whole gang cannot go, before any limit is looked at: a
+    /// member planned already (by another profile) or refused by the API earlier in the
+    /// cycle (the rest of a gang is never attempted after a refusal).
+    pub fn check_gang_members(&self, members: &[PodId]) -> Result<(), EvictError> {
+        let Some((&first, others)) = members.split_first() else {
+            return Ok(());
+        };
+        if self.is_planned(first) {
+            return Err(EvictError::AlreadyPlanned);
+        }
+        let gang = self.gang_description(first);
+        for &m in members {
+            if self.is_pinned(m) {
+                let key = self.snap.pod(m).key();
+                return Err(EvictError::WholeGang(format!(
+                    "the API refused to evict {key}, a member of gang {gang}, earlier in this cycle: no other member is attempted (gangPolicy WholeGang)"
+                )));
+            }
+        }
+        for &m in others {
+            if self.is_planned(m) {
+                return Err(EvictError::WholeGang(format!(
+                    "{}, a member of gang {gang}, is planned or evicted already, so the gang cannot go whole (gangPolicy WholeGang)",
+                    self.snap.pod(m).key()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The gangs of a pod, described for reasons (`PodGroup ns/name (group)`).
+    pub fn gang_description(&self, pod: PodId) -> String {
+        self.snap
+            .gangs_of_pod(pod)
+            .iter()
+            .map(|&g| self.snap.gang(g).describe())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+
+    /// Plans a whole gang at once, all or nothing (`gangPolicy: WholeGang`): `members` as
+    /// [`PlanningState::gang_members`] gives them, each already through the evictor's filter.
+    /// Only when every member passes the checks of [`PlanningState::check`] together (the
+    /// limits and each budget spent by all of them at once; no minMember check, since the
+    /// whole gang goes) and the simulator places every member's replacement, one after the
+    /// other, with the first one (the pod a plugin chose) on a node other than its own.
+    /// Nothing is planned otherwise.
+    pub fn plan_gang_eviction(
+        &mut self,
+        members: &[PodId],
+        profile: &str,
+        plugin: &'static str,
+        reason: String,
+    ) -> Result<(), EvictError> {
+        let snap = self.snap;
+        let Some(&first) = members.first() else {
+            return Ok(());
+        };
+        self.check_gang_members(members)?;
+        let gang_name = self.gang_description(first);
+        let gang = snap.gangs_of_pod(first).first().copied();
+        for &g in snap.gangs_of_pod(first) {
+            if snap.gang(g).min_member.is_none() {
+                return Err(EvictError::GangUnknown(format!(
+                    "pod belongs to gang {}, which is not in the snapshot: its minMember is unknown, so no member of the gang is evicted",
+                    snap.gang(g).describe()
+                )));
+            }
+        }
+        let whole = |m: PodId, e: EvictError| {
+            EvictError::WholeGang(format!(
+                "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and its member {} cannot go: {e}",
+                snap.pod(m).key()
+            ))
+        };
+        // Every member alone, then all of them together.
+        let mut nodes = Vec::with_capacity(members.len());
+        for &m in members {
+            match self.check_limits(m) {
+                Ok(n) => nodes.push(n),
+                Err(e) if m == first => return Err(e),
+                Err(e) => return Err(whole(m, e)),
+            }
+        }
+        if let Some(t) = self.limits.total {
+            if self.evictions.len() + members.len() > t as usize {
+                return Err(EvictError::WholeGang(format!(
+                    "gang {gang_name} has {} members to evict together (gangPolicy WholeGang), more than the {} the limit of {t} evictions per cycle leaves",
+                    members.len(),
+                    t as usize - self.evictions.len()
+                )));
+            }
+        }
+        let mut on_node: FxHashMap<NodeId, u32> = FxHashMap::default();
+        let mut in_namespace: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut of_budget: FxHashMap<u32, i32> = FxHashMap::default();
+        for (&m, &n) in members.iter().zip(&nodes) {
+            *on_node.entry(n).or_default() += 1;
+            *in_namespace.entry(&snap.pod(m).namespace).or_default() += 1;
+            if let Some(&b) = snap.pdbs_of_pod(m).first() {
+                *of_budget.entry(b).or_default() += 1;
+            }
+        }
+        if let Some(limit) = self.limits.per_node {
+            for (&n, &count) in &on_node {
+                if self.per_node[n as usize] + count > limit {
+                    return Err(EvictError::WholeGang(format!(
+                        "gang {gang_name} has {count} members to evict together on node {} (gangPolicy WholeGang), over the limit of {limit} evictions per node",
+                        snap.node(n).name
+                    )));
+                }
+            }
+        }
+        if let Some(limit) = self.limits.per_namespace {
+            for (&ns, &count) in &in_namespace {
+                let spent = self.per_namespace.get(ns).copied().unwrap_or(0);
+                if spent + count > limit {
+                    return Err(EvictError::WholeGang(format!(
+                        "gang {gang_name} has {count} members to evict together in namespace {ns} (gangPolicy WholeGang), over the limit of {limit} evictions per namespace"
+                    )));
+                }
+            }
+        }
+        for (&b, &count) in &of_budget {
+            if self.pdb_left[b as usize] < count {
+                let pdb = &snap.pdbs[b as usize];
+                return Err(EvictError::WholeGang(format!(
+                    "gang {gang_name} has {count} members under PodDisruptionBudget {}/{}, which allows {} more disruptions (gangPolicy WholeGang)",
+                    pdb.namespace,
+                    pdb.name,
+                    self.pdb_left[b as usize].max(0)
+                )));
+            }
+        }
+        // Placement: every member gone, then each replacement placed, cumulatively.
+        let mut trial = self.sim.clone();
+        for &m in members {
+            trial.remove(m);
+        }
+        let mut destinations = Vec::with_capacity(members.len());
+        for &m in members {
+            match trial.schedule(m, &self.sim_nodes) {
+                Ok(d) => destinations.push(d),
+                Err(e) => {
+                    return Err(EvictError::WholeGang(format!(
+                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and the simulator finds no node for member {}: {e}",
+                        snap.pod(m).key()
+                    )))
+                }
+            }
+        }
+        if destinations[0] == nodes[0] {
+            return Err(EvictError::WholeGang(format!(
+                "with its whole gang {gang_name} evicted (gangPolicy WholeGang), the simulated destination of the pod is its own node {}",
+                snap.node(nodes[0]).name
+            )));
+        }
+        let first_key = snap.pod(first).key();
+        for (i, (&m, &n)) in members.iter().zip(&nodes).enumerate() {
+            self.apply_counts(m, n);
+            let reason = if i == 0 {
+                format!("{reason}; its whole gang {gang_name} goes with it (gangPolicy WholeGang)")
+            } else {
+                format!("member of gang {gang_name}, evicted whole with {first_key} (gangPolicy WholeGang): {reason}")
+            };
+            self.evictions.push(PlannedEviction {
+                pod: m,
+                node: n,
+                profile: profile.to_string(),
+                plugin,
+                reason,
+                destination: Some(destinations[i]),
+                gang,
+            });
+        }
+        self.sim = trial;
+        Ok(())
+    }
+
     fn apply(&mut self, pod: PodId, node: NodeId) {
+        self.sim.remove(pod);
+        self.apply_counts(pod, node);
+    }
+
+    /// [`PlanningState::apply`] but for the simulator.
+    fn apply_counts(&mut self, pod: PodId, node: NodeId) {
         let snap = self.snap;
         let p = snap.pod(pod);
         self.planned[pod as usize] = true;
-        self.sim.remove(pod);
         self.not_chosen.get_mut().remove(&pod);
         if p.is_active() {
             self.requested[node as usize].sub_pod(&p.requests);

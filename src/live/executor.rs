@@ -9,6 +9,11 @@
 //!   recorded as such.
 //! - A refused eviction frees its place in the limits: the pod is pinned and the rest of the
 //!   cycle is re-planned from the new state (pods evicted so far count as gone).
+//! - A gang evicted whole (`gangPolicy: WholeGang`) is all or nothing: every member is first
+//!   asked with `dryRun=All` (the API server checks the pod and its budget, evicts nothing);
+//!   one refusal and no member is evicted. Should a real call still be refused (a budget
+//!   changed between the two calls), the members after it are not attempted, and the
+//!   re-plan never takes up the rest of that gang.
 //! - A global and a per-node rate limit pace the calls; a closed gate (shutdown, lost
 //!   leadership) stops before the next call, never in the middle of one.
 
@@ -130,20 +135,59 @@ impl LiveExecutor {
         let mut last_plan: EvictionPlan;
         'replan: loop {
             last_plan = plan_with(pipeline, snap, now, &memory, observer)?;
-            for e in &last_plan.evictions {
-                if !self.gate.open() || !self.wait_for_rate_limits(&snap.node(e.node).name).await {
-                    tracing::warn!(pod = %snap.pod(e.pod).key(), "not attempted: shutting down or leadership lost");
-                    attempted.push((e.clone(), Outcome::NotAttempted));
-                    break 'replan;
+            let evictions = &last_plan.evictions;
+            let mut i = 0;
+            while i < evictions.len() {
+                // A whole gang's members follow one another in the plan: all or none.
+                let end = match evictions[i].gang {
+                    Some(g) => {
+                        i + evictions[i..]
+                            .iter()
+                            .take_while(|x| x.gang == Some(g))
+                            .count()
+                    }
+                    None => i + 1,
+                };
+                let group = &evictions[i..end];
+                i = end;
+                if group[0].gang.is_some() {
+                    // Asked first with dryRun=All: the API checks each member (and its
+                    // disruption budget) without evicting; one refusal and none is evicted.
+                    for (k, e) in group.iter().enumerate() {
+                        let outcome = self.evict(snap, e, true).await;
+                        if outcome != Outcome::Evicted {
+                            self.record(snap, e, outcome).await;
+                            for (j, m) in group.iter().enumerate() {
+                                let o = if j == k { outcome } else { Outcome::GangNotAttempted };
+                                attempted.push((m.clone(), o));
+                            }
+                            tracing::warn!(pod = %snap.pod(e.pod).key(), result = outcome.as_str(), "a member of a whole gang would be refused: no member is evicted");
+                            memory.refused.push(e.pod);
+                            continue 'replan;
+                        }
+                    }
                 }
-                let outcome = self.evict(snap, e).await;
-                self.record(snap, e, outcome).await;
-                attempted.push((e.clone(), outcome));
-                if outcome == Outcome::Evicted {
-                    memory.evicted.push(e.pod);
-                } else {
-                    memory.refused.push(e.pod);
-                    continue 'replan;
+                for (k, e) in group.iter().enumerate() {
+                    if !self.gate.open()
+                        || !self.wait_for_rate_limits(&snap.node(e.node).name).await
+                    {
+                        tracing::warn!(pod = %snap.pod(e.pod).key(), "not attempted: shutting down or leadership lost");
+                        attempted.push((e.clone(), Outcome::NotAttempted));
+                        break 'replan;
+                    }
+                    let outcome = self.evict(snap, e, false).await;
+                    self.record(snap, e, outcome).await;
+                    attempted.push((e.clone(), outcome));
+                    if outcome == Outcome::Evicted {
+                        memory.evicted.push(e.pod);
+                    } else {
+                        // The rest of a gang is never attempted after a refusal.
+                        for m in &group[k + 1..] {
+                            attempted.push((m.clone(), Outcome::GangNotAttempted));
+                        }
+                        memory.refused.push(e.pod);
+                        continue 'replan;
+                    }
                 }
             }
             break;
@@ -207,7 +251,9 @@ impl LiveExecutor {
         self.gate.open()
     }
 
-    async fn evict(&self, snap: &ClusterSnapshot, e: &PlannedEviction) -> Outcome {
+    /// Re-checks the pod and calls the Eviction API; with `dry_run`, as `dryRun=All`: the API
+    /// server checks everything (the pod, its disruption budget) and evicts nothing.
+    async fn evict(&self, snap: &ClusterSnapshot, e: &PlannedEviction, dry_run: bool) -> Outcome {
         let pod = snap.pod(e.pod);
         let node = &snap.node(e.node).name;
         let pods: Api<Pod> = Api::namespaced(self.api.client.clone(), &pod.namespace);
@@ -240,6 +286,9 @@ impl LiveExecutor {
         if let Some(g) = self.config.grace_period_seconds {
             delete_options["gracePeriodSeconds"] = g.into();
         }
+        if dry_run {
+            delete_options["dryRun"] = serde_json::json!(["All"]);
+        }
         let body = serde_json::json!({
             "apiVersion": "policy/v1",
             "kind": "Eviction",
@@ -256,8 +305,10 @@ impl LiveExecutor {
             "deleteOptions": delete_options,
         });
         let url = format!(
-            "/api/v1/namespaces/{}/pods/{}/eviction",
-            pod.namespace, pod.name
+            "/api/v1/namespaces/{}/pods/{}/eviction{}",
+            pod.namespace,
+            pod.name,
+            if dry_run { "?dryRun=All" } else { "" }
         );
         let request = http::Request::post(url)
             .header(http::header::CONTENT_TYPE, "application/json")

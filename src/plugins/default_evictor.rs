@@ -8,7 +8,10 @@
 //!    or Volcano PodGroup) only while its gang keeps minMember running members without it;
 //!    never a member of a gang whose PodGroup is not in the snapshot. Not an upstream check;
 //!    like 1, the evict annotation does not lift it. The planning state checks it again as
-//!    each eviction is planned, counting the evictions planned so far.
+//!    each eviction is planned, counting the evictions planned so far. With
+//!    `gangPolicy: WholeGang` a member goes only together with its whole gang, all or nothing
+//!    (see [`crate::framework::Context::evict`]); a gang whose PodGroup is not in the
+//!    snapshot still never goes.
 //! 3. `descheduler.alpha.kubernetes.io/evict` annotation: evictable, skipping the rest.
 //! 4. `noEvictionPolicy: Mandatory` and the prefer-no-eviction annotation: not evictable.
 //! 5. podProtections (defaults PodsWithLocalStorage, DaemonSetPods, SystemCriticalPods,
@@ -67,8 +70,7 @@ pub struct DefaultEvictorArgs {
     pub ignore_pods_without_pdb: bool,
     #[serde(default)]
     pub evict_failed_bare_pods: bool,
-    /// How gangs may be evicted: `SurplusOnly` (the default) only. `WholeGang` is not
-    /// available yet.
+    /// How gangs may be evicted: `SurplusOnly` (the default) or `WholeGang`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gang_policy: Option<String>,
 }
@@ -135,6 +137,10 @@ const EXTRA_PROTECTIONS: &[&str] = &[
 pub enum GangPolicy {
     /// Only members beyond minMember: a gang keeps at least minMember running members.
     SurplusOnly,
+    /// A member goes only with its whole gang, all or nothing: every member bound to a node
+    /// is planned together, only when the limits and disruption budgets allow every one of
+    /// them and the simulator places every one elsewhere ([`crate::framework::Context::evict`]).
+    WholeGang,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,16 +185,11 @@ impl DefaultEvictor {
         };
         let gang_policy = match args.gang_policy.as_deref() {
             None | Some("") | Some("SurplusOnly") => GangPolicy::SurplusOnly,
-            Some("WholeGang") => {
-                return Err(ArgsError::new(
-                    "gangPolicy",
-                    "\"WholeGang\" is not available yet (evicting a whole gang needs a placement simulator for every member); use gangPolicy: SurplusOnly, the only allowed value, or leave gangPolicy out",
-                ))
-            }
+            Some("WholeGang") => GangPolicy::WholeGang,
             Some(other) => {
                 return Err(ArgsError::new(
                     "gangPolicy",
-                    format!("{other:?} is not allowed; gangPolicy accepts only \"SurplusOnly\""),
+                    format!("{other:?} is not allowed; gangPolicy accepts only \"SurplusOnly\" or \"WholeGang\""),
                 ))
             }
         };
@@ -413,14 +414,13 @@ impl DefaultEvictor {
         Ok(())
     }
 
-    /// The gang part of the filter (`gangPolicy: SurplusOnly`), on the snapshot alone: a
-    /// running member of a gang with no running member to spare, or any member of a gang whose
-    /// PodGroup is not in the snapshot, is not evictable. Evictions planned in the cycle are
-    /// counted when each eviction is planned ([`PlanningState::check_gangs`]).
+    /// The gang part of the filter, on the snapshot alone: any member of a gang whose
+    /// PodGroup is not in the snapshot is not evictable; with `gangPolicy: SurplusOnly`,
+    /// neither is a running member of a gang with no running member to spare. Evictions
+    /// planned in the cycle are counted when each eviction is planned
+    /// ([`PlanningState::check_gangs`]). With `WholeGang` the whole gang goes together, so no
+    /// member has to be spared.
     fn gang_filter(&self, snap: &ClusterSnapshot, id: PodId) -> Result<(), String> {
-        match self.gang_policy {
-            GangPolicy::SurplusOnly => {}
-        }
         for &g in snap.gangs_of_pod(id) {
             let gang = snap.gang(g);
             let Some(min) = gang.min_member else {
@@ -429,7 +429,10 @@ impl DefaultEvictor {
                     gang.describe()
                 ));
             };
-            if snap.counts_as_running(id) && i64::from(gang.running) - 1 < i64::from(min) {
+            if self.gang_policy == GangPolicy::SurplusOnly
+                && snap.counts_as_running(id)
+                && i64::from(gang.running) - 1 < i64::from(min)
+            {
                 return Err(format!(
                     "pod belongs to gang {} with {} running members and minMember {min}: no member to spare (gangPolicy SurplusOnly)",
                     gang.describe(),
@@ -702,13 +705,14 @@ mod tests {
             evictor(json!({"gangPolicy": "SurplusOnly"})).gang_policy,
             GangPolicy::SurplusOnly
         );
-        let e = DefaultEvictor::from_args(&json!({"gangPolicy": "WholeGang"})).unwrap_err();
-        assert_eq!(e.path, "gangPolicy");
-        assert!(e.message.contains("not available yet"), "{e}");
-        assert!(e.message.contains("SurplusOnly"), "{e}");
+        assert_eq!(
+            evictor(json!({"gangPolicy": "WholeGang"})).gang_policy,
+            GangPolicy::WholeGang
+        );
         let e = DefaultEvictor::from_args(&json!({"gangPolicy": "Some"})).unwrap_err();
         assert_eq!(e.path, "gangPolicy");
         assert!(e.message.contains("SurplusOnly"), "{e}");
+        assert!(e.message.contains("WholeGang"), "{e}");
     }
 
     #[test]
