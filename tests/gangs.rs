@@ -348,3 +348,162 @@ async fn without_podgroup_crds_gangs_are_absent_not_an_error() {
         .expect("the train gang");
     assert_eq!(snap.gang(train).min_member, None);
 }
+
+/// `gangPolicy: WholeGang` against a real control plane: the dry-run plans each gang whole,
+/// members one after the other with their gang named; a real run evicts a gang whose members
+/// the API all accepts, and none of a gang one of whose members a disruption budget (created
+/// after the cluster was read) protects: every member is first asked with `dryRun=All`.
+#[tokio::test]
+async fn a_whole_gang_is_evicted_all_or_nothing() {
+    use descheduler::executor::Outcome;
+    use descheduler::live::executor::ExecutorConfig;
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let cluster = Cluster::start(Components {
+        controller_manager: true,
+        scheduler: false,
+        fake_kubelet: true,
+    });
+    let client = cluster.client();
+    install_crds(&client).await;
+    let group = unique("g");
+    // The members run on a cordoned node: the simulator places them on the other one.
+    let (cordoned, open) = (unique("n"), unique("n"));
+    create_node(
+        &client,
+        NodeConfig::new(&cordoned)
+            .label(GROUP_LABEL, &group)
+            .unschedulable(),
+    )
+    .await;
+    create_node(&client, NodeConfig::new(&open).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "whole").await;
+    create_pod_group(
+        &client,
+        &ns,
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "train",
+        Some(3),
+    )
+    .await;
+    members(&client, &ns, &cordoned, "train", 3, |c| {
+        c.label("scheduling.x-k8s.io/pod-group", "train")
+    })
+    .await;
+    create_pod_group(
+        &client,
+        &ns,
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "sim",
+        Some(3),
+    )
+    .await;
+    for i in 0..3 {
+        let name = format!("sim-{i}");
+        let mut config = PodConfig::new()
+            .cpu("100m")
+            .annotation(EVICT, "true")
+            .annotation("scheduling.k8s.io/group-name", "sim");
+        if i == 1 {
+            config = config.label("guard", "yes");
+        }
+        create_pod(&client, &ns, &name, Some(&cordoned), &config).await;
+        mark_pod_running(&client, &ns, &name).await;
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy_text = lifetime_policy(&group, &ns).replace(
+        "  pluginConfig:\n",
+        "  pluginConfig:\n  - name: DefaultEvictor\n    args: {gangPolicy: WholeGang}\n",
+    );
+    let policy = write_policy(dir.path(), &policy_text);
+
+    // Dry-run through the binary: both gangs whole, each a block of its members.
+    let report = dry_run(cluster.kubeconfig(), &policy).await;
+    let rows = report["evictions"].as_array().expect("evictions");
+    assert_eq!(rows.len(), 6, "{report:#}");
+    let gang_of = |row: &serde_json::Value| row["gang"].as_str().unwrap_or("-").to_string();
+    let blocks: Vec<String> = rows.iter().map(gang_of).collect();
+    let mut distinct = blocks.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 2, "two blocks of one gang each: {blocks:?}");
+    assert!(
+        distinct.contains(&format!("PodGroup {ns}/train (scheduling.x-k8s.io)")),
+        "{distinct:?}"
+    );
+    assert!(
+        distinct.contains(&format!("PodGroup {ns}/sim (scheduling.volcano.sh)")),
+        "{distinct:?}"
+    );
+    for row in rows {
+        assert_eq!(row["destination"].as_str(), Some(open.as_str()), "{row}");
+    }
+
+    // The cluster is read, then a budget protecting sim-1 appears.
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+        .await
+        .unwrap();
+    create_pdb(
+        &client,
+        &ns,
+        "guard",
+        &[("guard", "yes")],
+        // minAvailable: the disruption controller computes maxUnavailable only for pods
+        // with a controller, and these are bare.
+        Budget::MinAvailable(IntOrString::Int(1)),
+    )
+    .await;
+    wait_pdb(&client, &ns, "guard", 1, 0).await;
+    let pipeline = {
+        let p = Policy::from_yaml("gangs.yaml", &policy_text).unwrap();
+        Pipeline::build(&p, "gangs.yaml").unwrap()
+    };
+    let result = support::executor::executor(&client, ExecutorConfig::default())
+        .run_cycle(
+            &pipeline,
+            &snap,
+            chrono::Utc::now().timestamp(),
+            &Default::default(),
+            &mut (),
+        )
+        .await
+        .unwrap();
+    let outcomes: BTreeMap<String, Outcome> = result
+        .report
+        .evictions
+        .iter()
+        .zip(&result.outcomes)
+        .map(|(row, o)| (row.pod.split('/').nth(1).unwrap().to_string(), *o))
+        .collect();
+    let want: BTreeMap<String, Outcome> = [
+        ("train-0", Outcome::Evicted),
+        ("train-1", Outcome::Evicted),
+        ("train-2", Outcome::Evicted),
+        ("sim-0", Outcome::GangNotAttempted),
+        ("sim-1", Outcome::BlockedByDisruptionBudget),
+        ("sim-2", Outcome::GangNotAttempted),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(outcomes, want);
+    assert_eq!(result.outcomes.len(), 6, "each member attempted once");
+
+    // In the cluster: the train pods are going or gone, every sim pod is untouched.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    for i in 0..3 {
+        let train = pods.get_opt(&format!("train-{i}")).await.unwrap();
+        assert!(
+            train.is_none_or(|p| p.metadata.deletion_timestamp.is_some()),
+            "train-{i} was evicted"
+        );
+        let sim = pods.get(&format!("sim-{i}")).await.unwrap();
+        assert!(
+            sim.metadata.deletion_timestamp.is_none(),
+            "sim-{i} must stay: its gang cannot go whole"
+        );
+    }
+}

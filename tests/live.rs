@@ -12,9 +12,8 @@ mod support;
 use descheduler::executor::Outcome;
 use descheduler::framework::Pipeline;
 use descheduler::live::client::{quota, ApiClient};
-use descheduler::live::executor::{ExecutorConfig, Gate, LiveExecutor};
+use descheduler::live::executor::ExecutorConfig;
 use descheduler::live::source::list_snapshot;
-use descheduler::metrics::Metrics;
 use descheduler::policy::Policy;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -27,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::executor::{executor, executor_on};
 use support::*;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
@@ -138,16 +138,6 @@ fn report(run: &Run) -> serde_json::Value {
             run.stdout, run.stderr
         )
     })
-}
-
-fn executor(client: &kube::Client, config: ExecutorConfig) -> LiveExecutor {
-    executor_on(ApiClient::from_client(client.clone(), 0.0, 1), config)
-}
-
-fn executor_on(api: ApiClient, config: ExecutorConfig) -> LiveExecutor {
-    let mut registry = prometheus_client::registry::Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    LiveExecutor::new(api, config, metrics, Gate::default())
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 
 use descheduler::framework::Pipeline;
 use descheduler::plan::plan;
-use descheduler::plugins::default_evictor::DefaultEvictor;
+use descheduler::plugins::default_evictor::{DefaultEvictor, GangPolicy};
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, T0};
 use descheduler::snapshot::{
@@ -340,7 +340,8 @@ fn build_gangs(gangs: &[GangSpec]) -> (Vec<Pod>, Vec<PodGroup>) {
 
 /// Several profiles and plugins that all want to evict gang members: old pods (PodLifeTime),
 /// failed pods, duplicates, spread and utilization.
-fn gang_pipeline(c: &Case) -> Pipeline {
+/// With `whole`, both profiles' DefaultEvictor has `gangPolicy: WholeGang`.
+fn gang_pipeline(c: &Case, whole: bool) -> Pipeline {
     let opt = |k: &str, v: Option<u32>| v.map(|v| format!("{k}: {v}\n")).unwrap_or_default();
     let text = format!(
         "apiVersion: descheduler/v1alpha2
@@ -375,6 +376,14 @@ kind: DeschedulerPolicy
         "  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n    balance:",
         "  - name: PodLifeTime\n    args: {maxPodLifeTimeSeconds: 30}\n  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n    balance:",
     );
+    let text = if whole {
+        text.replace(
+            "  pluginConfig:\n",
+            "  pluginConfig:\n  - name: DefaultEvictor\n    args: {gangPolicy: WholeGang}\n",
+        )
+    } else {
+        text
+    };
     let policy = Policy::from_yaml("gangs.yaml", &text).unwrap();
     Pipeline::build(&policy, "gangs.yaml").unwrap()
 }
@@ -393,7 +402,7 @@ proptest! {
             pod_groups: groups,
             ..Default::default()
         });
-        let p = plan(&gang_pipeline(&c), &snap, T0 + 3600).unwrap();
+        let p = plan(&gang_pipeline(&c, false), &snap, T0 + 3600).unwrap();
         let planned: std::collections::BTreeSet<u32> = p.evictions.iter().map(|e| e.pod).collect();
         prop_assert_eq!(planned.len(), p.evictions.len(), "pod planned twice");
         for gang in &snap.gangs {
@@ -416,6 +425,45 @@ proptest! {
                     gang.describe(), min, running_before, running_after
                 ),
             }
+        }
+    }
+
+    /// `gangPolicy: WholeGang`: of each gang, either no running member is planned or every
+    /// running one is, one after the other, all marked with the gang; and never a member of a
+    /// gang whose PodGroup is unknown.
+    #[test]
+    fn plans_never_evict_part_of_a_whole_gang((c, gangs) in gang_case()) {
+        let (mut pods, groups) = build_gangs(&gangs);
+        pods.extend(build_pods(&c));
+        let nodes = build(&c, Vec::new()).nodes;
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes,
+            pods,
+            pod_groups: groups,
+            ..Default::default()
+        });
+        let pipeline = gang_pipeline(&c, true);
+        prop_assert!(pipeline.profiles.iter().all(|p| p.evictor.gang_policy == GangPolicy::WholeGang));
+        let p = plan(&pipeline, &snap, T0 + 3600).unwrap();
+        let position: std::collections::BTreeMap<u32, usize> =
+            p.evictions.iter().enumerate().map(|(i, e)| (e.pod, i)).collect();
+        prop_assert_eq!(position.len(), p.evictions.len(), "pod planned twice");
+        for (g, gang) in snap.gangs.iter().enumerate() {
+            let running: Vec<u32> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
+            let taken: Vec<usize> = running.iter().filter_map(|m| position.get(m).copied()).collect();
+            if gang.min_member.is_none() {
+                prop_assert!(gang.members.iter().all(|m| !position.contains_key(m)), "a member of {} (unknown minMember) was planned", gang.describe());
+                continue;
+            }
+            if taken.is_empty() {
+                continue;
+            }
+            prop_assert_eq!(taken.len(), running.len(), "{}: {} of {} running members planned", gang.describe(), taken.len(), running.len());
+            // one block, each marked with the gang, holding every running member
+            let first = *taken.iter().min().unwrap();
+            let block = p.evictions[first..].iter().take_while(|e| e.gang == Some(g as u32)).count();
+            prop_assert!(block >= taken.len(), "{}: the first member is not marked with its gang", gang.describe());
+            prop_assert!(taken.iter().all(|&i| i < first + block), "{}: members not one after the other", gang.describe());
         }
     }
 

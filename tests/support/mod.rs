@@ -20,6 +20,7 @@
 //! Include with `mod support;` from a test file.
 #![allow(dead_code)]
 
+pub mod executor;
 pub mod metrics_api;
 pub mod prometheus;
 
@@ -1391,6 +1392,9 @@ pub fn node_is_ready(node: &Node) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// The taint kube-controller-manager puts on a cordoned node.
+const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
 /// Creates a Ready node with the given labels, allocatable resources and taints, and waits
 /// until it is so: Ready, with exactly the requested allocatable and taints (the apiserver's
 /// admission adds a `node.kubernetes.io/not-ready` taint to every new node; this removes it).
@@ -1434,7 +1438,13 @@ pub async fn create_node(client: &Client, config: NodeConfig) -> Node {
                 let node = nodes.get(name).await.ok()?;
                 let allocatable = node.status.as_ref().and_then(|s| s.allocatable.clone());
                 let status_ok = node_is_ready(&node) && allocatable == *want_allocatable;
-                let have_taints = node.spec.as_ref().and_then(|s| s.taints.clone());
+                // The node lifecycle controller taints a cordoned node (with the controller
+                // manager running): that taint is the cordon's, not one to remove.
+                let have_taints = node.spec.as_ref().and_then(|s| s.taints.clone()).map(|t| {
+                    t.into_iter()
+                        .filter(|t| !(config.unschedulable && t.key == UNSCHEDULABLE_TAINT))
+                        .collect::<Vec<_>>()
+                });
                 let taints_ok = have_taints.as_ref().filter(|t| !t.is_empty()) == taints.as_ref();
                 if status_ok && taints_ok {
                     return Some(node);
