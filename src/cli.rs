@@ -279,14 +279,13 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
     let mut source = FileSource {
         path: snapshot_path.clone(),
     };
-    let t0 = std::time::Instant::now();
-    let rss = || std::fs::read_to_string("/proc/self/status").unwrap().lines().filter(|l| l.starts_with("VmRSS")||l.starts_with("VmHWM")).collect::<Vec<_>>().join(" ");
+    let started = std::time::Instant::now();
     let mut snap = source.snapshot().map_err(Failure::invalid)?;
-    eprintln!("TIMING load {:?} {}", t0.elapsed(), rss());
     tracing::info!(
         nodes = snap.nodes.len(),
         pods = snap.pods.len(),
         pdbs = snap.pdbs.len(),
+        seconds = started.elapsed().as_secs_f64(),
         "snapshot loaded"
     );
     crate::usage::attach_files(
@@ -314,14 +313,18 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
             Ok::<_, Failure>(())
         })?;
     }
+    let planning = std::time::Instant::now();
     let plan = plan::plan(&pipeline, &snap, now).map_err(Failure::invalid)?;
-    eprintln!("TIMING plan {:?} {}", t0.elapsed(), rss());
+    tracing::info!(
+        evictions = plan.evictions.len(),
+        seconds = planning.elapsed().as_secs_f64(),
+        "plan ready"
+    );
     let out = crate::executor::dry_run(&snap, &plan).render(cli.output);
     // The process exits right after printing: handing millions of small allocations back one
     // by one would take longer than the exit that reclaims them all at once.
     std::mem::forget(snap);
     std::mem::forget(plan);
-    eprintln!("TIMING render {:?} {}", t0.elapsed(), rss());
     Ok(out)
 }
 

@@ -643,6 +643,26 @@ impl<'s> PlanningState<'s> {
                 }
             }
         }
+        // Where the running plugin wants its pods to go (LowNodeUtilization: underutilized
+        // nodes, each within its target), every member must go.
+        if let Some(targets) = &self.placement_targets {
+            for (&m, &d) in members.iter().zip(&destinations) {
+                let name = &snap.node(d).name;
+                let Some((_, limit)) = targets.iter().find(|(n, _)| *n == d) else {
+                    return Err(EvictError::WholeGang(format!(
+                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and the simulated destination of member {} is {name}, not an underutilized node",
+                        snap.pod(m).key()
+                    )));
+                };
+                let load = trial.load(d);
+                if let Some((r, max)) = limit.iter().find(|(r, max)| load.get(r) > **max) {
+                    return Err(EvictError::WholeGang(format!(
+                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and with its members placed {name} would go over its target {r} ({} > {max})",
+                        load.get(r)
+                    )));
+                }
+            }
+        }
         if destinations[0] == nodes[0] {
             return Err(EvictError::WholeGang(format!(
                 "with its whole gang {gang_name} evicted (gangPolicy WholeGang), the simulated destination of the pod is its own node {}",

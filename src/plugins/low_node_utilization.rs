@@ -411,6 +411,14 @@ impl Plugin for LowNodeUtilization {
             })
             .collect();
 
+        // On requests, the destinations' targets are where the simulator's placements must
+        // stay: placementCheck admits a pod only if kube-scheduler would put it on an
+        // underutilized node that stays within its target, and a gang evicted whole only goes
+        // where every member does. (Measured usage is not in the simulator's units.)
+        if measured.is_none() {
+            cx.state
+                .set_placement_targets(low_nodes.iter().map(|d| (d.id, d.high.clone())).collect());
+        }
         nu::evict_pods_within_rooms(
             cx,
             high_nodes,
@@ -498,6 +506,133 @@ mod tests {
 
     fn cpu_args(low: f64, high: f64) -> serde_json::Value {
         json!({"thresholds": {"cpu": low}, "targetThresholds": {"cpu": high}})
+    }
+
+    /// A hot node (6 pods of 600m = 90%), a cold one (0%) and a bigger one in between (25%):
+    /// the cold one is the only destination, with room for 2000m (target 50%).
+    fn hot_mid_cold(extra: Vec<Pod>) -> ClusterSnapshot {
+        let mut pods: Vec<Pod> = (0..6)
+            .map(|i| pod("web", &format!("hot-{i}")).node("hot").cpu(600).build())
+            .collect();
+        pods.push(pod("web", "busy").node("mid").cpu(2000).build());
+        pods.extend(extra);
+        snapshot(
+            vec![
+                node("cold").cpu(4000).build(),
+                node("hot").cpu(4000).build(),
+                node("mid").cpu(8000).build(),
+            ],
+            pods,
+        )
+    }
+
+    fn run_evictor(
+        args: serde_json::Value,
+        evictor: serde_json::Value,
+        snap: &ClusterSnapshot,
+    ) -> Vec<crate::framework::PlannedEviction> {
+        let plugin = LowNodeUtilization::new(&args).expect("valid args");
+        let evictor = DefaultEvictor::from_args(&evictor).unwrap();
+        crate::framework::run_alone(&plugin, snap, &evictor, Limits::default(), 0)
+    }
+
+    #[test]
+    fn placement_check_wants_an_underutilized_destination_within_its_target() {
+        let snap = hot_mid_cold(Vec::new());
+        let names = |e: &[crate::framework::PlannedEviction]| -> Vec<String> {
+            e.iter().map(|e| snap.pod(e.pod).name.to_string()).collect()
+        };
+        // Without placementCheck: 3 pods (3600m -> 1800m), all fitting cold's room.
+        let plain = run_evictor(cpu_args(20.0, 50.0), json!({}), &snap);
+        assert_eq!(names(&plain).len(), 3, "{:?}", names(&plain));
+        // With it: kube-scheduler (simulated) puts the first pods on cold, the emptiest; once
+        // cold is fuller than mid, the next pod would go to mid, which is not underutilized,
+        // so it stays.
+        let checked = run_evictor(cpu_args(20.0, 50.0), json!({"placementCheck": true}), &snap);
+        assert!(
+            !checked.is_empty() && checked.len() < plain.len(),
+            "{:?}",
+            names(&checked)
+        );
+        let cold = snap.node_id("cold").unwrap();
+        assert!(checked.iter().all(|e| e.destination == Some(cold)));
+        // Why the next one stays is on record.
+        let plugin = LowNodeUtilization::new(&cpu_args(20.0, 50.0)).unwrap();
+        let evictor = DefaultEvictor::from_args(&json!({"placementCheck": true})).unwrap();
+        let nodes = snap.ready_nodes(&Default::default());
+        let mut state = crate::framework::PlanningState::new(&snap, Limits::default());
+        let mut cx = crate::framework::Context {
+            state: &mut state,
+            evictor: &evictor,
+            profile: "p",
+            plugin: "LowNodeUtilization",
+            now: 0,
+            nodes: &nodes,
+            fairness: None,
+        };
+        plugin.run(&mut cx, &nodes);
+        let notes = state.not_chosen_notes();
+        assert!(
+            notes.iter().any(|n| n
+                .message
+                .contains("mid is not an underutilized node (placementCheck)")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_whole_gang_takes_room_on_the_destinations() {
+        // Hot: 12 pods of 600m on 8 cpus (90%), two of them a gang with minMember 2; it would
+        // shed 6 pods to reach its target (4000m), but cold has room for 2000m only. With
+        // WholeGang the first pick takes both members to cold; cold's room then holds one more
+        // single pod, not three.
+        let member = |name: &str| {
+            pod("web", name)
+                .node("hot")
+                .cpu(600)
+                .pod_group("train")
+        };
+        let mut snap_parts = SnapshotParts {
+            nodes: vec![
+                node("cold").cpu(4000).build(),
+                node("hot").cpu(8000).build(),
+                node("mid").cpu(8000).build(),
+            ],
+            // (no priority is the lowest: the gang is first in line)
+            pods: (0..10)
+                .map(|i| {
+                    pod("web", &format!("hot-{i}"))
+                        .node("hot")
+                        .cpu(600)
+                        .priority(0)
+                        .build()
+                })
+                .collect(),
+            pod_groups: vec![crate::snapshot::builders::pod_group("web", "train", 2)],
+            ..Default::default()
+        };
+        snap_parts.pods.push(member("gang-a").build());
+        snap_parts.pods.push(member("gang-b").build());
+        snap_parts
+            .pods
+            .push(pod("web", "busy").node("mid").cpu(2000).build());
+        let snap = ClusterSnapshot::build(snap_parts);
+        let planned = run_evictor(
+            cpu_args(20.0, 50.0),
+            json!({"gangPolicy": "WholeGang"}),
+            &snap,
+        );
+        let names: Vec<String> = planned
+            .iter()
+            .map(|e| snap.pod(e.pod).name.to_string())
+            .collect();
+        assert_eq!(&names[..2], ["gang-a", "gang-b"], "{names:?}");
+        let cold = snap.node_id("cold").unwrap();
+        assert!(planned[..2].iter().all(|e| e.destination == Some(cold)));
+        // The gang (1200m) and one more pod (600m) = 1800m, within cold's 2000m of room.
+        assert_eq!(names.len(), 3, "{names:?}");
+        let moved: i64 = planned.iter().map(|e| snap.pod(e.pod).requests.cpu).sum();
+        assert!(moved <= 2000, "cold would go over its target: {moved}m");
     }
 
     #[test]

@@ -602,6 +602,28 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
         .iter()
         .map(|&d| snap.node(d).taints.as_slice())
         .collect();
+    // What a pod takes with it, per resource (0 where its measured usage is unknown), and the
+    // first resource whose measured usage is unknown.
+    let amounts_of = |pod_id: PodId| {
+        let pod = snap.pod(pod_id);
+        let mut unknown = None;
+        let amounts: Vec<i64> = opts
+            .resources
+            .iter()
+            .map(|r| match opts.measured {
+                Some(m) if m.is_measured(r) => match m.pod_amount(pod_id, r) {
+                    Some(a) => a,
+                    None => {
+                        unknown.get_or_insert(r);
+                        0
+                    }
+                },
+                _ if r == RESOURCE_PODS => 1,
+                _ => pod.requests.get(r),
+            })
+            .collect();
+        (amounts, unknown)
+    };
     'nodes: for mut source in sources {
         let node = snap.node(source.id());
         let mut candidates: Vec<_> = cx
@@ -647,22 +669,7 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                 continue;
             }
             // What the pod takes with it, per resource (0 where its measured usage is unknown).
-            let mut unknown = None;
-            let amounts: Vec<i64> = opts
-                .resources
-                .iter()
-                .map(|r| match opts.measured {
-                    Some(m) if m.is_measured(r) => match m.pod_amount(pod_id, r) {
-                        Some(a) => a,
-                        None => {
-                            unknown.get_or_insert(r);
-                            0
-                        }
-                    },
-                    _ if r == RESOURCE_PODS => 1,
-                    _ => pod.requests.get(r),
-                })
-                .collect();
+            let (amounts, unknown) = amounts_of(pod_id);
             let room_taken = match &rooms {
                 None => None,
                 Some(rooms) => {
@@ -684,9 +691,27 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                 }
             };
             let reason = source.reason(node);
+            let planned_before = cx.state.evictions().len();
             match cx.evict(pod_id, reason) {
                 Ok(()) => {
                     evicted_here += 1;
+                    // The rest of a gang evicted whole (gangPolicy WholeGang) takes room on
+                    // the destinations the simulator placed it on (within their targets: see
+                    // the placement targets the caller sets).
+                    let members = cx.state.evictions()[planned_before + 1..]
+                        .iter()
+                        .map(|e| (e.pod, e.destination))
+                        .collect::<Vec<_>>();
+                    for (member, destination) in members {
+                        let (taken, _) = amounts_of(member);
+                        let at = destination.and_then(|d| destinations.iter().position(|&x| x == d));
+                        for (r, amount) in opts.resources.iter().zip(&taken) {
+                            if let (Some(rooms), Some(d)) = (rooms.as_mut(), at) {
+                                *rooms[d].get_mut(r).expect("every resource") -= amount;
+                            }
+                            *available.get_mut(r).expect("every resource") -= amount;
+                        }
+                    }
                     if let (Some(rooms), Some(d)) = (rooms.as_mut(), room_taken) {
                         for (r, amount) in opts.resources.iter().zip(&amounts) {
                             *rooms[d].get_mut(r).expect("every resource") -= amount;
