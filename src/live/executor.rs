@@ -158,7 +158,11 @@ impl LiveExecutor {
                         if outcome != Outcome::Evicted {
                             self.record(snap, e, outcome).await;
                             for (j, m) in group.iter().enumerate() {
-                                let o = if j == k { outcome } else { Outcome::GangNotAttempted };
+                                let o = if j == k {
+                                    outcome
+                                } else {
+                                    Outcome::GangNotAttempted
+                                };
                                 attempted.push((m.clone(), o));
                             }
                             tracing::warn!(pod = %snap.pod(e.pod).key(), result = outcome.as_str(), "a member of a whole gang would be refused: no member is evicted");

@@ -704,7 +704,8 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                         .collect::<Vec<_>>();
                     for (member, destination) in members {
                         let (taken, _) = amounts_of(member);
-                        let at = destination.and_then(|d| destinations.iter().position(|&x| x == d));
+                        let at =
+                            destination.and_then(|d| destinations.iter().position(|&x| x == d));
                         for (r, amount) in opts.resources.iter().zip(&taken) {
                             if let (Some(rooms), Some(d)) = (rooms.as_mut(), at) {
                                 *rooms[d].get_mut(r).expect("every resource") -= amount;
