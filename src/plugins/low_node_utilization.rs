@@ -586,12 +586,7 @@ mod tests {
         // shed 6 pods to reach its target (4000m), but cold has room for 2000m only. With
         // WholeGang the first pick takes both members to cold; cold's room then holds one more
         // single pod, not three.
-        let member = |name: &str| {
-            pod("web", name)
-                .node("hot")
-                .cpu(600)
-                .pod_group("train")
-        };
+        let member = |name: &str| pod("web", name).node("hot").cpu(600).pod_group("train");
         let mut snap_parts = SnapshotParts {
             nodes: vec![
                 node("cold").cpu(4000).build(),
