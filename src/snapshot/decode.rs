@@ -73,7 +73,7 @@ impl SnapshotError {
 /// Reads a snapshot file and builds the indexed snapshot.
 pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| SnapshotError::Read {
+    let bytes = read_file(path).map_err(|source| SnapshotError::Read {
         file: file.clone(),
         source,
     })?;
@@ -81,6 +81,36 @@ pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
     // The model holds no reference to the bytes: free them before indexing.
     drop(bytes);
     Ok(ClusterSnapshot::build(parts))
+}
+
+/// Reads a whole file; a large one in two halves on two threads, since most of a read's time
+/// is the kernel handing out and zeroing fresh pages, which two cores do twice as fast.
+fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len();
+        if f.metadata()?.is_file() && len >= parallel::MIN_BYTES as u64 {
+            let len = usize::try_from(len).map_err(std::io::Error::other)?;
+            let mut bytes = vec![0u8; len];
+            let (head, tail) = bytes.split_at_mut(len / 2);
+            let offset = head.len() as u64;
+            std::thread::scope(|scope| {
+                let later = scope.spawn(|| f.read_exact_at(tail, offset));
+                let first = f.read_exact_at(head, 0);
+                let second = later.join().unwrap_or_else(|_| {
+                    Err(std::io::Error::other("the reading thread panicked"))
+                });
+                first.and(second)
+            })?;
+            // The file grew while it was read: read it again, whole.
+            if f.metadata()?.len() == len as u64 {
+                return Ok(bytes);
+            }
+        }
+    }
+    std::fs::read(path)
 }
 
 /// Decodes snapshot bytes (JSON or YAML); `file` is used in error messages.
