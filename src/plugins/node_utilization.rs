@@ -594,10 +594,23 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
     sources: Vec<S>,
     destinations: &[NodeId],
     available: &mut BTreeMap<String, i64>,
-    mut rooms: Option<Vec<BTreeMap<String, i64>>>,
+    rooms: Option<Vec<BTreeMap<String, i64>>>,
     opts: &EvictOptions<'_>,
 ) {
     let snap = cx.snap();
+    // Each destination's room by resource, in the order of `opts.resources` (compared for
+    // every candidate against every destination: plain numbers, not map lookups).
+    let mut rooms: Option<Vec<Vec<i64>>> = rooms.map(|rooms| {
+        rooms
+            .iter()
+            .map(|room| {
+                opts.resources
+                    .iter()
+                    .map(|r| room.get(r).copied().unwrap_or(i64::MIN))
+                    .collect()
+            })
+            .collect()
+    });
     let destination_taints: Vec<&[Taint]> = destinations
         .iter()
         .map(|&d| snap.node(d).taints.as_slice())
@@ -674,12 +687,8 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                 None => None,
                 Some(rooms) => {
                     let fits = rooms.iter().zip(&destination_taints).position(|(room, t)| {
-                        sim::tolerates_all_taints(pod, t)
-                            && opts
-                                .resources
-                                .iter()
-                                .zip(&amounts)
-                                .all(|(r, a)| room.get(r).is_some_and(|v| v >= a))
+                        room.iter().zip(&amounts).all(|(v, a)| v >= a)
+                            && sim::tolerates_all_taints(pod, t)
                     });
                     match fits {
                         Some(d) => Some(d),
@@ -706,16 +715,16 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                         let (taken, _) = amounts_of(member);
                         let at =
                             destination.and_then(|d| destinations.iter().position(|&x| x == d));
-                        for (r, amount) in opts.resources.iter().zip(&taken) {
+                        for (i, (r, amount)) in opts.resources.iter().zip(&taken).enumerate() {
                             if let (Some(rooms), Some(d)) = (rooms.as_mut(), at) {
-                                *rooms[d].get_mut(r).expect("every resource") -= amount;
+                                rooms[d][i] -= amount;
                             }
                             *available.get_mut(r).expect("every resource") -= amount;
                         }
                     }
                     if let (Some(rooms), Some(d)) = (rooms.as_mut(), room_taken) {
-                        for (r, amount) in opts.resources.iter().zip(&amounts) {
-                            *rooms[d].get_mut(r).expect("every resource") -= amount;
+                        for (v, amount) in rooms[d].iter_mut().zip(&amounts) {
+                            *v -= amount;
                         }
                     }
                     let usage = source.usage_mut();

@@ -2200,6 +2200,24 @@ items:
     }
 
     #[test]
+    fn a_large_file_read_in_two_halves_is_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // Odd length, and a multi-byte character across the middle.
+        let mut bytes: Vec<u8> = (0..parallel::MIN_BYTES + 3)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let mid = bytes.len() / 2;
+        bytes[mid - 1..mid + 1].copy_from_slice("é".as_bytes());
+        let path = dir.path().join("big.bin");
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_file(&path).unwrap(), bytes);
+        let small = dir.path().join("small.bin");
+        std::fs::write(&small, b"{}").unwrap();
+        assert_eq!(read_file(&small).unwrap(), b"{}");
+        assert!(read_file(&dir.path().join("missing")).is_err());
+    }
+
+    #[test]
     fn two_threads_fall_back_on_doubt_and_errors_stay_precise() {
         let cfg = crate::snapshot::synthetic::Config::new(100, 5000, 7);
         let bytes = crate::snapshot::synthetic::generate_json(&cfg);
