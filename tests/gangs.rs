@@ -507,3 +507,62 @@ async fn a_whole_gang_is_evicted_all_or_nothing() {
         );
     }
 }
+
+/// The shipped batch example (`examples/batch/`): with `gangPolicy: WholeGang` the training
+/// gang leaves the tainted node whole, each worker with a GPU to go to; with the default
+/// SurplusOnly only the notebook goes.
+#[test]
+fn the_batch_example_moves_the_gang_whole() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/batch");
+    let run = |policy: &Path| -> serde_json::Value {
+        let out = std::process::Command::new(bin())
+            .args(["--policy-config-file", policy.to_str().unwrap()])
+            .args(["--snapshot", root.join("cluster.yaml").to_str().unwrap()])
+            .args(["--now", "2026-12-01T00:00:00Z", "-o", "json"])
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let whole = run(&root.join("policy.yaml"));
+    let rows = whole["evictions"].as_array().unwrap();
+    let pods: Vec<&str> = rows.iter().map(|r| r["pod"].as_str().unwrap()).collect();
+    assert_eq!(
+        pods,
+        [
+            "ml/notebook-5d8f9-x2kq7",
+            "ml/train-worker-0",
+            "ml/train-worker-1",
+            "ml/train-worker-2",
+            "ml/train-worker-3"
+        ]
+    );
+    for row in &rows[1..] {
+        assert_eq!(
+            row["gang"], "PodGroup ml/train (scheduling.x-k8s.io)",
+            "{row}"
+        );
+        assert_ne!(row["destination"], "gpu-a", "{row}");
+        assert!(row["destination"].is_string(), "{row}");
+    }
+    // The same policy with the default gang policy.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root.join("policy.yaml"))
+        .unwrap()
+        .replace("gangPolicy: WholeGang", "gangPolicy: SurplusOnly");
+    let surplus = run(&write_policy(dir.path(), &text));
+    let pods: Vec<&str> = surplus["evictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["pod"].as_str().unwrap())
+        .collect();
+    assert_eq!(pods, ["ml/notebook-5d8f9-x2kq7"]);
+}
