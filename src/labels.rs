@@ -260,6 +260,19 @@ impl Selector {
     pub fn is_empty(&self) -> bool {
         !self.nothing && self.reqs.is_empty()
     }
+
+    /// A `key=value` label every object the selector matches carries (from a matchLabels
+    /// entry, or an `In` with one value), if there is one: an index by label finds the
+    /// candidates.
+    pub fn required_label(&self) -> Option<(&str, &str)> {
+        if self.nothing {
+            return None;
+        }
+        self.reqs.iter().find_map(|r| match r {
+            Requirement::In(k, vs) if vs.len() == 1 => Some((&**k, &*vs[0])),
+            _ => None,
+        })
+    }
 }
 
 #[cfg(test)]
