@@ -99,9 +99,9 @@ fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
             std::thread::scope(|scope| {
                 let later = scope.spawn(|| f.read_exact_at(tail, offset));
                 let first = f.read_exact_at(head, 0);
-                let second = later.join().unwrap_or_else(|_| {
-                    Err(std::io::Error::other("the reading thread panicked"))
-                });
+                let second = later
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked")));
                 first.and(second)
             })?;
             // The file grew while it was read: read it again, whole.
