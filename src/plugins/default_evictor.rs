@@ -336,7 +336,7 @@ impl DefaultEvictor {
                 return Err("pod does not have any ownerRefs and is not in failed phase".into());
             }
         }
-        if p.daemonset && pod.is_daemonset_pod() {
+        if p.daemonset && snap.is_daemonset_pod(id) {
             return Err("pod is a DaemonSet pod".into());
         }
         if p.system_critical {

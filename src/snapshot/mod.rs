@@ -535,6 +535,8 @@ pub struct ClusterSnapshot {
     /// Sum of the requests of the active pods on each node, and their number.
     node_requested: Vec<Resources>,
     pods_by_owner: FxHashMap<Box<str>, Vec<PodId>>,
+    /// Whether each pod names a DaemonSet owner (asked for every candidate of every plugin).
+    daemonset_pods: Vec<bool>,
     namespace_ranges: FxHashMap<Box<str>, (u32, u32)>,
     pdbs_of_pod: Vec<Vec<PdbId>>,
     namespace_index: FxHashMap<Box<str>, u32>,
@@ -584,12 +586,13 @@ impl ClusterSnapshot {
 
         // Owners and gangs are indexed on a second thread meanwhile (at 150,000 pods each
         // half takes tens of milliseconds).
-        let (nodes_index, (pods_by_owner, (gangs, gangs_of_pod))) = std::thread::scope(|scope| {
-            let side = scope.spawn(|| (index_owners(&pods), index_gangs(&pods, &pod_groups)));
-            let main = index_nodes(&nodes, &pods, &pdbs);
-            let side = side.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-            (main, side)
-        });
+        let (nodes_index, ((pods_by_owner, daemonset_pods), (gangs, gangs_of_pod))) =
+            std::thread::scope(|scope| {
+                let side = scope.spawn(|| (index_owners(&pods), index_gangs(&pods, &pod_groups)));
+                let main = index_nodes(&nodes, &pods, &pdbs);
+                let side = side.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+                (main, side)
+            });
         let NodesIndex {
             node_index,
             pods_by_node,
@@ -616,6 +619,7 @@ impl ClusterSnapshot {
             pods_by_node,
             node_requested,
             pods_by_owner,
+            daemonset_pods,
             namespace_ranges,
             pdbs_of_pod,
             namespace_index,
@@ -649,6 +653,11 @@ impl ClusterSnapshot {
     /// Requests of the node's active pods (`pods` counts them).
     pub fn node_requested(&self, id: NodeId) -> &Resources {
         &self.node_requested[id as usize]
+    }
+
+    /// Whether the pod names a DaemonSet owner ([`Pod::is_daemonset_pod`], indexed).
+    pub fn is_daemonset_pod(&self, id: PodId) -> bool {
+        self.daemonset_pods[id as usize]
     }
 
     /// Pods that name this owner UID in their ownerReferences.
@@ -799,9 +808,10 @@ fn index_nodes(nodes: &[Node], pods: &[Pod], pdbs: &[Pdb]) -> NodesIndex {
     }
 }
 
-/// Pods by the UID of each owner they name.
-fn index_owners(pods: &[Pod]) -> FxHashMap<Box<str>, Vec<PodId>> {
+/// Pods by the UID of each owner they name, and whether each pod is a DaemonSet's.
+fn index_owners(pods: &[Pod]) -> (FxHashMap<Box<str>, Vec<PodId>>, Vec<bool>) {
     let mut pods_by_owner: FxHashMap<Box<str>, Vec<PodId>> = FxHashMap::default();
+    let daemonset_pods = pods.iter().map(Pod::is_daemonset_pod).collect();
     for (i, pod) in pods.iter().enumerate() {
         for o in &pod.owners {
             // Look up before inserting: the key is cloned once per owner, not per pod.
@@ -813,7 +823,7 @@ fn index_owners(pods: &[Pod]) -> FxHashMap<Box<str>, Vec<PodId>> {
             }
         }
     }
-    pods_by_owner
+    (pods_by_owner, daemonset_pods)
 }
 
 type GangIndex = (Vec<Gang>, FxHashMap<PodId, Vec<GangId>>);
