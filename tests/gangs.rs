@@ -176,6 +176,35 @@ async fn create_pod_group(
     .await;
 }
 
+/// The two PodGroup APIs.
+#[derive(Clone, Copy)]
+enum Gang {
+    SchedulerPlugins,
+    Volcano,
+}
+
+/// A PodGroup and `n` Running members naming it (see [`members`]).
+async fn gang(
+    client: &kube::Client,
+    ns: &str,
+    node: &str,
+    kind: Gang,
+    name: &str,
+    min_member: Option<i32>,
+    n: usize,
+) {
+    let (group, version) = match kind {
+        Gang::SchedulerPlugins => ("scheduling.x-k8s.io", "v1alpha1"),
+        Gang::Volcano => ("scheduling.volcano.sh", "v1beta1"),
+    };
+    create_pod_group(client, ns, group, version, name, min_member).await;
+    members(client, ns, node, name, n, |c| match kind {
+        Gang::SchedulerPlugins => c.label("scheduling.x-k8s.io/pod-group", name),
+        Gang::Volcano => c.annotation("scheduling.k8s.io/group-name", name),
+    })
+    .await;
+}
+
 /// `n` Running members (bare pods with the evict annotation, so only the gang rule protects
 /// them) on `node`, named `{prefix}-{i}`, each made a member by `member`.
 async fn members(
@@ -205,60 +234,30 @@ async fn only_members_beyond_min_member_are_planned() {
     let ns = create_namespace(&client, "gangs").await;
 
     // scheduler-plugins: 5 running, minMember 3 -> 2 may go.
-    create_pod_group(
+    gang(
         &client,
         &ns,
-        "scheduling.x-k8s.io",
-        "v1alpha1",
+        &node,
+        Gang::SchedulerPlugins,
         "train",
         Some(3),
+        5,
     )
-    .await;
-    members(&client, &ns, &node, "train", 5, |c| {
-        c.label("scheduling.x-k8s.io/pod-group", "train")
-    })
     .await;
     // Volcano: 3 running, minMember 2 -> 1 may go.
-    create_pod_group(
-        &client,
-        &ns,
-        "scheduling.volcano.sh",
-        "v1beta1",
-        "sim",
-        Some(2),
-    )
-    .await;
-    members(&client, &ns, &node, "sim", 3, |c| {
-        c.annotation("scheduling.k8s.io/group-name", "sim")
-    })
-    .await;
+    gang(&client, &ns, &node, Gang::Volcano, "sim", Some(2), 3).await;
     // Volcano without minMember: read as 1 -> 1 of 2 may go.
-    create_pod_group(
-        &client,
-        &ns,
-        "scheduling.volcano.sh",
-        "v1beta1",
-        "bare",
-        None,
-    )
-    .await;
-    members(&client, &ns, &node, "bare", 2, |c| {
-        c.annotation("scheduling.k8s.io/group-name", "bare")
-    })
-    .await;
+    gang(&client, &ns, &node, Gang::Volcano, "bare", None, 2).await;
     // Exactly minMember running: none may go.
-    create_pod_group(
+    gang(
         &client,
         &ns,
-        "scheduling.x-k8s.io",
-        "v1alpha1",
+        &node,
+        Gang::SchedulerPlugins,
         "tight",
         Some(2),
+        2,
     )
-    .await;
-    members(&client, &ns, &node, "tight", 2, |c| {
-        c.label("scheduling.x-k8s.io/pod-group", "tight")
-    })
     .await;
     // A PodGroup that does not exist: every member stays.
     members(&client, &ns, &node, "ghost", 3, |c| {
@@ -378,18 +377,15 @@ async fn a_whole_gang_is_evicted_all_or_nothing() {
     .await;
     create_node(&client, NodeConfig::new(&open).label(GROUP_LABEL, &group)).await;
     let ns = create_namespace(&client, "whole").await;
-    create_pod_group(
+    gang(
         &client,
         &ns,
-        "scheduling.x-k8s.io",
-        "v1alpha1",
+        &cordoned,
+        Gang::SchedulerPlugins,
         "train",
         Some(3),
+        3,
     )
-    .await;
-    members(&client, &ns, &cordoned, "train", 3, |c| {
-        c.label("scheduling.x-k8s.io/pod-group", "train")
-    })
     .await;
     create_pod_group(
         &client,

@@ -388,20 +388,24 @@ kind: DeschedulerPolicy
     Pipeline::build(&policy, "gangs.yaml").unwrap()
 }
 
+/// The case's nodes and pods with the gangs' pods and PodGroups.
+fn gang_snapshot(c: &Case, gangs: &[GangSpec]) -> ClusterSnapshot {
+    let (mut pods, groups) = build_gangs(gangs);
+    pods.extend(build_pods(c));
+    ClusterSnapshot::build(SnapshotParts {
+        nodes: build(c, Vec::new()).nodes,
+        pods,
+        pod_groups: groups,
+        ..Default::default()
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
 
     #[test]
     fn plans_never_leave_a_gang_below_min_member((c, gangs) in gang_case()) {
-        let (mut pods, groups) = build_gangs(&gangs);
-        pods.extend(build_pods(&c));
-        let nodes = build(&c, Vec::new()).nodes;
-        let snap = ClusterSnapshot::build(SnapshotParts {
-            nodes,
-            pods,
-            pod_groups: groups,
-            ..Default::default()
-        });
+        let snap = gang_snapshot(&c, &gangs);
         let p = plan(&gang_pipeline(&c, false), &snap, T0 + 3600).unwrap();
         let planned: std::collections::BTreeSet<u32> = p.evictions.iter().map(|e| e.pod).collect();
         prop_assert_eq!(planned.len(), p.evictions.len(), "pod planned twice");
@@ -433,15 +437,7 @@ proptest! {
     /// gang whose PodGroup is unknown.
     #[test]
     fn plans_never_evict_part_of_a_whole_gang((c, gangs) in gang_case()) {
-        let (mut pods, groups) = build_gangs(&gangs);
-        pods.extend(build_pods(&c));
-        let nodes = build(&c, Vec::new()).nodes;
-        let snap = ClusterSnapshot::build(SnapshotParts {
-            nodes,
-            pods,
-            pod_groups: groups,
-            ..Default::default()
-        });
+        let snap = gang_snapshot(&c, &gangs);
         let pipeline = gang_pipeline(&c, true);
         prop_assert!(pipeline.profiles.iter().all(|p| p.evictor.gang_policy == GangPolicy::WholeGang));
         let p = plan(&pipeline, &snap, T0 + 3600).unwrap();
