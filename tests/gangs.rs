@@ -18,16 +18,12 @@ use descheduler::snapshot::GangKind;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 use support::*;
 
 const GROUP_LABEL: &str = "descheduler-test";
 const EVICT: &str = "descheduler.alpha.kubernetes.io/evict";
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_descheduler")
-}
 
 /// PodLifeTime over every Running pod of the namespace, on the group's nodes: it would evict
 /// every pod it may.
@@ -48,12 +44,6 @@ profiles:
       enabled: [PodLifeTime]
 "#
     )
-}
-
-fn write_policy(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join(format!("{}.yaml", unique("policy")));
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 /// Runs the binary once in dry-run with a JSON report; returns the report.

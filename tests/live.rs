@@ -33,10 +33,6 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 const GROUP_LABEL: &str = "descheduler-test";
 const WAIT: Duration = Duration::from_secs(90);
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_descheduler")
-}
-
 /// `n` Ready nodes with 4 CPUs in a fresh group; returns (group, node names).
 async fn group_of_nodes(client: &kube::Client, n: usize) -> (String, Vec<String>) {
     let group = unique("g");
@@ -69,12 +65,6 @@ profiles:
       enabled: [LowNodeUtilization]
 "#
     )
-}
-
-fn write_policy(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join(format!("{}.yaml", unique("policy")));
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 fn pipeline(text: &str) -> Pipeline {

@@ -584,7 +584,7 @@ profiles:
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_descheduler"))
+    let out = std::process::Command::new(support::bin())
         .args(["--kubeconfig", env.cluster.kubeconfig().to_str().unwrap()])
         .args(["--policy-config-file", policy.to_str().unwrap()])
         .args(["--dry-run", "-o", "json"])

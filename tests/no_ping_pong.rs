@@ -337,7 +337,7 @@ struct Run {
 impl Run {
     fn spawn(args: &[&str]) -> Run {
         use tokio::io::AsyncBufReadExt;
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_descheduler"))
+        let mut child = tokio::process::Command::new(support::bin())
             .args(args)
             .env_remove("RUST_LOG")
             .env_remove("KUBECONFIG")

@@ -66,7 +66,7 @@ profiles:
 }
 
 fn plan(policy: &Path) -> (Output, serde_json::Value) {
-    let o = Command::new(env!("CARGO_BIN_EXE_descheduler"))
+    let o = Command::new(support::bin())
         .args(["--policy-config-file", policy.to_str().unwrap()])
         .args(["--snapshot", SNAP, "-o", "json"])
         .current_dir(root())

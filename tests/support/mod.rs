@@ -161,6 +161,18 @@ fn start_timeout() -> Duration {
 // ---------------------------------------------------------------------------------------------
 // Names
 
+/// The descheduler binary of this build.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_descheduler")
+}
+
+/// Writes a policy file with a unique name in `dir`; returns its path.
+pub fn write_policy(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join(format!("{}.yaml", unique("policy")));
+    fs::write(&path, text).unwrap();
+    path
+}
+
 /// A name nobody else in this test process got: `prefix-<n><random>`, lowercase, usable as a
 /// namespace, node or object name (keep `prefix` short: names are at most 63 characters).
 pub fn unique(prefix: &str) -> String {
