@@ -387,6 +387,21 @@ mod parallel {
         if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() {
             return None;
         }
+        join(&mut first, second);
+        join(parts, first);
+        Some(Ok(()))
+    }
+
+    /// Appends the objects of `more` to `to`'s; moves each list when `to`'s is empty (no
+    /// copy).
+    fn join(to: &mut SnapshotParts, more: SnapshotParts) {
+        fn list<T>(to: &mut Vec<T>, mut more: Vec<T>) {
+            if to.is_empty() {
+                *to = more;
+            } else {
+                to.append(&mut more);
+            }
+        }
         let SnapshotParts {
             nodes,
             pods,
@@ -394,29 +409,13 @@ mod parallel {
             namespaces,
             priority_classes,
             pod_groups,
-        } = second;
-        first.nodes.extend(nodes);
-        first.pods.extend(pods);
-        first.pdbs.extend(pdbs);
-        first.namespaces.extend(namespaces);
-        first.priority_classes.extend(priority_classes);
-        first.pod_groups.extend(pod_groups);
-        join(&mut parts.nodes, first.nodes);
-        join(&mut parts.pods, first.pods);
-        join(&mut parts.pdbs, first.pdbs);
-        join(&mut parts.namespaces, first.namespaces);
-        join(&mut parts.priority_classes, first.priority_classes);
-        join(&mut parts.pod_groups, first.pod_groups);
-        Some(Ok(()))
-    }
-
-    /// Appends `more` to `to`; moves it when `to` is empty (no copy).
-    fn join<T>(to: &mut Vec<T>, mut more: Vec<T>) {
-        if to.is_empty() {
-            *to = more;
-        } else {
-            to.append(&mut more);
-        }
+        } = more;
+        list(&mut to.nodes, nodes);
+        list(&mut to.pods, pods);
+        list(&mut to.pdbs, pdbs);
+        list(&mut to.namespaces, namespaces);
+        list(&mut to.priority_classes, priority_classes);
+        list(&mut to.pod_groups, pod_groups);
     }
 }
 
