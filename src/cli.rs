@@ -314,18 +314,54 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
         })?;
     }
     let planning = std::time::Instant::now();
-    let plan = plan::plan(&pipeline, &snap, now).map_err(Failure::invalid)?;
+    let plan = plan::plan_with(
+        &pipeline,
+        &snap,
+        now,
+        &plan::CycleMemory::default(),
+        &mut PluginTimes::default(),
+    )
+    .map_err(Failure::invalid)?;
     tracing::info!(
         evictions = plan.evictions.len(),
         seconds = planning.elapsed().as_secs_f64(),
         "plan ready"
     );
+    let rendering = std::time::Instant::now();
     let out = crate::executor::dry_run(&snap, &plan).render(cli.output);
+    tracing::info!(
+        bytes = out.len(),
+        seconds = rendering.elapsed().as_secs_f64(),
+        "report rendered"
+    );
     // The process exits right after printing: handing millions of small allocations back one
     // by one would take longer than the exit that reclaims them all at once.
     std::mem::forget(snap);
     std::mem::forget(plan);
     Ok(out)
+}
+
+/// Logs how long each plugin of an offline plan took (`-v 4`).
+#[derive(Default)]
+struct PluginTimes {
+    started: Option<std::time::Instant>,
+}
+
+impl plan::PlanObserver for PluginTimes {
+    fn plugin_started(&mut self, _profile: &str, _plugin: &'static str) {
+        self.started = Some(std::time::Instant::now());
+    }
+    fn plugin_finished(&mut self, profile: &str, plugin: &'static str, planned: usize) {
+        if let Some(t) = self.started.take() {
+            tracing::info!(
+                profile,
+                plugin,
+                planned,
+                seconds = t.elapsed().as_secs_f64(),
+                "plugin finished"
+            );
+        }
+    }
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {

@@ -6,30 +6,100 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A sorted list of key/value pairs; lookups are binary searches.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Vec<(Box<str>, Box<str>)>);
+/// A sorted list of key/value pairs; lookups are binary searches. Packed: every key and
+/// value back to back in one string, with their end offsets, so a pod's labels take two
+/// allocations instead of two per label (a large cluster has millions of labels).
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Labels {
+    /// key0 value0 key1 value1 ...
+    text: Box<str>,
+    /// The end offset in `text` of each key and value, in the order above.
+    ends: Box<[u32]>,
+}
 
 impl Labels {
+    /// Sorted by key (then value); of equal keys the smallest value stays.
     pub fn new(mut pairs: Vec<(Box<str>, Box<str>)>) -> Self {
         pairs.sort();
         pairs.dedup_by(|a, b| a.0 == b.0);
-        Labels(pairs)
+        Self::pack(pairs.iter().map(|(k, v)| (&**k, &**v)))
+    }
+
+    /// From pairs in input order where a later key replaces an earlier one (as decoding a
+    /// map does).
+    pub fn from_input_order<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+        if pairs.len() > 1 {
+            pairs.reverse();
+            pairs.sort_by(|a, b| a.0.cmp(b.0));
+            pairs.dedup_by(|a, b| a.0 == b.0);
+        }
+        Self::pack(pairs)
     }
 
     pub fn from_map(map: BTreeMap<String, String>) -> Self {
-        Labels(
-            map.into_iter()
-                .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
-                .collect(),
-        )
+        Self::pack(map.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// Pairs already sorted by key, without duplicates.
+    fn pack<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)> + Clone) -> Self {
+        let (mut bytes, mut count) = (0, 0);
+        for (k, v) in pairs.clone() {
+            bytes += k.len() + v.len();
+            count += 2;
+        }
+        if count == 0 {
+            return Labels::default();
+        }
+        let mut text = String::with_capacity(bytes);
+        let mut ends = Vec::with_capacity(count);
+        for (k, v) in pairs {
+            text.push_str(k);
+            ends.push(text.len() as u32);
+            text.push_str(v);
+            ends.push(text.len() as u32);
+        }
+        let labels = Labels {
+            text: text.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+        };
+        debug_assert!(
+            labels
+                .iter()
+                .zip(labels.iter().skip(1))
+                .all(|(a, b)| a.0 < b.0),
+            "pairs sorted by key, without duplicates"
+        );
+        labels
+    }
+
+    fn start(&self, i: usize) -> usize {
+        if i == 0 {
+            0
+        } else {
+            self.ends[i - 1] as usize
+        }
+    }
+
+    fn key(&self, pair: usize) -> &str {
+        &self.text[self.start(2 * pair)..self.ends[2 * pair] as usize]
+    }
+
+    fn value(&self, pair: usize) -> &str {
+        &self.text[self.ends[2 * pair] as usize..self.ends[2 * pair + 1] as usize]
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-            .ok()
-            .map(|i| self.0[i].1.as_ref())
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid).cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(self.value(mid)),
+            }
+        }
+        None
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -37,15 +107,21 @@ impl Labels {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))
+        (0..self.len()).map(|i| (self.key(i), self.value(i)))
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.ends.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.ends.len() / 2
+    }
+}
+
+impl std::fmt::Debug for Labels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -278,6 +354,50 @@ impl Selector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_labels_sort_find_and_list_their_pairs() {
+        let l = Labels::new(vec![
+            ("zone".into(), "b".into()),
+            ("app".into(), "web".into()),
+            ("zone".into(), "a".into()),
+            ("".into(), "empty-key".into()),
+            ("tier".into(), "".into()),
+        ]);
+        assert_eq!(
+            l.iter().collect::<Vec<_>>(),
+            vec![
+                ("", "empty-key"),
+                ("app", "web"),
+                ("tier", ""),
+                ("zone", "a")
+            ]
+        );
+        assert_eq!(l.len(), 4);
+        assert_eq!(l.get("app"), Some("web"));
+        assert_eq!(l.get("tier"), Some(""));
+        assert_eq!(l.get(""), Some("empty-key"));
+        assert_eq!(l.get("zone"), Some("a"));
+        assert_eq!(l.get("ap"), None);
+        assert_eq!(l.get("zzz"), None);
+        assert!(l.contains_key("tier") && !l.contains_key("web"));
+        assert_eq!(
+            format!("{l:?}"),
+            r#"{"": "empty-key", "app": "web", "tier": "", "zone": "a"}"#
+        );
+
+        // Input order: a later key replaces an earlier one.
+        let l = Labels::from_input_order([("b", "1"), ("a", "2"), ("b", "3")]);
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![("a", "2"), ("b", "3")]);
+        assert_eq!(
+            l,
+            Labels::new(vec![("a".into(), "2".into()), ("b".into(), "3".into())])
+        );
+
+        let empty = Labels::from_input_order([]);
+        assert!(empty.is_empty() && empty.get("a").is_none() && empty == Labels::default());
+        assert_eq!(empty.iter().count(), 0);
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
         Labels::new(

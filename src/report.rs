@@ -174,42 +174,57 @@ fn percentages(node: &Node, requested: &Resources) -> BTreeMap<String, f64> {
 
 impl Report {
     pub fn new(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
-        let evictions = plan
-            .evictions
-            .iter()
-            .map(|e| EvictionRow {
-                pod: snap.pod(e.pod).key(),
-                node: snap.node(e.node).name.to_string(),
-                profile: e.profile.clone(),
-                plugin: e.plugin.to_string(),
-                reason: e.reason.clone(),
-                destination: e.destination.map(|d| snap.node(d).name.to_string()),
-                gang: e.gang.map(|g| snap.gang(g).describe()),
-                result: None,
+        let eviction_rows = || -> Vec<EvictionRow> {
+            plan.evictions
+                .iter()
+                .map(|e| EvictionRow {
+                    pod: snap.pod(e.pod).key(),
+                    node: snap.node(e.node).name.to_string(),
+                    profile: e.profile.clone(),
+                    plugin: e.plugin.to_string(),
+                    reason: e.reason.clone(),
+                    destination: e.destination.map(|d| snap.node(d).name.to_string()),
+                    gang: e.gang.map(|g| snap.gang(g).describe()),
+                    result: None,
+                })
+                .collect()
+        };
+        let node_rows = || -> Vec<NodeRow> {
+            plan.nodes
+                .iter()
+                .map(|&n| {
+                    let node = snap.node(n);
+                    let measured =
+                        plan.measured
+                            .get(n as usize)
+                            .and_then(Option::as_ref)
+                            .map(|m| MeasuredRow {
+                                source: m.source.as_str().to_string(),
+                                before: measured_percentages(node, &m.before),
+                                after: measured_percentages(node, &m.after),
+                            });
+                    NodeRow {
+                        name: node.name.to_string(),
+                        before: percentages(node, snap.node_requested(n)),
+                        after: percentages(node, &plan.requested_after[n as usize]),
+                        measured,
+                    }
+                })
+                .collect()
+        };
+        // A large plan's rows and its nodes' rows are built side by side.
+        let (evictions, nodes) = if plan.evictions.len() >= 4096 {
+            std::thread::scope(|scope| {
+                let rows = scope.spawn(eviction_rows);
+                let nodes = node_rows();
+                let rows = rows
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (rows, nodes)
             })
-            .collect();
-        let nodes = plan
-            .nodes
-            .iter()
-            .map(|&n| {
-                let node = snap.node(n);
-                let measured = plan
-                    .measured
-                    .get(n as usize)
-                    .and_then(Option::as_ref)
-                    .map(|m| MeasuredRow {
-                        source: m.source.as_str().to_string(),
-                        before: measured_percentages(node, &m.before),
-                        after: measured_percentages(node, &m.after),
-                    });
-                NodeRow {
-                    name: node.name.to_string(),
-                    before: percentages(node, snap.node_requested(n)),
-                    after: percentages(node, &plan.requested_after[n as usize]),
-                    measured,
-                }
-            })
-            .collect();
+        } else {
+            (eviction_rows(), node_rows())
+        };
         let notes = plan
             .notes
             .iter()
@@ -261,13 +276,40 @@ impl Report {
     pub fn render(&self, format: Format) -> String {
         match format {
             Format::Json => {
-                let mut s = serde_json::to_string_pretty(self).expect("report serializes");
-                s.push('\n');
-                s
+                // Sized up front: a large plan's report is megabytes, grown by doubling it
+                // would be copied over and over.
+                let mut buf = Vec::with_capacity(self.json_size_hint());
+                serde_json::to_writer_pretty(&mut buf, self).expect("report serializes");
+                buf.push(b'\n');
+                String::from_utf8(buf).expect("serde_json writes UTF-8")
             }
             Format::Yaml => serde_saphyr::to_string(self).expect("report serializes"),
             Format::Table => self.table(),
         }
+    }
+
+    /// About the size of the pretty JSON report (a little more, usually).
+    fn json_size_hint(&self) -> usize {
+        let evictions: usize = self
+            .evictions
+            .iter()
+            .map(|e| {
+                // Keys, quotes and indentation: about 150 bytes a row.
+                160 + e.pod.len()
+                    + e.node.len()
+                    + e.profile.len()
+                    + e.plugin.len()
+                    + e.reason.len()
+                    + e.destination.as_ref().map_or(0, |d| d.len() + 30)
+                    + e.gang.as_ref().map_or(0, |g| g.len() + 20)
+            })
+            .sum();
+        let nodes: usize = self
+            .nodes
+            .iter()
+            .map(|n| 100 + n.name.len() + 60 * (n.before.len() + n.after.len()))
+            .sum();
+        1024 + evictions + nodes + 300 * (self.notes.len() + self.not_chosen.len())
     }
 
     fn table(&self) -> String {

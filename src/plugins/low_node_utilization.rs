@@ -21,6 +21,7 @@ use crate::framework::MeasuredNode;
 use crate::framework::{Context, Plugin};
 use crate::plugins::node_utilization::{
     self as nu, amount, capacity, pct, validate_thresholds, EvictOptions, SourceNode, UsageMode,
+    Whole,
 };
 use crate::plugins::shared::Namespaces;
 use crate::policy::{decode_args, ArgsError};
@@ -437,27 +438,34 @@ impl Plugin for LowNodeUtilization {
 }
 
 fn over_target_reason(info: &NodeInfo, node: &crate::snapshot::Node) -> String {
-    let over: Vec<String> = info
-        .usage
-        .iter()
-        .filter(|(r, u)| **u > info.high[*r])
-        .map(|(r, u)| {
-            let cap = capacity(node, r);
-            format!(
-                "{r} {:.0}% > target {:.0}%",
-                pct(*u, cap),
-                pct(info.high[r], cap)
-            )
-        })
-        .collect();
-    match info.source {
-        Some(src) => format!(
-            "node {} is overutilized ({}; measured by {src})",
-            node.name,
-            over.join(", ")
-        ),
-        None => format!("node {} is overutilized ({})", node.name, over.join(", ")),
+    use std::fmt::Write;
+    let mut out = String::with_capacity(120);
+    let _ = write!(out, "node {} is overutilized (", node.name);
+    let mut first = true;
+    for (r, u) in &info.usage {
+        let high = info.high[r];
+        if *u <= high {
+            continue;
+        }
+        let cap = capacity(node, r);
+        if !first {
+            out.push_str(", ");
+        }
+        first = false;
+        let _ = write!(
+            out,
+            "{r} {}% > target {}%",
+            Whole(pct(*u, cap)),
+            Whole(pct(high, cap))
+        );
     }
+    match info.source {
+        Some(src) => {
+            let _ = write!(out, "; measured by {src})");
+        }
+        None => out.push(')'),
+    }
+    out
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
 
 fn owner_ref(kind: &str, namespace: &str, name: &str) -> OwnerRef {
     OwnerRef {
-        kind: kind.into(),
+        kind: kind.to_owned().into(),
         name: name.into(),
         uid: format!("uid-{kind}-{namespace}-{name}").into(),
         controller: true,
@@ -243,7 +243,7 @@ impl PodBuilder {
         last_transition: Option<i64>,
     ) -> Self {
         self.0.status.conditions.push(PodCondition {
-            kind: kind.into(),
+            kind: kind.to_owned().into(),
             status,
             reason: reason.map(Into::into),
             last_transition,
@@ -269,7 +269,7 @@ impl PodBuilder {
     }
     pub fn toleration(mut self, key: &str, value: &str, effect: Option<TaintEffect>) -> Self {
         self.0.tolerations.push(Toleration {
-            key: key.into(),
+            key: key.to_owned().into(),
             exists: value.is_empty(),
             value: value.into(),
             effect,

@@ -17,7 +17,7 @@
 //! - `load_file` drops the file's bytes before indexing the snapshot.
 
 use super::{
-    Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, GangKind,
+    shared, Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, GangKind,
     HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef, Pdb, Phase, Pod,
     PodAffinityTerm, PodCondition, PodGroup, PodStatusDetail, PreferredSchedulingTerm,
     PriorityClass, Qos, Resources, SnapshotParts, Taint, TaintEffect, Toleration,
@@ -1151,6 +1151,36 @@ fn is_zero_quantity(v: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Values nearly every pod of a cluster repeats (see [`shared`]).
+const CONDITION_TYPES: &[&str] = &[
+    "PodScheduled",
+    "Initialized",
+    "ContainersReady",
+    "Ready",
+    "PodReadyToStartContainers",
+    "DisruptionTarget",
+];
+const OWNER_KINDS: &[&str] = &[
+    "ReplicaSet",
+    "DaemonSet",
+    "StatefulSet",
+    "Job",
+    "ReplicationController",
+    "Node",
+];
+const TOLERATION_KEYS: &[&str] = &[
+    "",
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/network-unavailable",
+    "node-role.kubernetes.io/control-plane",
+    "nvidia.com/gpu",
+];
+
 fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, SnapshotError> {
     let requests = pod_requests(file, label, &obj.spec)?;
     let qos = pod_qos(&obj.spec);
@@ -1194,7 +1224,7 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
             }
         };
         tolerations.push(Toleration {
-            key: t.key.boxed(),
+            key: shared(&t.key, TOLERATION_KEYS),
             exists,
             value: t.value.boxed(),
             effect,
@@ -1285,7 +1315,7 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
         .owner_references
         .iter()
         .map(|o| OwnerRef {
-            kind: o.kind.boxed(),
+            kind: shared(&o.kind, OWNER_KINDS),
             name: o.name.boxed(),
             uid: o.uid.boxed(),
             controller: o.controller.unwrap_or(false),
@@ -1395,7 +1425,7 @@ fn convert_pod_status(
             None => None,
         };
         conditions.push(PodCondition {
-            kind: c.type_.boxed(),
+            kind: shared(&c.type_, CONDITION_TYPES),
             status: cond_status,
             reason: c.reason.as_ref().filter(|r| !r.is_empty()).map(Str::boxed),
             last_transition,
@@ -1485,15 +1515,7 @@ impl Pairs<'_> {
         self.0.is_empty()
     }
     fn to_labels(&self) -> Labels {
-        let mut pairs: Vec<(Box<str>, Box<str>)> =
-            self.0.iter().map(|(k, v)| (k.boxed(), v.boxed())).collect();
-        // Later keys win, as when decoding into a map.
-        if pairs.len() > 1 {
-            pairs.reverse();
-            pairs.sort_by(|a, b| a.0.cmp(&b.0));
-            pairs.dedup_by(|a, b| a.0 == b.0);
-        }
-        Labels::new(pairs)
+        Labels::from_input_order(self.iter())
     }
 }
 
@@ -2109,7 +2131,8 @@ items:
          "status":{"phase":"Failed","reason":"NodeAffinity",
            "conditions":[{"type":"Ready","status":"False","reason":"PodCompleted",
                           "lastTransitionTime":"2026-01-01T00:01:00Z"},
-                         {"type":"PodScheduled","status":"True"}],
+                         {"type":"PodScheduled","status":"True"},
+                         {"type":"example.com/Gate","status":"True"}],
            "initContainerStatuses":[{"name":"i","restartCount":2,
               "state":{"terminated":{"reason":"Error","exitCode":3}}}],
            "containerStatuses":[{"name":"a","restartCount":7,
@@ -2133,8 +2156,15 @@ items:
         assert_eq!(st.init_containers[0].exit_code(), Some(3));
         assert_eq!(st.ephemeral_containers[0].terminated_reason(), None);
         assert_eq!(st.ephemeral_containers[0].exit_code(), Some(0));
-        assert_eq!(st.conditions.len(), 2);
+        assert_eq!(st.conditions.len(), 3);
         assert_eq!(&*st.conditions[0].kind, "Ready");
+        assert_eq!(&*st.conditions[1].kind, "PodScheduled");
+        // Well-known types are shared, others kept as written.
+        assert!(matches!(
+            st.conditions[1].kind,
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(&*st.conditions[2].kind, "example.com/Gate");
         assert_eq!(st.conditions[0].status, ConditionStatus::False);
         assert_eq!(st.conditions[0].reason.as_deref(), Some("PodCompleted"));
         assert_eq!(st.conditions[0].last_transition, Some(1_767_225_660));

@@ -65,9 +65,21 @@ pub struct Taint {
     pub effect: TaintEffect,
 }
 
+/// A string that most objects carry one of a few values of (a condition type, an owner
+/// kind, a well-known toleration key): those are not allocated again for every pod.
+pub type Shared = std::borrow::Cow<'static, str>;
+
+/// `text` as a [`Shared`]: borrowed from `known` when it is one of them.
+pub fn shared(text: &str, known: &[&'static str]) -> Shared {
+    match known.iter().find(|k| **k == text) {
+        Some(k) => Shared::Borrowed(k),
+        None => Shared::Owned(text.to_owned()),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Toleration {
-    pub key: Box<str>,
+    pub key: Shared,
     /// `Exists` when true, `Equal` otherwise.
     pub exists: bool,
     pub value: Box<str>,
@@ -83,7 +95,7 @@ impl Toleration {
                 return false;
             }
         }
-        if !self.key.is_empty() && self.key != taint.key {
+        if !self.key.is_empty() && *self.key != *taint.key {
             return false;
         }
         if self.exists {
@@ -135,7 +147,7 @@ pub enum Qos {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OwnerRef {
-    pub kind: Box<str>,
+    pub kind: Shared,
     pub name: Box<str>,
     pub uid: Box<str>,
     pub controller: bool,
@@ -269,7 +281,7 @@ impl ConditionStatus {
 /// One entry of `status.conditions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodCondition {
-    pub kind: Box<str>,
+    pub kind: Shared,
     pub status: ConditionStatus,
     pub reason: Option<Box<str>>,
     /// `lastTransitionTime`, unix seconds.
