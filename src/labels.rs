@@ -34,7 +34,7 @@ impl Labels {
             pairs.sort_by(|a, b| a.0.cmp(b.0));
             pairs.dedup_by(|a, b| a.0 == b.0);
         }
-        Self::pack(pairs)
+        Self::pack(pairs.iter().copied())
     }
 
     pub fn from_map(map: BTreeMap<String, String>) -> Self {

@@ -73,44 +73,32 @@ impl SnapshotError {
 /// Reads a snapshot file and builds the indexed snapshot.
 pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
     let file = path.display().to_string();
-    let bytes = read_file(path).map_err(|source| SnapshotError::Read {
+    let read_error = |source| SnapshotError::Read {
         file: file.clone(),
         source,
-    })?;
+    };
+    #[cfg(unix)]
+    {
+        // A large JSON List is decoded as it is read, on two threads.
+        let f = std::fs::File::open(path).map_err(read_error)?;
+        let meta = f.metadata().map_err(read_error)?;
+        if let (true, Ok(size)) = (meta.is_file(), usize::try_from(meta.len())) {
+            let source = parallel::FileSource { file: f, size };
+            let mut parts = SnapshotParts::default();
+            if let Some(result) = parallel::decode_list(&file, &source, &mut parts) {
+                result?;
+                // Unless the file changed while it was read: then it is read again, whole.
+                if source.file.metadata().map_err(read_error)?.len() == meta.len() {
+                    return Ok(ClusterSnapshot::build(with_nodes(&file, parts)?));
+                }
+            }
+        }
+    }
+    let bytes = std::fs::read(path).map_err(read_error)?;
     let parts = decode_parts(&file, &bytes)?;
     // The model holds no reference to the bytes: free them before indexing.
     drop(bytes);
     Ok(ClusterSnapshot::build(parts))
-}
-
-/// Reads a whole file; a large one in two halves on two threads, since most of a read's time
-/// is the kernel handing out and zeroing fresh pages, which two cores do twice as fast.
-fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        let f = std::fs::File::open(path)?;
-        let len = f.metadata()?.len();
-        if f.metadata()?.is_file() && len >= parallel::MIN_BYTES as u64 {
-            let len = usize::try_from(len).map_err(std::io::Error::other)?;
-            let mut bytes = vec![0u8; len];
-            let (head, tail) = bytes.split_at_mut(len / 2);
-            let offset = head.len() as u64;
-            std::thread::scope(|scope| {
-                let later = scope.spawn(|| f.read_exact_at(tail, offset));
-                let first = f.read_exact_at(head, 0);
-                let second = later
-                    .join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("the reading thread panicked")));
-                first.and(second)
-            })?;
-            // The file grew while it was read: read it again, whole.
-            if f.metadata()?.len() == len as u64 {
-                return Ok(bytes);
-            }
-        }
-    }
-    std::fs::read(path)
 }
 
 /// Decodes snapshot bytes (JSON or YAML); `file` is used in error messages.
@@ -138,6 +126,11 @@ fn decode_parts(file: &str, bytes: &[u8]) -> Result<SnapshotParts, SnapshotError
             }
         }
     }
+    with_nodes(file, parts)
+}
+
+/// The parts, unless they hold no node (then there is nothing to plan).
+fn with_nodes(file: &str, parts: SnapshotParts) -> Result<SnapshotParts, SnapshotError> {
     if parts.nodes.is_empty() {
         return Err(SnapshotError::NoNodes {
             file: file.to_string(),
@@ -154,10 +147,8 @@ fn decode_json(
     parts: &mut SnapshotParts,
 ) -> Result<(), SnapshotError> {
     if !array {
-        if let Ok(text) = std::str::from_utf8(bytes) {
-            if let Some(result) = parallel::decode_list(file, text, parts) {
-                return result;
-            }
+        if let Some(result) = parallel::decode_list(file, bytes, parts) {
+            return result;
         }
     }
     let mut sink = Sink {
@@ -204,9 +195,11 @@ fn stream_json<'de, R: serde_json::de::Read<'de>>(
 
 /// The large case, a JSON List of many objects, decoded on two threads: the `items` array is
 /// cut in two at an item boundary and each half is decoded on its own, then the halves are
-/// joined in order. Any doubt (no `items` array at the top level, no boundary found, a cut
-/// that turns out not to be between two items, any error) falls back to the sequential
-/// decoder, which also gives the precise error.
+/// joined in order. Each thread reads its half piece by piece into a small buffer it reuses,
+/// so a large file is never held whole (the kernel would have to hand out and zero a fresh
+/// page for every 4 kB of it). Any doubt (no `items` array at the top level, no boundary
+/// found, a cut that turns out not to be between two items, any error) falls back to the
+/// sequential decoder, which also gives the precise error.
 mod parallel {
     use super::{RawObject, Sink, SnapshotError, SnapshotParts};
     use serde::de::IgnoredAny;
@@ -218,6 +211,118 @@ mod parallel {
     /// per pod; a bare pod with one container, requests and a status takes about 600).
     const BYTES_PER_POD: usize = 400;
 
+    /// The piece each thread reads at a time (grown when one object is larger).
+    const PIECE: usize = 1 << 20;
+
+    /// Where the bytes come from: a file, read where asked, or bytes in memory.
+    pub(super) trait Source: Sync {
+        fn size(&self) -> usize;
+        /// Fills as much of `buf` as the source has from `offset` on; returns how much.
+        fn read_at(&self, offset: usize, buf: &mut [u8]) -> std::io::Result<usize>;
+    }
+
+    impl Source for [u8] {
+        fn size(&self) -> usize {
+            self.len()
+        }
+        fn read_at(&self, offset: usize, buf: &mut [u8]) -> std::io::Result<usize> {
+            let from = self.get(offset..).unwrap_or_default();
+            let n = from.len().min(buf.len());
+            buf[..n].copy_from_slice(&from[..n]);
+            Ok(n)
+        }
+    }
+
+    /// A file of a known size (taken when it was opened).
+    #[cfg(unix)]
+    pub(super) struct FileSource {
+        pub(super) file: std::fs::File,
+        pub(super) size: usize,
+    }
+
+    #[cfg(unix)]
+    impl Source for FileSource {
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn read_at(&self, offset: usize, buf: &mut [u8]) -> std::io::Result<usize> {
+            use std::os::unix::fs::FileExt;
+            let want = buf.len().min(self.size.saturating_sub(offset));
+            let mut done = 0;
+            while done < want {
+                match self
+                    .file
+                    .read_at(&mut buf[done..want], (offset + done) as u64)
+                {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(done)
+        }
+    }
+
+    /// A window on the source, refilled as the decoder moves on.
+    struct Window<'s, S: Source + ?Sized> {
+        source: &'s S,
+        buf: Vec<u8>,
+        /// The source offset of `buf[0]`.
+        base: usize,
+        /// Bytes of `buf` read.
+        filled: usize,
+    }
+
+    impl<'s, S: Source + ?Sized> Window<'s, S> {
+        /// A window from `offset`, `size` bytes at a time; None on a read error or text
+        /// that is not UTF-8.
+        fn open(source: &'s S, offset: usize, size: usize) -> Option<Self> {
+            let mut w = Window {
+                source,
+                buf: vec![0; size],
+                base: offset,
+                filled: 0,
+            };
+            w.read()?;
+            Some(w)
+        }
+
+        fn read(&mut self) -> Option<usize> {
+            let n = self
+                .source
+                .read_at(self.base + self.filled, &mut self.buf[self.filled..])
+                .ok()?;
+            self.filled += n;
+            Some(n)
+        }
+
+        /// The text read, but for a character cut by the end of the last read (it waits for
+        /// the next one); None when the bytes are not UTF-8.
+        fn text(&self) -> Option<&str> {
+            match std::str::from_utf8(&self.buf[..self.filled]) {
+                Ok(text) => Some(text),
+                Err(e) if e.error_len().is_none() => {
+                    std::str::from_utf8(&self.buf[..e.valid_up_to()]).ok()
+                }
+                Err(_) => None,
+            }
+        }
+
+        /// Drops what comes before `keep` and reads on; None at the end of the source or
+        /// on an error.
+        fn advance(&mut self, keep: usize) -> Option<()> {
+            self.buf.copy_within(keep..self.filled, 0);
+            self.base += keep;
+            self.filled -= keep;
+            if self.filled == self.buf.len() {
+                // One object larger than the window: make room for it.
+                self.buf.resize(2 * self.buf.len(), 0);
+            }
+            (self.read()? > 0).then_some(())
+        }
+    }
+
     fn skip_ws(b: &[u8], mut pos: usize) -> usize {
         while pos < b.len() && b[pos].is_ascii_whitespace() {
             pos += 1;
@@ -227,9 +332,27 @@ mod parallel {
 
     /// Parses one JSON value of type T at `pos`; returns it and the position after it.
     fn value_at<'de, T: serde::Deserialize<'de>>(text: &'de str, pos: usize) -> Option<(T, usize)> {
+        match step(text, pos) {
+            Step::Done(v, end) => Some((v, end)),
+            _ => None,
+        }
+    }
+
+    enum Step<T> {
+        Done(T, usize),
+        /// The text ends inside the value.
+        Short,
+        Invalid,
+    }
+
+    fn step<'de, T: serde::Deserialize<'de>>(text: &'de str, pos: usize) -> Step<T> {
         let mut it = serde_json::Deserializer::from_str(&text[pos..]).into_iter::<T>();
-        let v = it.next()?.ok()?;
-        Some((v, pos + it.byte_offset()))
+        match it.next() {
+            Some(Ok(v)) => Step::Done(v, pos + it.byte_offset()),
+            Some(Err(e)) if e.is_eof() => Step::Short,
+            None => Step::Short,
+            Some(Err(_)) => Step::Invalid,
+        }
     }
 
     /// The position just after the `[` of the top-level object's `items` array.
@@ -279,10 +402,10 @@ mod parallel {
         None
     }
 
-    /// A cut near `from` that looks like a boundary between two items of the list: a
-    /// candidate comma followed by a whole object with a kind and a name, itself followed by
-    /// `,` or `]`. (Arrays of objects inside an item, such as conditions or containers, have
-    /// neither; the first half's decoder confirms the cut in the end.)
+    /// A cut at or after `from` that looks like a boundary between two items of the list:
+    /// a candidate comma followed by a whole object with a kind and a name, itself followed
+    /// by `,` or `]`. (Arrays of objects inside an item, such as conditions or containers,
+    /// have neither; the first half's decoder confirms the cut in the end.)
     fn item_cut(text: &str, from: usize) -> Option<usize> {
         let b = text.as_bytes();
         let mut at = from;
@@ -303,56 +426,114 @@ mod parallel {
         None
     }
 
-    /// Decodes items from `pos` (just after `[` or a separating comma). With `stop`, ends
-    /// exactly at that separating comma (None if an item runs past it); without, at `]`.
-    /// Returns the position after the last item's separator or the closing bracket.
-    fn items(
-        text: &str,
-        mut pos: usize,
+    /// Decodes items from source offset `from` (just after `[` or a separating comma).
+    /// With `stop`, ends exactly at that separating comma (None if an item runs past it);
+    /// without, at `]`. Returns the source offset after the last item's separator or the
+    /// closing bracket.
+    fn items<S: Source + ?Sized>(
+        source: &S,
+        from: usize,
         stop: Option<usize>,
+        piece: usize,
         sink: &mut Sink<'_>,
     ) -> Option<usize> {
-        let b = text.as_bytes();
-        pos = skip_ws(b, pos);
-        if stop.is_none() && b.get(pos) == Some(&b']') {
-            return Some(pos + 1);
-        }
+        let mut w = Window::open(source, from, piece)?;
+        let mut pos = 0;
         let mut index = 0;
+        let mut want_item = true;
         loop {
-            let (obj, after): (RawObject<'_>, usize) = value_at(text, skip_ws(b, pos))?;
-            sink.add::<serde_json::Error>(index, obj).ok()?;
-            index += 1;
-            pos = skip_ws(b, after);
-            match (b.get(pos), stop) {
-                (Some(b','), Some(s)) if pos == s => return Some(pos),
-                (Some(b','), Some(s)) if pos > s => return None,
-                (Some(b','), _) => pos += 1,
-                (Some(b']'), None) => return Some(pos + 1),
-                _ => return None,
-            }
+            // Whatever this window holds, then read on from `keep`.
+            let keep = {
+                let text = w.text()?;
+                let b = text.as_bytes();
+                loop {
+                    let p = skip_ws(b, pos);
+                    if p == b.len() {
+                        break p;
+                    }
+                    if want_item {
+                        if index == 0 && stop.is_none() && b[p] == b']' {
+                            return Some(w.base + p + 1);
+                        }
+                        match step::<RawObject<'_>>(text, p) {
+                            Step::Done(obj, after) => {
+                                sink.add::<serde_json::Error>(index, obj).ok()?;
+                                index += 1;
+                                pos = after;
+                                want_item = false;
+                            }
+                            Step::Short => break p,
+                            Step::Invalid => return None,
+                        }
+                    } else {
+                        let at = w.base + p;
+                        match (b[p], stop) {
+                            (b',', Some(s)) if at == s => return Some(at),
+                            (b',', Some(s)) if at > s => return None,
+                            (b',', _) => {
+                                pos = p + 1;
+                                want_item = true;
+                            }
+                            (b']', None) => return Some(at + 1),
+                            _ => return None,
+                        }
+                    }
+                }
+            };
+            w.advance(keep)?;
+            pos = 0;
         }
     }
 
+    /// Text of the source from `offset` (moved on to the next character boundary), at most
+    /// `size` bytes; and the source offset the text starts at.
+    fn peek<S: Source + ?Sized>(source: &S, offset: usize, size: usize) -> Option<(String, usize)> {
+        let mut buf = vec![0; size.min(source.size().saturating_sub(offset))];
+        let n = source.read_at(offset, &mut buf).ok()?;
+        buf.truncate(n);
+        // UTF-8 continuation bytes cannot start a character.
+        let skip = buf.iter().take_while(|&&c| c & 0xC0 == 0x80).count();
+        let end = match std::str::from_utf8(&buf[skip..]) {
+            Ok(_) => buf.len(),
+            Err(e) => skip + e.valid_up_to(),
+        };
+        let text = std::str::from_utf8(&buf[skip..end]).ok()?.to_string();
+        Some((text, offset + skip))
+    }
+
     /// None: use the sequential decoder.
-    pub(super) fn decode_list(
+    pub(super) fn decode_list<S: Source + ?Sized>(
         file: &str,
-        text: &str,
+        source: &S,
         parts: &mut SnapshotParts,
     ) -> Option<Result<(), SnapshotError>> {
-        if text.len() < MIN_BYTES {
+        decode_list_in_pieces(file, source, parts, PIECE)
+    }
+
+    /// [`decode_list`], each thread reading `piece` bytes at a time.
+    pub(super) fn decode_list_in_pieces<S: Source + ?Sized>(
+        file: &str,
+        source: &S,
+        parts: &mut SnapshotParts,
+        piece: usize,
+    ) -> Option<Result<(), SnapshotError>> {
+        let size = source.size();
+        if size < MIN_BYTES {
             return None;
         }
-        let start = items_start(text)?;
-        let b = text.as_bytes();
-        let cut = item_cut(text, start + (text.len() - start) / 2)?;
+        let (head, _) = peek(source, 0, PIECE)?;
+        let start = items_start(&head)?;
+        let middle = start + (size - start) / 2;
+        let (around, at) = peek(source, middle, 4 * PIECE)?;
+        let cut = at + item_cut(&around, 0)?;
         // Room for every pod up front (the second half's are appended to the first's): a
         // pod takes at least BYTES_PER_POD bytes of JSON, and capacity never used is never
         // touched, so the estimate costs no memory, while growing a vector of 150,000 pods
         // copies it, and the copies cost page faults.
         let mut first = SnapshotParts::default();
-        first.pods.reserve(text.len() / BYTES_PER_POD);
+        first.pods.reserve(size / BYTES_PER_POD);
         let mut second = SnapshotParts::default();
-        second.pods.reserve((text.len() - cut) / BYTES_PER_POD);
+        second.pods.reserve((size - cut) / BYTES_PER_POD);
         let (a, z) = std::thread::scope(|scope| {
             let later = scope.spawn(|| {
                 let mut sink = Sink {
@@ -360,31 +541,33 @@ mod parallel {
                     parts: &mut second,
                     error: None,
                 };
-                items(text, cut + 1, None, &mut sink)
+                items(source, cut + 1, None, piece, &mut sink)
             });
             let mut sink = Sink {
                 file,
                 parts: &mut first,
                 error: None,
             };
-            let a = items(text, start, Some(cut), &mut sink);
+            let a = items(source, start, Some(cut), piece, &mut sink);
             (a, later.join().ok().flatten())
         });
         a?;
         let end = z?;
         // The rest of the top-level object: more keys, then `}` and nothing else.
-        let mut pos = skip_ws(b, end);
+        let (rest, _) = peek(source, end, size - end)?;
+        let b = rest.as_bytes();
+        let mut pos = skip_ws(b, 0);
         while b.get(pos) == Some(&b',') {
             pos = skip_ws(b, pos + 1);
-            let (_, after): (String, usize) = value_at(text, pos)?;
+            let (_, after): (String, usize) = value_at(&rest, pos)?;
             pos = skip_ws(b, after);
             if b.get(pos) != Some(&b':') {
                 return None;
             }
-            let (_, after): (IgnoredAny, usize) = value_at(text, skip_ws(b, pos + 1))?;
+            let (_, after): (IgnoredAny, usize) = value_at(&rest, skip_ws(b, pos + 1))?;
             pos = skip_ws(b, after);
         }
-        if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() {
+        if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() || end + b.len() != size {
             return None;
         }
         join(&mut first, second);
@@ -2218,9 +2401,8 @@ items:
         let cfg = crate::snapshot::synthetic::Config::new(100, 5000, 7);
         let bytes = crate::snapshot::synthetic::generate_json(&cfg);
         assert!(bytes.len() > parallel::MIN_BYTES, "{} bytes", bytes.len());
-        let text = std::str::from_utf8(&bytes).unwrap();
         let mut fast = SnapshotParts::default();
-        parallel::decode_list("s.json", text, &mut fast)
+        parallel::decode_list("s.json", &bytes[..], &mut fast)
             .expect("the two-thread path applies")
             .unwrap();
         let slow = sequential("s.json", &bytes);
@@ -2229,21 +2411,76 @@ items:
     }
 
     #[test]
-    fn a_large_file_read_in_two_halves_is_the_file() {
+    fn a_file_decoded_as_it_is_read_is_the_file() {
+        // Multi-byte characters in every pod, so that reads end inside characters, and
+        // pieces far smaller than one object, so that every object outgrows its window.
+        let cfg = crate::snapshot::synthetic::Config::new(100, 5000, 7);
+        let text = String::from_utf8(crate::snapshot::synthetic::generate_json(&cfg)).unwrap();
+        let text = text.replace(r#""pod-template-hash":""#, r#""pod-template-hash":"é€"#);
+        assert!(text.matches('€').count() > 1000);
+        let bytes = text.into_bytes();
+        let slow = sequential("s.json", &bytes);
         let dir = tempfile::tempdir().unwrap();
-        // Odd length, and a multi-byte character across the middle.
-        let mut bytes: Vec<u8> = (0..parallel::MIN_BYTES + 3)
-            .map(|i| (i % 251) as u8)
-            .collect();
-        let mid = bytes.len() / 2;
-        bytes[mid - 1..mid + 1].copy_from_slice("é".as_bytes());
-        let path = dir.path().join("big.bin");
+        let path = dir.path().join("big.json");
         std::fs::write(&path, &bytes).unwrap();
-        assert_eq!(read_file(&path).unwrap(), bytes);
-        let small = dir.path().join("small.bin");
-        std::fs::write(&small, b"{}").unwrap();
-        assert_eq!(read_file(&small).unwrap(), b"{}");
-        assert!(read_file(&dir.path().join("missing")).is_err());
+        let source = parallel::FileSource {
+            file: std::fs::File::open(&path).unwrap(),
+            size: bytes.len(),
+        };
+        for piece in [7, 4096, 1 << 20] {
+            let mut fast = SnapshotParts::default();
+            parallel::decode_list_in_pieces("s.json", &source, &mut fast, piece)
+                .expect("the two-thread path applies")
+                .unwrap();
+            assert_eq!(fingerprint(&fast), fingerprint(&slow), "pieces of {piece}");
+        }
+        // And through the file loader, which also indexes.
+        let snap = load_file(&path).unwrap();
+        assert_eq!(snap.pods.len(), 5000);
+        assert_eq!(
+            snap.pods
+                .iter()
+                .map(|p| format!("{p:?}"))
+                .collect::<Vec<_>>(),
+            slow.pods
+                .iter()
+                .map(|p| format!("{p:?}"))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_large_file_that_is_not_a_list_or_not_text_is_read_whole() {
+        let cfg = crate::snapshot::synthetic::Config::new(100, 5000, 7);
+        let text = String::from_utf8(crate::snapshot::synthetic::generate_json(&cfg)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // A top-level array of the same objects: decoded by the sequential path.
+        let items = &text[text.find('[').unwrap()..text.rfind(']').unwrap() + 1];
+        let path = dir.path().join("array.json");
+        std::fs::write(&path, items).unwrap();
+        assert_eq!(load_file(&path).unwrap().pods.len(), 5000);
+        // A byte that is not UTF-8 in the middle: whatever the sequential decoder makes of it.
+        let mut bytes = text.into_bytes();
+        let mid = bytes.len() / 2;
+        let at = mid
+            + bytes[mid..]
+                .windows(8)
+                .position(|w| w == b"\"name\":\"")
+                .unwrap()
+            + 8;
+        bytes[at] = 0xFF;
+        let path = dir.path().join("binary.json");
+        std::fs::write(&path, &bytes).unwrap();
+        let file = path.display().to_string();
+        let outcome = |r: Result<ClusterSnapshot, SnapshotError>| {
+            r.map(|s| format!("{:?}", s.pods))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            outcome(load_file(&path)),
+            outcome(load_bytes(&file, &bytes))
+        );
+        assert!(load_file(&dir.path().join("missing.json")).is_err());
     }
 
     #[test]
@@ -2262,7 +2499,7 @@ items:
             .to_string();
         assert!(err.contains("b.json") && err.contains("\"lots\""), "{err}");
         let mut none = SnapshotParts::default();
-        assert!(parallel::decode_list("b.json", &broken, &mut none).is_none());
+        assert!(parallel::decode_list("b.json", broken.as_bytes(), &mut none).is_none());
         // Truncated: a syntax error, not a partial snapshot.
         let cut = &text[..text.len() - 10];
         assert!(matches!(
