@@ -233,8 +233,11 @@ impl Plugin for RemoveDuplicates {
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
 
-        // 1. The candidates of every node, best kept first (reverse eviction order).
+        // 1. The candidates of every node, best kept first (reverse eviction order). Pods of
+        // one shape (namespace, owners, images) have the same keys: they are built once per
+        // shape.
         let mut interner = Interner::default();
+        let mut of_shape: Vec<Option<(u32, (u32, u32))>> = vec![None; snap.shape_count()];
         let mut per_node: Vec<Vec<Candidate>> = Vec::with_capacity(nodes.len());
         let mut pods: Vec<PodId> = Vec::new();
         for &node in nodes {
@@ -247,7 +250,14 @@ impl Plugin for RemoveDuplicates {
             per_node.push(
                 pods.iter()
                     .rev()
-                    .map(|&pod| interner.candidate(pod, snap.pod(pod)))
+                    .map(|&pod| {
+                        let p = snap.pod(pod);
+                        let (key, owners) = *of_shape[p.shape as usize].get_or_insert_with(|| {
+                            let c = interner.candidate(pod, p);
+                            (c.key, c.owners)
+                        });
+                        Candidate { pod, key, owners }
+                    })
                     .collect(),
             );
         }

@@ -107,6 +107,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         images: vec!["registry.example/app:1".into()],
         status: PodStatusDetail::default(),
         volcano_group: None,
+        shape: super::NO_SHAPE,
     })
 }
 

@@ -16,6 +16,7 @@
 //! - error paths (field names, object labels) are only formatted when there is an error;
 //! - `load_file` drops the file's bytes before indexing the snapshot.
 
+use super::shapes::Shapes;
 use super::{
     shared, Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, GangKind,
     HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef, Pdb, Phase, Pod,
@@ -121,8 +122,9 @@ fn decode_parts(file: &str, bytes: &[u8]) -> Result<SnapshotParts, SnapshotError
                 .map_err(|e| syntax(format!("the file is not UTF-8 text: {e}")))?;
             let docs: Vec<Option<RawObject>> =
                 serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?;
+            let mut shapes = Shapes::default();
             for (index, obj) in docs.into_iter().flatten().enumerate() {
-                add_object(file, index, obj, &mut parts)?;
+                add_object(file, index, obj, &mut parts, &mut shapes)?;
             }
         }
     }
@@ -154,6 +156,7 @@ fn decode_json(
     let mut sink = Sink {
         file,
         parts,
+        shapes: Shapes::default(),
         error: None,
     };
     let result = match std::str::from_utf8(bytes) {
@@ -201,7 +204,7 @@ fn stream_json<'de, R: serde_json::de::Read<'de>>(
 /// found, a cut that turns out not to be between two items, any error) falls back to the
 /// sequential decoder, which also gives the precise error.
 mod parallel {
-    use super::{RawObject, Sink, SnapshotError, SnapshotParts};
+    use super::{RawObject, Shapes, Sink, SnapshotError, SnapshotParts};
     use serde::de::IgnoredAny;
 
     /// Below this size one thread is as fast.
@@ -534,22 +537,26 @@ mod parallel {
         first.pods.reserve(size / BYTES_PER_POD);
         let mut second = SnapshotParts::default();
         second.pods.reserve((size - cut) / BYTES_PER_POD);
-        let (a, z) = std::thread::scope(|scope| {
+        let ((a, first_shapes), (z, second_shapes)) = std::thread::scope(|scope| {
             let later = scope.spawn(|| {
                 let mut sink = Sink {
                     file,
                     parts: &mut second,
+                    shapes: Shapes::default(),
                     error: None,
                 };
-                items(source, cut + 1, None, piece, &mut sink)
+                let end = items(source, cut + 1, None, piece, &mut sink);
+                (end, sink.shapes)
             });
             let mut sink = Sink {
                 file,
                 parts: &mut first,
+                shapes: Shapes::default(),
                 error: None,
             };
             let a = items(source, start, Some(cut), piece, &mut sink);
-            (a, later.join().ok().flatten())
+            let z = later.join().ok();
+            ((a, sink.shapes), z.unwrap_or_default())
         });
         a?;
         let end = z?;
@@ -570,6 +577,8 @@ mod parallel {
         if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() || end + b.len() != size {
             return None;
         }
+        let mut shapes = first_shapes;
+        shapes.append(&first.pods, second_shapes, &mut second.pods);
         join(&mut first, second);
         join(parts, first);
         Some(Ok(()))
@@ -622,12 +631,14 @@ fn json_error_with_path<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<Strin
 struct Sink<'p> {
     file: &'p str,
     parts: &'p mut SnapshotParts,
+    /// The shapes of `parts.pods`.
+    shapes: Shapes,
     error: Option<SnapshotError>,
 }
 
 impl Sink<'_> {
     fn add<E: de::Error>(&mut self, index: usize, obj: RawObject<'_>) -> Result<(), E> {
-        add_object(self.file, index, obj, self.parts).map_err(|e| {
+        add_object(self.file, index, obj, self.parts, &mut self.shapes).map_err(|e| {
             self.error = Some(e);
             E::custom("invalid object")
         })
@@ -744,11 +755,12 @@ fn add_object(
     index: usize,
     obj: RawObject<'_>,
     parts: &mut SnapshotParts,
+    shapes: &mut Shapes,
 ) -> Result<(), SnapshotError> {
     let kind = &*obj.kind;
     if is_list_kind(kind) {
         for (i, item) in obj.items.into_iter().enumerate() {
-            add_object(file, i, item, parts)?;
+            add_object(file, i, item, parts, shapes)?;
         }
         return Ok(());
     }
@@ -771,7 +783,11 @@ fn add_object(
     let label = Obj::of(&obj);
     match kind {
         "Node" => parts.nodes.push(convert_node(file, label, &obj)?),
-        "Pod" => parts.pods.push(convert_pod(file, label, &obj)?),
+        "Pod" => {
+            let mut pod = convert_pod(file, label, &obj)?;
+            pod.shape = shapes.shape(&parts.pods, &pod, parts.pods.len());
+            parts.pods.push(pod);
+        }
         "PodDisruptionBudget" => parts.pdbs.push(convert_pdb(file, label, &obj)?),
         "Namespace" => parts.namespaces.push(Namespace {
             name: obj.metadata.name.boxed(),
@@ -1558,6 +1574,7 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
             .as_ref()
             .filter(|n| !n.is_empty())
             .map(Str::boxed),
+        shape: super::NO_SHAPE,
     })
 }
 
@@ -2379,6 +2396,7 @@ items:
         let mut sink = Sink {
             file,
             parts: &mut parts,
+            shapes: Shapes::default(),
             error: None,
         };
         let text = std::str::from_utf8(bytes).unwrap();

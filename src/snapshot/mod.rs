@@ -10,10 +10,12 @@
 pub mod builders;
 pub mod decode;
 mod resources;
+pub(crate) mod shapes;
 pub mod synthetic;
 pub mod usage;
 
 pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
+pub use shapes::NO_SHAPE;
 
 use crate::labels::{Labels, Requirement, Selector};
 use rustc_hash::FxHashMap;
@@ -390,6 +392,9 @@ pub struct Pod {
     /// The Volcano PodGroup named by the `scheduling.k8s.io/group-name` annotation.
     /// (The scheduler-plugins PodGroup is the `scheduling.x-k8s.io/pod-group` label.)
     pub volcano_group: Option<Box<str>>,
+    /// Pods with the same namespace, owners and images share a shape (below
+    /// [`ClusterSnapshot::shape_count`]); [`NO_SHAPE`] until decoded or built.
+    pub shape: u32,
 }
 
 impl Pod {
@@ -547,6 +552,7 @@ pub struct ClusterSnapshot {
     /// Sum of the requests of the active pods on each node, and their number.
     node_requested: Vec<Resources>,
     pods_by_owner: FxHashMap<Box<str>, Vec<PodId>>,
+    shape_count: usize,
     /// Whether each pod names a DaemonSet owner (asked for every candidate of every plugin).
     daemonset_pods: Vec<bool>,
     namespace_ranges: FxHashMap<Box<str>, (u32, u32)>,
@@ -596,15 +602,30 @@ impl ClusterSnapshot {
         pod_groups
             .dedup_by(|a, b| a.kind == b.kind && a.namespace == b.namespace && a.name == b.name);
 
-        // Owners and gangs are indexed on a second thread meanwhile (at 150,000 pods each
-        // half takes tens of milliseconds).
-        let (nodes_index, ((pods_by_owner, daemonset_pods), (gangs, gangs_of_pod))) =
+        // Owners, gangs and shapes are indexed on a second thread meanwhile (at 150,000
+        // pods each half takes tens of milliseconds).
+        let (nodes_index, ((pods_by_owner, daemonset_pods), (gangs, gangs_of_pod), shapes)) =
             std::thread::scope(|scope| {
-                let side = scope.spawn(|| (index_owners(&pods), index_gangs(&pods, &pod_groups)));
+                let side = scope.spawn(|| {
+                    (
+                        index_owners(&pods),
+                        index_gangs(&pods, &pod_groups),
+                        index_shapes(&pods),
+                    )
+                });
                 let main = index_nodes(&nodes, &pods, &pdbs);
                 let side = side.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
                 (main, side)
             });
+        let shape_count = match shapes {
+            Ok(count) => count,
+            Err((of, count)) => {
+                for (pod, shape) in pods.iter_mut().zip(of) {
+                    pod.shape = shape;
+                }
+                count
+            }
+        };
         let NodesIndex {
             node_index,
             pods_by_node,
@@ -631,6 +652,7 @@ impl ClusterSnapshot {
             pods_by_node,
             node_requested,
             pods_by_owner,
+            shape_count,
             daemonset_pods,
             namespace_ranges,
             pdbs_of_pod,
@@ -696,6 +718,11 @@ impl ClusterSnapshot {
             .binary_search_by(|p| (*p.name).cmp(name))
             .ok()
             .map(|i| range.start + i as PodId)
+    }
+
+    /// The number of distinct pod shapes (see [`Pod::shape`]).
+    pub fn shape_count(&self) -> usize {
+        self.shape_count
     }
 
     pub fn pdbs_of_pod(&self, id: PodId) -> &[PdbId] {
@@ -821,6 +848,19 @@ fn index_nodes(nodes: &[Node], pods: &[Pod], pdbs: &[Pdb]) -> NodesIndex {
 }
 
 /// Pods by the UID of each owner they name, and whether each pod is a DaemonSet's.
+/// How many shapes the pods have (decoded pods come with theirs); or, when some pod has
+/// none yet, every pod's shape found afresh and how many.
+fn index_shapes(pods: &[Pod]) -> Result<usize, (Vec<u32>, usize)> {
+    let mut count = 0;
+    for pod in pods {
+        if pod.shape == NO_SHAPE {
+            return Err(shapes::find_all(pods));
+        }
+        count = count.max(pod.shape as usize + 1);
+    }
+    Ok(count)
+}
+
 fn index_owners(pods: &[Pod]) -> (FxHashMap<Box<str>, Vec<PodId>>, Vec<bool>) {
     let mut pods_by_owner: FxHashMap<Box<str>, Vec<PodId>> = FxHashMap::default();
     let daemonset_pods = pods.iter().map(Pod::is_daemonset_pod).collect();
