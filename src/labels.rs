@@ -144,7 +144,7 @@ pub struct LabelSelectorRequirement {
     pub values: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Requirement {
     In(Box<str>, Vec<Box<str>>),
     NotIn(Box<str>, Vec<Box<str>>),
@@ -177,7 +177,7 @@ impl Requirement {
 }
 
 /// A compiled selector: all requirements must hold. An empty selector matches everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Selector {
     reqs: Vec<Requirement>,
     /// A selector that matches nothing (a nil `LabelSelector` in some APIs).

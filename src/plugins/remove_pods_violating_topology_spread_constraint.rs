@@ -53,9 +53,10 @@ use crate::snapshot::{
     ClusterSnapshot, InclusionPolicy, NodeId, NodeSelectorTerm, Pod, PodId,
     TopologySpreadConstraint, WhenUnsatisfiable,
 };
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
+use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
@@ -236,6 +237,18 @@ impl<'s> Constraint<'s> {
             node_taints_policy: c.node_taints_policy,
             pod,
         }
+    }
+
+    /// A hash of what [`Constraint::same`] compares but the defining pods.
+    fn hash(&self) -> u64 {
+        let mut h = FxHasher::default();
+        self.max_skew.hash(&mut h);
+        self.topology_key.hash(&mut h);
+        self.selector.hash(&mut h);
+        self.match_labels.hash(&mut h);
+        (self.node_affinity_policy == InclusionPolicy::Honor).hash(&mut h);
+        (self.node_taints_policy == InclusionPolicy::Honor).hash(&mut h);
+        h.finish()
     }
 
     /// Upstream's `hasIdenticalConstraints`.
@@ -441,12 +454,17 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         }
         pods.sort_unstable();
 
+        // The distinct constraints, in the order pods first carry them (compared only with
+        // those of the same hash: a namespace may hold many workloads, each with its own).
         let mut constraints: Vec<Constraint<'_>> = Vec::new();
+        let mut by_hash: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
         for &(_, p, _) in &pods {
             let pod = snap.pod(p);
             for c in pod.topology_spread.iter().filter(|c| self.acts_on(c)) {
                 let c = Constraint::new(c, pod);
-                if !constraints.iter().any(|o| o.same(&c)) {
+                let same_hash = by_hash.entry(c.hash()).or_default();
+                if !same_hash.iter().any(|&o| constraints[o as usize].same(&c)) {
+                    same_hash.push(constraints.len() as u32);
                     constraints.push(c);
                 }
             }
@@ -455,12 +473,24 @@ impl RemovePodsViolatingTopologySpreadConstraint {
             return;
         }
         // With several constraints (one per workload, typically), each looks only at the pods
-        // carrying a label its selector requires, not at the whole namespace.
+        // carrying a label its selector requires, not at the whole namespace: the pods are
+        // indexed by their values of the label keys some constraint requires.
+        let indexed = constraints.len() > 1;
         let mut by_label: FxHashMap<(&'s str, &'s str), Vec<u32>> = FxHashMap::default();
-        if constraints.len() > 1 {
+        if indexed {
+            let mut keys: Vec<&'s str> = constraints
+                .iter()
+                .filter_map(|c| c.required_label())
+                .map(|(k, _)| k)
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
             for (i, &(_, p, _)) in pods.iter().enumerate() {
-                for label in snap.pod(p).labels.iter() {
-                    by_label.entry(label).or_default().push(i as u32);
+                let labels = &snap.pod(p).labels;
+                for &k in &keys {
+                    if let Some(v) = labels.get(k) {
+                        by_label.entry((k, v)).or_default().push(i as u32);
+                    }
                 }
             }
         }
@@ -477,7 +507,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
             }
             let domains = domain_cache.get(snap, nodes, c);
             // The pods the constraint selects, in the order of `pods`.
-            let selected: Vec<Counted> = match c.required_label().filter(|_| !by_label.is_empty()) {
+            let selected: Vec<Counted> = match c.required_label().filter(|_| indexed) {
                 Some(label) => by_label
                     .get(&label)
                     .map(Vec::as_slice)
