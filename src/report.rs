@@ -517,3 +517,39 @@ fn write_table<const N: usize>(out: &mut String, headers: [&str; N], rows: &[[&s
         line(r, out);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Pipeline;
+    use crate::snapshot::synthetic::{self, Config};
+
+    #[test]
+    fn a_large_plan_reports_every_eviction_in_plan_order() {
+        // Large enough for the rows to be built beside the node rows, on their own thread.
+        let snap = synthetic::snapshot(&Config::new(600, 20_000, 7));
+        let policy =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/scale-policy.yaml");
+        let pipeline = Pipeline::load(&policy).unwrap();
+        let plan = crate::plan::plan(&pipeline, &snap, 1_796_083_200).unwrap();
+        assert!(
+            plan.evictions.len() >= 4096,
+            "{} evictions",
+            plan.evictions.len()
+        );
+        let report = Report::new(&snap, &plan);
+        assert_eq!(report.evictions.len(), plan.evictions.len());
+        for (row, e) in report.evictions.iter().zip(&plan.evictions) {
+            assert_eq!(row.pod, snap.pod(e.pod).key());
+            assert_eq!(row.node, &*snap.node(e.node).name);
+            assert_eq!(
+                (row.plugin.as_str(), row.reason.as_str()),
+                (e.plugin, e.reason.as_str())
+            );
+        }
+        assert_eq!(report.nodes.len(), plan.nodes.len());
+        // The JSON reads back as the same report, whatever its buffer was sized to.
+        let json = report.render(Format::Json);
+        assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), report);
+    }
+}
