@@ -158,7 +158,10 @@ impl<'s> PlanningState<'s> {
             per_node: vec![0; snap.nodes.len()],
             per_namespace: FxHashMap::default(),
             limits,
-            evictions: Vec::new(),
+            // At most one eviction per pod: room for all up front, so a plan of tens of
+            // thousands of evictions is never copied to a larger vector (capacity never used is
+            // never touched, so it costs no memory).
+            evictions: Vec::with_capacity(snap.pods.len()),
             notes: Vec::new(),
             measured: Vec::new(),
             history: History::default(),
