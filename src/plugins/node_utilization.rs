@@ -552,6 +552,8 @@ impl std::fmt::Display for Whole {
 /// where some resource's room is short of the pod's amount. Same answer as trying each
 /// destination in order.
 struct Rooms {
+    /// Destinations.
+    n: usize,
     /// Resources per destination.
     k: usize,
     /// Leaves (a power of two, at least the number of destinations).
@@ -580,6 +582,7 @@ impl Rooms {
             }
         }
         Rooms {
+            n,
             k,
             leaves,
             room,
@@ -588,7 +591,7 @@ impl Rooms {
     }
 
     fn len(&self) -> usize {
-        self.room.len() / self.k.max(1)
+        self.n
     }
 
     /// The first destination with room for `amounts` in every resource for which `also`
@@ -930,6 +933,11 @@ mod tests {
             }
         }
         assert_eq!(Rooms::new(Vec::new(), 2).first_fit(&[0, 0], |_| true), None);
+        // Without resources every destination has room: the first one `also` admits.
+        assert_eq!(
+            Rooms::new(vec![vec![]; 3], 0).first_fit(&[], |d| d > 0),
+            Some(1)
+        );
     }
 
     #[test]
