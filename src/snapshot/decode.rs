@@ -206,6 +206,9 @@ fn stream_json<'de, R: serde_json::de::Read<'de>>(
 mod parallel {
     use super::{RawObject, Shapes, Sink, SnapshotError, SnapshotParts};
     use serde::de::IgnoredAny;
+    use std::ops::Range;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
 
     /// Below this size one thread is as fast.
     pub(super) const MIN_BYTES: usize = 4 << 20;
@@ -513,6 +516,30 @@ mod parallel {
         decode_list_in_pieces(file, source, parts, PIECE)
     }
 
+    /// How many chunks a list is cut into. The two threads take them from both ends and
+    /// meet wherever their work does: the halves of a file in bytes are rarely halves of the
+    /// work (nodes decode at another pace than pods, and the thread that first touches
+    /// fresh memory pays for the page faults).
+    const CHUNKS: usize = 16;
+
+    /// A separating comma between two items at or after `from`, looked for in a small peek
+    /// first, then in a larger one (an item can be large).
+    fn cut_at<S: Source + ?Sized>(source: &S, from: usize) -> Option<usize> {
+        [64 << 10, 4 * PIECE].into_iter().find_map(|size| {
+            let (around, at) = peek(source, from, size)?;
+            Some(at + item_cut(&around, 0)?)
+        })
+    }
+
+    /// What one thread decoded: chunks `chunks`, in order, into `parts`.
+    struct Decoded {
+        chunks: Range<usize>,
+        parts: SnapshotParts,
+        shapes: Shapes,
+        /// After the last chunk: the source offset after the closing bracket.
+        end: Option<usize>,
+    }
+
     /// [`decode_list`], each thread reading `piece` bytes at a time.
     pub(super) fn decode_list_in_pieces<S: Source + ?Sized>(
         file: &str,
@@ -526,40 +553,117 @@ mod parallel {
         }
         let (head, _) = peek(source, 0, PIECE)?;
         let start = items_start(&head)?;
-        let middle = start + (size - start) / 2;
-        let (around, at) = peek(source, middle, 4 * PIECE)?;
-        let cut = at + item_cut(&around, 0)?;
-        // Room for every pod up front (the second half's are appended to the first's): a
-        // pod takes at least BYTES_PER_POD bytes of JSON, and capacity never used is never
-        // touched, so the estimate costs no memory, while growing a vector of 150,000 pods
-        // copies it, and the copies cost page faults.
-        let mut first = SnapshotParts::default();
-        first.pods.reserve(size / BYTES_PER_POD);
-        let mut second = SnapshotParts::default();
-        second.pods.reserve((size - cut) / BYTES_PER_POD);
-        let ((a, first_shapes), (z, second_shapes)) = std::thread::scope(|scope| {
+        // The separating comma that ends each chunk but the last.
+        let mut cuts: Vec<usize> = Vec::with_capacity(CHUNKS - 1);
+        for j in 1..CHUNKS {
+            let nominal = start + (size - start) * j / CHUNKS;
+            let floor = cuts.last().map_or(start, |&c| c + 1);
+            cuts.push(cut_at(source, nominal.max(floor))?);
+        }
+        let chunk = |j: usize| {
+            let from = if j == 0 { start } else { cuts[j - 1] + 1 };
+            (from, cuts.get(j).copied())
+        };
+        // Front and back: the next chunk from the start, and one past the next from the end.
+        let claims = Mutex::new((0, CHUNKS));
+        let failed = AtomicBool::new(false);
+        let claim = |front: bool| -> Option<usize> {
+            if failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            let mut c = claims.lock().unwrap_or_else(|e| e.into_inner());
+            (c.0 < c.1).then(|| {
+                if front {
+                    c.0 += 1;
+                    c.0 - 1
+                } else {
+                    c.1 -= 1;
+                    c.1
+                }
+            })
+        };
+        // Decodes chunk `j` into `sink`; None (and the other thread stops) on any doubt.
+        let decode = |j: usize, sink: &mut Sink<'_>| -> Option<usize> {
+            let (from, stop) = chunk(j);
+            let end = items(source, from, stop, piece, sink);
+            if end.is_none() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            end
+        };
+        let (front, back) = std::thread::scope(|scope| {
+            // The back thread: each chunk on its own (they are joined in order afterwards).
             let later = scope.spawn(|| {
-                let mut sink = Sink {
-                    file,
-                    parts: &mut second,
-                    shapes: Shapes::default(),
-                    error: None,
-                };
-                let end = items(source, cut + 1, None, piece, &mut sink);
-                (end, sink.shapes)
+                let mut done: Vec<Decoded> = Vec::new();
+                while let Some(j) = claim(false) {
+                    let (from, stop) = chunk(j);
+                    let mut parts = SnapshotParts::default();
+                    parts
+                        .pods
+                        .reserve(stop.unwrap_or(size).saturating_sub(from) / BYTES_PER_POD);
+                    let mut sink = Sink {
+                        file,
+                        parts: &mut parts,
+                        shapes: Shapes::default(),
+                        error: None,
+                    };
+                    let end = decode(j, &mut sink)?;
+                    let shapes = std::mem::take(&mut sink.shapes);
+                    done.push(Decoded {
+                        chunks: j..j + 1,
+                        parts,
+                        shapes,
+                        end: Some(end),
+                    });
+                }
+                done.reverse();
+                Some(done)
             });
+            // The front thread: its chunks follow one another, so they go straight into one
+            // list, with room for every pod up front (a pod takes at least BYTES_PER_POD
+            // bytes of JSON, and capacity never used is never touched, so the estimate costs
+            // no memory, while growing a vector of 150,000 pods copies it, and the copies
+            // cost page faults).
+            let mut parts = SnapshotParts::default();
+            parts.pods.reserve(size / BYTES_PER_POD);
             let mut sink = Sink {
                 file,
-                parts: &mut first,
+                parts: &mut parts,
                 shapes: Shapes::default(),
                 error: None,
             };
-            let a = items(source, start, Some(cut), piece, &mut sink);
-            let z = later.join().ok();
-            ((a, sink.shapes), z.unwrap_or_default())
+            let mut chunks = 0..0;
+            let mut end = Some(0);
+            while let Some(j) = claim(true) {
+                end = decode(j, &mut sink);
+                if end.is_none() {
+                    break;
+                }
+                chunks.end = j + 1;
+            }
+            let shapes = std::mem::take(&mut sink.shapes);
+            let front = end.map(|end| Decoded {
+                chunks,
+                parts,
+                shapes,
+                end: Some(end),
+            });
+            let back = later.join().ok().flatten();
+            (front, back)
         });
-        a?;
-        let end = z?;
+        let (mut first, back) = (front?, back?);
+        // Every chunk, each once, in order.
+        let mut next = first.chunks.end;
+        for d in &back {
+            if d.chunks.start != next {
+                return None;
+            }
+            next = d.chunks.end;
+        }
+        if first.chunks.start != 0 || next != CHUNKS {
+            return None;
+        }
+        let end = back.last().map_or(first.end, |d| d.end)?;
         // The rest of the top-level object: more keys, then `}` and nothing else.
         let (rest, _) = peek(source, end, size - end)?;
         let b = rest.as_bytes();
@@ -577,10 +681,13 @@ mod parallel {
         if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() || end + b.len() != size {
             return None;
         }
-        let mut shapes = first_shapes;
-        shapes.append(&first.pods, second_shapes, &mut second.pods);
-        join(&mut first, second);
-        join(parts, first);
+        for mut d in back {
+            first
+                .shapes
+                .append(&first.parts.pods, d.shapes, &mut d.parts.pods);
+            join(&mut first.parts, d.parts);
+        }
+        join(parts, first.parts);
         Some(Ok(()))
     }
 

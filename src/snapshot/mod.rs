@@ -602,21 +602,23 @@ impl ClusterSnapshot {
         pod_groups
             .dedup_by(|a, b| a.kind == b.kind && a.namespace == b.namespace && a.name == b.name);
 
-        // Owners, gangs and shapes are indexed on a second thread meanwhile (at 150,000
-        // pods each half takes tens of milliseconds).
-        let (nodes_index, ((pods_by_owner, daemonset_pods), (gangs, gangs_of_pod), shapes)) =
-            std::thread::scope(|scope| {
-                let side = scope.spawn(|| {
-                    (
-                        index_owners(&pods),
-                        index_gangs(&pods, &pod_groups),
-                        index_shapes(&pods),
-                    )
-                });
-                let main = index_nodes(&nodes, &pods, &pdbs);
-                let side = side.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-                (main, side)
+        // Namespaces, budgets, gangs and shapes are indexed on a second thread meanwhile
+        // (at 150,000 pods each index takes milliseconds to tens of them).
+        let (
+            (nodes_index, (pods_by_owner, daemonset_pods)),
+            ((namespace_ranges, pdbs_of_pod), (gangs, gangs_of_pod), shapes),
+        ) = std::thread::scope(|scope| {
+            let side = scope.spawn(|| {
+                (
+                    index_namespaces(&pods, &pdbs),
+                    index_gangs(&pods, &pod_groups),
+                    index_shapes(&pods),
+                )
             });
+            let main = (index_nodes(&nodes, &pods), index_owners(&pods));
+            let side = side.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            (main, side)
+        });
         let shape_count = match shapes {
             Ok(count) => count,
             Err((of, count)) => {
@@ -631,8 +633,6 @@ impl ClusterSnapshot {
             pods_by_node,
             node_requested,
             pod_node,
-            namespace_ranges,
-            pdbs_of_pod,
         } = nodes_index;
         let namespace_index = namespaces
             .iter()
@@ -788,13 +788,10 @@ struct NodesIndex {
     pods_by_node: Vec<Vec<PodId>>,
     node_requested: Vec<Resources>,
     pod_node: Vec<Option<NodeId>>,
-    namespace_ranges: FxHashMap<Box<str>, (u32, u32)>,
-    pdbs_of_pod: Vec<Vec<PdbId>>,
 }
 
-/// Nodes by name, pods by node, what each node's active pods request, each pod's node, each
-/// namespace's run of pods (`pods` is sorted by namespace) and the budgets covering each pod.
-fn index_nodes(nodes: &[Node], pods: &[Pod], pdbs: &[Pdb]) -> NodesIndex {
+/// Nodes by name, pods by node, what each node's active pods request and each pod's node.
+fn index_nodes(nodes: &[Node], pods: &[Pod]) -> NodesIndex {
     let node_index: FxHashMap<Box<str>, NodeId> = nodes
         .iter()
         .enumerate()
@@ -802,9 +799,7 @@ fn index_nodes(nodes: &[Node], pods: &[Pod], pdbs: &[Pdb]) -> NodesIndex {
         .collect();
     let mut pods_by_node = vec![Vec::new(); nodes.len()];
     let mut node_requested = vec![Resources::default(); nodes.len()];
-    let mut namespace_ranges: FxHashMap<Box<str>, (u32, u32)> = FxHashMap::default();
     let mut pod_node = Vec::with_capacity(pods.len());
-    let mut namespace_start = 0u32;
     for (i, pod) in pods.iter().enumerate() {
         let id = i as PodId;
         let node = pod
@@ -818,7 +813,26 @@ fn index_nodes(nodes: &[Node], pods: &[Pod], pdbs: &[Pdb]) -> NodesIndex {
                 node_requested[n as usize].add_pod(&pod.requests);
             }
         }
-        // Pods are sorted by namespace: each namespace is one run.
+    }
+    NodesIndex {
+        node_index,
+        pods_by_node,
+        node_requested,
+        pod_node,
+    }
+}
+
+type NamespacesIndex = (FxHashMap<Box<str>, (u32, u32)>, Vec<Vec<PdbId>>);
+
+/// Each namespace's run of pods (`pods` is sorted by namespace) and the budgets covering
+/// each pod (in budget order). A namespace with several budgets has its pods indexed by the
+/// values of the label keys those budgets require, so each budget looks only at the pods
+/// carrying its label, not at the whole namespace.
+fn index_namespaces(pods: &[Pod], pdbs: &[Pdb]) -> NamespacesIndex {
+    let mut namespace_ranges: FxHashMap<Box<str>, (u32, u32)> = FxHashMap::default();
+    let mut namespace_start = 0u32;
+    for (i, pod) in pods.iter().enumerate() {
+        let id = i as PodId;
         let last_of_namespace = pods
             .get(i + 1)
             .is_none_or(|next| next.namespace != pod.namespace);
@@ -828,23 +842,56 @@ fn index_nodes(nodes: &[Node], pods: &[Pod], pdbs: &[Pdb]) -> NodesIndex {
         }
     }
     let mut pdbs_of_pod = vec![Vec::new(); pods.len()];
-    for (pi, pdb) in pdbs.iter().enumerate() {
-        if let Some(&(start, end)) = namespace_ranges.get(&pdb.namespace) {
-            for id in start..end {
-                if pdb.selector.matches(&pods[id as usize].labels) {
-                    pdbs_of_pod[id as usize].push(pi as PdbId);
+    // `pdbs` is sorted by namespace: each namespace's budgets are one run.
+    let mut first = 0;
+    while first < pdbs.len() {
+        let namespace = &pdbs[first].namespace;
+        let end = first
+            + pdbs[first..]
+                .iter()
+                .position(|b| &b.namespace != namespace)
+                .unwrap_or(pdbs.len() - first);
+        let run = first..end;
+        first = end;
+        let Some(&(start, stop)) = namespace_ranges.get(namespace) else {
+            continue;
+        };
+        let mut by_label: FxHashMap<(&str, &str), Vec<PodId>> = FxHashMap::default();
+        if run.len() > 1 {
+            let mut keys: Vec<&str> = pdbs[run.clone()]
+                .iter()
+                .filter_map(|b| b.selector.required_label())
+                .map(|(k, _)| k)
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            for id in start..stop {
+                let labels = &pods[id as usize].labels;
+                for &k in &keys {
+                    if let Some(v) = labels.get(k) {
+                        by_label.entry((k, v)).or_default().push(id);
+                    }
                 }
             }
         }
+        for pi in run.clone() {
+            let pdb = &pdbs[pi];
+            let mut cover = |id: PodId| {
+                if pdb.selector.matches(&pods[id as usize].labels) {
+                    pdbs_of_pod[id as usize].push(pi as PdbId);
+                }
+            };
+            match pdb.selector.required_label().filter(|_| run.len() > 1) {
+                Some(label) => by_label
+                    .get(&label)
+                    .into_iter()
+                    .flatten()
+                    .for_each(|&id| cover(id)),
+                None => (start..stop).for_each(cover),
+            }
+        }
     }
-    NodesIndex {
-        node_index,
-        pods_by_node,
-        node_requested,
-        pod_node,
-        namespace_ranges,
-        pdbs_of_pod,
-    }
+    (namespace_ranges, pdbs_of_pod)
 }
 
 /// Pods by the UID of each owner they name, and whether each pod is a DaemonSet's.
@@ -924,4 +971,77 @@ fn index_gangs(pods: &[Pod], pod_groups: &[PodGroup]) -> GangIndex {
         })
         .collect();
     (gangs, gangs_of_pod)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::builders::{pdb, pod};
+    use super::*;
+    use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
+
+    fn budget(namespace: &str, name: &str, selector: Selector) -> Pdb {
+        Pdb {
+            selector,
+            ..pdb(namespace, name, "unused", "unused", 1)
+        }
+    }
+
+    fn expression(key: &str, operator: &str, values: &[&str]) -> Selector {
+        Selector::compile(&LabelSelectorSpec {
+            match_labels: Default::default(),
+            match_expressions: vec![LabelSelectorRequirement {
+                key: key.into(),
+                operator: operator.into(),
+                values: values.iter().map(|v| v.to_string()).collect(),
+            }],
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn budgets_cover_the_pods_their_selectors_match_in_budget_order() {
+        let mut pods = Vec::new();
+        for (ns, n) in [("a", 40), ("b", 25), ("c", 3)] {
+            for i in 0..n {
+                let mut p = pod(ns, &format!("p{i:02}"));
+                if i % 5 != 4 {
+                    p = p.label("app", &format!("w{}", i % 4));
+                }
+                if i % 3 == 0 {
+                    p = p.label("tier", "db");
+                }
+                pods.push(p.build());
+            }
+        }
+        let pdbs = vec![
+            // Several budgets in one namespace: indexed by the labels they require.
+            pdb("a", "a1", "app", "w1", 1),
+            budget("a", "a2", expression("app", "In", &["w2", "w3"])),
+            budget("a", "a3", expression("app", "NotIn", &["w0"])),
+            pdb("a", "a4", "app", "w1", 1),
+            budget("a", "a5", Selector::everything()),
+            budget("a", "a6", Selector::nothing()),
+            pdb("a", "a7", "tier", "db", 1),
+            pdb("a", "a8", "app", "none", 1),
+            // One budget in its namespace; a namespace with no pods.
+            pdb("b", "b1", "tier", "db", 1),
+            pdb("z", "z1", "app", "w1", 1),
+        ];
+        let (ranges, covered) = index_namespaces(&pods, &pdbs);
+        assert_eq!(ranges["b"], (40, 65));
+        let mut checked = 0;
+        for (id, p) in pods.iter().enumerate() {
+            let want: Vec<PdbId> = (0..pdbs.len())
+                .filter(|&b| {
+                    pdbs[b].namespace == p.namespace && pdbs[b].selector.matches(&p.labels)
+                })
+                .map(|b| b as PdbId)
+                .collect();
+            assert_eq!(covered[id], want, "{}/{}", p.namespace, p.name);
+            checked += want.len();
+        }
+        // The case is not vacuous: pods under one, two and more budgets.
+        assert!(checked > 80, "{checked}");
+        assert!(covered.iter().any(|c| c.len() >= 4));
+    }
 }
