@@ -252,8 +252,8 @@ fn init_logging(cli: &Cli) {
     };
 }
 
-/// Runs one invocation and returns what to print on stdout.
-pub fn run(cli: &Cli) -> Result<String, Failure> {
+/// Runs one invocation; a plan's report goes to `out`.
+pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     let now = match &cli.now {
         Some(t) => chrono::DateTime::parse_from_rfc3339(t)
             .map_err(|e| {
@@ -274,7 +274,7 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
         .map_err(Failure::invalid)?;
     pipeline.predict_destinations = cli.predict_destinations;
     let Some(snapshot_path) = &cli.snapshot else {
-        return run_live(cli, &policy, pipeline).map(|_| String::new());
+        return run_live(cli, &policy, pipeline);
     };
     let mut source = FileSource {
         path: snapshot_path.clone(),
@@ -327,10 +327,15 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
         seconds = planning.elapsed().as_secs_f64(),
         "plan ready"
     );
+    use std::io::Write as _;
     let rendering = std::time::Instant::now();
-    let out = crate::executor::dry_run(&snap, &plan).render(cli.output);
+    let mut counted = Counted { out, bytes: 0 };
+    crate::executor::dry_run(&snap, &plan)
+        .write_to(cli.output, &mut counted)
+        .and_then(|_| counted.flush())
+        .map_err(|e| Failure::other(format!("writing the report: {e}")))?;
     tracing::info!(
-        bytes = out.len(),
+        bytes = counted.bytes,
         seconds = rendering.elapsed().as_secs_f64(),
         "report rendered"
     );
@@ -338,7 +343,24 @@ pub fn run(cli: &Cli) -> Result<String, Failure> {
     // by one would take longer than the exit that reclaims them all at once.
     std::mem::forget(snap);
     std::mem::forget(plan);
-    Ok(out)
+    Ok(())
+}
+
+/// A writer that counts the bytes written through it.
+struct Counted<'w> {
+    out: &'w mut dyn std::io::Write,
+    bytes: usize,
+}
+
+impl std::io::Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.bytes += n;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Logs how long each plugin of an offline plan took (`-v 4`).
@@ -455,19 +477,9 @@ fn run_live(cli: &Cli, policy: &Policy, pipeline: Pipeline) -> Result<(), Failur
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli);
-    match run(&cli) {
-        Ok(out) => {
-            use std::io::Write;
-            let mut stdout = std::io::stdout().lock();
-            if stdout
-                .write_all(out.as_bytes())
-                .and_then(|_| stdout.flush())
-                .is_err()
-            {
-                return ExitCode::from(1);
-            }
-            ExitCode::SUCCESS
-        }
+    let stdout = std::io::stdout();
+    match run(&cli, &mut stdout.lock()) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("error: {}", f.message);
             ExitCode::from(f.code)
