@@ -28,9 +28,9 @@
 use super::{upstream_cmp, PlanningState};
 use crate::plugins::dominant_resource_fairness::DominantResourceFairnessArgs;
 use crate::snapshot::{ClusterSnapshot, PodId, RESOURCE_PODS};
-use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
 
 /// Resources that never count towards a dominant share.
 const NOT_SHARED: &[&str] = &[RESOURCE_PODS, "ephemeral-storage"];
@@ -120,7 +120,7 @@ pub struct Fairness<'s> {
     before: Vec<i64>,
     /// Tenants that hold something before the plan (they are reported).
     holds: Vec<bool>,
-    live: RefCell<Live>,
+    live: Mutex<Live>,
 }
 
 impl<'s> Fairness<'s> {
@@ -182,7 +182,7 @@ impl<'s> Fairness<'s> {
             resources,
             before,
             holds,
-            live: RefCell::new(Live::default()),
+            live: Mutex::new(Live::default()),
         }
     }
 
@@ -211,9 +211,13 @@ impl<'s> Fairness<'s> {
         best
     }
 
+    fn live(&self) -> MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Takes the evictions planned since the last call off their tenants' usage.
     fn sync(&self, state: &PlanningState<'_>) {
-        let mut live = self.live.borrow_mut();
+        let mut live = self.live();
         let live = &mut *live;
         let nr = self.resources.len();
         let take = |live: &mut Live, pod: PodId| {
@@ -257,7 +261,7 @@ impl<'s> Fairness<'s> {
     pub fn share(&self, state: &PlanningState<'_>, tenant: &str) -> Option<Share> {
         self.sync(state);
         let t = self.tenants.binary_search(&tenant).ok()?;
-        Some(self.live.borrow().shares[t])
+        Some(self.live().shares[t])
     }
 
     /// The resource a share is of.
@@ -278,14 +282,14 @@ impl<'s> Fairness<'s> {
     /// Sorts candidates by their tenant's current dominant share, highest first.
     pub fn sort(&self, state: &PlanningState<'_>, pods: &mut [PodId]) {
         self.sync(state);
-        let live = self.live.borrow();
+        let live = self.live();
         pods.sort_by(|&a, &b| self.cmp(&live.shares, a, b));
     }
 
     /// Removes and returns the candidate whose tenant has the highest share now.
     pub fn take_next(&self, state: &PlanningState<'_>, pods: &mut Vec<PodId>) -> Option<PodId> {
         self.sync(state);
-        let live = self.live.borrow();
+        let live = self.live();
         let (i, _) = pods
             .iter()
             .enumerate()
@@ -296,7 +300,7 @@ impl<'s> Fairness<'s> {
     /// Every tenant that held something before the plan, with its share before and after.
     pub fn summary(&self, state: &PlanningState<'_>) -> Vec<TenantShare> {
         self.sync(state);
-        let live = self.live.borrow();
+        let live = self.live();
         (0..self.tenants.len())
             .filter(|&t| self.holds[t])
             .map(|t| {

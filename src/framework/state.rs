@@ -136,11 +136,11 @@ pub struct PlanningState<'s> {
     /// may reach, by resource name); None: any node other than the pod's own.
     placement_targets: Option<Vec<(NodeId, BTreeMap<String, i64>)>>,
     /// Candidates a plugin did not choose, and why; at most one per pod (the latest), and
-    /// none for a pod planned in the end. A RefCell: recorded from the evictor's checks,
-    /// which read the state.
+    /// none for a pod planned in the end. Behind a lock: recorded from the evictor's
+    /// checks, which read the state (from several threads, while a plugin only chooses).
     /// Candidates refused so far, by pod: (order of the latest refusal, the note).
-    not_chosen: std::cell::RefCell<FxHashMap<PodId, (u64, PlanNote)>>,
-    not_chosen_seq: std::cell::Cell<u64>,
+    not_chosen: std::sync::Mutex<FxHashMap<PodId, (u64, PlanNote)>>,
+    not_chosen_seq: std::sync::atomic::AtomicU64,
 }
 
 impl<'s> PlanningState<'s> {
@@ -223,12 +223,18 @@ impl<'s> PlanningState<'s> {
         &self.notes
     }
 
+    /// The candidates not chosen so far (behind their lock).
+    fn not_chosen_notes_mut(&self) -> std::sync::MutexGuard<'_, FxHashMap<PodId, (u64, PlanNote)>> {
+        self.not_chosen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Records that a plugin did not choose a candidate pod, and why (its latest reason wins;
     /// dropped if the pod is planned later in the cycle).
     pub fn not_chosen(&self, profile: &str, plugin: &'static str, pod: PodId, why: String) {
-        let seq = self.not_chosen_seq.get();
-        self.not_chosen_seq.set(seq + 1);
-        self.not_chosen.borrow_mut().insert(
+        let seq = self
+            .not_chosen_seq
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.not_chosen_notes_mut().insert(
             pod,
             (
                 seq,
@@ -246,7 +252,7 @@ impl<'s> PlanningState<'s> {
 
     /// The candidates not chosen so far, and why.
     pub fn not_chosen_notes(&self) -> Vec<PlanNote> {
-        let mut v: Vec<(u64, PlanNote)> = self.not_chosen.borrow().values().cloned().collect();
+        let mut v: Vec<(u64, PlanNote)> = self.not_chosen_notes_mut().values().cloned().collect();
         v.sort_by_key(|(seq, _)| *seq);
         v.into_iter().map(|(_, n)| n).collect()
     }
@@ -283,8 +289,12 @@ impl<'s> PlanningState<'s> {
     /// Everything planned, for the report.
     pub fn into_output(self) -> PlanningOutput {
         let mut notes = self.notes;
-        let mut refused: Vec<(u64, PlanNote)> =
-            self.not_chosen.into_inner().into_values().collect();
+        let mut refused: Vec<(u64, PlanNote)> = self
+            .not_chosen
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_values()
+            .collect();
         refused.sort_by_key(|(seq, _)| *seq);
         notes.extend(refused.into_iter().map(|(_, n)| n));
         PlanningOutput {
@@ -704,7 +714,10 @@ impl<'s> PlanningState<'s> {
         let snap = self.snap;
         let p = snap.pod(pod);
         self.planned[pod as usize] = true;
-        self.not_chosen.get_mut().remove(&pod);
+        self.not_chosen
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&pod);
         if p.is_active() {
             self.requested[node as usize].sub_pod(&p.requests);
         }

@@ -40,6 +40,9 @@
 //!   the highest first). Pods with the prefer-no-eviction annotation leave after the others
 //!   (an addition, as in the framework's eviction order). Ties keep node order, then name.
 //! - Map-order randomness is gone: domains tie-break by value, chosen pods keep their order.
+//!   Namespaces are balanced on all cores (choosing reads the state the plugin started with
+//!   and records nothing); their chosen pods are then taken in namespace order, so the plan
+//!   is the one a single pass makes.
 //! - Constraints with `maxSkew` below 1 (which the API rejects) are skipped.
 //! - `includeSoftConstraints` (v1alpha1 only; gone from v1alpha2) is an error that names its
 //!   replacement, `constraints: [DoNotSchedule, ScheduleAnyway]`.
@@ -53,11 +56,13 @@ use crate::snapshot::{
     ClusterSnapshot, InclusionPolicy, NodeId, NodeSelectorTerm, Pod, PodId,
     TopologySpreadConstraint, WhenUnsatisfiable,
 };
+use rayon::iter::{IntoParallelIterator, ParallelIterator};
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
 
@@ -176,17 +181,34 @@ impl Plugin for RemovePodsViolatingTopologySpreadConstraint {
         for (i, &n) in nodes.iter().enumerate() {
             node_pos[n as usize] = Some(i as u32);
         }
-        let mut chosen = Chosen::default();
-        let mut domain_cache = DomainCache::default();
         // Pods are sorted by namespace, so each namespace is one contiguous range.
+        let mut namespaces: Vec<Range<PodId>> = Vec::new();
         let mut start: PodId = 0;
         while (start as usize) < snap.pods.len() {
             let ns = &*snap.pod(start).namespace;
             let range = snap.pods_in_namespace(ns);
             start = range.end;
             if namespace_allowed(&self.args.namespaces, ns) {
-                self.balance_namespace(cx, nodes, &node_pos, range, &mut domain_cache, &mut chosen);
+                namespaces.push(range);
             }
+        }
+        // Namespaces are balanced on their own and nothing is evicted until all are (the
+        // state every namespace sees is the one this plugin started with), so they are
+        // balanced on all cores; the pods chosen are then taken in namespace order, as one
+        // pass would choose them.
+        let domain_cache = DomainCache::default();
+        let shared: &Context<'_, '_> = cx;
+        let per_namespace: Vec<Chosen> = namespaces
+            .into_par_iter()
+            .map(|range| {
+                let mut chosen = Chosen::default();
+                self.balance_namespace(shared, nodes, &node_pos, range, &domain_cache, &mut chosen);
+                chosen
+            })
+            .collect();
+        let mut chosen = Chosen::default();
+        for c in per_namespace {
+            chosen.pods.extend(c.pods);
         }
         self.evict(cx, chosen);
     }
@@ -331,7 +353,7 @@ struct DomainEntry<'s> {
     node_affinity_policy: InclusionPolicy,
     node_taints_policy: InclusionPolicy,
     pod: &'s Pod,
-    domains: NodeDomains<'s>,
+    domains: Arc<NodeDomains<'s>>,
 }
 
 impl DomainEntry<'_> {
@@ -351,30 +373,31 @@ impl DomainEntry<'_> {
 /// constraints that differ only in their selector or `maxSkew` share them.
 #[derive(Default)]
 struct DomainCache<'s> {
-    by_key: FxHashMap<&'s str, Vec<DomainEntry<'s>>>,
+    by_key: Mutex<FxHashMap<&'s str, Vec<DomainEntry<'s>>>>,
 }
 
 impl<'s> DomainCache<'s> {
     fn get(
-        &mut self,
+        &self,
         snap: &'s ClusterSnapshot,
         nodes: &[NodeId],
         c: &Constraint<'s>,
-    ) -> &NodeDomains<'s> {
-        let entries = self.by_key.entry(c.topology_key).or_default();
-        let i = match entries.iter().position(|e| e.same_inclusion(c)) {
-            Some(i) => i,
+    ) -> Arc<NodeDomains<'s>> {
+        let mut by_key = self.by_key.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = by_key.entry(c.topology_key).or_default();
+        match entries.iter().find(|e| e.same_inclusion(c)) {
+            Some(e) => e.domains.clone(),
             None => {
+                let domains = Arc::new(node_domains(snap, nodes, c));
                 entries.push(DomainEntry {
                     node_affinity_policy: c.node_affinity_policy,
                     node_taints_policy: c.node_taints_policy,
                     pod: c.pod,
-                    domains: node_domains(snap, nodes, c),
+                    domains: domains.clone(),
                 });
-                entries.len() - 1
+                domains
             }
-        };
-        &entries[i].domains
+        }
     }
 }
 
@@ -432,7 +455,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         nodes: &[NodeId],
         node_pos: &[Option<u32>],
         range: Range<PodId>,
-        domain_cache: &mut DomainCache<'s>,
+        domain_cache: &DomainCache<'s>,
         chosen: &mut Chosen,
     ) {
         let snap = cx.snap();
@@ -522,7 +545,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                     .filter(|&(_, p, _)| c.selects(&snap.pod(p).labels))
                     .collect(),
             };
-            self.balance_constraint(cx, &selected, c, domains, &mut evictable, chosen);
+            self.balance_constraint(cx, &selected, c, &domains, &mut evictable, chosen);
         }
     }
 
@@ -817,6 +840,73 @@ mod tests {
             r.reasons[0],
             "topology spread: zone=a has 4 matching pods, zone=b has 0, maxSkew 1"
         );
+    }
+
+    #[test]
+    fn namespaces_balanced_on_all_cores_evict_in_namespace_order() {
+        // 60 namespaces, each skewed differently (k+2 pods on a1, none on b1), so that every
+        // namespace's choice differs; the chosen pods are evicted namespace after namespace,
+        // each namespace's in the order one pass would choose them, under a node limit that
+        // makes the order matter.
+        let mut pods = Vec::new();
+        let mut want_per_ns = Vec::new();
+        for k in 0..60usize {
+            let ns = format!("ns{k:02}");
+            let n = k % 5 + 2;
+            for i in 0..n {
+                pods.push(
+                    pod(&ns, &format!("p{i}"))
+                        .node("a1")
+                        .label("foo", "bar")
+                        .spread(1, "zone", DNS, "foo", "bar")
+                        .build(),
+                );
+            }
+            // [n,0] with maxSkew 1 ends as even as it gets: n/2 move, the last pods first.
+            let moves = n / 2;
+            want_per_ns.push((
+                ns,
+                (n - moves..n)
+                    .rev()
+                    .map(|i| format!("p{i}"))
+                    .collect::<Vec<_>>(),
+            ));
+        }
+        let snap = snapshot(vec![zone_node("a1", "a"), zone_node("b1", "b")], pods);
+        let want: Vec<String> = want_per_ns
+            .iter()
+            .flat_map(|(ns, names)| names.iter().map(move |n| format!("{ns}/{n}")))
+            .collect();
+        let keys = |limits: Limits| -> Vec<String> {
+            let plugin = RemovePodsViolatingTopologySpreadConstraint::new(&Value::Null).unwrap();
+            let evictor = DefaultEvictor::from_args(&Value::Null).unwrap();
+            let nodes = snap.ready_nodes(&Selector::everything());
+            let mut state = PlanningState::new(&snap, limits);
+            let mut cx = Context {
+                fairness: None,
+                state: &mut state,
+                evictor: &evictor,
+                profile: "p",
+                plugin: NAME,
+                now: T0 + 3600,
+                nodes: &nodes,
+            };
+            plugin.run(&mut cx, &nodes);
+            state
+                .evictions()
+                .iter()
+                .map(|e| snap.pod(e.pod).key())
+                .collect()
+        };
+        assert_eq!(keys(Limits::default()), want);
+        // With at most 25 evictions per node, the first 25 chosen are the ones planned.
+        let limited = Limits {
+            per_node: Some(25),
+            ..Limits::default()
+        };
+        for _ in 0..5 {
+            assert_eq!(keys(limited), want[..25]);
+        }
     }
 
     #[test]

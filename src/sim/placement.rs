@@ -32,7 +32,6 @@ use crate::snapshot::{
     WhenUnsatisfiable,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::cell::RefCell;
 use std::sync::Arc;
 
 type DomainCache<'s> = FxHashMap<(Option<&'s str>, PodId, usize), Arc<Domains<'s>>>;
@@ -63,7 +62,7 @@ pub struct Simulation<'s> {
     /// Each pod template's topology spread domains by node (the node's value of the
     /// constraint's key, None when the node is not counted), by (controller uid, pod when
     /// it has no controller, constraint).
-    domains: RefCell<DomainCache<'s>>,
+    domains: Cache<DomainCache<'s>>,
     /// The snapshot's bound pods with required pod anti-affinity (the only ones that can
     /// refuse an incoming pod).
     anti_holders: Vec<PodId>,
@@ -127,6 +126,23 @@ struct Spread<'p> {
     domains: Arc<Domains<'p>>,
     counts: Vec<i64>,
     min: i64,
+}
+
+/// A cache filled while the simulation is read (behind a lock, so the simulation can be read
+/// from several threads); cloned with what it holds.
+#[derive(Debug, Default)]
+struct Cache<T>(std::sync::Mutex<T>);
+
+impl<T> Cache<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, T> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<T: Clone> Clone for Cache<T> {
+    fn clone(&self) -> Self {
+        Cache(std::sync::Mutex::new(self.lock().clone()))
+    }
 }
 
 /// A pod template's spread domains: each node's domain (None: not counted) and the domains'
@@ -520,12 +536,7 @@ impl<'s> Simulation<'s> {
                 },
                 ci,
             );
-            let eligible = self
-                .domains
-                .borrow_mut()
-                .entry(key)
-                .or_insert_with(build)
-                .clone();
+            let eligible = self.domains.lock().entry(key).or_insert_with(build).clone();
             let mut counts = vec![0i64; eligible.values.len()];
             // the matching pods of the pod's namespace, where the plan leaves them
             let range = snap.pods_in_namespace(&pod.namespace);
