@@ -46,6 +46,7 @@ use crate::sim;
 use crate::snapshot::{
     ClusterSnapshot, Node, NodeId, NodeSelectorTerm, Pod, PodId, Taint, TaintEffect,
 };
+use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
 use rustc_hash::{FxHashMap, FxHasher};
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
@@ -233,21 +234,27 @@ impl Plugin for RemoveDuplicates {
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
 
-        // 1. The candidates of every node, best kept first (reverse eviction order). Pods of
-        // one shape (namespace, owners, images) have the same keys: they are built once per
-        // shape.
+        // 1. The candidates of every node, best kept first (reverse eviction order). Choosing
+        // reads the state and records nothing, so the nodes are looked at on all cores. Pods
+        // of one shape (namespace, owners, images) have the same keys: they are built once
+        // per shape, in node order.
+        let shared: &Context<'_, '_> = cx;
+        let node_pods: Vec<Vec<PodId>> = nodes
+            .par_iter()
+            .map(|&node| {
+                let mut pods: Vec<PodId> = shared
+                    .pods_on_node(node)
+                    .filter(|&id| self.is_candidate(shared, id))
+                    .collect();
+                shared.sort_by_eviction_order(&mut pods);
+                pods
+            })
+            .collect();
         let mut interner = Interner::default();
         let mut of_shape: Vec<Option<(u32, (u32, u32))>> = vec![None; snap.shape_count()];
-        let mut per_node: Vec<Vec<Candidate>> = Vec::with_capacity(nodes.len());
-        let mut pods: Vec<PodId> = Vec::new();
-        for &node in nodes {
-            pods.clear();
-            pods.extend(
-                cx.pods_on_node(node)
-                    .filter(|&id| self.is_candidate(cx, id)),
-            );
-            cx.sort_by_eviction_order(&mut pods);
-            per_node.push(
+        let mut per_node: Vec<Vec<Candidate>> = node_pods
+            .iter()
+            .map(|pods| {
                 pods.iter()
                     .rev()
                     .map(|&pod| {
@@ -258,9 +265,9 @@ impl Plugin for RemoveDuplicates {
                         });
                         Candidate { pod, key, owners }
                     })
-                    .collect(),
-            );
-        }
+                    .collect()
+            })
+            .collect();
         let owner_count = interner.owners.len();
 
         // 2. Upstream lists only pods that also pass the PreEvictionFilter. That check can
