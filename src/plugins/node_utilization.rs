@@ -640,6 +640,60 @@ impl Rooms {
     }
 }
 
+/// [`Rooms`] kept apart per set of destination taints (clusters have a handful: none, GPU
+/// nodes, a batch pool, ...): a pod looks only among the destinations whose taints it
+/// tolerates, where the tree finds the first with room, instead of the tree offering every
+/// destination with room for the pod to refuse one by one. Same answer as the first
+/// destination, in order, with room and with taints the pod tolerates.
+struct TaintedRooms<'s> {
+    /// Each distinct set of taints, its destinations' rooms, and those destinations (their
+    /// indexes among all destinations, ascending).
+    classes: Vec<(&'s [Taint], Rooms, Vec<usize>)>,
+    /// Each destination's class, and its index within the class.
+    at: Vec<(usize, usize)>,
+}
+
+impl<'s> TaintedRooms<'s> {
+    fn new(rooms: Vec<Vec<i64>>, k: usize, taints: &[&'s [Taint]]) -> Self {
+        let mut classes: Vec<(&'s [Taint], Vec<Vec<i64>>, Vec<usize>)> = Vec::new();
+        let mut at = Vec::with_capacity(rooms.len());
+        for (d, (room, &t)) in rooms.into_iter().zip(taints).enumerate() {
+            let c = match classes.iter().position(|(ct, _, _)| *ct == t) {
+                Some(c) => c,
+                None => {
+                    classes.push((t, Vec::new(), Vec::new()));
+                    classes.len() - 1
+                }
+            };
+            at.push((c, classes[c].2.len()));
+            classes[c].1.push(room);
+            classes[c].2.push(d);
+        }
+        TaintedRooms {
+            classes: classes
+                .into_iter()
+                .map(|(t, rooms, ids)| (t, Rooms::new(rooms, k), ids))
+                .collect(),
+            at,
+        }
+    }
+
+    /// The first destination with room for `amounts` whose taints the pod tolerates.
+    fn first_fit(&self, amounts: &[i64], pod: &Pod) -> Option<usize> {
+        self.classes
+            .iter()
+            .filter(|(taints, _, _)| sim::tolerates_all_taints(pod, taints))
+            .filter_map(|(_, rooms, ids)| rooms.first_fit(amounts, |_| true).map(|l| ids[l]))
+            .min()
+    }
+
+    /// Takes `amount` of resource `i` off destination `d`'s room.
+    fn take(&mut self, d: usize, i: usize, amount: i64) {
+        let (c, l) = self.at[d];
+        self.classes[c].1.take(l, i, amount);
+    }
+}
+
 /// Upstream's `withResourceRequestForAny`: the pod requests one of the resources.
 /// (The snapshot keeps effective requests, so an explicit request of zero counts as none.)
 pub fn requests_any(pod: &Pod, resources: &[String]) -> bool {
@@ -709,8 +763,22 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
     let snap = cx.snap();
     // Each destination's room by resource, in the order of `opts.resources` (compared for
     // every candidate against every destination: plain numbers, not map lookups).
-    let mut rooms: Option<Rooms> = rooms.map(|rooms| {
-        Rooms::new(
+    let destination_taints: Vec<&[Taint]> = destinations
+        .iter()
+        .map(|&d| snap.node(d).taints.as_slice())
+        .collect();
+    // The distinct sets of taints among the destinations (a pod that tolerates none has
+    // nowhere to go).
+    let mut taint_sets: Vec<&[Taint]> = Vec::new();
+    for &t in &destination_taints {
+        if !taint_sets.contains(&t) {
+            taint_sets.push(t);
+        }
+    }
+    // Each destination's room by resource, in the order of `opts.resources` (compared for
+    // every candidate against every destination: plain numbers, not map lookups).
+    let mut rooms: Option<TaintedRooms> = rooms.map(|rooms| {
+        TaintedRooms::new(
             rooms
                 .iter()
                 .map(|room| {
@@ -721,12 +789,9 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                 })
                 .collect(),
             opts.resources.len(),
+            &destination_taints,
         )
     });
-    let destination_taints: Vec<&[Taint]> = destinations
-        .iter()
-        .map(|&d| snap.node(d).taints.as_slice())
-        .collect();
     // What a pod takes with it, per resource (0 where its measured usage is unknown), and the
     // first resource whose measured usage is unknown.
     let amounts_of = |pod_id: PodId| {
@@ -778,10 +843,7 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                 break;
             }
             let pod = snap.pod(pod_id);
-            if !destination_taints
-                .iter()
-                .any(|t| sim::tolerates_all_taints(pod, t))
-            {
+            if !taint_sets.iter().any(|t| sim::tolerates_all_taints(pod, t)) {
                 continue;
             }
             if opts
@@ -798,9 +860,7 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
             let room_taken = match &rooms {
                 None => None,
                 Some(rooms) => {
-                    let fits = rooms.first_fit(&amounts, |d| {
-                        sim::tolerates_all_taints(pod, destination_taints[d])
-                    });
+                    let fits = rooms.first_fit(&amounts, pod);
                     match fits {
                         Some(d) => Some(d),
                         None => {
@@ -938,6 +998,73 @@ mod tests {
             Rooms::new(vec![vec![]; 3], 0).first_fit(&[], |d| d > 0),
             Some(1)
         );
+    }
+
+    #[test]
+    fn tainted_rooms_find_the_first_tolerated_destination_that_fits() {
+        // Against trying every destination in order, as the plugin did before: destinations
+        // under three sets of taints (none, GPU, GPU and batch), pods tolerating some of them.
+        use crate::snapshot::builders::pod;
+        use crate::snapshot::TaintEffect;
+        let taint = |key: &str| Taint {
+            key: key.into(),
+            value: "true".into(),
+            effect: TaintEffect::NoSchedule,
+        };
+        let sets: [Vec<Taint>; 3] = [
+            vec![],
+            vec![taint("gpu")],
+            vec![taint("gpu"), taint("batch")],
+        ];
+        let pods = [
+            pod("a", "plain").build(),
+            pod("a", "gpu")
+                .toleration("gpu", "true", Some(TaintEffect::NoSchedule))
+                .build(),
+            pod("a", "both")
+                .toleration("gpu", "true", Some(TaintEffect::NoSchedule))
+                .toleration("batch", "true", Some(TaintEffect::NoSchedule))
+                .build(),
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |m: i64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as i64
+        };
+        let mut tolerated_elsewhere = 0;
+        for n in [1usize, 2, 5, 8, 33] {
+            let k = 2;
+            let taints: Vec<&[Taint]> = (0..n).map(|_| sets[next(3) as usize].as_slice()).collect();
+            let mut plain: Vec<Vec<i64>> = (0..n)
+                .map(|_| (0..k).map(|_| next(20) - 2).collect())
+                .collect();
+            let mut rooms = TaintedRooms::new(plain.clone(), k, &taints);
+            for _ in 0..300 {
+                let amounts: Vec<i64> = (0..k).map(|_| next(6)).collect();
+                let p = &pods[next(3) as usize];
+                let want = (0..n).find(|&d| {
+                    plain[d].iter().zip(&amounts).all(|(v, a)| v >= a)
+                        && sim::tolerates_all_taints(p, taints[d])
+                });
+                assert_eq!(
+                    rooms.first_fit(&amounts, p),
+                    want,
+                    "n={n} {amounts:?} {}",
+                    p.name
+                );
+                if let Some(d) = want {
+                    tolerated_elsewhere += usize::from(!taints[d].is_empty());
+                    for (i, &a) in amounts.iter().enumerate() {
+                        plain[d][i] -= a;
+                        rooms.take(d, i, a);
+                    }
+                }
+            }
+        }
+        // Pods did land on tainted destinations, so the classes were exercised.
+        assert!(tolerated_elsewhere > 20, "{tolerated_elsewhere}");
     }
 
     #[test]
