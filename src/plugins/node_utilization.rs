@@ -655,7 +655,9 @@ struct TaintedRooms<'s> {
 
 impl<'s> TaintedRooms<'s> {
     fn new(rooms: Vec<Vec<i64>>, k: usize, taints: &[&'s [Taint]]) -> Self {
-        let mut classes: Vec<(&'s [Taint], Vec<Vec<i64>>, Vec<usize>)> = Vec::new();
+        // Each class's taints, its destinations' rooms and the destinations.
+        type Class<'s> = (&'s [Taint], Vec<Vec<i64>>, Vec<usize>);
+        let mut classes: Vec<Class<'s>> = Vec::new();
         let mut at = Vec::with_capacity(rooms.len());
         for (d, (room, &t)) in rooms.into_iter().zip(taints).enumerate() {
             let c = match classes.iter().position(|(ct, _, _)| *ct == t) {
