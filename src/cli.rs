@@ -330,7 +330,8 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     use std::io::Write as _;
     let rendering = std::time::Instant::now();
     let mut counted = Counted { out, bytes: 0 };
-    crate::executor::dry_run(&snap, &plan)
+    let report = crate::executor::dry_run(&snap, &plan);
+    report
         .write_to(cli.output, &mut counted)
         .and_then(|_| counted.flush())
         .map_err(|e| Failure::other(format!("writing the report: {e}")))?;
@@ -341,6 +342,7 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     );
     // The process exits right after printing: handing millions of small allocations back one
     // by one would take longer than the exit that reclaims them all at once.
+    std::mem::forget(report);
     std::mem::forget(snap);
     std::mem::forget(plan);
     Ok(())

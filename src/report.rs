@@ -25,6 +25,7 @@
 
 use crate::plan::EvictionPlan;
 use crate::snapshot::{ClusterSnapshot, Node, Resources};
+use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -174,56 +175,45 @@ fn percentages(node: &Node, requested: &Resources) -> BTreeMap<String, f64> {
 
 impl Report {
     pub fn new(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
-        let eviction_rows = || -> Vec<EvictionRow> {
-            plan.evictions
-                .iter()
-                .map(|e| EvictionRow {
-                    pod: snap.pod(e.pod).key(),
-                    node: snap.node(e.node).name.to_string(),
-                    profile: e.profile.clone(),
-                    plugin: e.plugin.to_string(),
-                    reason: e.reason.clone(),
-                    destination: e.destination.map(|d| snap.node(d).name.to_string()),
-                    gang: e.gang.map(|g| snap.gang(g).describe()),
-                    result: None,
-                })
-                .collect()
+        let eviction_row = |e: &crate::framework::PlannedEviction| EvictionRow {
+            pod: snap.pod(e.pod).key(),
+            node: snap.node(e.node).name.to_string(),
+            profile: e.profile.clone(),
+            plugin: e.plugin.to_string(),
+            reason: e.reason.clone(),
+            destination: e.destination.map(|d| snap.node(d).name.to_string()),
+            gang: e.gang.map(|g| snap.gang(g).describe()),
+            result: None,
         };
-        let node_rows = || -> Vec<NodeRow> {
-            plan.nodes
-                .iter()
-                .map(|&n| {
-                    let node = snap.node(n);
-                    let measured =
-                        plan.measured
-                            .get(n as usize)
-                            .and_then(Option::as_ref)
-                            .map(|m| MeasuredRow {
-                                source: m.source.as_str().to_string(),
-                                before: measured_percentages(node, &m.before),
-                                after: measured_percentages(node, &m.after),
-                            });
-                    NodeRow {
-                        name: node.name.to_string(),
-                        before: percentages(node, snap.node_requested(n)),
-                        after: percentages(node, &plan.requested_after[n as usize]),
-                        measured,
-                    }
-                })
-                .collect()
+        let node_row = |&n: &crate::snapshot::NodeId| {
+            let node = snap.node(n);
+            let measured = plan
+                .measured
+                .get(n as usize)
+                .and_then(Option::as_ref)
+                .map(|m| MeasuredRow {
+                    source: m.source.as_str().to_string(),
+                    before: measured_percentages(node, &m.before),
+                    after: measured_percentages(node, &m.after),
+                });
+            NodeRow {
+                name: node.name.to_string(),
+                before: percentages(node, snap.node_requested(n)),
+                after: percentages(node, &plan.requested_after[n as usize]),
+                measured,
+            }
         };
-        // A large plan's rows and its nodes' rows are built side by side.
-        let (evictions, nodes) = if plan.evictions.len() >= 4096 {
-            std::thread::scope(|scope| {
-                let rows = scope.spawn(eviction_rows);
-                let nodes = node_rows();
-                let rows = rows
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (rows, nodes)
-            })
+        // A large plan's rows are built on all cores (in order: an indexed collect).
+        let (evictions, nodes): (Vec<EvictionRow>, Vec<NodeRow>) = if plan.evictions.len() >= 4096 {
+            rayon::join(
+                || plan.evictions.par_iter().map(eviction_row).collect(),
+                || plan.nodes.par_iter().map(node_row).collect(),
+            )
         } else {
-            (eviction_rows(), node_rows())
+            (
+                plan.evictions.iter().map(eviction_row).collect(),
+                plan.nodes.iter().map(node_row).collect(),
+            )
         };
         let notes = plan
             .notes
