@@ -521,7 +521,7 @@ mod parallel {
     /// meet wherever their work does: the halves of a file in bytes are rarely halves of the
     /// work (nodes decode at another pace than pods, and the thread that first touches
     /// fresh memory pays for the page faults).
-    const CHUNKS: usize = 32;
+    const CHUNKS: usize = 64;
 
     /// A separating comma between two items at or after `from`, looked for in a small peek
     /// first, then in a larger one (an item can be large).
