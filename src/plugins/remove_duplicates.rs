@@ -148,7 +148,6 @@ fn fx_hash<T: Hash + ?Sized>(value: &T) -> u64 {
 
 /// Gives every distinct owner and every distinct full key a small id, so each pod's key is
 /// built and hashed once per run.
-#[derive(Default)]
 struct Interner<'s> {
     owners: Vec<OwnerKey<'s>>,
     owner_ids: FxHashMap<OwnerKey<'s>, u32>,
@@ -164,6 +163,21 @@ struct Interner<'s> {
 }
 
 impl<'s> Interner<'s> {
+    /// Room for `shapes` pods of distinct shapes (each has its key, and usually its owner):
+    /// the tables are not regrown, and copied, as they fill.
+    fn with_capacity(shapes: usize) -> Self {
+        Interner {
+            owners: Vec::with_capacity(shapes),
+            owner_ids: FxHashMap::with_capacity_and_hasher(shapes, Default::default()),
+            cand_owners: Vec::with_capacity(shapes),
+            parts: Vec::with_capacity(shapes),
+            keys: Vec::with_capacity(shapes),
+            key_heads: FxHashMap::with_capacity_and_hasher(shapes, Default::default()),
+            next_key: Vec::with_capacity(shapes),
+            scratch: Vec::new(),
+        }
+    }
+
     fn candidate(&mut self, id: PodId, pod: &'s Pod) -> Candidate {
         let start = self.cand_owners.len() as u32;
         for key in owner_keys(pod) {
@@ -250,7 +264,7 @@ impl Plugin for RemoveDuplicates {
                 pods
             })
             .collect();
-        let mut interner = Interner::default();
+        let mut interner = Interner::with_capacity(snap.shape_count());
         let mut of_shape: Vec<Option<(u32, (u32, u32))>> = vec![None; snap.shape_count()];
         let mut per_node: Vec<Vec<Candidate>> = node_pods
             .iter()
