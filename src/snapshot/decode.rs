@@ -596,12 +596,19 @@ mod parallel {
             // The back thread: each chunk on its own (they are joined in order afterwards).
             let later = scope.spawn(|| {
                 let mut done: Vec<Decoded> = Vec::new();
+                // Bytes and pods decoded so far: each chunk's list is sized from them (a
+                // list sized for the fewest bytes per pod would leave most of each chunk's
+                // memory unused, and that memory still costs page faults).
+                let (mut bytes, mut pods) = (0usize, 0usize);
                 while let Some(j) = claim(false) {
                     let (from, stop) = chunk(j);
+                    let len = stop.unwrap_or(size).saturating_sub(from);
                     let mut parts = SnapshotParts::default();
-                    parts
-                        .pods
-                        .reserve(stop.unwrap_or(size).saturating_sub(from) / BYTES_PER_POD);
+                    if pods > 0 {
+                        parts
+                            .pods
+                            .reserve(len * pods / bytes + len * pods / bytes / 8 + 16);
+                    }
                     let mut sink = Sink {
                         file,
                         parts: &mut parts,
@@ -610,6 +617,8 @@ mod parallel {
                     };
                     let end = decode(j, &mut sink)?;
                     let shapes = std::mem::take(&mut sink.shapes);
+                    bytes += len;
+                    pods += parts.pods.len();
                     done.push(Decoded {
                         chunks: j..j + 1,
                         parts,
