@@ -960,17 +960,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn rooms_find_the_first_destination_that_fits() {
-        // Against trying every destination in order, over a deterministic pseudo-random walk
-        // of rooms, amounts and refusals, taking room as pods are placed.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |m: i64| {
+    /// A deterministic pseudo-random walk: each call gives a number in `0..m`.
+    fn xorshift(mut seed: u64) -> impl FnMut(i64) -> i64 {
+        move |m: i64| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             (seed % m as u64) as i64
-        };
+        }
+    }
+
+    #[test]
+    fn rooms_find_the_first_destination_that_fits() {
+        // Against trying every destination in order, over a deterministic pseudo-random walk
+        // of rooms, amounts and refusals, taking room as pods are placed.
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for n in [1usize, 2, 3, 7, 8, 9, 40] {
             let k = 3;
             let mut plain: Vec<Vec<i64>> = (0..n)
@@ -1028,13 +1032,7 @@ mod tests {
                 .toleration("batch", "true", Some(TaintEffect::NoSchedule))
                 .build(),
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: i64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m as u64) as i64
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut tolerated_elsewhere = 0;
         for n in [1usize, 2, 5, 8, 33] {
             let k = 2;

@@ -772,6 +772,8 @@ mod tests {
     struct Run {
         /// Evicted pods, in plan order.
         names: Vec<String>,
+        /// The same, as `<namespace>/<name>`.
+        keys: Vec<String>,
         reasons: Vec<String>,
     }
 
@@ -810,6 +812,7 @@ mod tests {
                 .iter()
                 .map(|e| snap.pod(e.pod).name.to_string())
                 .collect(),
+            keys: ev.iter().map(|e| snap.pod(e.pod).key()).collect(),
             reasons: ev.iter().map(|e| e.reason.clone()).collect(),
         }
     }
@@ -877,27 +880,7 @@ mod tests {
             .iter()
             .flat_map(|(ns, names)| names.iter().map(move |n| format!("{ns}/{n}")))
             .collect();
-        let keys = |limits: Limits| -> Vec<String> {
-            let plugin = RemovePodsViolatingTopologySpreadConstraint::new(&Value::Null).unwrap();
-            let evictor = DefaultEvictor::from_args(&Value::Null).unwrap();
-            let nodes = snap.ready_nodes(&Selector::everything());
-            let mut state = PlanningState::new(&snap, limits);
-            let mut cx = Context {
-                fairness: None,
-                state: &mut state,
-                evictor: &evictor,
-                profile: "p",
-                plugin: NAME,
-                now: T0 + 3600,
-                nodes: &nodes,
-            };
-            plugin.run(&mut cx, &nodes);
-            state
-                .evictions()
-                .iter()
-                .map(|e| snap.pod(e.pod).key())
-                .collect()
-        };
+        let keys = |limits: Limits| run_full(&snap, Value::Null, Value::Null, limits, &[]).keys;
         assert_eq!(keys(Limits::default()), want);
         // With at most 25 evictions per node, the first 25 chosen are the ones planned.
         let limited = Limits {

@@ -1007,34 +1007,43 @@ mod tests {
     #[test]
     fn objects_listed_twice_or_out_of_order_are_sorted_and_kept_once() {
         use super::builders::node;
-        let names = |pods: &[Pod]| -> Vec<String> { pods.iter().map(Pod::key).collect() };
+        // Nodes and pods by name (pods as `<namespace>/<name>`), in the order listed.
+        let build = |nodes: &[&str], pods: &[&str]| {
+            ClusterSnapshot::build(SnapshotParts {
+                nodes: nodes.iter().map(|n| node(n).build()).collect(),
+                pods: pods
+                    .iter()
+                    .map(|k| {
+                        let (ns, name) = k.split_once('/').unwrap();
+                        pod(ns, name).build()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+        };
+        let names = |snap: &ClusterSnapshot| -> (Vec<String>, Vec<String>) {
+            (
+                snap.nodes.iter().map(|n| n.name.to_string()).collect(),
+                snap.pods.iter().map(Pod::key).collect(),
+            )
+        };
         // Sorted, with a repeat next to itself (a snapshot concatenated from two lists).
-        let snap = ClusterSnapshot::build(SnapshotParts {
-            nodes: vec![node("n1").build(), node("n1").build(), node("n2").build()],
-            pods: vec![
-                pod("a", "x").build(),
-                pod("a", "x").build(),
-                pod("b", "x").build(),
-            ],
-            ..Default::default()
-        });
-        assert_eq!(names(&snap.pods), ["a/x", "b/x"]);
-        assert_eq!(snap.nodes.len(), 2);
-        // Out of order, with a repeat elsewhere.
-        let snap = ClusterSnapshot::build(SnapshotParts {
-            nodes: vec![node("n2").build(), node("n1").build(), node("n2").build()],
-            pods: vec![
-                pod("b", "x").build(),
-                pod("a", "y").build(),
-                pod("a", "x").build(),
-                pod("b", "x").build(),
-            ],
-            ..Default::default()
-        });
-        assert_eq!(names(&snap.pods), ["a/x", "a/y", "b/x"]);
+        let snap = build(&["n1", "n1", "n2"], &["a/x", "a/x", "b/x"]);
         assert_eq!(
-            snap.nodes.iter().map(|n| &*n.name).collect::<Vec<_>>(),
-            ["n1", "n2"]
+            names(&snap),
+            (
+                vec!["n1".into(), "n2".into()],
+                vec!["a/x".into(), "b/x".into()]
+            )
+        );
+        // Out of order, with a repeat elsewhere.
+        let snap = build(&["n2", "n1", "n2"], &["b/x", "a/y", "a/x", "b/x"]);
+        assert_eq!(
+            names(&snap),
+            (
+                vec!["n1".into(), "n2".into()],
+                vec!["a/x".into(), "a/y".into(), "b/x".into()]
+            )
         );
         assert_eq!(snap.pods_in_namespace("b"), 2..3);
     }
