@@ -203,18 +203,11 @@ impl Report {
                 measured,
             }
         };
-        // A large plan's rows are built on all cores (in order: an indexed collect).
-        let (evictions, nodes): (Vec<EvictionRow>, Vec<NodeRow>) = if plan.evictions.len() >= 4096 {
-            rayon::join(
-                || plan.evictions.par_iter().map(eviction_row).collect(),
-                || plan.nodes.par_iter().map(node_row).collect(),
-            )
-        } else {
-            (
-                plan.evictions.iter().map(eviction_row).collect(),
-                plan.nodes.iter().map(node_row).collect(),
-            )
-        };
+        // Rows are built on all cores, in plan order (an indexed collect).
+        let (evictions, nodes): (Vec<EvictionRow>, Vec<NodeRow>) = rayon::join(
+            || plan.evictions.par_iter().map(eviction_row).collect(),
+            || plan.nodes.par_iter().map(node_row).collect(),
+        );
         let notes = plan
             .notes
             .iter()
@@ -531,7 +524,7 @@ mod tests {
 
     #[test]
     fn a_large_plan_reports_every_eviction_in_plan_order() {
-        // Large enough for the rows to be built beside the node rows, on their own thread.
+        // Large enough for the rows to be split over the threads in many pieces.
         let snap = synthetic::snapshot(&Config::new(600, 20_000, 7));
         let policy =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/scale-policy.yaml");

@@ -847,8 +847,8 @@ mod tests {
 
     #[test]
     fn namespaces_balanced_on_all_cores_evict_in_namespace_order() {
-        // 60 namespaces, each skewed differently (k+2 pods on a1, none on b1), so that every
-        // namespace's choice differs; the chosen pods are evicted namespace after namespace,
+        // 60 namespaces, skewed differently (k mod 5 + 2 pods on a1, none on b1), so that
+        // neighbouring choices differ; the chosen pods are evicted namespace after namespace,
         // each namespace's in the order one pass would choose them, under a node limit that
         // makes the order matter.
         let mut pods = Vec::new();

@@ -537,8 +537,9 @@ mod parallel {
         chunks: Range<usize>,
         parts: SnapshotParts,
         shapes: Shapes,
-        /// After the last chunk: the source offset after the closing bracket.
-        end: Option<usize>,
+        /// The source offset after the last chunk (after the closing bracket when it is the
+        /// list's last).
+        end: usize,
     }
 
     /// [`decode_list`], each thread reading `piece` bytes at a time.
@@ -623,7 +624,7 @@ mod parallel {
                         chunks: j..j + 1,
                         parts,
                         shapes,
-                        end: Some(end),
+                        end,
                     });
                 }
                 done.reverse();
@@ -656,7 +657,7 @@ mod parallel {
                 chunks,
                 parts,
                 shapes,
-                end: Some(end),
+                end,
             });
             let back = later.join().ok().flatten();
             (front, back)
@@ -673,7 +674,7 @@ mod parallel {
         if first.chunks.start != 0 || next != CHUNKS {
             return None;
         }
-        let end = back.last().map_or(first.end, |d| d.end)?;
+        let end = back.last().map_or(first.end, |d| d.end);
         // The rest of the top-level object: more keys, then `}` and nothing else.
         let (rest, _) = peek(source, end, size - end)?;
         let b = rest.as_bytes();
