@@ -123,8 +123,8 @@ fn decode_parts(file: &str, bytes: &[u8]) -> Result<SnapshotParts, SnapshotError
             let docs: Vec<Option<RawObject>> =
                 serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?;
             let mut shapes = Shapes::default();
-            for (index, obj) in docs.into_iter().flatten().enumerate() {
-                add_object(file, index, obj, &mut parts, &mut shapes)?;
+            for (index, mut obj) in docs.into_iter().flatten().enumerate() {
+                add_object(file, index, &mut obj, &mut parts, &mut shapes)?;
             }
         }
     }
@@ -462,9 +462,11 @@ mod parallel {
                         if index == 0 && stop.is_none() && b[p] == b']' {
                             return Some(w.base + p + 1);
                         }
-                        match step::<RawObject<'_>>(text, p) {
-                            Step::Done(obj, after) => {
-                                sink.add::<serde_json::Error>(index, obj).ok()?;
+                        // Boxed: the object is a kilobyte, and `step` would move it by value
+                        // several times.
+                        match step::<Box<RawObject<'_>>>(text, p) {
+                            Step::Done(mut obj, after) => {
+                                sink.add::<serde_json::Error>(index, &mut obj).ok()?;
                                 index += 1;
                                 pos = after;
                                 want_item = false;
@@ -764,7 +766,7 @@ struct Sink<'p> {
 }
 
 impl Sink<'_> {
-    fn add<E: de::Error>(&mut self, index: usize, obj: RawObject<'_>) -> Result<(), E> {
+    fn add<E: de::Error>(&mut self, index: usize, obj: &mut RawObject<'_>) -> Result<(), E> {
         add_object(self.file, index, obj, self.parts, &mut self.shapes).map_err(|e| {
             self.error = Some(e);
             E::custom("invalid object")
@@ -789,8 +791,8 @@ impl<'de> Visitor<'de> for Items<'_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0;
-        while let Some(obj) = seq.next_element::<RawObject<'de>>()? {
-            self.0.add(index, obj)?;
+        while let Some(mut obj) = seq.next_element::<Box<RawObject<'de>>>()? {
+            self.0.add(index, &mut obj)?;
             index += 1;
         }
         Ok(())
@@ -832,7 +834,7 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_> {
         if is_list_kind(&obj.kind) {
             return Ok(());
         }
-        self.0.add(0, obj)
+        self.0.add(0, &mut obj)
     }
 }
 
@@ -880,17 +882,18 @@ impl fmt::Display for Obj<'_> {
 fn add_object(
     file: &str,
     index: usize,
-    obj: RawObject<'_>,
+    obj: &mut RawObject<'_>,
     parts: &mut SnapshotParts,
     shapes: &mut Shapes,
 ) -> Result<(), SnapshotError> {
-    let kind = &*obj.kind;
-    if is_list_kind(kind) {
-        for (i, item) in obj.items.into_iter().enumerate() {
-            add_object(file, i, item, parts, shapes)?;
+    if is_list_kind(&obj.kind) {
+        for (i, mut item) in std::mem::take(&mut obj.items).into_iter().enumerate() {
+            add_object(file, i, &mut item, parts, shapes)?;
         }
         return Ok(());
     }
+    let obj = &*obj;
+    let kind = &*obj.kind;
     if kind.is_empty() {
         return Err(SnapshotError::field(
             file,
