@@ -300,7 +300,7 @@ impl PodLifeTime {
         if listed(phase) {
             return Some(format!("phase {phase}"));
         }
-        if let Some(r) = pod.status.reason.as_deref().filter(|r| listed(r)) {
+        if let Some(r) = pod.status().reason.as_deref().filter(|r| listed(r)) {
             return Some(format!("status reason {r}"));
         }
         for (what, statuses) in self.container_groups(pod, true) {
@@ -324,7 +324,7 @@ impl PodLifeTime {
         pod: &'p Pod,
         ephemeral: bool,
     ) -> impl Iterator<Item = (&'static str, &'p [ContainerStatus])> {
-        let s = &pod.status;
+        let s = pod.status();
         [
             ("container", &s.containers[..], true),
             (
@@ -346,7 +346,7 @@ impl PodLifeTime {
     /// The first condition matching a `conditions` entry, described.
     fn matched_condition(&self, pod: &Pod, now: i64) -> Option<String> {
         self.args.conditions.iter().find_map(|f| {
-            let c = pod.status.conditions.iter().find(|c| f.matches(c, now))?;
+            let c = pod.status().conditions.iter().find(|c| f.matches(c, now))?;
             let mut s = format!("condition {}={}", c.kind, c.status.as_str());
             if let Some(r) = &c.reason {
                 s.push_str(&format!(" ({r})"));
@@ -416,7 +416,7 @@ impl PodLifeTime {
             .iter()
             .filter(|f| f.min_time_since_last_transition_seconds.is_some())
             .flat_map(|f| {
-                pod.status
+                pod.status()
                     .conditions
                     .iter()
                     .filter(move |c| f.matches_fields(c))

@@ -745,12 +745,15 @@ mod tests {
         // dry-run counts 4 (each pod once per owner); the pods are the same two.
         let two_owners = |b: PodBuilder| {
             let mut p = b.owner("ReplicaSet", "rs-1").build();
-            p.owners.push(OwnerRef {
-                kind: "ReplicaSet".into(),
-                name: "rs-2".into(),
-                uid: "uid-rs-2".into(),
-                controller: false,
-            });
+            crate::snapshot::builders::push(
+                &mut p.owners,
+                OwnerRef {
+                    kind: "ReplicaSet".into(),
+                    name: "rs-2".into(),
+                    uid: "uid-rs-2".into(),
+                    controller: false,
+                },
+            );
             p
         };
         let mut all = Vec::new();

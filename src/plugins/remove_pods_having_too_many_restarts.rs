@@ -144,9 +144,9 @@ impl RemovePodsHavingTooManyRestarts {
         let sum = |statuses: &[crate::snapshot::ContainerStatus]| -> i64 {
             statuses.iter().map(|c| i64::from(c.restart_count)).sum()
         };
-        let mut restarts = sum(&pod.status.containers);
+        let mut restarts = sum(&pod.status().containers);
         if self.args.including_init_containers {
-            restarts += sum(&pod.status.init_containers);
+            restarts += sum(&pod.status().init_containers);
         }
         restarts
     }
@@ -160,11 +160,11 @@ impl RemovePodsHavingTooManyRestarts {
             return Some(phase);
         }
         let init: &[_] = if self.args.including_init_containers {
-            &pod.status.init_containers
+            &pod.status().init_containers
         } else {
             &[]
         };
-        pod.status
+        pod.status()
             .containers
             .iter()
             .chain(init)
@@ -378,11 +378,11 @@ mod tests {
     fn upstream_table() {
         let none: fn(&mut crate::snapshot::Pod) = |_| {};
         let first_container_crashing: fn(&mut crate::snapshot::Pod) =
-            |p| p.status.containers[0].state = waiting("CrashLoopBackOff");
+            |p| p.status_mut().containers[0].state = waiting("CrashLoopBackOff");
         let pending: fn(&mut crate::snapshot::Pod) = |p| p.phase = Phase::Pending;
         let running: fn(&mut crate::snapshot::Pod) = |p| p.phase = Phase::Running;
         let init_crashing: fn(&mut crate::snapshot::Pod) = |p| {
-            p.status.init_containers = vec![crate::snapshot::ContainerStatus {
+            p.status_mut().init_containers = vec![crate::snapshot::ContainerStatus {
                 restart_count: 0,
                 state: waiting("CrashLoopBackOff"),
             }]
@@ -920,7 +920,7 @@ mod tests {
         let s = snapshot(nodes(), vec![x.clone(), y.clone()]);
         assert_eq!(run_ev(args.clone(), fit.clone(), &s), vec!["x"]);
         let mut calm_x = x;
-        calm_x.status.containers[0].restart_count = 0;
+        calm_x.status_mut().containers[0].restart_count = 0;
         let s = snapshot(nodes(), vec![calm_x, y]);
         assert!(run_ev(args, fit, &s).is_empty());
     }

@@ -1012,6 +1012,7 @@ mod tests {
             .spread(1, "zone", DoNotSchedule, "app", "w")
             .build()
             .topology_spread
+            .into_vec()
             .remove(0);
         c.min_domains = Some(3);
         let s = with_src(

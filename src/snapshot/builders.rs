@@ -75,6 +75,13 @@ impl NodeBuilder {
 
 pub struct PodBuilder(Pod);
 
+/// Appends to one of a pod's lists (they are boxed slices: built once, then only read).
+pub fn push<T>(list: &mut Box<[T]>, item: T) {
+    let mut v = std::mem::take(list).into_vec();
+    v.push(item);
+    *list = v.into_boxed_slice();
+}
+
 /// A running Burstable pod owned by ReplicaSet `app` in its namespace, with no requests.
 pub fn pod(namespace: &str, name: &str) -> PodBuilder {
     PodBuilder(Pod {
@@ -87,7 +94,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         has_prefer_no_eviction_annotation: false,
         is_mirror: false,
         is_static: false,
-        owners: vec![owner_ref("ReplicaSet", namespace, "app")],
+        owners: Box::new([owner_ref("ReplicaSet", namespace, "app")]),
         requests: Resources::default(),
         qos: Qos::BestEffort,
         priority: None,
@@ -97,15 +104,15 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         created: T0,
         started: Some(T0),
         has_local_storage: false,
-        pvc_claims: Vec::new(),
+        pvc_claims: Box::default(),
         has_resource_claims: false,
-        tolerations: Vec::new(),
+        tolerations: Box::default(),
         node_selector: Labels::default(),
         affinity: None,
-        topology_spread: Vec::new(),
-        host_ports: Vec::new(),
-        images: vec!["registry.example/app:1".into()],
-        status: PodStatusDetail::default(),
+        topology_spread: Box::default(),
+        host_ports: Box::default(),
+        images: Box::new(["registry.example/app:1".into()]),
+        status: None,
         volcano_group: None,
         shape: super::NO_SHAPE,
     })
@@ -146,12 +153,12 @@ impl PodBuilder {
     }
     pub fn owner(mut self, kind: &str, name: &str) -> Self {
         let ns = self.0.namespace.clone();
-        self.0.owners = vec![owner_ref(kind, &ns, name)];
+        self.0.owners = Box::new([owner_ref(kind, &ns, name)]);
         self
     }
     /// No ownerReferences.
     pub fn bare(mut self) -> Self {
-        self.0.owners.clear();
+        self.0.owners = Box::default();
         self
     }
     pub fn label(mut self, k: &str, v: &str) -> Self {
@@ -203,17 +210,17 @@ impl PodBuilder {
         self
     }
     pub fn pvc(mut self, claim: &str) -> Self {
-        self.0.pvc_claims.push(claim.into());
+        push(&mut self.0.pvc_claims, claim.into());
         self
     }
     /// `status.reason`.
     pub fn status_reason(mut self, reason: &str) -> Self {
-        self.0.status.reason = Some(reason.into());
+        self.0.status_mut().reason = Some(reason.into());
         self
     }
     /// Appends an application container status.
     pub fn container_status(mut self, restarts: i32, state: ContainerState) -> Self {
-        self.0.status.containers.push(ContainerStatus {
+        self.0.status_mut().containers.push(ContainerStatus {
             restart_count: restarts,
             state,
         });
@@ -221,7 +228,7 @@ impl PodBuilder {
     }
     /// Appends an init container status.
     pub fn init_container_status(mut self, restarts: i32, state: ContainerState) -> Self {
-        self.0.status.init_containers.push(ContainerStatus {
+        self.0.status_mut().init_containers.push(ContainerStatus {
             restart_count: restarts,
             state,
         });
@@ -229,7 +236,7 @@ impl PodBuilder {
     }
     /// Appends an ephemeral container status.
     pub fn ephemeral_container_status(mut self, state: ContainerState) -> Self {
-        self.0.status.ephemeral_containers.push(ContainerStatus {
+        self.0.status_mut().ephemeral_containers.push(ContainerStatus {
             restart_count: 0,
             state,
         });
@@ -243,7 +250,7 @@ impl PodBuilder {
         reason: Option<&str>,
         last_transition: Option<i64>,
     ) -> Self {
-        self.0.status.conditions.push(PodCondition {
+        self.0.status_mut().conditions.push(PodCondition {
             kind: kind.to_owned().into(),
             status,
             reason: reason.map(Into::into),
@@ -260,7 +267,7 @@ impl PodBuilder {
         self
     }
     pub fn image(mut self, image: &str) -> Self {
-        self.0.images = vec![image.into()];
+        self.0.images = Box::new([image.into()]);
         self
     }
     pub fn images(mut self, images: &[&str]) -> Self {
@@ -269,7 +276,7 @@ impl PodBuilder {
         self
     }
     pub fn toleration(mut self, key: &str, value: &str, effect: Option<TaintEffect>) -> Self {
-        self.0.tolerations.push(Toleration {
+        push(&mut self.0.tolerations, Toleration {
             key: key.to_owned().into(),
             exists: value.is_empty(),
             value: value.into(),
@@ -305,7 +312,7 @@ impl PodBuilder {
             match_labels: [(label_key.to_string(), label_value.to_string())].into(),
             match_expressions: Vec::new(),
         };
-        self.0.topology_spread.push(TopologySpreadConstraint {
+        push(&mut self.0.topology_spread, TopologySpreadConstraint {
             max_skew,
             topology_key: topology_key.into(),
             when_unsatisfiable: when,
@@ -318,11 +325,11 @@ impl PodBuilder {
         self
     }
     pub fn spread_constraint(mut self, c: TopologySpreadConstraint) -> Self {
-        self.0.topology_spread.push(c);
+        push(&mut self.0.topology_spread, c);
         self
     }
     pub fn host_port(mut self, port: u16) -> Self {
-        self.0.host_ports.push(HostPort { port, protocol: 0 });
+        push(&mut self.0.host_ports, HostPort { port, protocol: 0 });
         self
     }
     fn affinity_mut(&mut self) -> &mut Affinity {

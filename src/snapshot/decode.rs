@@ -1618,6 +1618,8 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
             match_label_keys: c.match_label_keys.iter().map(Str::boxed).collect(),
         });
     }
+    let tolerations = tolerations.into_boxed_slice();
+    let topology_spread = topology_spread.into_boxed_slice();
     let affinity = match &spec.affinity {
         Some(a) => Some(Box::new(convert_affinity(file, label, a)?)),
         None => None,
@@ -1696,9 +1698,9 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
         node_selector: spec.node_selector.to_labels(),
         affinity,
         topology_spread,
-        host_ports,
-        images,
-        status: convert_pod_status(file, label, status)?,
+        host_ports: host_ports.into_boxed_slice(),
+        images: images.into_boxed_slice(),
+        status: convert_pod_status(file, label, status)?.boxed(),
         volcano_group: annotations
             .group_name
             .as_ref()
@@ -2406,8 +2408,8 @@ items:
         assert!(!p.is_mirror);
         assert!(p.has_local_storage);
         assert_eq!(
-            p.host_ports,
-            vec![HostPort {
+            &*p.host_ports,
+            [HostPort {
                 port: 8080,
                 protocol: 0
             }]
@@ -2474,7 +2476,7 @@ items:
     #[test]
     fn decodes_pod_status_detail() {
         let snap = load_bytes("s.json", STATUS_JSON.as_bytes()).unwrap();
-        let st = &snap.pods[0].status;
+        let st = snap.pods[0].status();
         assert_eq!(st.reason.as_deref(), Some("NodeAffinity"));
         assert_eq!(st.containers.len(), 3);
         assert_eq!(st.containers[0].restart_count, 7);

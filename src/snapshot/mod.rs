@@ -365,7 +365,7 @@ pub struct Pod {
     pub is_mirror: bool,
     /// `kubernetes.io/config.source` is set and is not `api`.
     pub is_static: bool,
-    pub owners: Vec<OwnerRef>,
+    pub owners: Box<[OwnerRef]>,
     /// Effective requests, with Kubernetes semantics (init containers, sidecars, overhead).
     pub requests: Resources,
     pub qos: Qos,
@@ -380,17 +380,18 @@ pub struct Pod {
     /// Has an emptyDir or hostPath volume.
     pub has_local_storage: bool,
     /// PersistentVolumeClaim names the pod mounts.
-    pub pvc_claims: Vec<Box<str>>,
+    pub pvc_claims: Box<[Box<str>]>,
     pub has_resource_claims: bool,
-    pub tolerations: Vec<Toleration>,
+    pub tolerations: Box<[Toleration]>,
     pub node_selector: Labels,
     pub affinity: Option<Box<Affinity>>,
-    pub topology_spread: Vec<TopologySpreadConstraint>,
-    pub host_ports: Vec<HostPort>,
+    pub topology_spread: Box<[TopologySpreadConstraint]>,
+    pub host_ports: Box<[HostPort]>,
     /// Container images, sorted (RemoveDuplicates compares these).
-    pub images: Vec<Box<str>>,
-    /// Status reason, container statuses and conditions.
-    pub status: PodStatusDetail,
+    pub images: Box<[Box<str>]>,
+    /// Status reason, container statuses and conditions; None when it has none of them
+    /// (most running pods), read through [`Pod::status`].
+    pub status: Option<Box<PodStatusDetail>>,
     /// The Volcano PodGroup named by the `scheduling.k8s.io/group-name` annotation.
     /// (The scheduler-plugins PodGroup is the `scheduling.x-k8s.io/pod-group` label.)
     pub volcano_group: Option<Box<str>>,
@@ -399,7 +400,41 @@ pub struct Pod {
     pub shape: u32,
 }
 
+/// The status detail of a pod that has none.
+static NO_STATUS: PodStatusDetail = PodStatusDetail {
+    reason: None,
+    containers: Vec::new(),
+    init_containers: Vec::new(),
+    ephemeral_containers: Vec::new(),
+    conditions: Vec::new(),
+};
+
+impl PodStatusDetail {
+    fn is_empty(&self) -> bool {
+        self.reason.is_none()
+            && self.containers.is_empty()
+            && self.init_containers.is_empty()
+            && self.ephemeral_containers.is_empty()
+            && self.conditions.is_empty()
+    }
+
+    /// Boxed when it holds anything (a pod without any costs no allocation).
+    pub fn boxed(self) -> Option<Box<PodStatusDetail>> {
+        (!self.is_empty()).then(|| Box::new(self))
+    }
+}
+
 impl Pod {
+    /// Status reason, container statuses and conditions (empty when there are none).
+    pub fn status(&self) -> &PodStatusDetail {
+        self.status.as_deref().unwrap_or(&NO_STATUS)
+    }
+
+    /// The status detail to change (builders and tests).
+    pub fn status_mut(&mut self) -> &mut PodStatusDetail {
+        self.status.get_or_insert_with(Box::default)
+    }
+
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
