@@ -265,7 +265,7 @@ profiles:
     let base = classic();
     let snap = ClusterSnapshot::build(SnapshotParts {
         nodes,
-        pods: base.pods.clone(),
+        pods: base.pods.to_vec(),
         ..Default::default()
     });
     let plan = plan(&pipeline, &snap, NOW).unwrap();
@@ -299,7 +299,7 @@ fn shares_follow_evictions_of_earlier_plugins() {
             )
             .build(),
     );
-    let mut pods = base.pods.clone();
+    let mut pods = base.pods.to_vec();
     for i in 0..4 {
         pods.push(
             pod("alpha", &format!("s{i}"))

@@ -751,7 +751,7 @@ mod tests {
         // a budget that allows no disruption keeps web/a and web/b
         let mut parts = SnapshotParts {
             nodes: snap.nodes.clone(),
-            pods: snap.pods.clone(),
+            pods: snap.pods.to_vec(),
             pdbs: vec![pdb("web", "web", "app", "web", 0)],
             ..Default::default()
         };

@@ -1570,7 +1570,7 @@ mod tests {
 
         let with_pdb = ClusterSnapshot::build(SnapshotParts {
             nodes: snap.nodes.clone(),
-            pods: snap.pods.clone(),
+            pods: snap.pods.to_vec(),
             pdbs: vec![pdb("ns1", "budget", "foo", "bar", 1)],
             ..Default::default()
         });

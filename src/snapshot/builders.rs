@@ -236,10 +236,13 @@ impl PodBuilder {
     }
     /// Appends an ephemeral container status.
     pub fn ephemeral_container_status(mut self, state: ContainerState) -> Self {
-        self.0.status_mut().ephemeral_containers.push(ContainerStatus {
-            restart_count: 0,
-            state,
-        });
+        self.0
+            .status_mut()
+            .ephemeral_containers
+            .push(ContainerStatus {
+                restart_count: 0,
+                state,
+            });
         self
     }
     /// Appends a condition.
@@ -276,12 +279,15 @@ impl PodBuilder {
         self
     }
     pub fn toleration(mut self, key: &str, value: &str, effect: Option<TaintEffect>) -> Self {
-        push(&mut self.0.tolerations, Toleration {
-            key: key.to_owned().into(),
-            exists: value.is_empty(),
-            value: value.into(),
-            effect,
-        });
+        push(
+            &mut self.0.tolerations,
+            Toleration {
+                key: key.to_owned().into(),
+                exists: value.is_empty(),
+                value: value.into(),
+                effect,
+            },
+        );
         self
     }
     pub fn node_selector(mut self, k: &str, v: &str) -> Self {
@@ -312,16 +318,19 @@ impl PodBuilder {
             match_labels: [(label_key.to_string(), label_value.to_string())].into(),
             match_expressions: Vec::new(),
         };
-        push(&mut self.0.topology_spread, TopologySpreadConstraint {
-            max_skew,
-            topology_key: topology_key.into(),
-            when_unsatisfiable: when,
-            label_selector: Some(Selector::compile(&spec).expect("valid selector")),
-            min_domains: None,
-            node_affinity_policy: InclusionPolicy::Honor,
-            node_taints_policy: InclusionPolicy::Ignore,
-            match_label_keys: Vec::new(),
-        });
+        push(
+            &mut self.0.topology_spread,
+            TopologySpreadConstraint {
+                max_skew,
+                topology_key: topology_key.into(),
+                when_unsatisfiable: when,
+                label_selector: Some(Selector::compile(&spec).expect("valid selector")),
+                min_domains: None,
+                node_affinity_policy: InclusionPolicy::Honor,
+                node_taints_policy: InclusionPolicy::Ignore,
+                match_label_keys: Vec::new(),
+            },
+        );
         self
     }
     pub fn spread_constraint(mut self, c: TopologySpreadConstraint) -> Self {

@@ -85,38 +85,42 @@ pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
         let meta = f.metadata().map_err(read_error)?;
         if let (true, Ok(size)) = (meta.is_file(), usize::try_from(meta.len())) {
             let source = parallel::FileSource { file: f, size };
-            let mut parts = SnapshotParts::default();
-            if let Some(result) = parallel::decode_list(&file, &source, &mut parts) {
+            let (mut parts, mut more) = (SnapshotParts::default(), Vec::new());
+            if let Some(result) = parallel::decode_list(&file, &source, &mut parts, &mut more) {
                 result?;
                 // Unless the file changed while it was read: then it is read again, whole.
                 if source.file.metadata().map_err(read_error)?.len() == meta.len() {
-                    return Ok(ClusterSnapshot::build(with_nodes(&file, parts)?));
+                    return Ok(ClusterSnapshot::build_with(with_nodes(&file, parts)?, more));
                 }
             }
         }
     }
     let bytes = std::fs::read(path).map_err(read_error)?;
-    let parts = decode_parts(&file, &bytes)?;
+    let (parts, more) = decode_parts(&file, &bytes)?;
     // The model holds no reference to the bytes: free them before indexing.
     drop(bytes);
-    Ok(ClusterSnapshot::build(parts))
+    Ok(ClusterSnapshot::build_with(parts, more))
 }
 
 /// Decodes snapshot bytes (JSON or YAML); `file` is used in error messages.
 pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<ClusterSnapshot, SnapshotError> {
-    Ok(ClusterSnapshot::build(decode_parts(file, bytes)?))
+    let (parts, more) = decode_parts(file, bytes)?;
+    Ok(ClusterSnapshot::build_with(parts, more))
 }
 
-fn decode_parts(file: &str, bytes: &[u8]) -> Result<SnapshotParts, SnapshotError> {
+/// The objects, and pods that follow `parts.pods` (see [`parallel::decode_list`]).
+fn decode_parts(file: &str, bytes: &[u8]) -> Result<(SnapshotParts, Vec<Pod>), SnapshotError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     let syntax = |message: String| SnapshotError::Syntax {
         file: file.to_string(),
         message,
     };
-    let mut parts = SnapshotParts::default();
+    let (mut parts, mut more) = (SnapshotParts::default(), Vec::new());
     match first {
         None => return Err(syntax("the file is empty".into())),
-        Some(b'{') | Some(b'[') => decode_json(file, bytes, first == Some(b'['), &mut parts)?,
+        Some(b'{') | Some(b'[') => {
+            decode_json(file, bytes, first == Some(b'['), &mut parts, &mut more)?
+        }
         Some(_) => {
             let text = std::str::from_utf8(bytes)
                 .map_err(|e| syntax(format!("the file is not UTF-8 text: {e}")))?;
@@ -128,7 +132,7 @@ fn decode_parts(file: &str, bytes: &[u8]) -> Result<SnapshotParts, SnapshotError
             }
         }
     }
-    with_nodes(file, parts)
+    Ok((with_nodes(file, parts)?, more))
 }
 
 /// The parts, unless they hold no node (then there is nothing to plan).
@@ -147,9 +151,10 @@ fn decode_json(
     bytes: &[u8],
     array: bool,
     parts: &mut SnapshotParts,
+    more: &mut Vec<Pod>,
 ) -> Result<(), SnapshotError> {
     if !array {
-        if let Some(result) = parallel::decode_list(file, bytes, parts) {
+        if let Some(result) = parallel::decode_list(file, bytes, parts, more) {
             return result;
         }
     }
@@ -204,8 +209,7 @@ fn stream_json<'de, R: serde_json::de::Read<'de>>(
 /// found, a cut that turns out not to be between two items, any error) falls back to the
 /// sequential decoder, which also gives the precise error.
 mod parallel {
-    use super::{RawObject, Shapes, Sink, SnapshotError, SnapshotParts};
-    use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelExtend};
+    use super::{Pod, RawObject, Shapes, Sink, SnapshotError, SnapshotParts};
     use serde::de::IgnoredAny;
     use std::ops::Range;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -510,20 +514,28 @@ mod parallel {
         Some((text, offset + skip))
     }
 
-    /// None: use the sequential decoder.
+    /// None: use the sequential decoder. Otherwise the list's objects are in `parts`, and
+    /// pods in `more` follow those in `parts.pods` (the second thread's, left where they
+    /// were decoded).
     pub(super) fn decode_list<S: Source + ?Sized>(
         file: &str,
         source: &S,
         parts: &mut SnapshotParts,
+        more: &mut Vec<Pod>,
     ) -> Option<Result<(), SnapshotError>> {
-        decode_list_in_pieces(file, source, parts, PIECE)
+        decode_list_in_pieces(file, source, parts, more, PIECE, SPLIT)
     }
 
-    /// How many chunks a list is cut into. The two threads take them from both ends and
-    /// meet wherever their work does: the halves of a file in bytes are rarely halves of the
-    /// work (nodes decode at another pace than pods, and the thread that first touches
-    /// fresh memory pays for the page faults).
-    const CHUNKS: usize = 64;
+    /// How many chunks a list is cut into. Each thread has a run of its own: the first half
+    /// of the chunks for one, the second for the other, decoded in order into one list.
+    /// The halves of a file in bytes are rarely halves of the work (nodes decode at another
+    /// pace than pods, and the thread that first touches fresh memory pays for the page
+    /// faults), so a thread done with its run takes chunks from the end of the other's,
+    /// one at a time, until they meet.
+    pub(super) const CHUNKS: usize = 64;
+
+    /// The first chunk of the second thread's run.
+    pub(super) const SPLIT: usize = CHUNKS / 2;
 
     /// A separating comma between two items at or after `from`, looked for in a small peek
     /// first, then in a larger one (an item can be large).
@@ -535,22 +547,55 @@ mod parallel {
     }
 
     /// What one thread decoded: chunks `chunks`, in order, into `parts`.
+    /// Decoded chunks `chunks`, in order.
     struct Decoded {
         chunks: Range<usize>,
         parts: SnapshotParts,
         shapes: Shapes,
         /// The source offset after the last chunk (after the closing bracket when it is the
-        /// list's last).
+        /// list's last); unused while `chunks` is empty.
         end: usize,
     }
 
-    /// [`decode_list`], each thread reading `piece` bytes at a time.
+    impl Decoded {
+        fn new(first: usize, pods: usize) -> Decoded {
+            let mut parts = SnapshotParts::default();
+            parts.pods.reserve(pods);
+            Decoded {
+                chunks: first..first,
+                parts,
+                shapes: Shapes::default(),
+                end: 0,
+            }
+        }
+
+        /// Takes in the chunks that follow this one's.
+        fn append(&mut self, mut more: Decoded) {
+            self.shapes
+                .append(&self.parts.pods[..], more.shapes, &mut more.parts.pods);
+            join(&mut self.parts, more.parts);
+            self.chunks.end = more.chunks.end;
+            self.end = more.end;
+        }
+    }
+
+    /// What one thread decoded: its own run, and the chunks it took from the end of the
+    /// other's, last first.
+    type Runs = (Decoded, Vec<Decoded>);
+
+    /// [`decode_list`], each thread reading `piece` bytes at a time, the second thread's
+    /// run starting at chunk `split`.
     pub(super) fn decode_list_in_pieces<S: Source + ?Sized>(
         file: &str,
         source: &S,
         parts: &mut SnapshotParts,
+        more: &mut Vec<Pod>,
         piece: usize,
+        split: usize,
     ) -> Option<Result<(), SnapshotError>> {
+        if !(1..CHUNKS).contains(&split) {
+            return None;
+        }
         let size = source.size();
         if size < MIN_BYTES {
             return None;
@@ -568,115 +613,93 @@ mod parallel {
             let from = if j == 0 { start } else { cuts[j - 1] + 1 };
             (from, cuts.get(j).copied())
         };
-        // Front and back: the next chunk from the start, and one past the next from the end.
-        let claims = Mutex::new((0, CHUNKS));
+        // The chunks of each run not taken yet.
+        let runs = Mutex::new([0..split, split..CHUNKS]);
         let failed = AtomicBool::new(false);
-        let claim = |front: bool| -> Option<usize> {
+        // The next chunk for thread `t`: the next of its own run, or else the last of the
+        // other's; and whether it is its own.
+        let claim = |t: usize| -> Option<(usize, bool)> {
             if failed.load(Ordering::Relaxed) {
                 return None;
             }
-            let mut c = claims.lock().unwrap_or_else(|e| e.into_inner());
-            (c.0 < c.1).then(|| {
-                if front {
-                    c.0 += 1;
-                    c.0 - 1
-                } else {
-                    c.1 -= 1;
-                    c.1
-                }
-            })
-        };
-        // Decodes chunk `j` into `sink`; None (and the other thread stops) on any doubt.
-        let decode = |j: usize, sink: &mut Sink<'_>| -> Option<usize> {
-            let (from, stop) = chunk(j);
-            let end = items(source, from, stop, piece, sink);
-            if end.is_none() {
-                failed.store(true, Ordering::Relaxed);
+            let mut runs = runs.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(j) = runs[t].next() {
+                return Some((j, true));
             }
-            end
+            runs[1 - t].next_back().map(|j| (j, false))
+        };
+        // Thread `t`'s work. Its own run goes into one list with room for every pod it
+        // could hold (a pod takes at least BYTES_PER_POD bytes of JSON, and capacity never
+        // used is never touched, so the estimate costs no memory, while growing a vector of
+        // 75,000 pods copies it, and the copies cost page faults). None (and the other
+        // thread stops) on any doubt.
+        let work = |t: usize| -> Option<Runs> {
+            let at = chunk(split).0;
+            let own_bytes = if t == 0 { at - start } else { size - at };
+            let mut own = Decoded::new(t * split, own_bytes / BYTES_PER_POD);
+            let mut taken: Vec<Decoded> = Vec::new();
+            // Bytes and pods decoded so far: the list of each chunk taken from the other
+            // run is sized from them (a list sized for the fewest bytes per pod would leave
+            // most of its memory unused, and that memory still costs page faults).
+            let (mut bytes, mut pods) = (0usize, 0usize);
+            while let Some((j, mine)) = claim(t) {
+                let (from, stop) = chunk(j);
+                let len = stop.unwrap_or(size).saturating_sub(from);
+                let d = if mine {
+                    &mut own
+                } else {
+                    let estimate = if pods > 0 {
+                        len * pods / bytes + len * pods / bytes / 8 + 16
+                    } else {
+                        0
+                    };
+                    taken.push(Decoded::new(j, estimate));
+                    taken.last_mut()?
+                };
+                let before = d.parts.pods.len();
+                let mut sink = Sink {
+                    file,
+                    parts: &mut d.parts,
+                    shapes: std::mem::take(&mut d.shapes),
+                    error: None,
+                };
+                let end = items(source, from, stop, piece, &mut sink);
+                d.shapes = std::mem::take(&mut sink.shapes);
+                let Some(end) = end else {
+                    failed.store(true, Ordering::Relaxed);
+                    return None;
+                };
+                d.chunks = d.chunks.start..j + 1;
+                d.end = end;
+                bytes += len;
+                pods += d.parts.pods.len() - before;
+            }
+            Some((own, taken))
         };
         let (front, back) = std::thread::scope(|scope| {
-            // The back thread: each chunk on its own (they are joined in order afterwards).
-            let later = scope.spawn(|| {
-                let mut done: Vec<Decoded> = Vec::new();
-                // Bytes and pods decoded so far: each chunk's list is sized from them (a
-                // list sized for the fewest bytes per pod would leave most of each chunk's
-                // memory unused, and that memory still costs page faults).
-                let (mut bytes, mut pods) = (0usize, 0usize);
-                while let Some(j) = claim(false) {
-                    let (from, stop) = chunk(j);
-                    let len = stop.unwrap_or(size).saturating_sub(from);
-                    let mut parts = SnapshotParts::default();
-                    if pods > 0 {
-                        parts
-                            .pods
-                            .reserve(len * pods / bytes + len * pods / bytes / 8 + 16);
-                    }
-                    let mut sink = Sink {
-                        file,
-                        parts: &mut parts,
-                        shapes: Shapes::default(),
-                        error: None,
-                    };
-                    let end = decode(j, &mut sink)?;
-                    let shapes = std::mem::take(&mut sink.shapes);
-                    bytes += len;
-                    pods += parts.pods.len();
-                    done.push(Decoded {
-                        chunks: j..j + 1,
-                        parts,
-                        shapes,
-                        end,
-                    });
-                }
-                done.reverse();
-                Some(done)
-            });
-            // The front thread: its chunks follow one another, so they go straight into one
-            // list, with room for every pod up front (a pod takes at least BYTES_PER_POD
-            // bytes of JSON, and capacity never used is never touched, so the estimate costs
-            // no memory, while growing a vector of 150,000 pods copies it, and the copies
-            // cost page faults).
-            let mut parts = SnapshotParts::default();
-            parts.pods.reserve(size / BYTES_PER_POD);
-            let mut sink = Sink {
-                file,
-                parts: &mut parts,
-                shapes: Shapes::default(),
-                error: None,
-            };
-            let mut chunks = 0..0;
-            let mut end = Some(0);
-            while let Some(j) = claim(true) {
-                end = decode(j, &mut sink);
-                if end.is_none() {
-                    break;
-                }
-                chunks.end = j + 1;
-            }
-            let shapes = std::mem::take(&mut sink.shapes);
-            let front = end.map(|end| Decoded {
-                chunks,
-                parts,
-                shapes,
-                end,
-            });
-            let back = later.join().ok().flatten();
-            (front, back)
+            let back = scope.spawn(|| work(1));
+            let front = work(0);
+            (front, back.join().ok().flatten())
         });
-        let (mut first, back) = (front?, back?);
-        // Every chunk, each once, in order.
-        let mut next = first.chunks.end;
-        for d in &back {
-            if d.chunks.start != next {
+        let ((mut first, first_taken), (mut second, second_taken)) = (front?, back?);
+        // The first half: the first thread's run, then what the second took from its end;
+        // the second half likewise.
+        for d in second_taken.into_iter().rev() {
+            if d.chunks.start != first.chunks.end {
                 return None;
             }
-            next = d.chunks.end;
+            first.append(d);
         }
-        if first.chunks.start != 0 || next != CHUNKS {
+        for d in first_taken.into_iter().rev() {
+            if d.chunks.start != second.chunks.end {
+                return None;
+            }
+            second.append(d);
+        }
+        if first.chunks != (0..split) || second.chunks != (split..CHUNKS) {
             return None;
         }
-        let end = back.last().map_or(first.end, |d| d.end);
+        let end = second.end;
         // The rest of the top-level object: more keys, then `}` and nothing else.
         let (rest, _) = peek(source, end, size - end)?;
         let b = rest.as_bytes();
@@ -694,22 +717,20 @@ mod parallel {
         if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() || end + b.len() != size {
             return None;
         }
-        // The back thread's pods follow the front's, moved on both cores: tens of megabytes,
-        // and the first write to each page of the list's unused capacity costs a page fault.
-        let more: usize = back.iter().map(|d| d.parts.pods.len()).sum();
-        first.parts.pods.reserve(more);
-        for mut d in back {
-            first
-                .shapes
-                .append(&first.parts.pods, d.shapes, &mut d.parts.pods);
-            let pods = std::mem::take(&mut d.parts.pods);
-            first
-                .parts
-                .pods
-                .par_extend(pods.into_par_iter().with_min_len(1024));
-            join(&mut first.parts, d.parts);
-        }
+        // The second half's pods stay in their list (moving tens of megabytes into fresh
+        // memory costs more than reading the pods in two parts); their shapes are numbered
+        // as the first half's.
+        let mut second_pods = std::mem::take(&mut second.parts.pods);
+        first
+            .shapes
+            .append(&first.parts.pods[..], second.shapes, &mut second_pods);
+        join(&mut first.parts, second.parts);
         join(parts, first.parts);
+        if parts.pods.is_empty() {
+            parts.pods = second_pods;
+        } else {
+            *more = second_pods;
+        }
         Some(Ok(()))
     }
 
@@ -910,15 +931,15 @@ fn add_object(
             "missing",
         ));
     }
-    let label = Obj::of(&obj);
+    let label = Obj::of(obj);
     match kind {
-        "Node" => parts.nodes.push(convert_node(file, label, &obj)?),
+        "Node" => parts.nodes.push(convert_node(file, label, obj)?),
         "Pod" => {
-            let mut pod = convert_pod(file, label, &obj)?;
-            pod.shape = shapes.shape(&parts.pods, &pod, parts.pods.len());
+            let mut pod = convert_pod(file, label, obj)?;
+            pod.shape = shapes.shape(&parts.pods[..], &pod, parts.pods.len());
             parts.pods.push(pod);
         }
-        "PodDisruptionBudget" => parts.pdbs.push(convert_pdb(file, label, &obj)?),
+        "PodDisruptionBudget" => parts.pdbs.push(convert_pdb(file, label, obj)?),
         "Namespace" => parts.namespaces.push(Namespace {
             name: obj.metadata.name.boxed(),
             labels: obj.metadata.labels.to_labels(),
@@ -938,7 +959,7 @@ fn add_object(
             })
         }
         "PodGroup" => match GangKind::from_api_version(&obj.api_version) {
-            Some(kind) => parts.pod_groups.push(convert_pod_group(file, label, kind, &obj)?),
+            Some(kind) => parts.pod_groups.push(convert_pod_group(file, label, kind, obj)?),
             None if obj.api_version.is_empty() => {
                 return Err(SnapshotError::field(
                     file,
@@ -2551,10 +2572,13 @@ items:
         let cfg = crate::snapshot::synthetic::Config::new(100, 5000, 7);
         let bytes = crate::snapshot::synthetic::generate_json(&cfg);
         assert!(bytes.len() > parallel::MIN_BYTES, "{} bytes", bytes.len());
-        let mut fast = SnapshotParts::default();
-        parallel::decode_list("s.json", &bytes[..], &mut fast)
+        let (mut fast, mut more) = (SnapshotParts::default(), Vec::new());
+        parallel::decode_list("s.json", &bytes[..], &mut fast, &mut more)
             .expect("the two-thread path applies")
             .unwrap();
+        // The second thread's pods are kept apart, and follow the first's.
+        assert!(!fast.pods.is_empty() && !more.is_empty());
+        fast.pods.append(&mut more);
         let slow = sequential("s.json", &bytes);
         assert_eq!(fast.pods.len(), 5000);
         assert_eq!(fingerprint(&fast), fingerprint(&slow));
@@ -2577,12 +2601,26 @@ items:
             file: std::fs::File::open(&path).unwrap(),
             size: bytes.len(),
         };
-        for piece in [7, 4096, 1 << 20] {
-            let mut fast = SnapshotParts::default();
-            parallel::decode_list_in_pieces("s.json", &source, &mut fast, piece)
+        // The second thread's run from the middle, and from either end, so that one thread
+        // is done with its own run long before the other and takes chunks from its end.
+        let (mid, last) = (parallel::SPLIT, parallel::CHUNKS - 1);
+        for (piece, split) in [
+            (7, mid),
+            (4096, mid),
+            (1 << 20, mid),
+            (4096, 1),
+            (4096, last),
+        ] {
+            let (mut fast, mut more) = (SnapshotParts::default(), Vec::new());
+            parallel::decode_list_in_pieces("s.json", &source, &mut fast, &mut more, piece, split)
                 .expect("the two-thread path applies")
                 .unwrap();
-            assert_eq!(fingerprint(&fast), fingerprint(&slow), "pieces of {piece}");
+            let case = format!("pieces of {piece}, second run from chunk {split}");
+            // (The first chunk holds only nodes: with the second run from chunk 1, every pod
+            // is the second thread's, and they are all in `fast.pods`.)
+            assert!(!more.is_empty() || split == 1, "{case}");
+            fast.pods.append(&mut more);
+            assert_eq!(fingerprint(&fast), fingerprint(&slow), "{case}");
         }
         // And through the file loader, which also indexes.
         let snap = load_file(&path).unwrap();
@@ -2648,8 +2686,9 @@ items:
             .unwrap_err()
             .to_string();
         assert!(err.contains("b.json") && err.contains("\"lots\""), "{err}");
-        let mut none = SnapshotParts::default();
-        assert!(parallel::decode_list("b.json", broken.as_bytes(), &mut none).is_none());
+        let (mut none, mut more) = (SnapshotParts::default(), Vec::new());
+        assert!(parallel::decode_list("b.json", broken.as_bytes(), &mut none, &mut more).is_none());
+        assert!(none.pods.is_empty() && more.is_empty());
         // Truncated: a syntax error, not a partial snapshot.
         let cut = &text[..text.len() - 10];
         assert!(matches!(

@@ -9,11 +9,13 @@
 
 pub mod builders;
 pub mod decode;
+mod pods;
 mod resources;
 pub(crate) mod shapes;
 pub mod synthetic;
 pub mod usage;
 
+pub use pods::Pods;
 pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 pub use shapes::NO_SHAPE;
 
@@ -574,7 +576,7 @@ pub struct ClusterSnapshot {
     /// Sorted by name.
     pub nodes: Vec<Node>,
     /// Sorted by namespace, then name.
-    pub pods: Vec<Pod>,
+    pub pods: Pods,
     pub pdbs: Vec<Pdb>,
     pub namespaces: Vec<Namespace>,
     pub priority_classes: Vec<PriorityClass>,
@@ -614,9 +616,15 @@ pub struct SnapshotParts {
 impl ClusterSnapshot {
     /// Sorts the parts into their canonical order and builds every index.
     pub fn build(parts: SnapshotParts) -> ClusterSnapshot {
+        ClusterSnapshot::build_with(parts, Vec::new())
+    }
+
+    /// [`build`](Self::build) with more pods after `parts.pods` (the decoder's second
+    /// thread's), kept where they are when both lists are in order.
+    pub(crate) fn build_with(parts: SnapshotParts, more_pods: Vec<Pod>) -> ClusterSnapshot {
         let SnapshotParts {
             mut nodes,
-            mut pods,
+            pods,
             mut pdbs,
             mut namespaces,
             mut priority_classes,
@@ -628,12 +636,22 @@ impl ClusterSnapshot {
             nodes.sort_by(|a, b| a.name.cmp(&b.name));
             nodes.dedup_by(|a, b| a.name == b.name);
         }
-        if !pods
-            .par_windows(2)
-            .all(|w| (&w[0].namespace, &w[0].name) < (&w[1].namespace, &w[1].name))
-        {
-            pods.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-            pods.dedup_by(|a, b| a.namespace == b.namespace && a.name == b.name);
+        fn key(p: &Pod) -> (&str, &str) {
+            (&p.namespace, &p.name)
+        }
+        let sorted = |list: &[Pod]| list.par_windows(2).all(|w| key(&w[0]) < key(&w[1]));
+        let in_order = sorted(&pods)
+            && sorted(&more_pods)
+            && match (pods.last(), more_pods.first()) {
+                (Some(a), Some(b)) => key(a) < key(b),
+                _ => true,
+            };
+        let mut pods = Pods::of(pods, more_pods);
+        if !in_order {
+            let mut all = pods.into_vec();
+            all.sort_by(|a, b| key(a).cmp(&key(b)));
+            all.dedup_by(|a, b| a.namespace == b.namespace && a.name == b.name);
+            pods = Pods::from(all);
         }
         pdbs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         namespaces.sort_by(|a, b| a.name.cmp(&b.name));
@@ -753,12 +771,20 @@ impl ClusterSnapshot {
 
     /// A pod by namespace and name.
     pub fn pod_id(&self, namespace: &str, name: &str) -> Option<PodId> {
-        let range = self.pods_in_namespace(namespace);
-        let slice = &self.pods[range.start as usize..range.end as usize];
-        slice
-            .binary_search_by(|p| (*p.name).cmp(name))
-            .ok()
-            .map(|i| range.start + i as PodId)
+        // The namespace's pods are sorted by name.
+        let std::ops::Range {
+            start: mut lo,
+            end: mut hi,
+        } = self.pods_in_namespace(namespace);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match (*self.pods[mid as usize].name).cmp(name) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
     }
 
     /// The number of distinct pod shapes (see [`Pod::shape`]).
@@ -832,7 +858,7 @@ struct NodesIndex {
 }
 
 /// Nodes by name, pods by node, what each node's active pods request and each pod's node.
-fn index_nodes(nodes: &[Node], pods: &[Pod]) -> NodesIndex {
+fn index_nodes(nodes: &[Node], pods: &Pods) -> NodesIndex {
     let node_index: FxHashMap<Box<str>, NodeId> = nodes
         .iter()
         .enumerate()
@@ -869,7 +895,7 @@ type NamespacesIndex = (FxHashMap<Box<str>, (u32, u32)>, Vec<Vec<PdbId>>);
 /// each pod (in budget order). A namespace with several budgets has its pods indexed by the
 /// values of the label keys those budgets require, so each budget looks only at the pods
 /// carrying its label, not at the whole namespace.
-fn index_namespaces(pods: &[Pod], pdbs: &[Pdb]) -> NamespacesIndex {
+fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
     let mut namespace_ranges: FxHashMap<Box<str>, (u32, u32)> = FxHashMap::default();
     let mut namespace_start = 0u32;
     for (i, pod) in pods.iter().enumerate() {
@@ -938,7 +964,7 @@ fn index_namespaces(pods: &[Pod], pdbs: &[Pdb]) -> NamespacesIndex {
 /// Pods by the UID of each owner they name, and whether each pod is a DaemonSet's.
 /// How many shapes the pods have (decoded pods come with theirs); or, when some pod has
 /// none yet, every pod's shape found afresh and how many.
-fn index_shapes(pods: &[Pod]) -> Result<usize, (Vec<u32>, usize)> {
+fn index_shapes(pods: &Pods) -> Result<usize, (Vec<u32>, usize)> {
     let mut count = 0;
     for pod in pods {
         if pod.shape == NO_SHAPE {
@@ -949,7 +975,7 @@ fn index_shapes(pods: &[Pod]) -> Result<usize, (Vec<u32>, usize)> {
     Ok(count)
 }
 
-fn index_owners(pods: &[Pod]) -> (FxHashMap<Box<str>, Vec<PodId>>, Vec<bool>) {
+fn index_owners(pods: &Pods) -> (FxHashMap<Box<str>, Vec<PodId>>, Vec<bool>) {
     let mut pods_by_owner: FxHashMap<Box<str>, Vec<PodId>> = FxHashMap::default();
     let daemonset_pods = pods.iter().map(Pod::is_daemonset_pod).collect();
     for (i, pod) in pods.iter().enumerate() {
@@ -970,7 +996,7 @@ type GangIndex = (Vec<Gang>, FxHashMap<PodId, Vec<GangId>>);
 type GangKey<'a> = (GangKind, &'a str, &'a str);
 
 /// Gangs from the PodGroups and the groups pods name; `pod_groups` is sorted.
-fn index_gangs(pods: &[Pod], pod_groups: &[PodGroup]) -> GangIndex {
+fn index_gangs(pods: &Pods, pod_groups: &[PodGroup]) -> GangIndex {
     let mut by_key: std::collections::BTreeMap<GangKey<'_>, (Option<i32>, Vec<PodId>)> = pod_groups
         .iter()
         .map(|g| {
@@ -1112,7 +1138,9 @@ mod tests {
             pdb("b", "b1", "tier", "db", 1),
             pdb("z", "z1", "app", "w1", 1),
         ];
-        let (ranges, covered) = index_namespaces(&pods, &pdbs);
+        // In two parts, split inside namespace `a`, as the decoder's two threads leave them.
+        let parts = Pods::of(pods[..30].to_vec(), pods[30..].to_vec());
+        let (ranges, covered) = index_namespaces(&parts, &pdbs);
         assert_eq!(ranges["b"], (40, 65));
         let mut checked = 0;
         for (id, p) in pods.iter().enumerate() {

@@ -3,7 +3,7 @@
 //! pod is decoded, with its strings still in the cache, spares the planner a hash of four
 //! strings scattered over the heap for every pod.
 
-use super::Pod;
+use super::{Pod, Pods};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::{Hash, Hasher};
 
@@ -22,6 +22,39 @@ pub struct Shapes {
     hashes: Vec<u64>,
     /// Per shape: the index of one of its pods in the list.
     reps: Vec<u32>,
+}
+
+/// A list of pods read by index: one vector, or the snapshot's [`Pods`].
+pub trait PodList {
+    fn at(&self, i: usize) -> Option<&Pod>;
+    fn count(&self) -> usize;
+}
+
+impl PodList for [Pod] {
+    fn at(&self, i: usize) -> Option<&Pod> {
+        self.get(i)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl PodList for Vec<Pod> {
+    fn at(&self, i: usize) -> Option<&Pod> {
+        self.get(i)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl PodList for Pods {
+    fn at(&self, i: usize) -> Option<&Pod> {
+        self.get(i)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
 }
 
 fn hash(pod: &Pod) -> u64 {
@@ -52,11 +85,11 @@ impl Shapes {
 
     /// The shape of `pod` among those with a pod in `pods` (shapes being taken in from
     /// another list, whose pods are not in `pods` yet, are all different from each other).
-    fn find(&self, hash: u64, pods: &[Pod], pod: &Pod) -> Option<u32> {
+    fn find<P: PodList + ?Sized>(&self, hash: u64, pods: &P, pod: &Pod) -> Option<u32> {
         let mut s = self.heads.get(&hash).copied().unwrap_or(END);
         while s != END {
             if pods
-                .get(self.reps[s as usize] as usize)
+                .at(self.reps[s as usize] as usize)
                 .is_some_and(|rep| same(rep, pod))
             {
                 return Some(s);
@@ -78,7 +111,7 @@ impl Shapes {
 
     /// The shape of `pod`, which is (or is about to be) `pods[at]`; earlier pods of `pods`
     /// are the ones these shapes were found for.
-    pub fn shape(&mut self, pods: &[Pod], pod: &Pod, at: usize) -> u32 {
+    pub fn shape<P: PodList + ?Sized>(&mut self, pods: &P, pod: &Pod, at: usize) -> u32 {
         let h = hash(pod);
         match self.find(h, pods, pod) {
             Some(s) => s,
@@ -88,8 +121,8 @@ impl Shapes {
 
     /// Takes in the shapes `more` found for `more_pods`, which are about to be appended to
     /// `pods`, and renumbers those pods' shapes to these.
-    pub fn append(&mut self, pods: &[Pod], more: Shapes, more_pods: &mut [Pod]) {
-        let offset = pods.len();
+    pub fn append<P: PodList + ?Sized>(&mut self, pods: &P, more: Shapes, more_pods: &mut [Pod]) {
+        let offset = pods.count();
         let renumber: Vec<u32> = (0..more.len())
             .map(|s| {
                 let (h, rep) = (more.hashes[s], more.reps[s] as usize);
@@ -108,10 +141,10 @@ impl Shapes {
 }
 
 /// Every pod's shape, found afresh (for pods that were not decoded, such as built ones).
-pub fn find_all(pods: &[Pod]) -> (Vec<u32>, usize) {
+pub fn find_all<P: PodList + ?Sized>(pods: &P) -> (Vec<u32>, usize) {
     let mut shapes = Shapes::default();
-    let of = pods
-        .iter()
+    let of = (0..pods.count())
+        .filter_map(|i| pods.at(i))
         .enumerate()
         .map(|(i, p)| shapes.shape(pods, p, i))
         .collect();
