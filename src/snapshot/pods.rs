@@ -37,10 +37,18 @@ impl Pods {
     }
 
     pub fn get(&self, i: usize) -> Option<&Pod> {
-        match i.checked_sub(self.head.len()) {
-            None => self.head.get(i),
-            Some(j) => self.tail.get(j),
-        }
+        let (list, j) = self.locate(i);
+        list.get(j)
+    }
+
+    /// The part pod `i` is in, and its index there. Chosen without a branch (pods are read
+    /// in no particular order, and a mispredicted branch per read adds up).
+    #[inline]
+    fn locate(&self, i: usize) -> (&Vec<Pod>, usize) {
+        let h = self.head.len();
+        let in_tail = i >= h;
+        let list = if in_tail { &self.tail } else { &self.head };
+        (list, i - h * usize::from(in_tail))
     }
 
     /// In order.
@@ -76,10 +84,8 @@ impl Index<usize> for Pods {
     type Output = Pod;
 
     fn index(&self, i: usize) -> &Pod {
-        match i.checked_sub(self.head.len()) {
-            None => &self.head[i],
-            Some(j) => &self.tail[j],
-        }
+        let (list, j) = self.locate(i);
+        &list[j]
     }
 }
 
