@@ -2437,6 +2437,9 @@ items:
         );
         assert_eq!(p.created, 1767225600);
         assert_eq!(p.started, Some(1767225605));
+        // No status reason, container statuses or conditions: nothing allocated for them.
+        assert!(p.status.is_none());
+        assert_eq!(p.status(), &PodStatusDetail::default());
         assert_eq!(snap.pod_node(0), Some(0));
         assert_eq!(snap.node_requested(0).pods, 1);
         assert_eq!(snap.pods_of_owner("rs1"), &[0]);
@@ -2497,6 +2500,7 @@ items:
     #[test]
     fn decodes_pod_status_detail() {
         let snap = load_bytes("s.json", STATUS_JSON.as_bytes()).unwrap();
+        assert!(snap.pods[0].status.is_some());
         let st = snap.pods[0].status();
         assert_eq!(st.reason.as_deref(), Some("NodeAffinity"));
         assert_eq!(st.containers.len(), 3);

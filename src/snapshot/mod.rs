@@ -412,17 +412,9 @@ static NO_STATUS: PodStatusDetail = PodStatusDetail {
 };
 
 impl PodStatusDetail {
-    fn is_empty(&self) -> bool {
-        self.reason.is_none()
-            && self.containers.is_empty()
-            && self.init_containers.is_empty()
-            && self.ephemeral_containers.is_empty()
-            && self.conditions.is_empty()
-    }
-
     /// Boxed when it holds anything (a pod without any costs no allocation).
     pub fn boxed(self) -> Option<Box<PodStatusDetail>> {
-        (!self.is_empty()).then(|| Box::new(self))
+        (self != NO_STATUS).then(|| Box::new(self))
     }
 }
 
