@@ -62,11 +62,6 @@ impl Pods {
         self.head.iter_mut().chain(self.tail.iter_mut())
     }
 
-    /// The two parts, in order (either may be empty).
-    pub fn parts(&self) -> [&[Pod]; 2] {
-        [&self.head, &self.tail]
-    }
-
     /// Every pod in one vector.
     pub fn to_vec(&self) -> Vec<Pod> {
         self.iter().cloned().collect()
