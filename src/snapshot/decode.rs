@@ -546,7 +546,6 @@ mod parallel {
         })
     }
 
-    /// What one thread decoded: chunks `chunks`, in order, into `parts`.
     /// Decoded chunks `chunks`, in order.
     struct Decoded {
         chunks: Range<usize>,
@@ -645,17 +644,15 @@ mod parallel {
             while let Some((j, mine)) = claim(t) {
                 let (from, stop) = chunk(j);
                 let len = stop.unwrap_or(size).saturating_sub(from);
-                let d = if mine {
-                    &mut own
-                } else {
+                let mut other = (!mine).then(|| {
                     let estimate = if pods > 0 {
                         len * pods / bytes + len * pods / bytes / 8 + 16
                     } else {
                         0
                     };
-                    taken.push(Decoded::new(j, estimate));
-                    taken.last_mut()?
-                };
+                    Decoded::new(j, estimate)
+                });
+                let d = other.as_mut().unwrap_or(&mut own);
                 let before = d.parts.pods.len();
                 let mut sink = Sink {
                     file,
@@ -673,6 +670,7 @@ mod parallel {
                 d.end = end;
                 bytes += len;
                 pods += d.parts.pods.len() - before;
+                taken.extend(other);
             }
             Some((own, taken))
         };

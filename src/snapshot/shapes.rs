@@ -39,15 +39,6 @@ impl PodList for [Pod] {
     }
 }
 
-impl PodList for Vec<Pod> {
-    fn at(&self, i: usize) -> Option<&Pod> {
-        self.get(i)
-    }
-    fn count(&self) -> usize {
-        self.len()
-    }
-}
-
 impl PodList for Pods {
     fn at(&self, i: usize) -> Option<&Pod> {
         self.get(i)
@@ -202,7 +193,7 @@ mod tests {
     #[test]
     fn pods_share_a_shape_exactly_when_namespace_owners_and_images_agree() {
         let pods = pods();
-        let (of, count) = find_all(&pods);
+        let (of, count) = find_all(&pods[..]);
         assert_eq!(of, vec![0, 0, 1, 2, 3, 4, 5, 5, 6, 7, 7]);
         assert_eq!(count, 8);
     }
@@ -210,18 +201,21 @@ mod tests {
     #[test]
     fn shapes_found_in_two_halves_and_appended_are_those_of_the_whole() {
         let all = pods();
-        let (whole, count) = find_all(&all);
+        let (whole, count) = find_all(&all[..]);
         for cut in 0..=all.len() {
             let (mut first, mut second) = (all[..cut].to_vec(), all[cut..].to_vec());
             let mut a = Shapes::default();
             for i in 0..first.len() {
-                first[i].shape = a.shape(&first, &first[i], i);
+                first[i].shape = a.shape(&first[..], &first[i], i);
             }
             let mut b = Shapes::default();
             for i in 0..second.len() {
-                second[i].shape = b.shape(&second, &second[i], i);
+                second[i].shape = b.shape(&second[..], &second[i], i);
             }
-            a.append(&first, b, &mut second);
+            // Found afresh over the two parts read as one list: the same shapes.
+            let parts = Pods::of(first.clone(), second.clone());
+            assert_eq!(find_all(&parts), (whole.clone(), count), "cut at {cut}");
+            a.append(&first[..], b, &mut second);
             first.append(&mut second);
             let joined: Vec<u32> = first.iter().map(|p| p.shape).collect();
             assert_eq!(joined, whole, "cut at {cut}");
