@@ -745,15 +745,13 @@ mod tests {
         // dry-run counts 4 (each pod once per owner); the pods are the same two.
         let two_owners = |b: PodBuilder| {
             let mut p = b.owner("ReplicaSet", "rs-1").build();
-            crate::snapshot::builders::push(
-                &mut p.owners,
-                OwnerRef {
-                    kind: "ReplicaSet".into(),
-                    name: "rs-2".into(),
-                    uid: "uid-rs-2".into(),
-                    controller: false,
-                },
-            );
+            let second = OwnerRef {
+                kind: "ReplicaSet".into(),
+                name: "rs-2".into(),
+                uid: "uid-rs-2".into(),
+                controller: false,
+            };
+            p.owners = p.owners.iter().cloned().chain([second]).collect();
             p
         };
         let mut all = Vec::new();

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::labels::{LabelSelectorSpec, Selector};
+use std::sync::Arc;
 
 /// 2026-01-01T00:00:00Z, the creation time builders give by default.
 pub const T0: i64 = 1_767_225_600;
@@ -94,7 +95,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         has_prefer_no_eviction_annotation: false,
         is_mirror: false,
         is_static: false,
-        owners: Box::new([owner_ref("ReplicaSet", namespace, "app")]),
+        owners: Arc::new([owner_ref("ReplicaSet", namespace, "app")]),
         requests: Resources::default(),
         qos: Qos::BestEffort,
         priority: None,
@@ -111,7 +112,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         affinity: None,
         topology_spread: Box::default(),
         host_ports: Box::default(),
-        images: Box::new(["registry.example/app:1".into()]),
+        images: Arc::new(["registry.example/app:1".into()]),
         status: None,
         volcano_group: None,
         shape: super::NO_SHAPE,
@@ -153,12 +154,12 @@ impl PodBuilder {
     }
     pub fn owner(mut self, kind: &str, name: &str) -> Self {
         let ns = self.0.namespace.clone();
-        self.0.owners = Box::new([owner_ref(kind, &ns, name)]);
+        self.0.owners = Arc::new([owner_ref(kind, &ns, name)]);
         self
     }
     /// No ownerReferences.
     pub fn bare(mut self) -> Self {
-        self.0.owners = Box::default();
+        self.0.owners = Arc::new([]);
         self
     }
     pub fn label(mut self, k: &str, v: &str) -> Self {
@@ -270,12 +271,13 @@ impl PodBuilder {
         self
     }
     pub fn image(mut self, image: &str) -> Self {
-        self.0.images = Box::new([image.into()]);
+        self.0.images = Arc::new([image.into()]);
         self
     }
     pub fn images(mut self, images: &[&str]) -> Self {
-        self.0.images = images.iter().map(|i| (*i).into()).collect();
-        self.0.images.sort();
+        let mut images: Vec<Box<str>> = images.iter().map(|i| (*i).into()).collect();
+        images.sort();
+        self.0.images = images.into();
         self
     }
     pub fn toleration(mut self, key: &str, value: &str, effect: Option<TaintEffect>) -> Self {

@@ -935,6 +935,16 @@ fn add_object(
         "Pod" => {
             let mut pod = convert_pod(file, label, obj)?;
             pod.shape = shapes.shape(&parts.pods[..], &pod, parts.pods.len());
+            // A pod of a shape seen before (another pod of its workload, most often) shares
+            // that pod's images, and its owners when they are equal (UIDs and controller
+            // flags too): one copy per workload instead of one per pod. Its own copies are
+            // freed right away, and their memory serves the next pod.
+            if let Some(rep) = parts.pods.get(shapes.rep(pod.shape)) {
+                pod.images = rep.images.clone();
+                if rep.owners == pod.owners {
+                    pod.owners = rep.owners.clone();
+                }
+            }
             parts.pods.push(pod);
         }
         "PodDisruptionBudget" => parts.pdbs.push(convert_pdb(file, label, obj)?),
@@ -1718,7 +1728,7 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
         affinity,
         topology_spread,
         host_ports: host_ports.into_boxed_slice(),
-        images: images.into_boxed_slice(),
+        images: images.into(),
         status: convert_pod_status(file, label, status)?.boxed(),
         volcano_group: annotations
             .group_name
@@ -2494,6 +2504,30 @@ items:
               {"name":"b","restartCount":0,"state":{"running":{"startedAt":"2026-01-01T00:00:00Z"}}},
               {"name":"c","restartCount":1,"state":{}}],
            "ephemeralContainerStatuses":[{"name":"e","state":{"terminated":{"exitCode":0,"reason":""}}}]}}]}"#;
+
+    #[test]
+    fn pods_of_one_workload_share_their_owners_and_images() {
+        let pod = |name: &str, owner_uid: &str| {
+            format!(
+                r#"{{"kind":"Pod","metadata":{{"name":"{name}","namespace":"a","ownerReferences":[{{"kind":"ReplicaSet","name":"web","uid":"{owner_uid}","controller":true}}]}},"spec":{{"nodeName":"n","containers":[{{"image":"web:1"}},{{"image":"log:2"}}]}}}}"#
+            )
+        };
+        let json = format!(
+            r#"{{"kind":"List","items":[{{"kind":"Node","metadata":{{"name":"n"}}}},{},{},{}]}}"#,
+            pod("p0", "u1"),
+            pod("p1", "u1"),
+            // Same shape (namespace, owner kind and name, images), another owner UID.
+            pod("p2", "u2"),
+        );
+        let snap = load_bytes("s.json", json.as_bytes()).unwrap();
+        let p = |i: usize| &snap.pods[i];
+        assert!(std::sync::Arc::ptr_eq(&p(0).owners, &p(1).owners));
+        assert!(!std::sync::Arc::ptr_eq(&p(0).owners, &p(2).owners));
+        assert_eq!(&*p(2).owners[0].uid, "u2");
+        assert!(std::sync::Arc::ptr_eq(&p(0).images, &p(2).images));
+        assert_eq!(&*p(1).images, ["log:2".into(), "web:1".into()]);
+        assert_eq!(p(0).shape, p(2).shape);
+    }
 
     #[test]
     fn decodes_pod_status_detail() {

@@ -18,6 +18,7 @@ pub mod usage;
 pub use pods::Pods;
 pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 pub use shapes::NO_SHAPE;
+use std::sync::Arc;
 
 use crate::labels::{Labels, Requirement, Selector};
 use rayon::iter::ParallelIterator;
@@ -367,7 +368,8 @@ pub struct Pod {
     pub is_mirror: bool,
     /// `kubernetes.io/config.source` is set and is not `api`.
     pub is_static: bool,
-    pub owners: Box<[OwnerRef]>,
+    /// Shared by the pods of one shape whose owners are equal (one workload's pods).
+    pub owners: Arc<[OwnerRef]>,
     /// Effective requests, with Kubernetes semantics (init containers, sidecars, overhead).
     pub requests: Resources,
     pub qos: Qos,
@@ -389,8 +391,9 @@ pub struct Pod {
     pub affinity: Option<Box<Affinity>>,
     pub topology_spread: Box<[TopologySpreadConstraint]>,
     pub host_ports: Box<[HostPort]>,
-    /// Container images, sorted (RemoveDuplicates compares these).
-    pub images: Box<[Box<str>]>,
+    /// Container images, sorted (RemoveDuplicates compares these); shared by the pods of
+    /// one shape.
+    pub images: Arc<[Box<str>]>,
     /// Status reason, container statuses and conditions; None when it has none of them
     /// (most running pods), read through [`Pod::status`].
     pub status: Option<Box<PodStatusDetail>>,
@@ -971,7 +974,7 @@ fn index_owners(pods: &Pods) -> (FxHashMap<Box<str>, Vec<PodId>>, Vec<bool>) {
     let mut pods_by_owner: FxHashMap<Box<str>, Vec<PodId>> = FxHashMap::default();
     let daemonset_pods = pods.iter().map(Pod::is_daemonset_pod).collect();
     for (i, pod) in pods.iter().enumerate() {
-        for o in &pod.owners {
+        for o in pod.owners.iter() {
             // Look up before inserting: the key is cloned once per owner, not per pod.
             match pods_by_owner.get_mut(&o.uid) {
                 Some(ids) => ids.push(i as PodId),

@@ -51,7 +51,7 @@ impl PodList for Pods {
 fn hash(pod: &Pod) -> u64 {
     let mut h = FxHasher::default();
     pod.namespace.hash(&mut h);
-    for o in &pod.owners {
+    for o in pod.owners.iter() {
         o.kind.hash(&mut h);
         o.name.hash(&mut h);
     }
@@ -65,7 +65,7 @@ fn same(a: &Pod, b: &Pod) -> bool {
         && a.owners.len() == b.owners.len()
         && a.owners
             .iter()
-            .zip(&b.owners)
+            .zip(b.owners.iter())
             .all(|(x, y)| x.kind == y.kind && x.name == y.name)
 }
 
@@ -88,6 +88,11 @@ impl Shapes {
             s = self.next[s as usize];
         }
         None
+    }
+
+    /// The index of shape `s`'s pod in the list (the first pod of that shape).
+    pub fn rep(&self, s: u32) -> usize {
+        self.reps[s as usize] as usize
     }
 
     fn add(&mut self, hash: u64, rep: usize) -> u32 {
