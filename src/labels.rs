@@ -5,16 +5,18 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A sorted list of key/value pairs; lookups are binary searches. Packed: every key and
 /// value back to back in one string, with their end offsets, so a pod's labels take two
-/// allocations instead of two per label (a large cluster has millions of labels).
+/// allocations instead of two per label (a large cluster has millions of labels), and
+/// equal sets can share them ([`Labels::share`]).
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Labels {
     /// key0 value0 key1 value1 ...
-    text: Box<str>,
+    text: Arc<str>,
     /// The end offset in `text` of each key and value, in the order above.
-    ends: Box<[u32]>,
+    ends: Arc<[u32]>,
 }
 
 impl Labels {
@@ -60,8 +62,8 @@ impl Labels {
             ends.push(text.len() as u32);
         }
         let labels = Labels {
-            text: text.into_boxed_str(),
-            ends: ends.into_boxed_slice(),
+            text: text.into(),
+            ends: ends.into(),
         };
         debug_assert!(
             labels
@@ -112,6 +114,14 @@ impl Labels {
 
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
+    }
+
+    /// Takes `other`'s storage when both hold the same labels (the pods of one workload
+    /// usually do), so that one copy serves both.
+    pub fn share(&mut self, other: &Labels) {
+        if *self == *other {
+            *self = other.clone();
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -354,6 +364,21 @@ impl Selector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_labels_share_their_storage_and_others_keep_theirs() {
+        let set = |pairs: &[(&str, &str)]| Labels::from_input_order(pairs.iter().copied());
+        let first = set(&[("app", "web"), ("pod-template-hash", "h1")]);
+        let mut same = set(&[("pod-template-hash", "h1"), ("app", "web")]);
+        let mut other = set(&[("app", "web"), ("pod-template-hash", "h2")]);
+        assert!(!Arc::ptr_eq(&first.text, &same.text));
+        same.share(&first);
+        assert!(Arc::ptr_eq(&first.text, &same.text) && Arc::ptr_eq(&first.ends, &same.ends));
+        assert_eq!(same.get("app"), Some("web"));
+        other.share(&first);
+        assert!(!Arc::ptr_eq(&first.text, &other.text));
+        assert_eq!(other.get("pod-template-hash"), Some("h2"));
+    }
 
     #[test]
     fn packed_labels_sort_find_and_list_their_pairs() {

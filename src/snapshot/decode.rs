@@ -936,14 +936,15 @@ fn add_object(
             let mut pod = convert_pod(file, label, obj)?;
             pod.shape = shapes.shape(&parts.pods[..], &pod, parts.pods.len());
             // A pod of a shape seen before (another pod of its workload, most often) shares
-            // that pod's images, and its owners when they are equal (UIDs and controller
-            // flags too): one copy per workload instead of one per pod. Its own copies are
-            // freed right away, and their memory serves the next pod.
+            // that pod's images, and its owners and labels when they are equal (owners'
+            // UIDs and controller flags too): one copy per workload instead of one per pod.
+            // Its own copies are freed right away, and their memory serves the next pod.
             if let Some(rep) = parts.pods.get(shapes.rep(pod.shape)) {
                 pod.images = rep.images.clone();
                 if rep.owners == pod.owners {
                     pod.owners = rep.owners.clone();
                 }
+                pod.labels.share(&rep.labels);
             }
             parts.pods.push(pod);
         }
