@@ -505,7 +505,7 @@ impl<'s, 'n> TargetNodes<'s, 'n> {
 /// equal placements hash equally.
 fn placement_hash(pod: &Pod) -> u64 {
     let mut h = FxHasher::default();
-    for t in &pod.tolerations {
+    for t in pod.tolerations.iter() {
         (&t.key, t.exists, &t.value, t.effect).hash(&mut h);
     }
     pod.tolerations.len().hash(&mut h);

@@ -1011,9 +1011,8 @@ mod tests {
         let mut c = pod("d", "x")
             .spread(1, "zone", DoNotSchedule, "app", "w")
             .build()
-            .topology_spread
-            .into_vec()
-            .remove(0);
+            .topology_spread[0]
+            .clone();
         c.min_domains = Some(3);
         let s = with_src(
             vec![

@@ -77,10 +77,10 @@ impl NodeBuilder {
 pub struct PodBuilder(Pod);
 
 /// Appends to one of a pod's lists (they are boxed slices: built once, then only read).
-pub fn push<T>(list: &mut Box<[T]>, item: T) {
-    let mut v = std::mem::take(list).into_vec();
+pub fn push<T: Clone, L: std::ops::Deref<Target = [T]> + From<Vec<T>>>(list: &mut L, item: T) {
+    let mut v = list.to_vec();
     v.push(item);
-    *list = v.into_boxed_slice();
+    *list = v.into();
 }
 
 /// A running Burstable pod owned by ReplicaSet `app` in its namespace, with no requests.
@@ -107,10 +107,10 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         has_local_storage: false,
         pvc_claims: Box::default(),
         has_resource_claims: false,
-        tolerations: Box::default(),
+        tolerations: Arc::default(),
         node_selector: Labels::default(),
         affinity: None,
-        topology_spread: Box::default(),
+        topology_spread: Arc::default(),
         host_ports: Box::default(),
         images: Arc::new(["registry.example/app:1".into()]),
         status: None,
@@ -119,7 +119,8 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
     })
 }
 
-fn owner_ref(kind: &str, namespace: &str, name: &str) -> OwnerRef {
+/// An owner reference with a UID made from its kind, namespace and name.
+pub fn owner_ref(kind: &str, namespace: &str, name: &str) -> OwnerRef {
     OwnerRef {
         kind: kind.to_owned().into(),
         name: name.into(),
@@ -304,7 +305,7 @@ impl PodBuilder {
         self
     }
     pub fn affinity(mut self, a: Affinity) -> Self {
-        self.0.affinity = Some(Box::new(a));
+        self.0.affinity = Some(Arc::new(a));
         self
     }
     /// A topology spread constraint selecting pods with `label_key=label_value`.
@@ -344,7 +345,7 @@ impl PodBuilder {
         self
     }
     fn affinity_mut(&mut self) -> &mut Affinity {
-        self.0.affinity.get_or_insert_with(Default::default)
+        Arc::make_mut(self.0.affinity.get_or_insert_with(Default::default))
     }
     /// Adds a required pod anti-affinity term (see [`affinity_term`]).
     pub fn anti_affinity(mut self, term: PodAffinityTerm) -> Self {

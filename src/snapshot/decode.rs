@@ -33,6 +33,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
+use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -936,15 +937,20 @@ fn add_object(
             let mut pod = convert_pod(file, label, obj)?;
             pod.shape = shapes.shape(&parts.pods[..], &pod, parts.pods.len());
             // A pod of a shape seen before (another pod of its workload, most often) shares
-            // that pod's images, and its owners and labels when they are equal (owners'
-            // UIDs and controller flags too): one copy per workload instead of one per pod.
-            // Its own copies are freed right away, and their memory serves the next pod.
+            // that pod's images, and its owners, labels, node selector, tolerations,
+            // affinity and spread constraints when they are equal (owners' UIDs and
+            // controller flags too): one copy per workload instead of one per pod. Its own
+            // copies are freed right away, and their memory serves the next pod.
             if let Some(rep) = parts.pods.get(shapes.rep(pod.shape)) {
                 pod.images = rep.images.clone();
-                if rep.owners == pod.owners {
-                    pod.owners = rep.owners.clone();
-                }
+                share(&mut pod.owners, &rep.owners);
                 pod.labels.share(&rep.labels);
+                pod.node_selector.share(&rep.node_selector);
+                share(&mut pod.tolerations, &rep.tolerations);
+                share(&mut pod.topology_spread, &rep.topology_spread);
+                if let (Some(a), Some(r)) = (&mut pod.affinity, &rep.affinity) {
+                    share(a, r);
+                }
             }
             parts.pods.push(pod);
         }
@@ -988,6 +994,13 @@ fn add_object(
         }
     }
     Ok(())
+}
+
+/// Takes `rep`'s storage when it holds what `own` does.
+fn share<T: PartialEq + ?Sized>(own: &mut Arc<T>, rep: &Arc<T>) {
+    if **own == **rep {
+        *own = rep.clone();
+    }
 }
 
 /// A PodGroup of either gang scheduler. `spec.minMember` is an int32 with no default in
@@ -1648,10 +1661,10 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
             match_label_keys: c.match_label_keys.iter().map(Str::boxed).collect(),
         });
     }
-    let tolerations = tolerations.into_boxed_slice();
-    let topology_spread = topology_spread.into_boxed_slice();
+    let tolerations = tolerations.into();
+    let topology_spread = topology_spread.into();
     let affinity = match &spec.affinity {
-        Some(a) => Some(Box::new(convert_affinity(file, label, a)?)),
+        Some(a) => Some(Arc::new(convert_affinity(file, label, a)?)),
         None => None,
     };
     let mut host_ports = Vec::new();
@@ -1965,8 +1978,9 @@ struct RawSpec<'a> {
     init_containers: Vec<RawContainer<'a>>,
     #[serde(borrow)]
     overhead: Pairs<'a>,
+    // Rare parts boxed: a pod's spec is built on the stack and moved into its object.
     #[serde(borrow)]
-    resources: Option<RawResources<'a>>,
+    resources: Option<Box<RawResources<'a>>>,
     priority: Option<i32>,
     #[serde(borrow)]
     priority_class_name: Option<Str<'a>>,
@@ -1974,7 +1988,7 @@ struct RawSpec<'a> {
     tolerations: Vec<RawToleration<'a>>,
     #[serde(borrow)]
     node_selector: Pairs<'a>,
-    affinity: Option<RawAffinity>,
+    affinity: Option<Box<RawAffinity>>,
     #[serde(borrow)]
     topology_spread_constraints: Vec<RawTopologySpreadConstraint<'a>>,
     #[serde(borrow)]
@@ -1985,7 +1999,7 @@ struct RawSpec<'a> {
     #[serde(borrow)]
     taints: Vec<RawTaint<'a>>,
     // PodDisruptionBudget
-    selector: Option<LabelSelectorSpec>,
+    selector: Option<Box<LabelSelectorSpec>>,
     // PodGroup
     min_member: Option<RawInt>,
 }
@@ -2507,27 +2521,57 @@ items:
            "ephemeralContainerStatuses":[{"name":"e","state":{"terminated":{"exitCode":0,"reason":""}}}]}}]}"#;
 
     #[test]
-    fn pods_of_one_workload_share_their_owners_and_images() {
-        let pod = |name: &str, owner_uid: &str| {
+    fn pods_of_one_workload_share_their_owners_images_and_template() {
+        const TEMPLATE: &str = r#""nodeSelector":{"disk":"ssd"},
+            "tolerations":[{"key":"gpu","operator":"Exists","effect":"NoSchedule"}],
+            "affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
+              {"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}},
+            "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone",
+              "whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}}]"#;
+        let pod = |name: &str, owner_uid: &str, template: &str| {
             format!(
-                r#"{{"kind":"Pod","metadata":{{"name":"{name}","namespace":"a","ownerReferences":[{{"kind":"ReplicaSet","name":"web","uid":"{owner_uid}","controller":true}}]}},"spec":{{"nodeName":"n","containers":[{{"image":"web:1"}},{{"image":"log:2"}}]}}}}"#
+                r#"{{"kind":"Pod","metadata":{{"name":"{name}","namespace":"a","labels":{{"app":"web"}},"ownerReferences":[{{"kind":"ReplicaSet","name":"web","uid":"{owner_uid}","controller":true}}]}},"spec":{{"nodeName":"n","containers":[{{"image":"web:1"}},{{"image":"log:2"}}],{template}}}}}"#
             )
         };
+        // Same shape (namespace, owner kind and name, images), another owner UID and
+        // another template: a second toleration, skew, selector and anti-affinity key.
+        let other = TEMPLATE
+            .replace(
+                r#""effect":"NoSchedule"}"#,
+                r#""effect":"NoSchedule"},{"key":"b","operator":"Exists"}"#,
+            )
+            .replace(r#""maxSkew":1"#, r#""maxSkew":2"#)
+            .replace(r#""disk":"ssd""#, r#""disk":"hdd""#)
+            .replace(r#""topologyKey":"zone"}]}}"#, r#""topologyKey":"host"}]}}"#);
         let json = format!(
             r#"{{"kind":"List","items":[{{"kind":"Node","metadata":{{"name":"n"}}}},{},{},{}]}}"#,
-            pod("p0", "u1"),
-            pod("p1", "u1"),
-            // Same shape (namespace, owner kind and name, images), another owner UID.
-            pod("p2", "u2"),
+            pod("p0", "u1", TEMPLATE),
+            pod("p1", "u1", TEMPLATE),
+            pod("p2", "u2", &other),
         );
         let snap = load_bytes("s.json", json.as_bytes()).unwrap();
         let p = |i: usize| &snap.pods[i];
-        assert!(std::sync::Arc::ptr_eq(&p(0).owners, &p(1).owners));
-        assert!(!std::sync::Arc::ptr_eq(&p(0).owners, &p(2).owners));
-        assert_eq!(&*p(2).owners[0].uid, "u2");
-        assert!(std::sync::Arc::ptr_eq(&p(0).images, &p(2).images));
-        assert_eq!(&*p(1).images, ["log:2".into(), "web:1".into()]);
+        let affinity = |i: usize| p(i).affinity.clone().unwrap();
         assert_eq!(p(0).shape, p(2).shape);
+        assert!(Arc::ptr_eq(&p(0).owners, &p(1).owners));
+        assert!(!Arc::ptr_eq(&p(0).owners, &p(2).owners));
+        assert_eq!(&*p(2).owners[0].uid, "u2");
+        assert!(Arc::ptr_eq(&p(0).images, &p(2).images));
+        assert_eq!(&*p(1).images, ["log:2".into(), "web:1".into()]);
+        assert!(Arc::ptr_eq(&p(0).tolerations, &p(1).tolerations));
+        assert!(Arc::ptr_eq(&p(0).topology_spread, &p(1).topology_spread));
+        assert!(Arc::ptr_eq(&affinity(0), &affinity(1)));
+        assert_eq!(p(1).node_selector.get("disk"), Some("ssd"));
+        // The other template keeps its own, as decoded.
+        assert_eq!(p(2).tolerations.len(), 2);
+        assert_eq!(p(2).topology_spread[0].max_skew, 2);
+        assert_eq!(p(2).node_selector.get("disk"), Some("hdd"));
+        assert_eq!(
+            &*affinity(2).pod_anti_affinity_required[0].topology_key,
+            "host"
+        );
+        assert_eq!(p(1).tolerations, p(0).tolerations);
+        assert_ne!(p(2).tolerations, p(0).tolerations);
     }
 
     #[test]

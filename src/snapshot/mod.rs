@@ -172,7 +172,7 @@ pub enum InclusionPolicy {
     Ignore,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopologySpreadConstraint {
     pub max_skew: i32,
     pub topology_key: Box<str>,
@@ -188,7 +188,7 @@ pub struct TopologySpreadConstraint {
 }
 
 /// One `nodeSelectorTerm`: all its requirements must hold. An empty term matches no node.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeSelectorTerm {
     pub match_expressions: Vec<Requirement>,
     /// Requirements on `metadata.name`.
@@ -217,13 +217,13 @@ impl NodeSelectorTerm {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreferredSchedulingTerm {
     pub weight: i32,
     pub preference: NodeSelectorTerm,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodAffinityTerm {
     /// None selects no pods.
     pub label_selector: Option<Selector>,
@@ -234,13 +234,13 @@ pub struct PodAffinityTerm {
     pub topology_key: Box<str>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WeightedPodAffinityTerm {
     pub weight: i32,
     pub term: PodAffinityTerm,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Affinity {
     /// None: no required node affinity. Some(terms): at least one term must match.
     pub node_required: Option<Vec<NodeSelectorTerm>>,
@@ -386,10 +386,12 @@ pub struct Pod {
     /// PersistentVolumeClaim names the pod mounts.
     pub pvc_claims: Box<[Box<str>]>,
     pub has_resource_claims: bool,
-    pub tolerations: Box<[Toleration]>,
+    /// Shared by the pods of one shape when equal, as are the node selector, affinity and
+    /// spread constraints (one workload's pods have one pod template).
+    pub tolerations: Arc<[Toleration]>,
     pub node_selector: Labels,
-    pub affinity: Option<Box<Affinity>>,
-    pub topology_spread: Box<[TopologySpreadConstraint]>,
+    pub affinity: Option<Arc<Affinity>>,
+    pub topology_spread: Arc<[TopologySpreadConstraint]>,
     pub host_ports: Box<[HostPort]>,
     /// Container images, sorted (RemoveDuplicates compares these); shared by the pods of
     /// one shape.
@@ -970,19 +972,36 @@ fn index_shapes(pods: &Pods) -> Result<usize, (Vec<u32>, usize)> {
 }
 
 fn index_owners(pods: &Pods) -> (FxHashMap<Box<str>, Vec<PodId>>, Vec<bool>) {
-    let mut pods_by_owner: FxHashMap<Box<str>, Vec<PodId>> = FxHashMap::default();
     let daemonset_pods = pods.iter().map(Pod::is_daemonset_pod).collect();
+    // Each owner's pods, by owner UID: the list's place by UID, and the lists.
+    let mut slot_of: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut lists: Vec<(&str, Vec<PodId>)> = Vec::new();
+    // A workload's pods are listed one after another and share one copy of their owners
+    // (decoded pods do), so a pod whose owners are the previous pod's goes to the same
+    // lists without a lookup.
+    let mut prev: Option<&[OwnerRef]> = None;
+    let mut prev_slots: Vec<usize> = Vec::new();
     for (i, pod) in pods.iter().enumerate() {
-        for o in pod.owners.iter() {
-            // Look up before inserting: the key is cloned once per owner, not per pod.
-            match pods_by_owner.get_mut(&o.uid) {
-                Some(ids) => ids.push(i as PodId),
-                None => {
-                    pods_by_owner.insert(o.uid.clone(), vec![i as PodId]);
-                }
+        let owners: &[OwnerRef] = &pod.owners;
+        if !prev.is_some_and(|p| std::ptr::eq(p, owners)) {
+            prev_slots.clear();
+            for o in owners {
+                let slot = *slot_of.entry(&o.uid).or_insert_with(|| {
+                    lists.push((&o.uid, Vec::new()));
+                    lists.len() - 1
+                });
+                prev_slots.push(slot);
             }
+            prev = Some(owners);
+        }
+        for &slot in &prev_slots {
+            lists[slot].1.push(i as PodId);
         }
     }
+    let pods_by_owner = lists
+        .into_iter()
+        .map(|(uid, ids)| (Box::from(uid), ids))
+        .collect();
     (pods_by_owner, daemonset_pods)
 }
 
@@ -1057,6 +1076,56 @@ mod tests {
             }],
         })
         .unwrap()
+    }
+
+    #[test]
+    fn pods_of_an_owner_are_found_whether_they_share_their_owners_or_not() {
+        use super::builders::owner_ref;
+        let web: Arc<[OwnerRef]> = Arc::new([owner_ref("ReplicaSet", "a", "web")]);
+        let both: Arc<[OwnerRef]> = Arc::new([
+            owner_ref("ReplicaSet", "a", "web"),
+            owner_ref("Job", "a", "batch"),
+        ]);
+        // Pods in name order: runs sharing one copy, a copy of their own with the same
+        // owners, two owners, none, and a shared copy again after others.
+        let owners: Vec<Arc<[OwnerRef]>> = vec![
+            web.clone(),
+            web.clone(),
+            Arc::new([owner_ref("ReplicaSet", "a", "web")]),
+            both.clone(),
+            both.clone(),
+            Arc::new([]),
+            Arc::new([owner_ref("Job", "a", "batch")]),
+            web.clone(),
+        ];
+        let pods = owners
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let mut p = pod("a", &format!("p{i}")).build();
+                p.owners = o.clone();
+                p
+            })
+            .collect();
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            pods,
+            ..Default::default()
+        });
+        let uids: std::collections::BTreeSet<&str> = snap
+            .pods
+            .iter()
+            .flat_map(|p| p.owners.iter().map(|o| &*o.uid))
+            .collect();
+        assert_eq!(uids.len(), 2);
+        for uid in uids {
+            let expected: Vec<PodId> = (0..snap.pods.len() as PodId)
+                .filter(|&i| snap.pods[i as usize].owners.iter().any(|o| &*o.uid == uid))
+                .collect();
+            assert_eq!(snap.pods_of_owner(uid), expected, "{uid}");
+        }
+        assert_eq!(snap.pods_of_owner("unknown"), [] as [PodId; 0]);
+        let web_uid = &web[0].uid;
+        assert_eq!(snap.pods_of_owner(web_uid), [0, 1, 2, 3, 4, 7]);
     }
 
     #[test]
