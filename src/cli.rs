@@ -330,9 +330,7 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     use std::io::Write as _;
     let rendering = std::time::Instant::now();
     let mut counted = Counted { out, bytes: 0 };
-    let report = crate::executor::dry_run(&snap, &plan);
-    report
-        .write_to(cli.output, &mut counted)
+    crate::executor::write_dry_run(&snap, &plan, cli.output, &mut counted)
         .and_then(|_| counted.flush())
         .map_err(|e| Failure::other(format!("writing the report: {e}")))?;
     tracing::info!(
@@ -342,7 +340,6 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     );
     // The process exits right after printing: handing millions of small allocations back one
     // by one would take longer than the exit that reclaims them all at once.
-    std::mem::forget(report);
     std::mem::forget(snap);
     std::mem::forget(plan);
     Ok(())

@@ -25,7 +25,9 @@
 
 use crate::plan::EvictionPlan;
 use crate::snapshot::{ClusterSnapshot, Node, Resources};
-use rayon::iter::{IntoParallelRefIterator, ParallelIterator};
+use rayon::iter::{
+    IndexedParallelIterator, IntoParallelIterator, IntoParallelRefIterator, ParallelIterator,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -173,41 +175,185 @@ fn percentages(node: &Node, requested: &Resources) -> BTreeMap<String, f64> {
     out
 }
 
+/// An eviction's row in the report.
+fn eviction_row(snap: &ClusterSnapshot, e: &crate::framework::PlannedEviction) -> EvictionRow {
+    EvictionRow {
+        pod: snap.pod(e.pod).key(),
+        node: snap.node(e.node).name.to_string(),
+        profile: e.profile.clone(),
+        plugin: e.plugin.to_string(),
+        reason: e.reason.clone(),
+        destination: e.destination.map(|d| snap.node(d).name.to_string()),
+        gang: e.gang.map(|g| snap.gang(g).describe()),
+        result: None,
+    }
+}
+
+/// A node's row in the report.
+fn node_row(snap: &ClusterSnapshot, plan: &EvictionPlan, n: crate::snapshot::NodeId) -> NodeRow {
+    let node = snap.node(n);
+    let measured = plan
+        .measured
+        .get(n as usize)
+        .and_then(Option::as_ref)
+        .map(|m| MeasuredRow {
+            source: m.source.as_str().to_string(),
+            before: measured_percentages(node, &m.before),
+            after: measured_percentages(node, &m.after),
+        });
+    NodeRow {
+        name: node.name.to_string(),
+        before: percentages(node, snap.node_requested(n)),
+        after: percentages(node, &plan.requested_after[n as usize]),
+        measured,
+    }
+}
+
+/// Writes the report of `plan` as `Report::new(snap, plan).write_to(format, out)` does. The
+/// JSON is written without building the report first: each row is made, serialized and
+/// dropped on one of the cores (a large plan's rows are tens of megabytes of fresh memory
+/// otherwise).
+pub fn write_plan(
+    snap: &ClusterSnapshot,
+    plan: &EvictionPlan,
+    format: Format,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Json => {
+            use std::io::Write as _;
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
+            write_json(
+                Rows(plan.evictions.len(), |i| {
+                    eviction_row(snap, &plan.evictions[i])
+                }),
+                Rows(plan.nodes.len(), |i| node_row(snap, plan, plan.nodes[i])),
+                &Report::without_rows(snap, plan),
+                &mut w,
+            )?;
+            w.flush()
+        }
+        Format::Yaml | Format::Table => Report::new(snap, plan).write_to(format, out),
+    }
+}
+
+/// `.0` rows, row `i` made by `.1`.
+struct Rows<F>(usize, F);
+
+/// The report as `serde_json::to_writer_pretty` writes it, and a newline: the evictions and
+/// nodes from `evictions` and `nodes`, the other lists from `rest`.
+fn write_json<E, N, FE, FN>(
+    evictions: Rows<FE>,
+    nodes: Rows<FN>,
+    rest: &Report,
+    w: &mut impl std::io::Write,
+) -> std::io::Result<()>
+where
+    E: Serialize,
+    N: Serialize,
+    FE: Fn(usize) -> E + Sync,
+    FN: Fn(usize) -> N + Sync,
+{
+    w.write_all(b"{\n  \"evictions\": ")?;
+    write_rows(evictions, w)?;
+    w.write_all(b",\n  \"nodes\": ")?;
+    write_rows(nodes, w)?;
+    // The lists left out when empty, in field order, by their serialized names.
+    let lists: [(&[u8], usize); 3] = [
+        (b"notes", rest.notes.len()),
+        (b"notChosen", rest.not_chosen.len()),
+        (b"tenants", rest.tenants.len()),
+    ];
+    for (name, len) in lists.into_iter().filter(|l| l.1 > 0) {
+        w.write_all(b",\n  \"")?;
+        w.write_all(name)?;
+        w.write_all(b"\": ")?;
+        match name {
+            b"notes" => write_rows(Rows(len, |i| &rest.notes[i]), w)?,
+            b"notChosen" => write_rows(Rows(len, |i| &rest.not_chosen[i]), w)?,
+            _ => write_rows(Rows(len, |i| &rest.tenants[i]), w)?,
+        }
+    }
+    w.write_all(b"\n}\n")
+}
+
+/// Writes rows as serde_json's pretty printer writes a list that is a field of the
+/// top-level object. Rows are made and serialized on all cores, a batch at a time, into
+/// buffers that go back to a pool once written (memory for a batch's text, reused). Each
+/// row is serialized at the top level and then indented: its text has a newline only
+/// between tokens (strings escape theirs), so each newline gains the four spaces of the two
+/// levels it sits under.
+fn write_rows<T, F>(rows: Rows<F>, w: &mut impl std::io::Write) -> std::io::Result<()>
+where
+    T: Serialize,
+    F: Fn(usize) -> T + Sync,
+{
+    const BATCH: usize = 2048;
+    const PIECE: usize = 128;
+    let Rows(len, make) = rows;
+    if len == 0 {
+        return w.write_all(b"[]");
+    }
+    let pool: std::sync::Mutex<Vec<Vec<u8>>> = Default::default();
+    let pool = || pool.lock().unwrap_or_else(|e| e.into_inner());
+    w.write_all(b"[")?;
+    for batch in (0..len).step_by(BATCH) {
+        let pieces: Vec<std::io::Result<Vec<u8>>> = (batch..len.min(batch + BATCH))
+            .into_par_iter()
+            .step_by(PIECE)
+            .map_init(Vec::new, |row, start| {
+                let mut out = pool().pop().unwrap_or_default();
+                out.clear();
+                for i in start..len.min(start + PIECE) {
+                    out.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
+                    row.clear();
+                    serde_json::to_writer_pretty(&mut *row, &make(i))?;
+                    for line in row.split_inclusive(|&c| c == b'\n') {
+                        out.extend_from_slice(line);
+                        if line.ends_with(b"\n") {
+                            out.extend_from_slice(b"    ");
+                        }
+                    }
+                }
+                Ok(out)
+            })
+            .collect();
+        for piece in pieces {
+            let piece = piece?;
+            w.write_all(&piece)?;
+            pool().push(piece);
+        }
+    }
+    w.write_all(b"\n  ]")
+}
+
 impl Report {
     pub fn new(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
-        let eviction_row = |e: &crate::framework::PlannedEviction| EvictionRow {
-            pod: snap.pod(e.pod).key(),
-            node: snap.node(e.node).name.to_string(),
-            profile: e.profile.clone(),
-            plugin: e.plugin.to_string(),
-            reason: e.reason.clone(),
-            destination: e.destination.map(|d| snap.node(d).name.to_string()),
-            gang: e.gang.map(|g| snap.gang(g).describe()),
-            result: None,
-        };
-        let node_row = |&n: &crate::snapshot::NodeId| {
-            let node = snap.node(n);
-            let measured = plan
-                .measured
-                .get(n as usize)
-                .and_then(Option::as_ref)
-                .map(|m| MeasuredRow {
-                    source: m.source.as_str().to_string(),
-                    before: measured_percentages(node, &m.before),
-                    after: measured_percentages(node, &m.after),
-                });
-            NodeRow {
-                name: node.name.to_string(),
-                before: percentages(node, snap.node_requested(n)),
-                after: percentages(node, &plan.requested_after[n as usize]),
-                measured,
-            }
-        };
         // Rows are built on all cores, in plan order (an indexed collect).
         let (evictions, nodes): (Vec<EvictionRow>, Vec<NodeRow>) = rayon::join(
-            || plan.evictions.par_iter().map(eviction_row).collect(),
-            || plan.nodes.par_iter().map(node_row).collect(),
+            || {
+                plan.evictions
+                    .par_iter()
+                    .map(|e| eviction_row(snap, e))
+                    .collect()
+            },
+            || {
+                plan.nodes
+                    .par_iter()
+                    .map(|&n| node_row(snap, plan, n))
+                    .collect()
+            },
         );
+        Report {
+            evictions,
+            nodes,
+            ..Report::without_rows(snap, plan)
+        }
+    }
+
+    /// The report with no eviction and no node rows: its notes, candidates not chosen and
+    /// tenants.
+    fn without_rows(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
         let notes = plan
             .notes
             .iter()
@@ -248,8 +394,8 @@ impl Report {
             })
             .collect();
         Report {
-            evictions,
-            nodes,
+            evictions: Vec::new(),
+            nodes: Vec::new(),
             notes,
             not_chosen,
             tenants,
@@ -262,8 +408,7 @@ impl Report {
                 // Sized up front: a large plan's report is megabytes, grown by doubling it
                 // would be copied over and over.
                 let mut buf = Vec::with_capacity(self.json_size_hint());
-                serde_json::to_writer_pretty(&mut buf, self).expect("report serializes");
-                buf.push(b'\n');
+                self.write_json(&mut buf).expect("report serializes");
                 String::from_utf8(buf).expect("serde_json writes UTF-8")
             }
             Format::Yaml => serde_saphyr::to_string(self).expect("report serializes"),
@@ -278,12 +423,21 @@ impl Report {
         match format {
             Format::Json => {
                 let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
-                serde_json::to_writer_pretty(&mut w, self)?;
-                w.write_all(b"\n")?;
+                self.write_json(&mut w)?;
                 w.flush()
             }
             Format::Yaml | Format::Table => out.write_all(self.render(format).as_bytes()),
         }
+    }
+
+    /// The report as `serde_json::to_writer_pretty` writes it, and a newline.
+    fn write_json(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        write_json(
+            Rows(self.evictions.len(), |i| &self.evictions[i]),
+            Rows(self.nodes.len(), |i| &self.nodes[i]),
+            self,
+            w,
+        )
     }
 
     /// About the size of the pretty JSON report (a little more, usually).
@@ -546,8 +700,96 @@ mod tests {
             );
         }
         assert_eq!(report.nodes.len(), plan.nodes.len());
-        // The JSON reads back as the same report, whatever its buffer was sized to.
+        // The JSON reads back as the same report, whatever its buffer was sized to, and is
+        // what serde_json's pretty printer writes (rows in several batches and pieces);
+        // written straight from the plan, every format is the report's.
         let json = report.render(Format::Json);
         assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), report);
+        assert_eq!(json, serde_json::to_string_pretty(&report).unwrap() + "\n");
+        assert!(!report.not_chosen.is_empty() && report.notes.is_empty());
+        for format in [Format::Json, Format::Yaml, Format::Table] {
+            let mut out = Vec::new();
+            write_plan(&snap, &plan, format, &mut out).unwrap();
+            assert!(
+                String::from_utf8(out).unwrap() == report.render(format),
+                "{format:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn json_written_on_all_cores_is_serde_json_pretty_text() {
+        let eviction = |i: usize| EvictionRow {
+            pod: format!("ns/p{i}"),
+            node: "n1".into(),
+            profile: "p".into(),
+            plugin: "LowNodeUtilization".into(),
+            // Escaped characters, a newline among them: indentation must not touch them.
+            reason: format!("line \"{i}\"\nnext\ttab \u{e9}"),
+            destination: (i % 3 == 0).then(|| "n2".into()),
+            gang: (i % 5 == 0).then(|| "PodGroup ns/g (scheduling.x-k8s.io)".into()),
+            result: (i % 7 == 0).then(|| "evicted".into()),
+        };
+        let percent = |cpu: f64| BTreeMap::from([("cpu".to_string(), cpu)]);
+        let full = Report {
+            evictions: (0..300).map(eviction).collect(),
+            nodes: vec![
+                NodeRow {
+                    name: "n1".into(),
+                    before: percent(80.5),
+                    after: BTreeMap::new(),
+                    measured: Some(MeasuredRow {
+                        source: "prometheus".into(),
+                        before: percent(90.0),
+                        after: percent(10.25),
+                    }),
+                },
+                NodeRow {
+                    name: "n2".into(),
+                    before: BTreeMap::new(),
+                    after: percent(1.0),
+                    measured: None,
+                },
+            ],
+            notes: vec![NoteRow {
+                profile: "p".into(),
+                plugin: "LowNodeUtilization".into(),
+                node: None,
+                message: "no metrics".into(),
+                skipped: true,
+            }],
+            not_chosen: vec![NotChosenRow {
+                pod: "ns/q".into(),
+                node: Some("n1".into()),
+                profile: "p".into(),
+                plugin: "RemoveDuplicates".into(),
+                reason: "budget".into(),
+            }],
+            tenants: vec![TenantRow {
+                tenant: "a".into(),
+                tenant_label: Some("team".into()),
+                before: 60.0,
+                after: 26.5,
+                dominant_resource: Some("cpu".into()),
+            }],
+        };
+        let empty = Report {
+            evictions: Vec::new(),
+            nodes: Vec::new(),
+            notes: Vec::new(),
+            not_chosen: Vec::new(),
+            tenants: Vec::new(),
+        };
+        let only_tenants = Report {
+            tenants: full.tenants.clone(),
+            ..empty.clone()
+        };
+        for report in [&full, &empty, &only_tenants] {
+            let expected = serde_json::to_string_pretty(report).unwrap() + "\n";
+            assert_eq!(report.render(Format::Json), expected);
+            let mut streamed = Vec::new();
+            report.write_to(Format::Json, &mut streamed).unwrap();
+            assert_eq!(String::from_utf8(streamed).unwrap(), expected);
+        }
     }
 }

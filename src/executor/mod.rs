@@ -62,3 +62,14 @@ impl Outcome {
 pub fn dry_run(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
     Report::new(snap, plan)
 }
+
+/// The dry-run executor writing its report to `out` in `format`, as `dry_run(..).write_to`
+/// would (without holding a large plan's rows: see [`crate::report::write_plan`]).
+pub fn write_dry_run(
+    snap: &ClusterSnapshot,
+    plan: &EvictionPlan,
+    format: crate::report::Format,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    crate::report::write_plan(snap, plan, format, out)
+}
