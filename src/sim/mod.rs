@@ -74,9 +74,13 @@ pub fn matches_node_inclusion_policies(
 
 /// The resources the pod asks for fit in what the node has left. `requested` is what the
 /// node's pods already request, with `pods` counting them.
-pub fn fits_resources(pod: &Pod, node: &Node, requested: &Resources) -> Result<(), String> {
+pub fn fits_resources<'a>(
+    pod: &'a Pod,
+    node: &Node,
+    requested: &Resources,
+) -> Result<(), Unfit<'a>> {
     if requested.pods + 1 > node.allocatable.pods {
-        return Err("too many pods".into());
+        return Err(Unfit::TooManyPods);
     }
     for (name, want) in pod.requests.iter() {
         if want <= 0 || name == "pods" {
@@ -84,23 +88,49 @@ pub fn fits_resources(pod: &Pod, node: &Node, requested: &Resources) -> Result<(
         }
         let free = node.allocatable.get(name) - requested.get(name);
         if want > free {
-            return Err(format!("insufficient {name}"));
+            return Err(Unfit::Insufficient(name));
         }
     }
     Ok(())
 }
 
+/// The first check a node fails for a pod ([`node_fits`], [`fits_resources`]). No text is
+/// made unless it is shown: most callers only ask whether some node fits, over many nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unfit<'a> {
+    Unschedulable,
+    NodeSelector,
+    Taint,
+    TooManyPods,
+    /// Not enough of this resource left.
+    Insufficient(&'a str),
+}
+
+impl std::fmt::Display for Unfit<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unfit::Unschedulable => f.write_str("node is unschedulable"),
+            Unfit::NodeSelector => {
+                f.write_str("node does not match the pod's node selector or affinity")
+            }
+            Unfit::Taint => f.write_str("node has a taint the pod does not tolerate"),
+            Unfit::TooManyPods => f.write_str("too many pods"),
+            Unfit::Insufficient(r) => write!(f, "insufficient {r}"),
+        }
+    }
+}
+
 /// Every filter a node must pass for the pod to be placed on it, given what it holds now.
 /// Returns the first failing check, named as kube-scheduler names it.
-pub fn node_fits(pod: &Pod, node: &Node, requested: &Resources) -> Result<(), String> {
+pub fn node_fits<'a>(pod: &'a Pod, node: &Node, requested: &Resources) -> Result<(), Unfit<'a>> {
     if node.unschedulable {
-        return Err("node is unschedulable".into());
+        return Err(Unfit::Unschedulable);
     }
     if !matches_node_selector(pod, node) {
-        return Err("node does not match the pod's node selector or affinity".into());
+        return Err(Unfit::NodeSelector);
     }
     if !tolerates_scheduling_taints(pod, node) {
-        return Err("node has a taint the pod does not tolerate".into());
+        return Err(Unfit::Taint);
     }
     fits_resources(pod, node, requested)
 }
@@ -346,11 +376,15 @@ mod tests {
         let p = pod("d", "p").cpu(600).build();
         assert!(fits_resources(&p, &n, &Resources::new(400, 0, 1)).is_ok());
         assert_eq!(
-            fits_resources(&p, &n, &Resources::new(500, 0, 1)).unwrap_err(),
+            fits_resources(&p, &n, &Resources::new(500, 0, 1))
+                .unwrap_err()
+                .to_string(),
             "insufficient cpu"
         );
         assert_eq!(
-            fits_resources(&p, &n, &Resources::new(0, 0, 2)).unwrap_err(),
+            fits_resources(&p, &n, &Resources::new(0, 0, 2))
+                .unwrap_err()
+                .to_string(),
             "too many pods"
         );
         let gpu = pod("d", "g").resource("nvidia.com/gpu", 1).build();

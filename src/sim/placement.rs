@@ -606,11 +606,9 @@ impl<'s> Simulation<'s> {
             }
         }
         // NodeResourcesFit
-        super::fits_resources(pod, node, &self.load_without(id, n)).map_err(|e| {
-            match e.strip_prefix("insufficient ") {
-                Some(r) => format!("Insufficient {r}"),
-                None => "Too many pods".into(),
-            }
+        super::fits_resources(pod, node, &self.load_without(id, n)).map_err(|e| match e {
+            super::Unfit::Insufficient(r) => format!("Insufficient {r}"),
+            _ => "Too many pods".to_string(),
         })?;
         // TaintToleration
         if let Some(t) = node.taints.iter().find(|t| {
