@@ -4,7 +4,7 @@
 //! - `decode`: snapshot bytes (a `kind: List` JSON) to an indexed `ClusterSnapshot`;
 //! - `plan`: the planner alone, on a decoded snapshot;
 //! - `end_to_end`: read the file, decode, plan and render the JSON report, as
-//!   `descheduler --snapshot FILE -o json` does.
+//!   `descheduler --snapshot FILE -o json` does (the report written straight from the plan).
 //!
 //! Each runs on a small cluster (500 nodes, 15,000 pods) and on the large one the scale goal
 //! names (5,000 nodes, 150,000 pods). `cargo bench --bench planner -- small` runs only the
@@ -16,7 +16,7 @@ use criterion::{
 };
 use descheduler::framework::Pipeline;
 use descheduler::plan::{self, EvictionPlan};
-use descheduler::report::{Format, Report};
+use descheduler::report::Format;
 use descheduler::snapshot::synthetic::{self, Config};
 use descheduler::snapshot::{decode, ClusterSnapshot};
 use std::collections::BTreeMap;
@@ -42,7 +42,10 @@ fn pipeline() -> Pipeline {
 fn end_to_end(path: &Path, pipeline: &Pipeline) -> String {
     let snap = decode::load_file(path).expect("the synthetic cluster decodes");
     let plan = plan::plan(pipeline, &snap, NOW).expect("planning succeeds");
-    Report::new(&snap, &plan).render(Format::Json)
+    let mut out = Vec::with_capacity(1 << 20);
+    descheduler::report::write_plan(&snap, &plan, Format::Json, &mut out)
+        .expect("the report is written");
+    String::from_utf8(out).expect("the report is UTF-8")
 }
 
 /// What the plan holds, printed once per size so the benchmark shows it does real work.
