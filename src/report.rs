@@ -259,22 +259,23 @@ where
     w.write_all(b",\n  \"nodes\": ")?;
     write_rows(nodes, w)?;
     // The lists left out when empty, in field order, by their serialized names.
-    let lists: [(&[u8], usize); 3] = [
-        (b"notes", rest.notes.len()),
-        (b"notChosen", rest.not_chosen.len()),
-        (b"tenants", rest.tenants.len()),
-    ];
-    for (name, len) in lists.into_iter().filter(|l| l.1 > 0) {
-        w.write_all(b",\n  \"")?;
-        w.write_all(name)?;
-        w.write_all(b"\": ")?;
-        match name {
-            b"notes" => write_rows(Rows(len, |i| &rest.notes[i]), w)?,
-            b"notChosen" => write_rows(Rows(len, |i| &rest.not_chosen[i]), w)?,
-            _ => write_rows(Rows(len, |i| &rest.tenants[i]), w)?,
-        }
-    }
+    list("notes", &rest.notes, w)?;
+    list("notChosen", &rest.not_chosen, w)?;
+    list("tenants", &rest.tenants, w)?;
     w.write_all(b"\n}\n")
+}
+
+/// A field of the top-level object that is left out when empty, after the others.
+fn list<T: Serialize + Sync>(
+    name: &str,
+    rows: &[T],
+    w: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    write!(w, ",\n  \"{name}\": ")?;
+    write_rows(Rows(rows.len(), |i| &rows[i]), w)
 }
 
 /// Writes rows as serde_json's pretty printer writes a list that is a field of the
@@ -294,8 +295,8 @@ where
     if len == 0 {
         return w.write_all(b"[]");
     }
-    let pool: std::sync::Mutex<Vec<Vec<u8>>> = Default::default();
-    let pool = || pool.lock().unwrap_or_else(|e| e.into_inner());
+    let buffers: std::sync::Mutex<Vec<Vec<u8>>> = Default::default();
+    let pool = || buffers.lock().unwrap_or_else(|e| e.into_inner());
     w.write_all(b"[")?;
     for batch in (0..len).step_by(BATCH) {
         let pieces: Vec<std::io::Result<Vec<u8>>> = (batch..len.min(batch + BATCH))
