@@ -608,7 +608,8 @@ impl<'s> Simulation<'s> {
         // NodeResourcesFit
         super::fits_resources(pod, node, &self.load_without(id, n)).map_err(|e| match e {
             super::Unfit::Insufficient(r) => format!("Insufficient {r}"),
-            _ => "Too many pods".to_string(),
+            super::Unfit::TooManyPods => "Too many pods".to_string(),
+            other => other.to_string(),
         })?;
         // TaintToleration
         if let Some(t) = node.taints.iter().find(|t| {
