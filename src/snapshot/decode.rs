@@ -35,6 +35,8 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::Arc;
 
+mod fast;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     #[error("snapshot {file}: cannot read the file: {source}")]
@@ -210,7 +212,7 @@ fn stream_json<'de, R: serde_json::de::Read<'de>>(
 /// found, a cut that turns out not to be between two items, any error) falls back to the
 /// sequential decoder, which also gives the precise error.
 mod parallel {
-    use super::{Pod, RawObject, Shapes, Sink, SnapshotError, SnapshotParts};
+    use super::{fast, Pod, RawObject, Shapes, Sink, SnapshotError, SnapshotParts};
     use serde::de::IgnoredAny;
     use std::ops::Range;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -458,6 +460,8 @@ mod parallel {
             let keep = {
                 let text = w.text()?;
                 let b = text.as_bytes();
+                // One object for the items of this window (its strings borrow from it).
+                let mut place = RawObject::default();
                 loop {
                     let p = skip_ws(b, pos);
                     if p == b.len() {
@@ -466,6 +470,15 @@ mod parallel {
                     if want_item {
                         if index == 0 && stop.is_none() && b[p] == b']' {
                             return Some(w.base + p + 1);
+                        }
+                        // The common object by hand, into the window's reused object.
+                        let mut reader = fast::Reader::new(text, p);
+                        if fast::object(&mut reader, &mut place).is_some() {
+                            sink.add::<serde_json::Error>(index, &mut place).ok()?;
+                            index += 1;
+                            pos = reader.pos();
+                            want_item = false;
+                            continue;
                         }
                         // Boxed: the object is a kilobyte, and `step` would move it by value
                         // several times.
@@ -1869,6 +1882,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 
 /// A string-to-string map (labels, resource lists) as pairs in input order, without a tree.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug))]
 struct Pairs<'a>(Vec<(Str<'a>, Str<'a>)>);
 
 impl Pairs<'_> {
@@ -1915,6 +1929,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Pairs<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawObject<'a> {
     #[serde(borrow)]
@@ -1934,6 +1949,7 @@ struct RawObject<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawMeta<'a> {
     #[serde(borrow)]
@@ -1955,6 +1971,7 @@ struct RawMeta<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawOwner<'a> {
     #[serde(borrow)]
@@ -1967,6 +1984,7 @@ struct RawOwner<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawSpec<'a> {
     // Pod
@@ -2006,6 +2024,7 @@ struct RawSpec<'a> {
 
 /// An integer field read without failing on another type, so that the error can name the
 /// object and the field (a YAML type error would otherwise carry no path).
+#[cfg_attr(test, derive(Debug))]
 enum RawInt {
     Int(i64),
     /// What was found instead, for the error.
@@ -2054,6 +2073,7 @@ impl<'de> Deserialize<'de> for RawInt {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawStatus<'a> {
     #[serde(borrow)]
@@ -2080,6 +2100,7 @@ struct RawStatus<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawCondition<'a> {
     #[serde(rename = "type", borrow)]
@@ -2093,6 +2114,7 @@ struct RawCondition<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawContainerStatus<'a> {
     restart_count: i32,
@@ -2101,6 +2123,7 @@ struct RawContainerStatus<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawContainerState<'a> {
     running: Option<IgnoredAny>,
@@ -2111,6 +2134,7 @@ struct RawContainerState<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawReason<'a> {
     #[serde(borrow)]
@@ -2118,6 +2142,7 @@ struct RawReason<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawTerminated<'a> {
     #[serde(borrow)]
@@ -2126,6 +2151,7 @@ struct RawTerminated<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawContainer<'a> {
     #[serde(borrow)]
@@ -2139,6 +2165,7 @@ struct RawContainer<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawResources<'a> {
     #[serde(borrow)]
@@ -2148,6 +2175,7 @@ struct RawResources<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawPort<'a> {
     host_port: Option<i32>,
@@ -2156,6 +2184,7 @@ struct RawPort<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawToleration<'a> {
     #[serde(borrow)]
@@ -2169,6 +2198,7 @@ struct RawToleration<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawTaint<'a> {
     #[serde(borrow)]
@@ -2180,6 +2210,7 @@ struct RawTaint<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawVolume<'a> {
     empty_dir: Option<IgnoredAny>,
@@ -2189,6 +2220,7 @@ struct RawVolume<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawPvcSource<'a> {
     #[serde(borrow)]
@@ -2196,6 +2228,7 @@ struct RawPvcSource<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawTopologySpreadConstraint<'a> {
     max_skew: i32,
@@ -2214,6 +2247,7 @@ struct RawTopologySpreadConstraint<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawAffinity {
     node_affinity: Option<RawNodeAffinity>,
@@ -2222,6 +2256,7 @@ struct RawAffinity {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawNodeAffinity {
     #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
@@ -2231,12 +2266,14 @@ struct RawNodeAffinity {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawNodeSelector {
     node_selector_terms: Vec<RawNodeSelectorTerm>,
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawNodeSelectorTerm {
     match_expressions: Vec<RawNodeSelectorRequirement>,
@@ -2244,6 +2281,7 @@ struct RawNodeSelectorTerm {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawNodeSelectorRequirement {
     key: String,
@@ -2252,6 +2290,7 @@ struct RawNodeSelectorRequirement {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawPreferredSchedulingTerm {
     weight: i32,
@@ -2259,6 +2298,7 @@ struct RawPreferredSchedulingTerm {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawPodAffinity {
     #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
@@ -2268,6 +2308,7 @@ struct RawPodAffinity {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawPodAffinityTerm {
     label_selector: Option<LabelSelectorSpec>,
@@ -2277,6 +2318,7 @@ struct RawPodAffinityTerm {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawWeightedPodAffinityTerm {
     weight: i32,
@@ -2286,6 +2328,7 @@ struct RawWeightedPodAffinityTerm {
 /// Only the annotations the planner reads; the rest (often large, such as
 /// last-applied-configuration) are skipped without being copied.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug))]
 struct Annotations<'a> {
     evict: bool,
     prefer_no_eviction: bool,
