@@ -127,8 +127,16 @@ impl HighNodeUtilization {
         })
     }
 
+    /// The index of a resource in `resources`.
+    fn index(&self, r: &str) -> usize {
+        self.resources
+            .iter()
+            .position(|x| x == r)
+            .expect("every threshold's resource is kept")
+    }
+
     /// Why a node counts as underutilized: each threshold's use against its limit.
-    fn underutilized_reason(&self, node: &Node, usage: &BTreeMap<String, i64>) -> String {
+    fn underutilized_reason(&self, node: &Node, usage: &[i64]) -> String {
         let parts: Vec<String> = self
             .args
             .thresholds
@@ -136,7 +144,7 @@ impl HighNodeUtilization {
             .map(|(r, t)| {
                 format!(
                     "{r} {} <= {}",
-                    fmt_pct(pct(usage[r], node.allocatable.get(r))),
+                    fmt_pct(pct(usage[self.index(r)], node.allocatable.get(r))),
                     fmt_pct(*t)
                 )
             })
@@ -153,7 +161,8 @@ impl HighNodeUtilization {
 /// resource.
 struct Source {
     id: NodeId,
-    usage: BTreeMap<String, i64>,
+    /// Per resource of [`HighNodeUtilization::resources`], in that order.
+    usage: Vec<i64>,
     reason: String,
 }
 
@@ -161,13 +170,13 @@ impl SourceNode for Source {
     fn id(&self) -> NodeId {
         self.id
     }
-    fn usage_mut(&mut self) -> &mut BTreeMap<String, i64> {
+    fn usage_mut(&mut self) -> &mut [i64] {
         &mut self.usage
     }
-    fn keep_going(&self, available: &BTreeMap<String, i64>) -> bool {
-        available.values().all(|v| *v > 0)
+    fn keep_going(&self, available: &[i64]) -> bool {
+        available.iter().all(|v| *v > 0)
     }
-    fn reason(&self, _node: &Node) -> String {
+    fn reason(&self, _node: &Node, _resources: &[String]) -> String {
         self.reason.clone()
     }
 }
@@ -181,22 +190,18 @@ impl Plugin for HighNodeUtilization {
         let snap = cx.snap();
         let mut sources: Vec<Source> = Vec::new();
         let mut destinations: Vec<NodeId> = Vec::new();
-        // Room on the destinations: allocatable minus requested, summed.
-        let mut available: BTreeMap<String, i64> =
-            self.resources.iter().map(|r| (r.clone(), 0)).collect();
+        // Room on the destinations: allocatable minus requested, summed (per resource, in
+        // the order of `resources`).
+        let mut available = vec![0; self.resources.len()];
         for &n in nodes {
             let node = snap.node(n);
             let requested = cx.requested(n);
-            let usage: BTreeMap<String, i64> = self
-                .resources
-                .iter()
-                .map(|r| (r.clone(), requested.get(r)))
-                .collect();
+            let usage: Vec<i64> = self.resources.iter().map(|r| requested.get(r)).collect();
             let underutilized = self
                 .args
                 .thresholds
                 .iter()
-                .all(|(r, t)| at_or_below(usage[r], node.allocatable.get(r), *t));
+                .all(|(r, t)| at_or_below(usage[self.index(r)], node.allocatable.get(r), *t));
             if underutilized {
                 let reason = self.underutilized_reason(node, &usage);
                 sources.push(Source {
@@ -207,8 +212,8 @@ impl Plugin for HighNodeUtilization {
             } else if node.unschedulable {
                 tracing::debug!(node = %node.name, "node is unschedulable, not a destination");
             } else {
-                for (r, room) in available.iter_mut() {
-                    *room += node.allocatable.get(r) - usage[r];
+                for ((r, room), used) in self.resources.iter().zip(&mut available).zip(&usage) {
+                    *room += node.allocatable.get(r) - used;
                 }
                 destinations.push(n);
             }

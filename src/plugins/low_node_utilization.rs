@@ -149,22 +149,23 @@ impl LowNodeUtilization {
     }
 }
 
-/// A node's usage and thresholds, as absolute amounts (milli for cpu), per resource.
+/// A node's usage and thresholds, as absolute amounts (milli for cpu), per resource of
+/// [`LowNodeUtilization::resources`], in that order.
 struct NodeInfo {
     id: NodeId,
     /// Where the usage figures come from (None: requests).
     source: Option<crate::snapshot::usage::UsageSource>,
-    usage: BTreeMap<String, i64>,
-    low: BTreeMap<String, i64>,
-    high: BTreeMap<String, i64>,
+    usage: Vec<i64>,
+    low: Vec<i64>,
+    high: Vec<i64>,
 }
 
 impl NodeInfo {
     fn above_target(&self) -> bool {
-        self.usage.iter().any(|(r, u)| *u > self.high[r])
+        self.usage.iter().zip(&self.high).any(|(u, h)| u > h)
     }
     fn below_low(&self) -> bool {
-        self.usage.iter().all(|(r, u)| *u <= self.low[r])
+        self.usage.iter().zip(&self.low).all(|(u, l)| u <= l)
     }
 }
 
@@ -174,14 +175,14 @@ impl SourceNode for NodeInfo {
     fn id(&self) -> NodeId {
         self.id
     }
-    fn usage_mut(&mut self) -> &mut BTreeMap<String, i64> {
+    fn usage_mut(&mut self) -> &mut [i64] {
         &mut self.usage
     }
-    fn keep_going(&self, available: &BTreeMap<String, i64>) -> bool {
-        self.above_target() && available.values().all(|v| *v > 0)
+    fn keep_going(&self, available: &[i64]) -> bool {
+        self.above_target() && available.iter().all(|v| *v > 0)
     }
-    fn reason(&self, node: &crate::snapshot::Node) -> String {
-        over_target_reason(self, node)
+    fn reason(&self, node: &crate::snapshot::Node, resources: &[String]) -> String {
+        over_target_reason(self, node, resources)
     }
 }
 
@@ -212,13 +213,12 @@ impl Plugin for LowNodeUtilization {
             }
         }
         let nodes = &nodes[..];
-        let usage_of = |cx: &Context<'_, '_>, n: NodeId| -> BTreeMap<String, i64> {
+        // The index of a classified resource.
+        let index = |r: &str| self.resources.iter().position(|x| x == r);
+        // A node's usage per classified resource, in their order.
+        let usage_of = |cx: &Context<'_, '_>, n: NodeId| -> Vec<i64> {
             let req = cx.requested(n);
-            let mut u: BTreeMap<String, i64> = self
-                .resources
-                .iter()
-                .map(|r| (r.clone(), req.get(r)))
-                .collect();
+            let mut u: Vec<i64> = self.resources.iter().map(|r| req.get(r)).collect();
             if let Some(m) = &measured {
                 let Ok(sample) = &m.nodes[n as usize] else {
                     return u;
@@ -235,8 +235,8 @@ impl Plugin for LowNodeUtilization {
                                 .unwrap_or_else(|| snap.pod(p).requests.get(r))
                         })
                         .sum();
-                    if let Some(slot) = u.get_mut(r) {
-                        *slot = (v - gone).max(0);
+                    if let Some(i) = index(r) {
+                        u[i] = (v - gone).max(0);
                     }
                 }
             }
@@ -246,10 +246,10 @@ impl Plugin for LowNodeUtilization {
             for &n in nodes {
                 let u = usage_of(cx, n);
                 let mut before = Resources::default();
-                before.cpu = u.get(RESOURCE_CPU).copied().unwrap_or(0);
-                before.memory = u.get(RESOURCE_MEMORY).copied().unwrap_or(0);
-                if let Some(v) = u.get(nu::METRIC_RESOURCE) {
-                    before.set(nu::METRIC_RESOURCE, *v);
+                before.cpu = index(RESOURCE_CPU).map_or(0, |i| u[i]);
+                before.memory = index(RESOURCE_MEMORY).map_or(0, |i| u[i]);
+                if let Some(i) = index(nu::METRIC_RESOURCE) {
+                    before.set(nu::METRIC_RESOURCE, u[i]);
                 }
                 cx.state.set_measured(
                     n,
@@ -261,56 +261,53 @@ impl Plugin for LowNodeUtilization {
                 );
             }
         }
+        // The thresholds per classified resource, in their order.
+        let low_pct: Vec<f64> = self.resources.iter().map(|r| self.low[r]).collect();
+        let high_pct: Vec<f64> = self.resources.iter().map(|r| self.high[r]).collect();
         // Mean utilization per resource, for deviation thresholds.
-        let mut mean: BTreeMap<&str, f64> = BTreeMap::new();
+        let mut mean = vec![0.0; self.resources.len()];
         if self.args.use_deviation_thresholds && !nodes.is_empty() {
             for &n in nodes {
                 let u = usage_of(cx, n);
-                for r in &self.resources {
-                    *mean.entry(r).or_insert(0.0) += pct(u[r], capacity(snap.node(n), r));
+                for (i, r) in self.resources.iter().enumerate() {
+                    mean[i] += pct(u[i], capacity(snap.node(n), r));
                 }
             }
-            for v in mean.values_mut() {
+            for v in &mut mean {
                 *v /= nodes.len() as f64;
             }
         }
-        let infos: Vec<NodeInfo> = nodes
-            .iter()
-            .map(|&n| {
-                let mut low = BTreeMap::new();
-                let mut high = BTreeMap::new();
-                for r in &self.resources {
-                    let c = capacity(snap.node(n), r);
-                    let (l, h) = if self.args.use_deviation_thresholds {
-                        if self.low[r] == 0.0 {
-                            (c, c)
-                        } else {
-                            let m = mean[r.as_str()];
-                            (
-                                amount(c, (m - self.low[r]).clamp(0.0, 100.0)),
-                                amount(c, (m + self.high[r]).clamp(0.0, 100.0)),
-                            )
-                        }
-                    } else {
-                        (amount(c, self.low[r]), amount(c, self.high[r]))
-                    };
-                    low.insert(r.clone(), l);
-                    high.insert(r.clone(), h);
-                }
-                NodeInfo {
-                    id: n,
-                    source: measured.as_ref().map(|m| m.source),
-                    usage: usage_of(cx, n),
-                    low,
-                    high,
-                }
-            })
-            .collect();
-
+        // Only the nodes below their thresholds or above their targets are kept.
         let mut low_nodes = Vec::new();
         let mut high_nodes = Vec::new();
-        for info in infos {
-            let node = snap.node(info.id);
+        for &n in nodes {
+            let node = snap.node(n);
+            let k = self.resources.len();
+            let (mut low, mut high) = (Vec::with_capacity(k), Vec::with_capacity(k));
+            for (i, r) in self.resources.iter().enumerate() {
+                let c = capacity(node, r);
+                let (l, h) = if self.args.use_deviation_thresholds {
+                    if low_pct[i] == 0.0 {
+                        (c, c)
+                    } else {
+                        (
+                            amount(c, (mean[i] - low_pct[i]).clamp(0.0, 100.0)),
+                            amount(c, (mean[i] + high_pct[i]).clamp(0.0, 100.0)),
+                        )
+                    }
+                } else {
+                    (amount(c, low_pct[i]), amount(c, high_pct[i]))
+                };
+                low.push(l);
+                high.push(h);
+            }
+            let info = NodeInfo {
+                id: n,
+                source: measured.as_ref().map(|m| m.source),
+                usage: usage_of(cx, n),
+                low,
+                high,
+            };
             if !node.unschedulable && info.below_low() {
                 low_nodes.push(info);
             } else if info.above_target() {
@@ -384,11 +381,10 @@ impl Plugin for LowNodeUtilization {
         }
 
         // Room left on the destinations: their target minus their use, summed.
-        let mut available: BTreeMap<String, i64> =
-            self.resources.iter().map(|r| (r.clone(), 0)).collect();
+        let mut available = vec![0; self.resources.len()];
         for d in &low_nodes {
-            for r in &self.resources {
-                *available.get_mut(r).expect("every resource") += d.high[r] - d.usage[r];
+            for (i, left) in available.iter_mut().enumerate() {
+                *left += d.high[i] - d.usage[i];
             }
         }
         let destinations: Vec<NodeId> = low_nodes.iter().map(|d| d.id).collect();
@@ -402,14 +398,9 @@ impl Plugin for LowNodeUtilization {
 
         // Each destination's own room too: a pod moves only if it fits whole below one
         // destination's target, so no plan makes a destination overutilized.
-        let rooms: Vec<BTreeMap<String, i64>> = low_nodes
+        let rooms: Vec<Vec<i64>> = low_nodes
             .iter()
-            .map(|d| {
-                self.resources
-                    .iter()
-                    .map(|r| (r.clone(), d.high[r] - d.usage[r]))
-                    .collect()
-            })
+            .map(|d| d.high.iter().zip(&d.usage).map(|(h, u)| h - u).collect())
             .collect();
 
         // On requests, the destinations' targets are where the simulator's placements must
@@ -417,8 +408,17 @@ impl Plugin for LowNodeUtilization {
         // underutilized node that stays within its target, and a gang evicted whole only goes
         // where every member does. (Measured usage is not in the simulator's units.)
         if measured.is_none() {
-            cx.state
-                .set_placement_targets(low_nodes.iter().map(|d| (d.id, d.high.clone())).collect());
+            cx.state.set_placement_targets(
+                low_nodes
+                    .iter()
+                    .map(|d| {
+                        (
+                            d.id,
+                            self.resources.iter().cloned().zip(d.high.clone()).collect(),
+                        )
+                    })
+                    .collect(),
+            );
         }
         nu::evict_pods_within_rooms(
             cx,
@@ -437,13 +437,16 @@ impl Plugin for LowNodeUtilization {
     }
 }
 
-fn over_target_reason(info: &NodeInfo, node: &crate::snapshot::Node) -> String {
+fn over_target_reason(
+    info: &NodeInfo,
+    node: &crate::snapshot::Node,
+    resources: &[String],
+) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(120);
     let _ = write!(out, "node {} is overutilized (", node.name);
     let mut first = true;
-    for (r, u) in &info.usage {
-        let high = info.high[r];
+    for ((r, u), &high) in resources.iter().zip(&info.usage).zip(&info.high) {
         if *u <= high {
             continue;
         }

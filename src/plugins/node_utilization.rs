@@ -706,19 +706,20 @@ pub fn requests_any(pod: &Pod, resources: &[String]) -> bool {
 
 /// The sum of a node's usage over the classified resources (milli for cpu), upstream's key
 /// for ordering nodes by use.
-pub fn usage_sum(usage: &BTreeMap<String, i64>) -> i128 {
-    usage.values().map(|v| *v as i128).sum()
+pub fn usage_sum(usage: &[i64]) -> i128 {
+    usage.iter().map(|v| *v as i128).sum()
 }
 
-/// A node pods are evicted from.
+/// A node pods are evicted from. Amounts are per classified resource, in the order of
+/// [`EvictOptions::resources`].
 pub trait SourceNode {
     fn id(&self) -> NodeId;
     /// The node's use of every classified resource, as absolute amounts (milli for cpu).
-    fn usage_mut(&mut self) -> &mut BTreeMap<String, i64>;
+    fn usage_mut(&mut self) -> &mut [i64];
     /// Whether to keep evicting from this node, given the room left on the destinations.
-    fn keep_going(&self, available: &BTreeMap<String, i64>) -> bool;
+    fn keep_going(&self, available: &[i64]) -> bool;
     /// Why pods leave this node, for the plan.
-    fn reason(&self, node: &Node) -> String;
+    fn reason(&self, node: &Node, resources: &[String]) -> String;
 }
 
 /// How the loop picks and counts pods.
@@ -735,21 +736,22 @@ pub struct EvictOptions<'a> {
 }
 
 /// Evicts pods from `sources`, in the order given, while they want to go on and the
-/// destinations have room (`available`, per resource, updated as pods leave). A node's pods
+/// destinations have room (`available`, per resource of `opts.resources`, updated as pods
+/// leave). A node's pods
 /// go in the profile's eviction order, the next one picked after each eviction
 /// ([`Context::next_by_order`]).
 pub fn evict_pods_from_source_nodes<S: SourceNode>(
     cx: &mut Context<'_, '_>,
     sources: Vec<S>,
     destinations: &[NodeId],
-    available: &mut BTreeMap<String, i64>,
+    available: &mut [i64],
     opts: &EvictOptions<'_>,
 ) {
     evict_pods_within_rooms(cx, sources, destinations, available, None, opts)
 }
 
 /// [`evict_pods_from_source_nodes`], and with `rooms` (each destination's room to its target,
-/// per resource, in the order of `destinations`) a pod leaves only when it fits whole into
+/// per resource of `opts.resources`, in the order of `destinations`) a pod leaves only when it fits whole into
 /// one destination's room (first fit, among the destinations whose taints it tolerates),
 /// which is then reduced: the pods moved can all be placed without any destination crossing
 /// its target (no plan makes a destination overutilized). Without `rooms`, upstream's loop:
@@ -758,8 +760,8 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
     cx: &mut Context<'_, '_>,
     sources: Vec<S>,
     destinations: &[NodeId],
-    available: &mut BTreeMap<String, i64>,
-    rooms: Option<Vec<BTreeMap<String, i64>>>,
+    available: &mut [i64],
+    rooms: Option<Vec<Vec<i64>>>,
     opts: &EvictOptions<'_>,
 ) {
     let snap = cx.snap();
@@ -777,23 +779,8 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
             taint_sets.push(t);
         }
     }
-    // Each destination's room by resource, in the order of `opts.resources` (compared for
-    // every candidate against every destination: plain numbers, not map lookups).
-    let mut rooms: Option<TaintedRooms> = rooms.map(|rooms| {
-        TaintedRooms::new(
-            rooms
-                .iter()
-                .map(|room| {
-                    opts.resources
-                        .iter()
-                        .map(|r| room.get(r).copied().unwrap_or(i64::MIN))
-                        .collect()
-                })
-                .collect(),
-            opts.resources.len(),
-            &destination_taints,
-        )
-    });
+    let mut rooms: Option<TaintedRooms> =
+        rooms.map(|rooms| TaintedRooms::new(rooms, opts.resources.len(), &destination_taints));
     // What a pod takes with it, per resource (0 where its measured usage is unknown), and the
     // first resource whose measured usage is unknown.
     let amounts_of = |pod_id: PodId| {
@@ -872,7 +859,7 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                     }
                 }
             };
-            let reason = source.reason(node);
+            let reason = source.reason(node, opts.resources);
             let planned_before = cx.state.evictions().len();
             match cx.evict(pod_id, reason) {
                 Ok(()) => {
@@ -888,11 +875,11 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                         let (taken, _) = amounts_of(member);
                         let at =
                             destination.and_then(|d| destinations.iter().position(|&x| x == d));
-                        for (i, (r, amount)) in opts.resources.iter().zip(&taken).enumerate() {
+                        for (i, (left, amount)) in available.iter_mut().zip(&taken).enumerate() {
                             if let (Some(rooms), Some(d)) = (rooms.as_mut(), at) {
                                 rooms.take(d, i, *amount);
                             }
-                            *available.get_mut(r).expect("every resource") -= amount;
+                            *left -= amount;
                         }
                     }
                     if let (Some(rooms), Some(d)) = (rooms.as_mut(), room_taken) {
@@ -901,9 +888,11 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                         }
                     }
                     let usage = source.usage_mut();
-                    for (r, &amount) in opts.resources.iter().zip(&amounts) {
-                        *usage.get_mut(r).expect("every resource") -= amount;
-                        *available.get_mut(r).expect("every resource") -= amount;
+                    for ((used, left), &amount) in
+                        usage.iter_mut().zip(available.iter_mut()).zip(&amounts)
+                    {
+                        *used -= amount;
+                        *left -= amount;
                     }
                     if let Some(m) = opts.measured {
                         let cpu = m.pod_amount(pod_id, RESOURCE_CPU).unwrap_or(0);

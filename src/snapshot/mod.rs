@@ -658,19 +658,21 @@ impl ClusterSnapshot {
         pod_groups
             .dedup_by(|a, b| a.kind == b.kind && a.namespace == b.namespace && a.name == b.name);
 
-        // Namespaces, budgets and shapes are indexed on a second thread meanwhile (at
-        // 150,000 pods each index takes milliseconds to tens of them; the namespaces and
-        // budgets take about as long as the other three).
+        // Namespaces, budgets, shapes and gangs are indexed on a second thread meanwhile
+        // (at 150,000 pods each index takes milliseconds to tens of them; the namespaces,
+        // budgets, shapes and gangs take about as long as the nodes and owners).
         let (
-            (nodes_index, (pods_by_owner, daemonset_pods), (gangs, gangs_of_pod)),
-            ((namespace_ranges, pdbs_of_pod), shapes),
+            (nodes_index, (pods_by_owner, daemonset_pods)),
+            ((namespace_ranges, pdbs_of_pod), shapes, (gangs, gangs_of_pod)),
         ) = std::thread::scope(|scope| {
-            let side = scope.spawn(|| (index_namespaces(&pods, &pdbs), index_shapes(&pods)));
-            let main = (
-                index_nodes(&nodes, &pods),
-                index_owners(&pods),
-                index_gangs(&pods, &pod_groups),
-            );
+            let side = scope.spawn(|| {
+                (
+                    index_namespaces(&pods, &pdbs),
+                    index_shapes(&pods),
+                    index_gangs(&pods, &pod_groups),
+                )
+            });
+            let main = (index_nodes(&nodes, &pods), index_owners(&pods));
             let side = side.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             (main, side)
         });
