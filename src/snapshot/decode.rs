@@ -947,7 +947,9 @@ fn add_object(
     match kind {
         "Node" => parts.nodes.push(convert_node(file, label, obj)?),
         "Pod" => {
-            let mut pod = convert_pod(file, label, obj)?;
+            // The pod before (most often another of the same workload: lists are sorted by
+            // name) lends the parts this one has the same of.
+            let mut pod = convert_pod(file, label, obj, parts.pods.last())?;
             pod.shape = shapes.shape(&parts.pods[..], &pod, parts.pods.len());
             // A pod of a shape seen before (another pod of its workload, most often) shares
             // that pod's images, and its owners, labels, node selector, tolerations,
@@ -1566,7 +1568,40 @@ const TOLERATION_KEYS: &[&str] = &[
     "nvidia.com/gpu",
 ];
 
-fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, SnapshotError> {
+/// Whether `raw` holds what `labels` do: compared in order when its keys are sorted, as
+/// Kubernetes prints maps (other orders are packed anew).
+fn same_labels(raw: &Pairs<'_>, labels: &Labels) -> bool {
+    raw.0.len() == labels.len()
+        && raw.0.windows(2).all(|w| *w[0].0 < *w[1].0)
+        && raw.iter().zip(labels.iter()).all(|(a, b)| a == b)
+}
+
+/// Whether the containers' images are `images` (sorted): compared in order when the
+/// containers list them sorted.
+fn same_images(containers: &[RawContainer<'_>], images: &[Box<str>]) -> bool {
+    containers.len() == images.len()
+        && containers.windows(2).all(|w| *w[0].image <= *w[1].image)
+        && containers.iter().zip(images).all(|(c, i)| *c.image == **i)
+}
+
+fn same_owners(raw: &[RawOwner<'_>], owners: &[OwnerRef]) -> bool {
+    raw.len() == owners.len()
+        && raw.iter().zip(owners).all(|(r, o)| {
+            *r.uid == *o.uid
+                && *r.name == *o.name
+                && *r.kind == *o.kind
+                && r.controller.unwrap_or(false) == o.controller
+        })
+}
+
+/// A pod of the snapshot from its wire form; parts equal to those of `like` (the pod read
+/// before) share its storage.
+fn convert_pod(
+    file: &str,
+    label: Obj<'_>,
+    obj: &RawObject<'_>,
+    like: Option<&Pod>,
+) -> Result<Pod, SnapshotError> {
     let requests = pod_requests(file, label, &obj.spec)?;
     let qos = pod_qos(&obj.spec);
     let RawObject {
@@ -1696,18 +1731,36 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
             }
         }
     }
-    let mut images: Vec<Box<str>> = spec.containers.iter().map(|c| c.image.boxed()).collect();
-    images.sort();
-    let owners = metadata
-        .owner_references
-        .iter()
-        .map(|o| OwnerRef {
-            kind: shared(&o.kind, OWNER_KINDS),
-            name: o.name.boxed(),
-            uid: o.uid.boxed(),
-            controller: o.controller.unwrap_or(false),
-        })
-        .collect();
+    let images = match like {
+        Some(p) if same_images(&spec.containers, &p.images) => p.images.clone(),
+        _ => {
+            let mut images: Vec<Box<str>> =
+                spec.containers.iter().map(|c| c.image.boxed()).collect();
+            images.sort();
+            images.into()
+        }
+    };
+    let owners = match like {
+        Some(p) if same_owners(&metadata.owner_references, &p.owners) => p.owners.clone(),
+        _ => metadata
+            .owner_references
+            .iter()
+            .map(|o| OwnerRef {
+                kind: shared(&o.kind, OWNER_KINDS),
+                name: o.name.boxed(),
+                uid: o.uid.boxed(),
+                controller: o.controller.unwrap_or(false),
+            })
+            .collect(),
+    };
+    let labels = match like {
+        Some(p) if same_labels(&metadata.labels, &p.labels) => p.labels.clone(),
+        _ => metadata.labels.to_labels(),
+    };
+    let node_selector = match like {
+        Some(p) if same_labels(&spec.node_selector, &p.node_selector) => p.node_selector.clone(),
+        _ => spec.node_selector.to_labels(),
+    };
     let annotations = &metadata.annotations;
     Ok(Pod {
         namespace: metadata.namespace.boxed(),
@@ -1718,7 +1771,7 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
             .as_ref()
             .filter(|n| !n.is_empty())
             .map(Str::boxed),
-        labels: metadata.labels.to_labels(),
+        labels,
         has_evict_annotation: annotations.evict,
         has_prefer_no_eviction_annotation: annotations.prefer_no_eviction,
         is_mirror: annotations.mirror,
@@ -1751,11 +1804,11 @@ fn convert_pod(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pod, S
             .collect(),
         has_resource_claims: !spec.resource_claims.is_empty(),
         tolerations,
-        node_selector: spec.node_selector.to_labels(),
+        node_selector,
         affinity,
         topology_spread,
         host_ports: host_ports.into_boxed_slice(),
-        images: images.into(),
+        images,
         status: convert_pod_status(file, label, status)?.boxed(),
         volcano_group: annotations
             .group_name
@@ -2562,6 +2615,79 @@ items:
               {"name":"b","restartCount":0,"state":{"running":{"startedAt":"2026-01-01T00:00:00Z"}}},
               {"name":"c","restartCount":1,"state":{}}],
            "ephemeralContainerStatuses":[{"name":"e","state":{"terminated":{"exitCode":0,"reason":""}}}]}}]}"#;
+
+    #[test]
+    fn a_pod_reads_what_it_has_the_same_of_as_the_pod_before_it_from_that_pod() {
+        let pod = |name: &str, labels: &str, owner: &str, images: &str, selector: &str| {
+            let containers: Vec<String> = images
+                .split(',')
+                .map(|i| format!(r#"{{"image":"{i}"}}"#))
+                .collect();
+            format!(
+                r#"{{"kind":"Pod","metadata":{{"name":"{name}","namespace":"a","labels":{{{labels}}},"ownerReferences":[{owner}]}},"spec":{{"nodeName":"n","nodeSelector":{{{selector}}},"containers":[{}]}}}}"#,
+                containers.join(",")
+            )
+        };
+        let rs = r#"{"kind":"ReplicaSet","name":"web","uid":"u1","controller":true}"#;
+        let sorted = r#""app":"web","tier":"a""#;
+        let ssd = r#""disk":"ssd""#;
+        let json = format!(
+            r#"{{"kind":"List","items":[{{"kind":"Node","metadata":{{"name":"n"}}}},{}]}}"#,
+            [
+                pod("p0", sorted, rs, "log:2,web:1", ssd),
+                pod("p1", sorted, rs, "log:2,web:1", ssd),
+                // Keys out of order, and given twice (the later value counts).
+                pod("p2", r#""tier":"a","app":"web""#, rs, "log:2,web:1", ssd),
+                pod(
+                    "p3",
+                    r#""app":"x","app":"web","tier":"a""#,
+                    rs,
+                    "web:1,log:2",
+                    ssd
+                ),
+                // Not a controller; another value; another selector; one image.
+                pod(
+                    "p4",
+                    sorted,
+                    &rs.replace("true", "false"),
+                    "log:2,web:1",
+                    ssd
+                ),
+                pod(
+                    "p5",
+                    r#""app":"web","tier":"b""#,
+                    rs,
+                    "web:1",
+                    r#""disk":"ssd","x":"y""#
+                ),
+                pod("p6", sorted, rs, "web:1", ""),
+            ]
+            .join(",")
+        );
+        let snap = load_bytes("s.json", json.as_bytes()).unwrap();
+        let p = |i: usize| &snap.pods[i];
+        let labels = |i: usize| p(i).labels.iter().collect::<Vec<_>>();
+        let images = |i: usize| p(i).images.iter().map(|i| &**i).collect::<Vec<_>>();
+        for i in 0..4 {
+            assert_eq!(labels(i), [("app", "web"), ("tier", "a")], "p{i}");
+            assert_eq!(images(i), ["log:2", "web:1"], "p{i}");
+            assert_eq!(
+                p(i).node_selector.iter().collect::<Vec<_>>(),
+                [("disk", "ssd")]
+            );
+            assert!(p(i).owners[0].controller, "p{i}");
+        }
+        assert!(Arc::ptr_eq(&p(0).owners, &p(1).owners));
+        assert!(Arc::ptr_eq(&p(0).images, &p(3).images));
+        assert!(!p(4).owners[0].controller);
+        assert_eq!(labels(4), labels(0));
+        assert_eq!(labels(5), [("app", "web"), ("tier", "b")]);
+        assert_eq!(images(5), ["web:1"]);
+        assert_eq!(p(5).node_selector.get("x"), Some("y"));
+        assert_eq!(labels(6), labels(0));
+        assert!(p(6).node_selector.is_empty());
+        assert!(p(6).owners[0].controller);
+    }
 
     #[test]
     fn pods_of_one_workload_share_their_owners_images_and_template() {
