@@ -13,6 +13,10 @@
 //!   read, so the wire form of only one object is alive at a time;
 //! - strings and maps borrow from the input where they can (`Str`, `Pairs`), so reading an
 //!   object allocates little beyond what the model keeps;
+//! - the items of a large JSON list are read by a small hand-written reader (`fast`) into
+//!   one wire object reused item after item, and by serde whenever that reader has any doubt;
+//! - a pod shares the parts it has the same of as the pod before it or the first pod of its
+//!   shape (labels, owners, images, node selector, template), instead of keeping a copy;
 //! - error paths (field names, object labels) are only formatted when there is an error;
 //! - `load_file` drops the file's bytes before indexing the snapshot.
 

@@ -11,11 +11,10 @@
 //! holds it to serde's result on every object it reads, mutated ones included.
 
 use super::{
-    Annotations, Pairs, RawCondition, RawContainer, RawContainerState, RawContainerStatus, RawMeta,
-    RawObject, RawOwner, RawPort, RawPvcSource, RawReason, RawResources, RawSpec, RawStatus,
-    RawTaint, RawTerminated, RawToleration, RawTopologySpreadConstraint, RawVolume, Str,
-    CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION,
-    VOLCANO_GROUP_ANNOTATION,
+    Annotations, Pairs, RawCondition, RawContainer, RawContainerStatus, RawMeta, RawObject,
+    RawOwner, RawPort, RawPvcSource, RawReason, RawSpec, RawStatus, RawTaint, RawTerminated,
+    RawToleration, RawTopologySpreadConstraint, RawVolume, Str, CONFIG_SOURCE_ANNOTATION,
+    EVICT_ANNOTATION, MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
 use serde::de::IgnoredAny;
@@ -336,6 +335,22 @@ impl<'de> Reader<'de> {
         Some(())
     }
 
+    /// An object of which the members named in `keys` are read by `field` (given the key's
+    /// index), each at most once (serde refuses a key given twice), and the others skipped.
+    /// Returns the keys seen, bit `i` for `keys[i]`.
+    #[inline]
+    fn fields(&mut self, keys: &[&str], mut field: impl FnMut(&mut Self, usize) -> R) -> R<u32> {
+        let mut seen = 0;
+        self.object(|r, key| match keys.iter().position(|k| *k == key) {
+            Some(i) => {
+                once(&mut seen, 1 << i)?;
+                field(r, i)
+            }
+            None => r.skip(),
+        })?;
+        Some(seen)
+    }
+
     /// A JSON array, `item` reading each element.
     #[inline]
     fn array(&mut self, mut item: impl FnMut(&mut Self) -> R) -> R {
@@ -395,49 +410,35 @@ impl<'de> Reader<'de> {
 
 /// One object of a list into `o`, all of it (what the text lacks is set to its default).
 pub(super) fn object<'de>(r: &mut Reader<'de>, o: &mut RawObject<'de>) -> R {
-    let mut seen = 0;
     o.kind = Str::default();
     o.api_version = Str::default();
     o.value = None;
     o.items.clear();
-    r.object(|r, key| match key {
-        "kind" => {
-            once(&mut seen, 1)?;
-            o.kind = r.string()?;
-            Some(())
-        }
-        "apiVersion" => {
-            once(&mut seen, 2)?;
-            o.api_version = r.string()?;
-            Some(())
-        }
-        "metadata" => {
-            once(&mut seen, 4)?;
-            meta(r, &mut o.metadata)
-        }
-        "spec" => {
-            once(&mut seen, 8)?;
-            spec(r, &mut o.spec)
-        }
-        "status" => {
-            once(&mut seen, 16)?;
-            status(r, &mut o.status)
-        }
-        "value" => {
-            once(&mut seen, 32)?;
-            o.value = r.opt_i32()?;
-            Some(())
-        }
-        "items" => None,
-        _ => r.skip(),
+    const KEYS: &[&str] = &[
+        "kind",
+        "apiVersion",
+        "metadata",
+        "spec",
+        "status",
+        "value",
+        "items",
+    ];
+    let seen = r.fields(KEYS, |r, i| match i {
+        0 => r.string().map(|v| o.kind = v),
+        1 => r.string().map(|v| o.api_version = v),
+        2 => meta(r, &mut o.metadata),
+        3 => spec(r, &mut o.spec),
+        4 => status(r, &mut o.status),
+        5 => r.opt_i32().map(|v| o.value = v),
+        _ => None,
     })?;
-    if seen & 4 == 0 {
+    if seen & 1 << 2 == 0 {
         clear_meta(&mut o.metadata);
     }
-    if seen & 8 == 0 {
+    if seen & 1 << 3 == 0 {
         clear_spec(&mut o.spec);
     }
-    if seen & 16 == 0 {
+    if seen & 1 << 4 == 0 {
         clear_status(&mut o.status);
     }
     Some(())
@@ -456,47 +457,27 @@ fn clear_meta(m: &mut RawMeta<'_>) {
 
 fn meta<'de>(r: &mut Reader<'de>, m: &mut RawMeta<'de>) -> R {
     clear_meta(m);
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "name" => {
-            once(&mut seen, 1)?;
-            m.name = r.string()?;
-            Some(())
-        }
-        "namespace" => {
-            once(&mut seen, 2)?;
-            m.namespace = r.string()?;
-            Some(())
-        }
-        "uid" => {
-            once(&mut seen, 4)?;
-            m.uid = r.string()?;
-            Some(())
-        }
-        "labels" => {
-            once(&mut seen, 8)?;
-            r.pairs(&mut m.labels)
-        }
-        "annotations" => {
-            once(&mut seen, 16)?;
-            annotations(r, &mut m.annotations)
-        }
-        "ownerReferences" => {
-            once(&mut seen, 32)?;
-            r.list(&mut m.owner_references, owner)
-        }
-        "creationTimestamp" => {
-            once(&mut seen, 64)?;
-            m.creation_timestamp = r.opt_string()?;
-            Some(())
-        }
-        "deletionTimestamp" => {
-            once(&mut seen, 128)?;
-            m.deletion_timestamp = r.opt_string()?;
-            Some(())
-        }
-        _ => r.skip(),
+    const KEYS: &[&str] = &[
+        "name",
+        "namespace",
+        "uid",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "creationTimestamp",
+        "deletionTimestamp",
+    ];
+    r.fields(KEYS, |r, i| match i {
+        0 => r.string().map(|v| m.name = v),
+        1 => r.string().map(|v| m.namespace = v),
+        2 => r.string().map(|v| m.uid = v),
+        3 => r.pairs(&mut m.labels),
+        4 => annotations(r, &mut m.annotations),
+        5 => r.list(&mut m.owner_references, owner),
+        6 => r.opt_string().map(|v| m.creation_timestamp = v),
+        _ => r.opt_string().map(|v| m.deletion_timestamp = v),
     })
+    .map(drop)
 }
 
 fn annotations<'de>(r: &mut Reader<'de>, a: &mut Annotations<'de>) -> R {
@@ -528,36 +509,19 @@ fn annotations<'de>(r: &mut Reader<'de>, a: &mut Annotations<'de>) -> R {
 
 fn owner<'de>(r: &mut Reader<'de>, o: &mut RawOwner<'de>) -> R {
     *o = RawOwner::default();
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "kind" => {
-            once(&mut seen, 1)?;
-            o.kind = r.string()?;
-            Some(())
-        }
-        "name" => {
-            once(&mut seen, 2)?;
-            o.name = r.string()?;
-            Some(())
-        }
-        "uid" => {
-            once(&mut seen, 4)?;
-            o.uid = r.string()?;
-            Some(())
-        }
-        "controller" => {
-            once(&mut seen, 8)?;
-            o.controller = r.opt_bool()?;
-            Some(())
-        }
-        _ => r.skip(),
+    r.fields(&["kind", "name", "uid", "controller"], |r, i| match i {
+        0 => r.string().map(|v| o.kind = v),
+        1 => r.string().map(|v| o.name = v),
+        2 => r.string().map(|v| o.uid = v),
+        _ => r.opt_bool().map(|v| o.controller = v),
     })
+    .map(drop)
 }
 
-fn clear_spec(s: &mut RawSpec<'_>) {
+/// Everything but the lists of containers, which are read over the last object's (their own
+/// lists keep their memory) and cleared only when the text has none.
+fn clear_spec_but_containers(s: &mut RawSpec<'_>) {
     s.node_name = None;
-    s.containers.clear();
-    s.init_containers.clear();
     s.overhead.0.clear();
     s.resources = None;
     s.priority = None;
@@ -572,6 +536,12 @@ fn clear_spec(s: &mut RawSpec<'_>) {
     s.taints.clear();
     s.selector = None;
     s.min_member = None;
+}
+
+fn clear_spec(s: &mut RawSpec<'_>) {
+    clear_spec_but_containers(s);
+    s.containers.clear();
+    s.init_containers.clear();
 }
 
 /// `null` for one of the rare parts; anything else is serde's to read.
@@ -580,263 +550,127 @@ fn absent(r: &mut Reader<'_>) -> R {
 }
 
 fn spec<'de>(r: &mut Reader<'de>, s: &mut RawSpec<'de>) -> R {
-    // The lists of containers are read over the last object's (their own lists keep their
-    // memory), and cleared only when the text has none.
-    let mut seen = 0u32;
-    s.node_name = None;
-    s.overhead.0.clear();
-    s.resources = None;
-    s.priority = None;
-    s.priority_class_name = None;
-    s.tolerations.clear();
-    s.node_selector.0.clear();
-    s.affinity = None;
-    s.topology_spread_constraints.clear();
-    s.volumes.clear();
-    s.resource_claims.clear();
-    s.unschedulable = false;
-    s.taints.clear();
-    s.selector = None;
-    s.min_member = None;
-    r.object(|r, key| match key {
-        "nodeName" => {
-            once(&mut seen, 1)?;
-            s.node_name = r.opt_string()?;
-            Some(())
-        }
-        "containers" => {
-            once(&mut seen, 2)?;
-            r.list(&mut s.containers, container)
-        }
-        "initContainers" => {
-            once(&mut seen, 4)?;
-            r.list(&mut s.init_containers, container)
-        }
-        "overhead" => {
-            once(&mut seen, 8)?;
-            r.pairs(&mut s.overhead)
-        }
-        "resources" => {
-            once(&mut seen, 16)?;
-            absent(r)
-        }
-        "priority" => {
-            once(&mut seen, 32)?;
-            s.priority = r.opt_i32()?;
-            Some(())
-        }
-        "priorityClassName" => {
-            once(&mut seen, 64)?;
-            s.priority_class_name = r.opt_string()?;
-            Some(())
-        }
-        "tolerations" => {
-            once(&mut seen, 128)?;
-            r.list(&mut s.tolerations, toleration)
-        }
-        "nodeSelector" => {
-            once(&mut seen, 256)?;
-            r.pairs(&mut s.node_selector)
-        }
-        "affinity" => {
-            once(&mut seen, 512)?;
-            absent(r)
-        }
-        "topologySpreadConstraints" => {
-            once(&mut seen, 1024)?;
-            r.list(&mut s.topology_spread_constraints, spread_constraint)
-        }
-        "volumes" => {
-            once(&mut seen, 2048)?;
-            r.list(&mut s.volumes, volume)
-        }
-        "resourceClaims" => {
-            once(&mut seen, 4096)?;
-            r.array(|r| {
-                r.skip()?;
-                s.resource_claims.push(IgnoredAny);
-                Some(())
-            })
-        }
-        "unschedulable" => {
-            once(&mut seen, 8192)?;
-            s.unschedulable = r.bool()?;
-            Some(())
-        }
-        "taints" => {
-            once(&mut seen, 16384)?;
-            r.list(&mut s.taints, taint)
-        }
-        "selector" => {
-            once(&mut seen, 32768)?;
-            if !r.null()? {
-                s.selector = Some(Box::new(label_selector(r)?));
-            }
-            Some(())
-        }
-        "minMember" => {
-            once(&mut seen, 65536)?;
-            absent(r)
-        }
-        _ => r.skip(),
+    clear_spec_but_containers(s);
+    const KEYS: &[&str] = &[
+        "nodeName",
+        "containers",
+        "initContainers",
+        "overhead",
+        "resources",
+        "priority",
+        "priorityClassName",
+        "tolerations",
+        "nodeSelector",
+        "affinity",
+        "topologySpreadConstraints",
+        "volumes",
+        "resourceClaims",
+        "unschedulable",
+        "taints",
+        "selector",
+        "minMember",
+    ];
+    let seen = r.fields(KEYS, |r, i| match i {
+        0 => r.opt_string().map(|v| s.node_name = v),
+        1 => r.list(&mut s.containers, container),
+        2 => r.list(&mut s.init_containers, container),
+        3 => r.pairs(&mut s.overhead),
+        4 | 9 | 16 => absent(r),
+        5 => r.opt_i32().map(|v| s.priority = v),
+        6 => r.opt_string().map(|v| s.priority_class_name = v),
+        7 => r.list(&mut s.tolerations, toleration),
+        8 => r.pairs(&mut s.node_selector),
+        10 => r.list(&mut s.topology_spread_constraints, spread_constraint),
+        11 => r.list(&mut s.volumes, volume),
+        12 => r.array(|r| r.skip().map(|_| s.resource_claims.push(IgnoredAny))),
+        13 => r.bool().map(|v| s.unschedulable = v),
+        14 => r.list(&mut s.taints, taint),
+        _ => match r.null()? {
+            true => Some(()),
+            false => label_selector(r).map(|v| s.selector = Some(Box::new(v))),
+        },
     })?;
-    if seen & 2 == 0 {
+    if seen & 1 << 1 == 0 {
         s.containers.clear();
     }
-    if seen & 4 == 0 {
+    if seen & 1 << 2 == 0 {
         s.init_containers.clear();
     }
     Some(())
 }
 
 fn container<'de>(r: &mut Reader<'de>, c: &mut RawContainer<'de>) -> R {
-    let mut seen = 0;
     c.image = Str::default();
     c.resources.requests.0.clear();
     c.resources.limits.0.clear();
     c.ports.clear();
     c.restart_policy = None;
-    r.object(|r, key| match key {
-        "image" => {
-            once(&mut seen, 1)?;
-            c.image = r.string()?;
-            Some(())
+    const KEYS: &[&str] = &["image", "resources", "ports", "restartPolicy"];
+    r.fields(KEYS, |r, i| match i {
+        0 => r.string().map(|v| c.image = v),
+        1 => {
+            let q = &mut c.resources;
+            r.fields(&["requests", "limits"], |r, i| match i {
+                0 => r.pairs(&mut q.requests),
+                _ => r.pairs(&mut q.limits),
+            })
+            .map(drop)
         }
-        "resources" => {
-            once(&mut seen, 2)?;
-            resources(r, &mut c.resources)
-        }
-        "ports" => {
-            once(&mut seen, 4)?;
-            r.list(&mut c.ports, port)
-        }
-        "restartPolicy" => {
-            once(&mut seen, 8)?;
-            c.restart_policy = r.opt_string()?;
-            Some(())
-        }
-        _ => r.skip(),
+        2 => r.list(&mut c.ports, port),
+        _ => r.opt_string().map(|v| c.restart_policy = v),
     })
-}
-
-fn resources<'de>(r: &mut Reader<'de>, q: &mut RawResources<'de>) -> R {
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "requests" => {
-            once(&mut seen, 1)?;
-            r.pairs(&mut q.requests)
-        }
-        "limits" => {
-            once(&mut seen, 2)?;
-            r.pairs(&mut q.limits)
-        }
-        _ => r.skip(),
-    })
+    .map(drop)
 }
 
 fn port<'de>(r: &mut Reader<'de>, p: &mut RawPort<'de>) -> R {
     *p = RawPort::default();
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "hostPort" => {
-            once(&mut seen, 1)?;
-            p.host_port = r.opt_i32()?;
-            Some(())
-        }
-        "protocol" => {
-            once(&mut seen, 2)?;
-            p.protocol = r.opt_string()?;
-            Some(())
-        }
-        _ => r.skip(),
+    r.fields(&["hostPort", "protocol"], |r, i| match i {
+        0 => r.opt_i32().map(|v| p.host_port = v),
+        _ => r.opt_string().map(|v| p.protocol = v),
     })
+    .map(drop)
 }
 
 fn toleration<'de>(r: &mut Reader<'de>, t: &mut RawToleration<'de>) -> R {
     *t = RawToleration::default();
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "key" => {
-            once(&mut seen, 1)?;
-            t.key = r.string()?;
-            Some(())
-        }
-        "operator" => {
-            once(&mut seen, 2)?;
-            t.operator = r.opt_string()?;
-            Some(())
-        }
-        "value" => {
-            once(&mut seen, 4)?;
-            t.value = r.string()?;
-            Some(())
-        }
-        "effect" => {
-            once(&mut seen, 8)?;
-            t.effect = r.opt_string()?;
-            Some(())
-        }
-        _ => r.skip(),
+    r.fields(&["key", "operator", "value", "effect"], |r, i| match i {
+        0 => r.string().map(|v| t.key = v),
+        1 => r.opt_string().map(|v| t.operator = v),
+        2 => r.string().map(|v| t.value = v),
+        _ => r.opt_string().map(|v| t.effect = v),
     })
+    .map(drop)
 }
 
 fn taint<'de>(r: &mut Reader<'de>, t: &mut RawTaint<'de>) -> R {
     *t = RawTaint::default();
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "key" => {
-            once(&mut seen, 1)?;
-            t.key = r.string()?;
-            Some(())
-        }
-        "value" => {
-            once(&mut seen, 2)?;
-            t.value = r.string()?;
-            Some(())
-        }
-        "effect" => {
-            once(&mut seen, 4)?;
-            t.effect = r.string()?;
-            Some(())
-        }
-        _ => r.skip(),
+    r.fields(&["key", "value", "effect"], |r, i| match i {
+        0 => r.string().map(|v| t.key = v),
+        1 => r.string().map(|v| t.value = v),
+        _ => r.string().map(|v| t.effect = v),
     })
+    .map(drop)
 }
 
 fn volume<'de>(r: &mut Reader<'de>, v: &mut RawVolume<'de>) -> R {
     *v = RawVolume::default();
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "emptyDir" => {
-            once(&mut seen, 1)?;
-            v.empty_dir = r.opt_skip()?;
-            Some(())
-        }
-        "hostPath" => {
-            once(&mut seen, 2)?;
-            v.host_path = r.opt_skip()?;
-            Some(())
-        }
-        "persistentVolumeClaim" => {
-            once(&mut seen, 4)?;
+    const KEYS: &[&str] = &["emptyDir", "hostPath", "persistentVolumeClaim"];
+    r.fields(KEYS, |r, i| match i {
+        0 => r.opt_skip().map(|x| v.empty_dir = x),
+        1 => r.opt_skip().map(|x| v.host_path = x),
+        _ => {
             if r.null()? {
                 return Some(());
             }
             let mut claim = RawPvcSource::default();
-            let mut seen = 0;
-            r.object(|r, key| match key {
-                "claimName" => {
-                    once(&mut seen, 1)?;
-                    claim.claim_name = r.string()?;
-                    Some(())
-                }
-                _ => r.skip(),
+            r.fields(&["claimName"], |r, _| {
+                r.string().map(|x| claim.claim_name = x)
             })?;
             v.persistent_volume_claim = Some(claim);
             Some(())
         }
-        _ => r.skip(),
     })
+    .map(drop)
 }
 
 fn spread_constraint<'de>(r: &mut Reader<'de>, c: &mut RawTopologySpreadConstraint<'de>) -> R {
@@ -848,55 +682,30 @@ fn spread_constraint<'de>(r: &mut Reader<'de>, c: &mut RawTopologySpreadConstrai
     c.node_affinity_policy = None;
     c.node_taints_policy = None;
     c.match_label_keys.clear();
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "maxSkew" => {
-            once(&mut seen, 1)?;
-            c.max_skew = r.i32()?;
-            Some(())
-        }
-        "topologyKey" => {
-            once(&mut seen, 2)?;
-            c.topology_key = r.string()?;
-            Some(())
-        }
-        "whenUnsatisfiable" => {
-            once(&mut seen, 4)?;
-            c.when_unsatisfiable = r.string()?;
-            Some(())
-        }
-        "labelSelector" => {
-            once(&mut seen, 8)?;
-            if !r.null()? {
-                c.label_selector = Some(label_selector(r)?);
-            }
-            Some(())
-        }
-        "minDomains" => {
-            once(&mut seen, 16)?;
-            c.min_domains = r.opt_i32()?;
-            Some(())
-        }
-        "nodeAffinityPolicy" => {
-            once(&mut seen, 32)?;
-            c.node_affinity_policy = r.opt_string()?;
-            Some(())
-        }
-        "nodeTaintsPolicy" => {
-            once(&mut seen, 64)?;
-            c.node_taints_policy = r.opt_string()?;
-            Some(())
-        }
-        "matchLabelKeys" => {
-            once(&mut seen, 128)?;
-            r.array(|r| {
-                let key = r.string()?;
-                c.match_label_keys.push(key);
-                Some(())
-            })
-        }
-        _ => r.skip(),
+    const KEYS: &[&str] = &[
+        "maxSkew",
+        "topologyKey",
+        "whenUnsatisfiable",
+        "labelSelector",
+        "minDomains",
+        "nodeAffinityPolicy",
+        "nodeTaintsPolicy",
+        "matchLabelKeys",
+    ];
+    r.fields(KEYS, |r, i| match i {
+        0 => r.i32().map(|v| c.max_skew = v),
+        1 => r.string().map(|v| c.topology_key = v),
+        2 => r.string().map(|v| c.when_unsatisfiable = v),
+        3 => match r.null()? {
+            true => Some(()),
+            false => label_selector(r).map(|v| c.label_selector = Some(v)),
+        },
+        4 => r.opt_i32().map(|v| c.min_domains = v),
+        5 => r.opt_string().map(|v| c.node_affinity_policy = v),
+        6 => r.opt_string().map(|v| c.node_taints_policy = v),
+        _ => r.array(|r| r.string().map(|key| c.match_label_keys.push(key))),
     })
+    .map(drop)
 }
 
 /// `metav1.LabelSelector`, which refuses unknown fields.
@@ -930,10 +739,7 @@ fn label_selector(r: &mut Reader<'_>) -> R<LabelSelectorSpec> {
                     }
                     "values" => {
                         once(&mut seen, 4)?;
-                        r.array(|r| {
-                            values.push(r.str()?.to_string());
-                            Some(())
-                        })
+                        r.array(|r| r.str().map(|v| values.push(v.to_string())))
                     }
                     _ => None,
                 })?;
@@ -965,152 +771,78 @@ fn clear_status(s: &mut RawStatus<'_>) {
 
 fn status<'de>(r: &mut Reader<'de>, s: &mut RawStatus<'de>) -> R {
     clear_status(s);
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "phase" => {
-            once(&mut seen, 1)?;
-            s.phase = r.string()?;
-            Some(())
-        }
-        "startTime" => {
-            once(&mut seen, 2)?;
-            s.start_time = r.opt_string()?;
-            Some(())
-        }
-        "conditions" => {
-            once(&mut seen, 4)?;
-            r.list(&mut s.conditions, condition)
-        }
-        "reason" => {
-            once(&mut seen, 8)?;
-            s.reason = r.opt_string()?;
-            Some(())
-        }
-        "containerStatuses" => {
-            once(&mut seen, 16)?;
-            r.list(&mut s.container_statuses, container_status)
-        }
-        "initContainerStatuses" => {
-            once(&mut seen, 32)?;
-            r.list(&mut s.init_container_statuses, container_status)
-        }
-        "ephemeralContainerStatuses" => {
-            once(&mut seen, 64)?;
-            r.list(&mut s.ephemeral_container_statuses, container_status)
-        }
-        "capacity" => {
-            once(&mut seen, 128)?;
-            r.pairs(&mut s.capacity)
-        }
-        "allocatable" => {
-            once(&mut seen, 256)?;
-            r.pairs(&mut s.allocatable)
-        }
-        "disruptionsAllowed" => {
-            once(&mut seen, 512)?;
-            s.disruptions_allowed = r.opt_i32()?;
-            Some(())
-        }
-        _ => r.skip(),
+    const KEYS: &[&str] = &[
+        "phase",
+        "startTime",
+        "conditions",
+        "reason",
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+        "capacity",
+        "allocatable",
+        "disruptionsAllowed",
+    ];
+    r.fields(KEYS, |r, i| match i {
+        0 => r.string().map(|v| s.phase = v),
+        1 => r.opt_string().map(|v| s.start_time = v),
+        2 => r.list(&mut s.conditions, condition),
+        3 => r.opt_string().map(|v| s.reason = v),
+        4 => r.list(&mut s.container_statuses, container_status),
+        5 => r.list(&mut s.init_container_statuses, container_status),
+        6 => r.list(&mut s.ephemeral_container_statuses, container_status),
+        7 => r.pairs(&mut s.capacity),
+        8 => r.pairs(&mut s.allocatable),
+        _ => r.opt_i32().map(|v| s.disruptions_allowed = v),
     })
+    .map(drop)
 }
 
 fn condition<'de>(r: &mut Reader<'de>, c: &mut RawCondition<'de>) -> R {
     *c = RawCondition::default();
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "type" => {
-            once(&mut seen, 1)?;
-            c.type_ = r.string()?;
-            Some(())
-        }
-        "status" => {
-            once(&mut seen, 2)?;
-            c.status = r.string()?;
-            Some(())
-        }
-        "reason" => {
-            once(&mut seen, 4)?;
-            c.reason = r.opt_string()?;
-            Some(())
-        }
-        "lastTransitionTime" => {
-            once(&mut seen, 8)?;
-            c.last_transition_time = r.opt_string()?;
-            Some(())
-        }
-        _ => r.skip(),
+    const KEYS: &[&str] = &["type", "status", "reason", "lastTransitionTime"];
+    r.fields(KEYS, |r, i| match i {
+        0 => r.string().map(|v| c.type_ = v),
+        1 => r.string().map(|v| c.status = v),
+        2 => r.opt_string().map(|v| c.reason = v),
+        _ => r.opt_string().map(|v| c.last_transition_time = v),
     })
+    .map(drop)
 }
 
 fn container_status<'de>(r: &mut Reader<'de>, c: &mut RawContainerStatus<'de>) -> R {
     *c = RawContainerStatus::default();
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "restartCount" => {
-            once(&mut seen, 1)?;
-            c.restart_count = r.i32()?;
-            Some(())
+    r.fields(&["restartCount", "state"], |r, i| match i {
+        0 => r.i32().map(|v| c.restart_count = v),
+        _ => {
+            let s = &mut c.state;
+            r.fields(&["running", "waiting", "terminated"], |r, i| {
+                if i == 0 {
+                    return r.opt_skip().map(|v| s.running = v);
+                }
+                if r.null()? {
+                    return Some(());
+                }
+                if i == 1 {
+                    let mut waiting = RawReason::default();
+                    r.fields(&["reason"], |r, _| {
+                        r.opt_string().map(|v| waiting.reason = v)
+                    })?;
+                    s.waiting = Some(waiting);
+                } else {
+                    let mut terminated = RawTerminated::default();
+                    r.fields(&["reason", "exitCode"], |r, i| match i {
+                        0 => r.opt_string().map(|v| terminated.reason = v),
+                        _ => r.i32().map(|v| terminated.exit_code = v),
+                    })?;
+                    s.terminated = Some(terminated);
+                }
+                Some(())
+            })
+            .map(drop)
         }
-        "state" => {
-            once(&mut seen, 2)?;
-            container_state(r, &mut c.state)
-        }
-        _ => r.skip(),
     })
-}
-
-fn container_state<'de>(r: &mut Reader<'de>, s: &mut RawContainerState<'de>) -> R {
-    let mut seen = 0;
-    r.object(|r, key| match key {
-        "running" => {
-            once(&mut seen, 1)?;
-            s.running = r.opt_skip()?;
-            Some(())
-        }
-        "waiting" => {
-            once(&mut seen, 2)?;
-            if r.null()? {
-                return Some(());
-            }
-            let mut waiting = RawReason::default();
-            let mut seen = 0;
-            r.object(|r, key| match key {
-                "reason" => {
-                    once(&mut seen, 1)?;
-                    waiting.reason = r.opt_string()?;
-                    Some(())
-                }
-                _ => r.skip(),
-            })?;
-            s.waiting = Some(waiting);
-            Some(())
-        }
-        "terminated" => {
-            once(&mut seen, 4)?;
-            if r.null()? {
-                return Some(());
-            }
-            let mut terminated = RawTerminated::default();
-            let mut seen = 0;
-            r.object(|r, key| match key {
-                "reason" => {
-                    once(&mut seen, 1)?;
-                    terminated.reason = r.opt_string()?;
-                    Some(())
-                }
-                "exitCode" => {
-                    once(&mut seen, 2)?;
-                    terminated.exit_code = r.i32()?;
-                    Some(())
-                }
-                _ => r.skip(),
-            })?;
-            s.terminated = Some(terminated);
-            Some(())
-        }
-        _ => r.skip(),
-    })
+    .map(drop)
 }
 
 #[cfg(test)]
