@@ -6,15 +6,18 @@
 //! object (None), and the caller decodes that object with serde, which gives the same result
 //! or the precise error: an escape in a string it keeps (skipped ones may hold escapes), a
 //! `null` where the wire shape has no Option, a number that is not an integer of the field's
-//! type, a key seen twice, the rare parts (affinity, pod-level resources, a PodGroup's
-//! minMember, a nested list), text that ends inside the object, anything invalid. A test
-//! holds it to serde's result on every object it reads, mutated ones included.
+//! type, a key seen twice, the rare parts (pod-level resources, a PodGroup's minMember, a
+//! nested list), text that ends inside the object, anything invalid. A test holds it to
+//! serde's result on every object it reads, mutated ones included.
 
 use super::{
-    Annotations, Pairs, RawCondition, RawContainer, RawContainerStatus, RawMeta, RawObject,
-    RawOwner, RawPort, RawPvcSource, RawReason, RawSpec, RawStatus, RawTaint, RawTerminated,
-    RawToleration, RawTopologySpreadConstraint, RawVolume, Str, CONFIG_SOURCE_ANNOTATION,
-    EVICT_ANNOTATION, MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
+    Annotations, Pairs, RawAffinity, RawCondition, RawContainer, RawContainerStatus, RawMeta,
+    RawNodeAffinity, RawNodeSelector, RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject,
+    RawOwner, RawPodAffinity, RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm,
+    RawPvcSource, RawReason, RawSpec, RawStatus, RawTaint, RawTerminated, RawToleration,
+    RawTopologySpreadConstraint, RawVolume, RawWeightedPodAffinityTerm, Str,
+    CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION,
+    VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
 use serde::de::IgnoredAny;
@@ -562,7 +565,8 @@ fn spec<'de>(r: &mut Reader<'de>, s: &mut RawSpec<'de>) -> R {
         1 => r.list(&mut s.containers, container),
         2 => r.list(&mut s.init_containers, container),
         3 => r.pairs(&mut s.overhead),
-        4 | 9 | 16 => absent(r),
+        4 | 16 => absent(r),
+        9 => opt(r, affinity).map(|v| s.affinity = v.map(Box::new)),
         5 => r.opt_i32().map(|v| s.priority = v),
         6 => r.opt_string().map(|v| s.priority_class_name = v),
         7 => r.list(&mut s.tolerations, toleration),
@@ -584,6 +588,112 @@ fn spec<'de>(r: &mut Reader<'de>, s: &mut RawSpec<'de>) -> R {
         s.init_containers.clear();
     }
     Some(())
+}
+
+/// `null` as None, another value as `read` reads it.
+fn opt<'de, T>(r: &mut Reader<'de>, read: impl FnOnce(&mut Reader<'de>) -> R<T>) -> R<Option<T>> {
+    if r.null()? {
+        return Some(None);
+    }
+    read(r).map(Some)
+}
+
+/// A list of strings (owned, as serde makes them for these shapes).
+fn strings(r: &mut Reader<'_>, out: &mut Vec<String>) -> R {
+    r.array(|r| r.str().map(|v| out.push(v.to_string())))
+}
+
+const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
+
+fn affinity(r: &mut Reader<'_>) -> R<RawAffinity> {
+    let mut a = RawAffinity::default();
+    const KEYS: &[&str] = &["nodeAffinity", "podAffinity", "podAntiAffinity"];
+    r.fields(KEYS, |r, i| match i {
+        0 => opt(r, node_affinity).map(|v| a.node_affinity = v),
+        1 => opt(r, pod_affinity).map(|v| a.pod_affinity = v),
+        _ => opt(r, pod_affinity).map(|v| a.pod_anti_affinity = v),
+    })?;
+    Some(a)
+}
+
+fn node_affinity(r: &mut Reader<'_>) -> R<RawNodeAffinity> {
+    let mut n = RawNodeAffinity::default();
+    r.fields(&[REQUIRED, PREFERRED], |r, i| match i {
+        0 => opt(r, |r| {
+            let mut s = RawNodeSelector::default();
+            r.fields(&["nodeSelectorTerms"], |r, _| {
+                r.array(|r| node_term(r).map(|t| s.node_selector_terms.push(t)))
+            })?;
+            Some(s)
+        })
+        .map(|v| n.required = v),
+        _ => r.array(|r| {
+            let mut p = RawPreferredSchedulingTerm::default();
+            r.fields(&["weight", "preference"], |r, i| match i {
+                0 => r.i32().map(|v| p.weight = v),
+                _ => node_term(r).map(|t| p.preference = t),
+            })?;
+            n.preferred.push(p);
+            Some(())
+        }),
+    })?;
+    Some(n)
+}
+
+fn node_term(r: &mut Reader<'_>) -> R<RawNodeSelectorTerm> {
+    let mut t = RawNodeSelectorTerm::default();
+    r.fields(&["matchExpressions", "matchFields"], |r, i| {
+        let list = match i {
+            0 => &mut t.match_expressions,
+            _ => &mut t.match_fields,
+        };
+        r.array(|r| {
+            let mut q = RawNodeSelectorRequirement::default();
+            r.fields(&["key", "operator", "values"], |r, i| match i {
+                0 => r.str().map(|v| q.key = v.to_string()),
+                1 => r.str().map(|v| q.operator = v.to_string()),
+                _ => strings(r, &mut q.values),
+            })?;
+            list.push(q);
+            Some(())
+        })
+    })?;
+    Some(t)
+}
+
+fn pod_affinity(r: &mut Reader<'_>) -> R<RawPodAffinity> {
+    let mut p = RawPodAffinity::default();
+    r.fields(&[REQUIRED, PREFERRED], |r, i| match i {
+        0 => r.array(|r| pod_affinity_term(r).map(|t| p.required.push(t))),
+        _ => r.array(|r| {
+            let mut w = RawWeightedPodAffinityTerm::default();
+            r.fields(&["weight", "podAffinityTerm"], |r, i| match i {
+                0 => r.i32().map(|v| w.weight = v),
+                _ => pod_affinity_term(r).map(|t| w.pod_affinity_term = t),
+            })?;
+            p.preferred.push(w);
+            Some(())
+        }),
+    })?;
+    Some(p)
+}
+
+fn pod_affinity_term(r: &mut Reader<'_>) -> R<RawPodAffinityTerm> {
+    let mut t = RawPodAffinityTerm::default();
+    const KEYS: &[&str] = &[
+        "labelSelector",
+        "namespaces",
+        "namespaceSelector",
+        "topologyKey",
+    ];
+    r.fields(KEYS, |r, i| match i {
+        0 => opt(r, label_selector).map(|v| t.label_selector = v),
+        1 => strings(r, &mut t.namespaces),
+        2 => opt(r, label_selector).map(|v| t.namespace_selector = v),
+        _ => r.str().map(|v| t.topology_key = v.to_string()),
+    })?;
+    Some(t)
 }
 
 fn container<'de>(r: &mut Reader<'de>, c: &mut RawContainer<'de>) -> R {
@@ -848,15 +958,16 @@ mod tests {
         r#"{"kind":"Pod","metadata":{"name":"bare"}}"#,
         "{ \"kind\" : \"Pod\" ,\n\t\"metadata\" :\r\n { \"name\" : \"spaced\" , \"labels\" : { } , \"ownerReferences\" : [ ] } , \"spec\" : { \"containers\" : [ { \"image\" : \"i\" , \"ports\" : [ ] } ] , \"priority\" : 0 } , \"status\" : { } }",
         r#"{"kind":"Pod","metadata":{"name":"big","namespace":"n"},"spec":{"priority":2147483647,"containers":[]},"status":{"containerStatuses":[{"restartCount":-2147483648,"state":{"terminated":{"exitCode":-1,"reason":"Error"}}}]}}"#,
+        r#"{"kind":"Pod","metadata":{"name":"aff","namespace":"n"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a","b"]}],"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]},{}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":5,"preference":{"matchExpressions":[{"key":"disk","operator":"Exists"}]}}]},"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"namespaces":["a","b"],"topologyKey":"zone"}]},"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":100,"podAffinityTerm":{"labelSelector":null,"namespaceSelector":{"matchExpressions":[{"key":"team","operator":"NotIn","values":["x"]}]},"topologyKey":"kubernetes.io/hostname","matchLabelKeys":["h"]}}]}}}}"#,
+        r#"{"kind":"Pod","metadata":{"name":"aff2"},"spec":{"affinity":{"nodeAffinity":null,"podAffinity":{},"podAntiAffinity":null}}}"#,
         // The last RARE: read by serde (the reader here gives up on them).
         r#"{"kind":"Pod","metadata":{"name":"esc\u0061ped","namespace":"n"}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"aff"},"spec":{"affinity":{"nodeAffinity":{}}}}"#,
         r#"{"kind":"Pod","metadata":{"name":"res"},"spec":{"resources":{"requests":{"cpu":"1"}}}}"#,
         r#"{"kind":"PodGroup","apiVersion":"scheduling.volcano.sh/v1beta1","metadata":{"name":"g"},"spec":{"minMember":3}}"#,
         r#"{"kind":"List","items":[{"kind":"Pod","metadata":{"name":"inner"}}]}"#,
     ];
 
-    const RARE: usize = 5;
+    const RARE: usize = 4;
 
     /// What serde reads from the start of `text`, and where it stops.
     fn serde_read(text: &str) -> Option<(String, usize)> {
