@@ -629,16 +629,28 @@ fn node_affinity(r: &mut Reader<'_>) -> R<RawNodeAffinity> {
         })
         .map(|v| n.required = v),
         _ => r.array(|r| {
-            let mut p = RawPreferredSchedulingTerm::default();
-            r.fields(&["weight", "preference"], |r, i| match i {
-                0 => r.i32().map(|v| p.weight = v),
-                _ => node_term(r).map(|t| p.preference = t),
-            })?;
-            n.preferred.push(p);
+            let (weight, preference) = weighted(r, "preference", node_term)?;
+            n.preferred
+                .push(RawPreferredSchedulingTerm { weight, preference });
             Some(())
         }),
     })?;
     Some(n)
+}
+
+/// A preferred term: its `weight`, and the term under `key` (either at its default when
+/// missing).
+fn weighted<'de, T: Default>(
+    r: &mut Reader<'de>,
+    key: &str,
+    mut term: impl FnMut(&mut Reader<'de>) -> R<T>,
+) -> R<(i32, T)> {
+    let (mut weight, mut read) = (0, T::default());
+    r.fields(&["weight", key], |r, i| match i {
+        0 => r.i32().map(|v| weight = v),
+        _ => term(r).map(|t| read = t),
+    })?;
+    Some((weight, read))
 }
 
 fn node_term(r: &mut Reader<'_>) -> R<RawNodeSelectorTerm> {
@@ -667,12 +679,11 @@ fn pod_affinity(r: &mut Reader<'_>) -> R<RawPodAffinity> {
     r.fields(&[REQUIRED, PREFERRED], |r, i| match i {
         0 => r.array(|r| pod_affinity_term(r).map(|t| p.required.push(t))),
         _ => r.array(|r| {
-            let mut w = RawWeightedPodAffinityTerm::default();
-            r.fields(&["weight", "podAffinityTerm"], |r, i| match i {
-                0 => r.i32().map(|v| w.weight = v),
-                _ => pod_affinity_term(r).map(|t| w.pod_affinity_term = t),
-            })?;
-            p.preferred.push(w);
+            let (weight, pod_affinity_term) = weighted(r, "podAffinityTerm", pod_affinity_term)?;
+            p.preferred.push(RawWeightedPodAffinityTerm {
+                weight,
+                pod_affinity_term,
+            });
             Some(())
         }),
     })?;
