@@ -576,10 +576,7 @@ fn spec<'de>(r: &mut Reader<'de>, s: &mut RawSpec<'de>) -> R {
         12 => r.array(|r| r.skip().map(|_| s.resource_claims.push(IgnoredAny))),
         13 => r.bool().map(|v| s.unschedulable = v),
         14 => r.list(&mut s.taints, taint),
-        _ => match r.null()? {
-            true => Some(()),
-            false => label_selector(r).map(|v| s.selector = Some(Box::new(v))),
-        },
+        _ => opt(r, label_selector).map(|v| s.selector = v.map(Box::new)),
     })?;
     if seen & 1 << 1 == 0 {
         s.containers.clear();
@@ -766,17 +763,14 @@ fn volume<'de>(r: &mut Reader<'de>, v: &mut RawVolume<'de>) -> R {
     r.fields(KEYS, |r, i| match i {
         0 => r.opt_skip().map(|x| v.empty_dir = x),
         1 => r.opt_skip().map(|x| v.host_path = x),
-        _ => {
-            if r.null()? {
-                return Some(());
-            }
+        _ => opt(r, |r| {
             let mut claim = RawPvcSource::default();
             r.fields(&["claimName"], |r, _| {
                 r.string().map(|x| claim.claim_name = x)
             })?;
-            v.persistent_volume_claim = Some(claim);
-            Some(())
-        }
+            Some(claim)
+        })
+        .map(|x| v.persistent_volume_claim = x),
     })
     .map(drop)
 }
@@ -804,10 +798,7 @@ fn spread_constraint<'de>(r: &mut Reader<'de>, c: &mut RawTopologySpreadConstrai
         0 => r.i32().map(|v| c.max_skew = v),
         1 => r.string().map(|v| c.topology_key = v),
         2 => r.string().map(|v| c.when_unsatisfiable = v),
-        3 => match r.null()? {
-            true => Some(()),
-            false => label_selector(r).map(|v| c.label_selector = Some(v)),
-        },
+        3 => opt(r, label_selector).map(|v| c.label_selector = v),
         4 => r.opt_i32().map(|v| c.min_domains = v),
         5 => r.opt_string().map(|v| c.node_affinity_policy = v),
         6 => r.opt_string().map(|v| c.node_taints_policy = v),
@@ -924,28 +915,25 @@ fn container_status<'de>(r: &mut Reader<'de>, c: &mut RawContainerStatus<'de>) -
         0 => r.i32().map(|v| c.restart_count = v),
         _ => {
             let s = &mut c.state;
-            r.fields(&["running", "waiting", "terminated"], |r, i| {
-                if i == 0 {
-                    return r.opt_skip().map(|v| s.running = v);
-                }
-                if r.null()? {
-                    return Some(());
-                }
-                if i == 1 {
+            r.fields(&["running", "waiting", "terminated"], |r, i| match i {
+                0 => r.opt_skip().map(|v| s.running = v),
+                1 => opt(r, |r| {
                     let mut waiting = RawReason::default();
                     r.fields(&["reason"], |r, _| {
                         r.opt_string().map(|v| waiting.reason = v)
                     })?;
-                    s.waiting = Some(waiting);
-                } else {
+                    Some(waiting)
+                })
+                .map(|v| s.waiting = v),
+                _ => opt(r, |r| {
                     let mut terminated = RawTerminated::default();
                     r.fields(&["reason", "exitCode"], |r, i| match i {
                         0 => r.opt_string().map(|v| terminated.reason = v),
                         _ => r.i32().map(|v| terminated.exit_code = v),
                     })?;
-                    s.terminated = Some(terminated);
-                }
-                Some(())
+                    Some(terminated)
+                })
+                .map(|v| s.terminated = v),
             })
             .map(drop)
         }
