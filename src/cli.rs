@@ -254,16 +254,19 @@ fn init_logging(cli: &Cli) {
 
 /// Runs one invocation; a plan's report goes to `out`.
 pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
-    let now = match &cli.now {
-        Some(t) => chrono::DateTime::parse_from_rfc3339(t)
-            .map_err(|e| {
-                Failure::invalid(format!(
-                    "--now {t:?}: not an RFC 3339 time ({e}); use e.g. 2026-12-01T00:00:00Z"
-                ))
-            })?
-            .timestamp(),
-        None => chrono::Utc::now().timestamp(),
+    let given_now = match &cli.now {
+        Some(t) => Some(
+            chrono::DateTime::parse_from_rfc3339(t)
+                .map_err(|e| {
+                    Failure::invalid(format!(
+                        "--now {t:?}: not an RFC 3339 time ({e}); use e.g. 2026-12-01T00:00:00Z"
+                    ))
+                })?
+                .timestamp(),
+        ),
+        None => None,
     };
+    let now = given_now.unwrap_or_else(|| chrono::Utc::now().timestamp());
     crate::policy::parse_duration(&cli.descheduling_interval)
         .map_err(|e| Failure::invalid(format!("--descheduling-interval: {e}")))?;
     crate::policy::parse_duration(&cli.eviction_cooldown)
@@ -274,7 +277,7 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
         .map_err(Failure::invalid)?;
     pipeline.predict_destinations = cli.predict_destinations;
     let Some(snapshot_path) = &cli.snapshot else {
-        return run_live(cli, &policy, pipeline);
+        return run_live(cli, &policy, pipeline, given_now);
     };
     let mut source = FileSource {
         path: snapshot_path.clone(),
@@ -400,9 +403,20 @@ fn identity() -> String {
 }
 
 /// Live mode: against the cluster of --kubeconfig (or in-cluster).
-fn run_live(cli: &Cli, policy: &Policy, pipeline: Pipeline) -> Result<(), Failure> {
+fn run_live(
+    cli: &Cli,
+    policy: &Policy,
+    pipeline: Pipeline,
+    now: Option<i64>,
+) -> Result<(), Failure> {
     let schedule = Schedule::from_flags(&cli.descheduling_interval, cli.schedule.as_deref())
         .map_err(Failure::invalid)?;
+    // A fixed planning time makes sense for one cycle, not for a loop of them.
+    if now.is_some() && !matches!(schedule, Schedule::Once) {
+        return Err(Failure::invalid(
+            "--now fixes the planning time of one cycle; continuous mode (--descheduling-interval or --schedule) plans each cycle at its own time: drop --now, or run one cycle",
+        ));
+    }
     let leader = if cli.leader_elect {
         if cli.leader_elect_resource_lock != "leases" {
             return Err(Failure::invalid(format!(
@@ -463,6 +477,7 @@ fn run_live(cli: &Cli, policy: &Policy, pipeline: Pipeline) -> Result<(), Failur
         output: cli.output,
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,
         eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,
+        now,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

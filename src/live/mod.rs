@@ -22,6 +22,8 @@ pub enum LiveError {
     },
     #[error("the cluster state could not be decoded: {0}")]
     Decode(#[from] crate::snapshot::decode::SnapshotError),
+    #[error("the cluster cannot be read: {0}")]
+    Unreadable(String),
     #[error("the watch caches did not sync within {0:?}; is the API server reachable?")]
     NotSynced(std::time::Duration),
     #[error("leader election: {0}")]

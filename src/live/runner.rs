@@ -39,6 +39,8 @@ pub struct LiveOptions {
     /// Continuous mode: how long a workload that had a pod evicted, and a node that received
     /// rescheduled pods, are left alone (zero: no memory of evictions).
     pub eviction_cooldown: Duration,
+    /// The planning time (`--now`, unix seconds) of a one-shot cycle; None: the clock's.
+    pub now: Option<i64>,
 }
 
 /// Why live mode stopped with an error.
@@ -148,7 +150,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
     };
     let gate = Gate::new(shutdown.clone(), leading.clone());
     let executor = LiveExecutor::new(api.clone(), opts.executor.clone(), metrics.clone(), gate);
-    let source = match opts.schedule {
+    let mut source = match opts.schedule {
         Schedule::Once => Source::List,
         _ => Source::Watch(WatchSource::start(&api, &opts.node_selector)),
     };
@@ -189,8 +191,13 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
         }
         let started = chrono::Utc::now();
         let t0 = Instant::now();
-        let snap: Result<ClusterSnapshot, LiveError> = match &source {
-            Source::List => list_snapshot(&api, &opts.node_selector).await,
+        // One-shot: the snapshot listed now; continuous: the watched state, kept in the source.
+        let mut listed: Option<ClusterSnapshot> = None;
+        let snap: Result<&mut ClusterSnapshot, LiveError> = match &mut source {
+            Source::List => match list_snapshot(&api, &opts.node_selector).await {
+                Ok(s) => Ok(listed.insert(s)),
+                Err(e) => Err(e),
+            },
             Source::Watch(w) => w.snapshot(opts.sync_timeout).await,
         };
         match snap {
@@ -198,19 +205,19 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the cluster; nothing is evicted this cycle")
             }
-            Ok(mut snap) => {
+            Ok(snap) => {
                 ready.store(true, Ordering::SeqCst);
                 if usage.is_needed() {
-                    usage.attach(pipeline, &mut snap).await;
+                    usage.attach(pipeline, snap).await;
                 }
                 tracing::info!(
                     nodes = snap.nodes.len(),
                     pods = snap.pods.len(),
                     "cluster read"
                 );
-                let now = chrono::Utc::now().timestamp();
+                let now = opts.now.unwrap_or_else(|| chrono::Utc::now().timestamp());
                 // Where the replacements of recently evicted workloads landed.
-                history = history.observe(&snap, now);
+                history = history.observe(snap, now);
                 let mut timing = Timing {
                     metrics: &metrics,
                     started: None,
@@ -220,11 +227,11 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                         history: history.clone(),
                         ..CycleMemory::default()
                     };
-                    match plan_with(pipeline, &snap, now, &memory, &mut timing) {
+                    match plan_with(pipeline, snap, now, &memory, &mut timing) {
                         Ok(plan) => {
                             // Nothing was evicted: no eviction to remember.
                             history = history.advance(&plan.over);
-                            let report = crate::executor::dry_run(&snap, &plan);
+                            let report = crate::executor::dry_run(snap, &plan);
                             count_skips(&metrics, &report);
                             print(&report.render(opts.output))
                         }
@@ -232,12 +239,12 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                     }
                 } else {
                     match executor
-                        .run_cycle(pipeline, &snap, now, &history, &mut timing)
+                        .run_cycle(pipeline, snap, now, &history, &mut timing)
                         .await
                     {
                         Ok(r) => {
                             history = history
-                                .record_evictions(&snap, &r.evicted, now)
+                                .record_evictions(snap, &r.evicted, now)
                                 .advance(&r.over);
                             let evicted = r
                                 .outcomes

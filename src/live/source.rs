@@ -1,8 +1,13 @@
-//! Cluster sources for live mode. One-shot mode lists nodes, pods, PDBs, namespaces,
-//! priority classes and the PodGroups of both gang schedulers (paginated); continuous mode
-//! keeps watch caches (kube's reflectors) and builds each cycle's snapshot from them without
-//! listing again. Both hand the objects to the same decoder that reads snapshot files, so live
-//! and offline plans agree.
+//! Reading the cluster. Every resource is listed with one request, served by the API server
+//! from its watch cache (a list without `limit` nor `resourceVersion` is a consistent read
+//! there), and its response bytes go straight into the compact model as they arrive
+//! ([`ListDecoder`], the reader of snapshot files): no API objects are built, and nothing is
+//! written only to be read again. One-shot mode lists everything once, all resources at
+//! once; continuous mode lists each resource, then keeps it current from its watch (added,
+//! modified, deleted, bookmarks; listed again when the watch's version expired, 410 Gone),
+//! each event decoded into the same compact shapes ([`decode_event`]) and taken into one
+//! [`ClusterStore`]. A cycle waits until every resource has had a complete list: it never
+//! plans on a partly filled cache.
 //!
 //! PodGroups are custom resources: where a gang scheduler's CRD is not installed (the API
 //! answers 404) there are none of its kind, which is not an error; a 403 is an error that
@@ -11,433 +16,594 @@
 
 use super::client::ApiClient;
 use super::LiveError;
-use crate::snapshot::{decode, ClusterSnapshot};
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, TypeMeta};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
-use kube::Resource;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use std::fmt::Debug;
-use std::sync::Arc;
+use crate::snapshot::decode::stream::{
+    decode_event, DecodedList, EventType, ListDecoder, ObjectType,
+};
+use crate::snapshot::decode::SnapshotError;
+use crate::snapshot::store::{Change, ClusterStore, Resource};
+use crate::snapshot::{ClusterSnapshot, GangKind, SnapshotParts};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-const PAGE: u32 = 500;
-
-/// Serializes objects of several kinds into one `kind: List` document for the decoder.
-#[derive(Default)]
-struct ListWriter {
-    buf: Vec<u8>,
-    count: usize,
-}
-
-impl ListWriter {
-    fn new() -> Self {
-        let mut buf = Vec::with_capacity(1 << 20);
-        buf.extend_from_slice(br#"{"apiVersion":"v1","kind":"List","items":["#);
-        ListWriter { buf, count: 0 }
-    }
-
-    fn push<T: Serialize>(&mut self, obj: &T) {
-        if self.count > 0 {
-            self.buf.push(b',');
-        }
-        serde_json::to_writer(&mut self.buf, obj).expect("API objects serialize");
-        self.count += 1;
-    }
-
-    fn finish(mut self) -> Result<ClusterSnapshot, LiveError> {
-        self.buf.extend_from_slice(b"]}");
-        Ok(decode::load_bytes("cluster", &self.buf)?)
-    }
-}
-
-async fn list_all<K>(
-    api: &ApiClient,
-    params: &ListParams,
-    what: &'static str,
-) -> Result<Vec<K>, LiveError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
-{
-    list_pages(api, Api::all(api.client.clone()), params)
-        .await
-        .map_err(|source| LiveError::List { what, source })
-}
-
-async fn list_pages<K>(
-    api: &ApiClient,
-    all: Api<K>,
-    params: &ListParams,
-) -> Result<Vec<K>, kube::Error>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-{
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        api.throttle().await;
-        let mut p = params.clone().limit(PAGE);
-        if let Some(t) = &token {
-            p = p.continue_token(t);
-        }
-        let list = all.list(&p).await?;
-        out.extend(list.items);
-        match list.metadata.continue_ {
-            Some(t) if !t.is_empty() => token = Some(t),
-            _ => break,
-        }
-    }
-    Ok(out)
-}
-
-fn node_params(node_selector: &str) -> ListParams {
-    let p = ListParams::default();
-    if node_selector.trim().is_empty() {
-        p
-    } else {
-        p.labels(node_selector)
-    }
-}
-
-/// One gang scheduler's PodGroup API.
-struct PodGroupApi {
-    group: &'static str,
-    version: &'static str,
-    /// What listing it is called in errors.
-    what: &'static str,
-    /// The same, when the API refuses (403): the RBAC rule to add.
+/// How one resource is read from the API.
+#[derive(Debug, Clone)]
+struct ResourceApi {
+    resource: Resource,
+    /// The collection's path, such as `/api/v1/pods`.
+    path: &'static str,
+    /// The type of its items (typed lists leave it out).
+    object: ObjectType,
+    /// A label selector (nodes: the policy's nodeSelector).
+    selector: String,
+    /// A custom resource whose CRD may be absent (404: none of them).
+    optional: bool,
+    /// What to say when the API refuses (403).
     forbidden: &'static str,
 }
 
-const POD_GROUP_APIS: [PodGroupApi; 2] = [
-    PodGroupApi {
-        group: "scheduling.x-k8s.io",
-        version: "v1alpha1",
-        what: "podgroups.scheduling.x-k8s.io",
-        forbidden: "podgroups.scheduling.x-k8s.io (forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.x-k8s.io], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml)",
-    },
-    PodGroupApi {
-        group: "scheduling.volcano.sh",
-        version: "v1beta1",
-        what: "podgroups.scheduling.volcano.sh",
-        forbidden: "podgroups.scheduling.volcano.sh (forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.volcano.sh], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml)",
-    },
-];
-
-impl PodGroupApi {
-    fn resource(&self) -> ApiResource {
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(self.group, self.version, "PodGroup"),
-            "podgroups",
-        )
+impl ResourceApi {
+    fn all(node_selector: &str) -> Vec<ResourceApi> {
+        let plain = |resource, path, kind, api_version| {
+            ResourceApi {
+            resource,
+            path,
+            object: ObjectType { kind, api_version },
+            selector: String::new(),
+            optional: false,
+            forbidden: "forbidden: give the descheduler's ClusterRole get, list and watch on it, as in manifests/base/clusterrole.yaml",
+        }
+        };
+        let mut nodes = plain(Resource::Nodes, "/api/v1/nodes", "Node", "v1");
+        nodes.selector = node_selector.trim().to_string();
+        let group = |kind: GangKind, path, api_version, forbidden| ResourceApi {
+            resource: Resource::PodGroups(kind),
+            path,
+            object: ObjectType {
+                kind: "PodGroup",
+                api_version,
+            },
+            selector: String::new(),
+            optional: true,
+            forbidden,
+        };
+        vec![
+            nodes,
+            plain(Resource::Pods, "/api/v1/pods", "Pod", "v1"),
+            plain(
+                Resource::PodDisruptionBudgets,
+                "/apis/policy/v1/poddisruptionbudgets",
+                "PodDisruptionBudget",
+                "policy/v1",
+            ),
+            plain(Resource::Namespaces, "/api/v1/namespaces", "Namespace", "v1"),
+            plain(
+                Resource::PriorityClasses,
+                "/apis/scheduling.k8s.io/v1/priorityclasses",
+                "PriorityClass",
+                "scheduling.k8s.io/v1",
+            ),
+            group(
+                GangKind::SchedulerPlugins,
+                "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+                "scheduling.x-k8s.io/v1alpha1",
+                "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.x-k8s.io], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml",
+            ),
+            group(
+                GangKind::Volcano,
+                "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+                "scheduling.volcano.sh/v1beta1",
+                "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.volcano.sh], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml",
+            ),
+        ]
     }
 
-    fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
-        Api::all_with(client.clone(), &self.resource())
+    /// The request's URI with `query` (and the label selector).
+    fn uri(&self, query: &[(&str, &str)]) -> String {
+        let mut uri = self.path.to_string();
+        let mut sep = '?';
+        let selector = [("labelSelector", self.selector.as_str())];
+        let extra = if self.selector.is_empty() {
+            &selector[..0]
+        } else {
+            &selector[..]
+        };
+        for (k, v) in query.iter().chain(extra) {
+            uri.push(sep);
+            sep = '&';
+            uri.push_str(k);
+            uri.push('=');
+            uri.push_str(&encode(v));
+        }
+        uri
     }
 
-    fn type_meta(&self) -> TypeMeta {
-        TypeMeta {
-            api_version: format!("{}/{}", self.group, self.version),
-            kind: "PodGroup".into(),
+    /// Names the resource in errors.
+    fn what(&self) -> &'static str {
+        self.resource.name()
+    }
+}
+
+/// Percent-encodes a query value.
+fn encode(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Why reading a resource failed.
+#[derive(Debug)]
+enum ReadError {
+    Api(kube::Error),
+    Decode(SnapshotError),
+}
+
+impl ReadError {
+    fn status(&self) -> Option<u16> {
+        match self {
+            ReadError::Api(kube::Error::Api(s)) => Some(s.code),
+            _ => None,
+        }
+    }
+
+    fn into_live(self, api: &ResourceApi) -> LiveError {
+        match self {
+            ReadError::Decode(e) => LiveError::Decode(e),
+            ReadError::Api(source) => LiveError::List {
+                what: if matches!(&source, kube::Error::Api(s) if s.code == 403) {
+                    api.forbidden_message()
+                } else {
+                    api.what()
+                },
+                source,
+            },
         }
     }
 }
 
-/// 404 or 403 from the API. (An API group that is not served answers a plain-text
-/// "404 page not found", which carries the code but not the reason.)
-fn api_status(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(s) if s.code == 404 || s.is_not_found() => Some(404),
-        kube::Error::Api(s) if s.code == 403 || s.is_forbidden() => Some(403),
-        _ => None,
+impl ResourceApi {
+    fn forbidden_message(&self) -> &'static str {
+        // `what` is a &'static str: the messages are fixed per resource.
+        match self.resource {
+            Resource::PodGroups(_) => self.forbidden,
+            Resource::Nodes => "nodes (forbidden: give the descheduler's ClusterRole get, list and watch on nodes, as in manifests/base/clusterrole.yaml)",
+            Resource::Pods => "pods (forbidden: give the descheduler's ClusterRole get, list and watch on pods, as in manifests/base/clusterrole.yaml)",
+            Resource::PodDisruptionBudgets => "poddisruptionbudgets (forbidden: give the descheduler's ClusterRole get, list and watch on poddisruptionbudgets.policy, as in manifests/base/clusterrole.yaml)",
+            Resource::Namespaces => "namespaces (forbidden: give the descheduler's ClusterRole get, list and watch on namespaces, as in manifests/base/clusterrole.yaml)",
+            Resource::PriorityClasses => "priorityclasses (forbidden: give the descheduler's ClusterRole get, list and watch on priorityclasses.scheduling.k8s.io, as in manifests/base/clusterrole.yaml)",
+        }
     }
 }
 
-/// Lists one kind of PodGroup; none when its CRD is not installed.
-async fn list_pod_groups(
+/// Sends a GET and returns the response, or the API's error (its Status).
+async fn get(
     api: &ApiClient,
-    pg: &PodGroupApi,
-) -> Result<Vec<DynamicObject>, LiveError> {
-    match list_pages(api, pg.api(&api.client), &ListParams::default()).await {
-        Ok(mut items) => {
-            // Items of a list may come without their type; the decoder needs it.
-            for o in &mut items {
-                o.types.get_or_insert_with(|| pg.type_meta());
-            }
-            Ok(items)
+    uri: &str,
+) -> Result<http::Response<kube::client::Body>, kube::Error> {
+    api.throttle().await;
+    let request = http::Request::get(uri)
+        .header(http::header::ACCEPT, "application/json")
+        .body(kube::client::Body::empty())
+        .map_err(kube::Error::HttpError)?;
+    let response = api.client.send(request).await?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let body = response.into_body().collect().await?.to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    Err(kube::Error::Api(
+        match serde_json::from_str::<kube::core::Status>(&text) {
+            Ok(s) => s,
+            // Not every error is a Status: a group that is not served answers a plain
+            // "404 page not found".
+            Err(_) => kube::core::Status::failure(text.trim(), "").with_code(status.as_u16()),
         }
-        Err(e) if api_status(&e) == Some(404) => {
+        .boxed(),
+    ))
+}
+
+/// Lists one resource: one request, its body decoded on a thread of its own as it arrives.
+async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError> {
+    let response = get(api, &r.uri(&[])).await.map_err(ReadError::Api)?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(64);
+    let what = format!("the API's {} list", r.what());
+    let object = r.object;
+    let decoder = tokio::task::spawn_blocking(move || {
+        let mut d = ListDecoder::new(what, object);
+        while let Some(bytes) = rx.blocking_recv() {
+            d.push(&bytes)?;
+        }
+        d.finish()
+    });
+    let mut body = response.into_body();
+    let mut failed = None;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    // The decoder stops early only on an error, which it returns.
+                    if tx.send(data).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let decoded = decoder
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    match (failed, decoded) {
+        (_, Err(e)) if !matches!(e, SnapshotError::Response { .. }) => Err(ReadError::Decode(e)),
+        (Some(e), _) => Err(ReadError::Api(e)),
+        (None, d) => {
+            let d = d.map_err(ReadError::Decode)?;
+            if !d.continue_token.is_empty() {
+                // Not asked for (no limit): a server that pages anyway is not understood.
+                return Err(ReadError::Decode(SnapshotError::Response {
+                    what: format!("the API's {} list", r.what()),
+                    message: "the API server answered one page of several without being asked to"
+                        .into(),
+                }));
+            }
+            Ok(d)
+        }
+    }
+}
+
+/// Lists one resource for a one-shot cycle: an absent CRD gives none.
+async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, LiveError> {
+    match list(api, r).await {
+        Ok(d) => Ok(d.parts),
+        Err(e) if r.optional && e.status() == Some(404) => {
             tracing::debug!(
-                resource = pg.what,
+                resource = r.what(),
                 "the PodGroup CRD is not installed; no gangs of this kind"
             );
-            Ok(Vec::new())
+            Ok(SnapshotParts::default())
         }
-        Err(source) if api_status(&source) == Some(403) => Err(LiveError::List {
-            what: pg.forbidden,
-            source,
-        }),
-        Err(source) => Err(LiveError::List {
-            what: pg.what,
-            source,
-        }),
+        Err(e) => Err(e.into_live(r)),
     }
 }
 
-/// Lists everything once (one-shot mode). Any failed list fails the cycle: nothing is
-/// evicted from an incomplete picture.
+/// Appends the objects of `more` to `to`'s.
+fn join(to: &mut SnapshotParts, more: SnapshotParts) {
+    fn list<T>(to: &mut Vec<T>, mut more: Vec<T>) {
+        if to.is_empty() {
+            *to = more;
+        } else {
+            to.append(&mut more);
+        }
+    }
+    list(&mut to.nodes, more.nodes);
+    list(&mut to.pods, more.pods);
+    list(&mut to.pdbs, more.pdbs);
+    list(&mut to.namespaces, more.namespaces);
+    list(&mut to.priority_classes, more.priority_classes);
+    list(&mut to.pod_groups, more.pod_groups);
+}
+
+/// Lists everything once (one-shot mode), every resource at once. Any failed list fails
+/// the cycle: nothing is evicted from an incomplete picture.
 pub async fn list_snapshot(
     api: &ApiClient,
     node_selector: &str,
 ) -> Result<ClusterSnapshot, LiveError> {
-    let all = ListParams::default();
-    let nodes: Vec<Node> = list_all(api, &node_params(node_selector), "nodes").await?;
-    let pods: Vec<Pod> = list_all(api, &all, "pods").await?;
-    let pdbs: Vec<PodDisruptionBudget> = list_all(api, &all, "poddisruptionbudgets").await?;
-    let namespaces: Vec<Namespace> = list_all(api, &all, "namespaces").await?;
-    let pcs: Vec<PriorityClass> = list_all(api, &all, "priorityclasses").await?;
-    let mut groups = Vec::new();
-    for pg in &POD_GROUP_APIS {
-        groups.extend(list_pod_groups(api, pg).await?);
+    let resources = ResourceApi::all(node_selector);
+    let lists = futures::future::try_join_all(resources.iter().map(|r| list_once(api, r))).await?;
+    let mut parts = SnapshotParts::default();
+    for l in lists {
+        join(&mut parts, l);
     }
-    let mut w = ListWriter::new();
-    nodes.iter().for_each(|o| w.push(o));
-    pods.iter().for_each(|o| w.push(o));
-    pdbs.iter().for_each(|o| w.push(o));
-    namespaces.iter().for_each(|o| w.push(o));
-    pcs.iter().for_each(|o| w.push(o));
-    groups.iter().for_each(|o| w.push(o));
-    w.finish()
-}
-
-/// Watch caches for continuous mode.
-pub struct WatchSource {
-    nodes: Store<Node>,
-    pods: Store<Pod>,
-    pdbs: Store<PodDisruptionBudget>,
-    namespaces: Store<Namespace>,
-    priority_classes: Store<PriorityClass>,
-    /// Boxed: the source lives in an enum beside a variant with no data.
-    pod_groups: Box<PodGroupCaches>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-struct PodGroupCaches {
-    caches: Vec<PodGroupCache>,
-    /// For the list that gives a refused PodGroup watch's error.
-    api: ApiClient,
-}
-
-/// Whether a PodGroup CRD is served, as the watch last saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CrdState {
-    /// Nothing heard yet.
-    Unknown,
-    Present,
-    /// 404: the CRD is not installed; no PodGroups of this kind.
-    Absent,
-    /// 403: RBAC does not allow reading it.
-    Forbidden,
-}
-
-/// A watch cache for one kind of PodGroup, which may not exist in the cluster.
-struct PodGroupCache {
-    api: &'static PodGroupApi,
-    store: Store<DynamicObject>,
-    state: tokio::sync::watch::Receiver<CrdState>,
-}
-
-fn spawn_pod_group_cache(
-    client: kube::Client,
-    pg: &'static PodGroupApi,
-) -> (PodGroupCache, tokio::task::JoinHandle<()>) {
-    let writer = reflector::store::Writer::<DynamicObject>::new(pg.resource());
-    let store = writer.as_reader();
-    let (tx, rx) = tokio::sync::watch::channel(CrdState::Unknown);
-    let stream = reflector::reflector(writer, watcher(pg.api(&client), watcher::Config::default()))
-        .default_backoff();
-    let task = tokio::spawn(async move {
-        let tx = &tx;
-        stream
-            .for_each(|event| async move {
-                let state = match &event {
-                    // `Init` comes before the list is tried; anything after it is an answer.
-                    Ok(watcher::Event::Init) => None,
-                    Ok(_) => Some(CrdState::Present),
-                    Err(
-                        watcher::Error::InitialListFailed(e)
-                        | watcher::Error::WatchStartFailed(e)
-                        | watcher::Error::WatchFailed(e),
-                    ) => match api_status(e) {
-                        Some(404) => Some(CrdState::Absent),
-                        Some(403) => Some(CrdState::Forbidden),
-                        _ => None,
-                    },
-                    Err(_) => None,
-                };
-                if let Some(s) = state {
-                    tx.send_if_modified(|old| std::mem::replace(old, s) != s);
-                }
-                match event {
-                    Err(e) if state == Some(CrdState::Absent) => {
-                        tracing::debug!(resource = pg.what, error = %e, "the PodGroup CRD is not installed; no gangs of this kind")
-                    }
-                    Err(e) => {
-                        tracing::warn!(resource = pg.what, error = %e, "watch error; retrying")
-                    }
-                    Ok(_) => {}
-                }
-            })
-            .await;
-    });
-    (
-        PodGroupCache {
-            api: pg,
-            store,
-            state: rx,
-        },
-        task,
+    Ok(
+        tokio::task::spawn_blocking(move || ClusterSnapshot::build(parts))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())),
     )
 }
 
-impl PodGroupCache {
-    /// The cached PodGroups once the cache has an answer: none when the CRD is absent; a
-    /// 403 is the error of a fresh list (it names the RBAC rule to add).
-    async fn objects(&self, api: &ApiClient) -> Result<Vec<DynamicObject>, LiveError> {
-        let mut rx = self.state.clone();
-        let state = match rx.wait_for(|s| *s != CrdState::Unknown).await {
-            Ok(s) => *s,
-            Err(_) => return Err(LiveError::NotSynced(Duration::ZERO)),
+/// What a resource's reader tells the source.
+enum Update {
+    Change(Change),
+    /// Reading the resource failed (it is retried): why.
+    Failed(Resource, String),
+}
+
+/// How a watch ended.
+enum WatchEnd {
+    /// The server closed it (its timeout): watch again from the last version.
+    Closed,
+    /// The version is too old (410 Gone): list again.
+    Expired,
+    Failed(ReadError),
+}
+
+/// A watch's timeout, as client-go's reflectors choose it: between 5 and 10 minutes, so
+/// that the watches of many clients do not all end at once.
+fn watch_timeout() -> u64 {
+    let spread = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| {
+            d.subsec_nanos() as u64 ^ u64::from(std::process::id())
+        });
+    300 + spread % 300
+}
+
+/// Watches `r` from `version`, sending each change; keeps `version` current.
+async fn watch(
+    api: &ApiClient,
+    r: &ResourceApi,
+    version: &mut String,
+    tx: &tokio::sync::mpsc::UnboundedSender<Update>,
+) -> WatchEnd {
+    let timeout = watch_timeout().to_string();
+    let uri = r.uri(&[
+        ("watch", "1"),
+        ("allowWatchBookmarks", "true"),
+        ("resourceVersion", version),
+        ("timeoutSeconds", &timeout),
+    ]);
+    let response = match get(api, &uri).await {
+        Ok(r) => r,
+        Err(e) => {
+            let e = ReadError::Api(e);
+            if e.status() == Some(410) {
+                return WatchEnd::Expired;
+            }
+            return WatchEnd::Failed(e);
+        }
+    };
+    let what = format!("the API's {} watch", r.what());
+    let mut body = response.into_body();
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let data = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+            // A watch cut off (the server went away, a proxy timed out): watch again.
+            Err(e) => {
+                tracing::debug!(resource = r.what(), error = %e, "watch interrupted");
+                return WatchEnd::Closed;
+            }
         };
-        match state {
-            CrdState::Absent => Ok(Vec::new()),
-            CrdState::Forbidden => list_pod_groups(api, self.api).await,
-            CrdState::Present | CrdState::Unknown => {
-                if self.store.wait_until_ready().await.is_err() {
-                    return Err(LiveError::NotSynced(Duration::ZERO));
+        buf.extend_from_slice(&data);
+        let mut start = 0;
+        while let Some(nl) = buf[start..].iter().position(|&b| b == b'\n') {
+            let line = &buf[start..start + nl];
+            start += nl + 1;
+            let line = match std::str::from_utf8(line) {
+                Ok(l) if l.trim().is_empty() => continue,
+                Ok(l) => l,
+                Err(e) => {
+                    return WatchEnd::Failed(ReadError::Decode(SnapshotError::Response {
+                        what,
+                        message: format!("a watch event is not UTF-8 text: {e}"),
+                    }))
                 }
-                Ok(self
-                    .store
-                    .state()
-                    .iter()
-                    .map(|o| {
-                        let mut o = o.as_ref().clone();
-                        o.types.get_or_insert_with(|| self.api.type_meta());
-                        o
-                    })
-                    .collect())
+            };
+            let event = match decode_event(&what, r.object, line) {
+                Ok(e) => e,
+                Err(e) => return WatchEnd::Failed(ReadError::Decode(e)),
+            };
+            let change = match event.kind {
+                EventType::Added | EventType::Modified => event.object.map(Change::Upsert),
+                EventType::Deleted => event.object.map(Change::Delete),
+                EventType::Bookmark => None,
+                EventType::Error => {
+                    let status = event.status.unwrap_or_default();
+                    if status.code == 410 {
+                        return WatchEnd::Expired;
+                    }
+                    let status = kube::core::Status::failure(&status.message, &status.reason)
+                        .with_code(status.code);
+                    return WatchEnd::Failed(ReadError::Api(kube::Error::Api(status.boxed())));
+                }
+            };
+            if !event.resource_version.is_empty() {
+                *version = event.resource_version;
+            }
+            if let Some(c) = change {
+                if tx.send(Update::Change(c)).is_err() {
+                    return WatchEnd::Closed;
+                }
+            }
+        }
+        buf.drain(..start);
+    }
+    WatchEnd::Closed
+}
+
+/// Waits before trying again: 0.5 s, doubling up to 30 s.
+struct Backoff(Duration);
+
+impl Backoff {
+    fn new() -> Self {
+        Backoff(Duration::from_millis(500))
+    }
+    async fn wait(&mut self) {
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(Duration::from_secs(30));
+    }
+    fn reset(&mut self) {
+        *self = Backoff::new();
+    }
+}
+
+/// How often a gang scheduler's absent CRD is looked for again.
+const ABSENT_CRD_RECHECK: Duration = Duration::from_secs(60);
+
+/// Keeps one resource current: lists it, watches it, lists it again when needed.
+async fn keep(api: ApiClient, r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSender<Update>) {
+    let mut backoff = Backoff::new();
+    // Whether the resource is known absent (a CRD not installed): said once.
+    let mut absent = false;
+    loop {
+        let mut version = match list(&api, &r).await {
+            Ok(d) => {
+                absent = false;
+                backoff.reset();
+                if tx
+                    .send(Update::Change(Change::Replace(r.resource, d.parts)))
+                    .is_err()
+                {
+                    return;
+                }
+                d.resource_version
+            }
+            Err(e) if r.optional && e.status() == Some(404) => {
+                if !absent {
+                    tracing::debug!(
+                        resource = r.what(),
+                        "the PodGroup CRD is not installed; no gangs of this kind"
+                    );
+                    absent = true;
+                    let none = Change::Replace(r.resource, SnapshotParts::default());
+                    if tx.send(Update::Change(none)).is_err() {
+                        return;
+                    }
+                }
+                tokio::time::sleep(ABSENT_CRD_RECHECK).await;
+                continue;
+            }
+            Err(e) => {
+                let e = e.into_live(&r);
+                tracing::warn!(resource = r.what(), error = %e, "list failed; retrying");
+                if tx.send(Update::Failed(r.resource, e.to_string())).is_err() {
+                    return;
+                }
+                backoff.wait().await;
+                continue;
+            }
+        };
+        loop {
+            match watch(&api, &r, &mut version, &tx).await {
+                WatchEnd::Closed => {
+                    if tx.is_closed() {
+                        return;
+                    }
+                }
+                WatchEnd::Expired => {
+                    tracing::info!(
+                        resource = r.what(),
+                        "watch version expired (410 Gone); listing again"
+                    );
+                    break;
+                }
+                WatchEnd::Failed(e) => {
+                    let status = e.status();
+                    let e = e.into_live(&r);
+                    tracing::warn!(resource = r.what(), error = %e, "watch failed; retrying");
+                    backoff.wait().await;
+                    // A decoding error, or a resource gone: list again.
+                    if status.is_none() || status == Some(404) {
+                        break;
+                    }
+                }
             }
         }
     }
 }
 
-fn spawn_cache<K>(
-    client: kube::Client,
-    config: watcher::Config,
-    what: &'static str,
-) -> (Store<K>, tokio::task::JoinHandle<()>)
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let (reader, writer) = reflector::store::<K>();
-    let stream =
-        reflector::reflector(writer, watcher(Api::<K>::all(client), config)).default_backoff();
-    let task = tokio::spawn(async move {
-        stream
-            .for_each(|event| async move {
-                if let Err(e) = event {
-                    tracing::warn!(resource = what, error = %e, "watch error; retrying");
-                }
-            })
-            .await;
-    });
-    (reader, task)
+/// The cluster kept current from watches, for continuous mode.
+pub struct WatchSource {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Update>,
+    store: ClusterStore,
+    /// The last failure of each resource not read yet.
+    failures: BTreeMap<Resource, String>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl WatchSource {
     pub fn start(api: &ApiClient, node_selector: &str) -> WatchSource {
-        let c = &api.client;
-        let mut node_cfg = watcher::Config::default();
-        if !node_selector.trim().is_empty() {
-            node_cfg = node_cfg.labels(node_selector);
-        }
-        let (nodes, t1) = spawn_cache(c.clone(), node_cfg, "nodes");
-        let (pods, t2) = spawn_cache(c.clone(), watcher::Config::default(), "pods");
-        let (pdbs, t3) = spawn_cache(
-            c.clone(),
-            watcher::Config::default(),
-            "poddisruptionbudgets",
-        );
-        let (namespaces, t4) = spawn_cache(c.clone(), watcher::Config::default(), "namespaces");
-        let (priority_classes, t5) =
-            spawn_cache(c.clone(), watcher::Config::default(), "priorityclasses");
-        let mut tasks = vec![t1, t2, t3, t4, t5];
-        let pod_groups = POD_GROUP_APIS
-            .iter()
-            .map(|pg| {
-                let (cache, task) = spawn_pod_group_cache(c.clone(), pg);
-                tasks.push(task);
-                cache
-            })
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let tasks = ResourceApi::all(node_selector)
+            .into_iter()
+            .map(|r| tokio::spawn(keep(api.clone(), r, tx.clone())))
             .collect();
         WatchSource {
-            nodes,
-            pods,
-            pdbs,
-            namespaces,
-            priority_classes,
-            pod_groups: Box::new(PodGroupCaches {
-                caches: pod_groups,
-                api: api.clone(),
-            }),
+            rx,
+            store: ClusterStore::new(),
+            failures: BTreeMap::new(),
             tasks,
         }
     }
 
-    /// Builds a snapshot from the caches, once they have synced.
-    pub async fn snapshot(&self, sync_timeout: Duration) -> Result<ClusterSnapshot, LiveError> {
-        let synced = async {
-            if !(self.nodes.wait_until_ready().await.is_ok()
-                && self.pods.wait_until_ready().await.is_ok()
-                && self.pdbs.wait_until_ready().await.is_ok()
-                && self.namespaces.wait_until_ready().await.is_ok()
-                && self.priority_classes.wait_until_ready().await.is_ok())
-            {
-                return Err(LiveError::NotSynced(sync_timeout));
+    fn take(&mut self, update: Update) {
+        match update {
+            Update::Change(c) => {
+                if let Change::Replace(r, _) = &c {
+                    self.failures.remove(r);
+                }
+                self.store.apply(c)
             }
-            let mut groups = Vec::new();
-            for cache in &self.pod_groups.caches {
-                groups.extend(cache.objects(&self.pod_groups.api).await?);
+            Update::Failed(r, why) => {
+                self.failures.insert(r, why);
             }
-            Ok(groups)
-        };
-        let groups = match tokio::time::timeout(sync_timeout, synced).await {
-            Ok(Ok(groups)) => groups,
-            Ok(Err(LiveError::NotSynced(_))) | Err(_) => {
-                return Err(LiveError::NotSynced(sync_timeout))
-            }
-            Ok(Err(e)) => return Err(e),
-        };
-        let mut w = ListWriter::new();
-        push_all_typed(&mut w, self.nodes.state());
-        push_all_typed(&mut w, self.pods.state());
-        push_all_typed(&mut w, self.pdbs.state());
-        push_all_typed(&mut w, self.namespaces.state());
-        push_all_typed(&mut w, self.priority_classes.state());
-        groups.iter().for_each(|o| w.push(o));
-        w.finish()
+        }
     }
-}
 
-fn push_all_typed<K: Serialize>(w: &mut ListWriter, items: Vec<Arc<K>>) {
-    for o in &items {
-        w.push(o.as_ref());
+    /// The cluster now: every change received so far taken in, once every resource has
+    /// had a complete list (waiting up to `sync_timeout` for that).
+    pub async fn snapshot(
+        &mut self,
+        sync_timeout: Duration,
+    ) -> Result<&mut ClusterSnapshot, LiveError> {
+        let deadline = tokio::time::Instant::now() + sync_timeout;
+        loop {
+            while let Ok(u) = self.rx.try_recv() {
+                self.take(u);
+            }
+            let missing = self.store.missing();
+            if missing.is_empty() {
+                break;
+            }
+            // A resource refused outright (403) is an error now, not after the timeout.
+            if let Some(why) = missing
+                .iter()
+                .filter_map(|r| self.failures.get(r))
+                .find(|w| w.contains("forbidden"))
+            {
+                return Err(LiveError::Unreadable(why.clone()));
+            }
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(u)) => self.take(u),
+                Ok(None) => return Err(LiveError::NotSynced(sync_timeout)),
+                Err(_) => {
+                    let why: Vec<String> = missing
+                        .iter()
+                        .map(|r| match self.failures.get(r) {
+                            Some(w) => format!("{}: {w}", r.name()),
+                            None => format!("{}: no answer", r.name()),
+                        })
+                        .collect();
+                    tracing::error!(unread = %why.join("; "), "resources not read yet");
+                    return Err(LiveError::NotSynced(sync_timeout));
+                }
+            }
+        }
+        let changes = self.store.changes();
+        let started = std::time::Instant::now();
+        let snap = self.store.snapshot();
+        tracing::debug!(
+            changes,
+            seconds = started.elapsed().as_secs_f64(),
+            "cluster state taken in"
+        );
+        Ok(snap)
     }
 }
 
@@ -445,6 +611,25 @@ impl Drop for WatchSource {
     fn drop(&mut self) {
         for t in &self.tasks {
             t.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_carry_the_selector_encoded() {
+        let all = ResourceApi::all("kubernetes.io/os=linux,tier in (a,b)");
+        assert_eq!(
+            all[0].uri(&[("watch", "1")]),
+            "/api/v1/nodes?watch=1&labelSelector=kubernetes.io%2Fos%3Dlinux%2Ctier%20in%20%28a%2Cb%29"
+        );
+        assert_eq!(all[1].uri(&[]), "/api/v1/pods");
+        assert_eq!(all.len(), Resource::ALL.len());
+        for (r, want) in all.iter().zip(Resource::ALL) {
+            assert_eq!(r.resource, want);
         }
     }
 }

@@ -38,8 +38,10 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::Arc;
+use stream::ObjectType;
 
 mod fast;
+pub mod stream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -58,6 +60,8 @@ pub enum SnapshotError {
         field: String,
         message: String,
     },
+    #[error("{what}: the API server's answer could not be read ({message}); if it persists, report it with the API server's version")]
+    Response { what: String, message: String },
     #[error("snapshot {file}: holds no Node objects, so there is nothing to plan. Include nodes: `kubectl get nodes,pods,poddisruptionbudgets,namespaces,priorityclasses -A -o yaml`")]
     NoNodes { file: String },
 }
@@ -170,6 +174,7 @@ fn decode_json(
         parts,
         shapes: Shapes::default(),
         error: None,
+        defaults: None,
     };
     let result = match std::str::from_utf8(bytes) {
         Ok(text) => stream_json(&mut sink, serde_json::Deserializer::from_str(text), array),
@@ -341,7 +346,7 @@ mod parallel {
         }
     }
 
-    fn skip_ws(b: &[u8], mut pos: usize) -> usize {
+    pub(super) fn skip_ws(b: &[u8], mut pos: usize) -> usize {
         while pos < b.len() && b[pos].is_ascii_whitespace() {
             pos += 1;
         }
@@ -356,14 +361,24 @@ mod parallel {
         }
     }
 
-    enum Step<T> {
+    pub(super) enum Step<T> {
         Done(T, usize),
         /// The text ends inside the value.
         Short,
         Invalid,
     }
 
-    fn step<'de, T: serde::Deserialize<'de>>(text: &'de str, pos: usize) -> Step<T> {
+    impl<T> Step<T> {
+        pub(super) fn map<U>(self, f: impl FnOnce(T) -> U) -> Step<U> {
+            match self {
+                Step::Done(v, at) => Step::Done(f(v), at),
+                Step::Short => Step::Short,
+                Step::Invalid => Step::Invalid,
+            }
+        }
+    }
+
+    pub(super) fn step<'de, T: serde::Deserialize<'de>>(text: &'de str, pos: usize) -> Step<T> {
         let mut it = serde_json::Deserializer::from_str(&text[pos..]).into_iter::<T>();
         match it.next() {
             Some(Ok(v)) => Step::Done(v, pos + it.byte_offset()),
@@ -475,26 +490,14 @@ mod parallel {
                         if index == 0 && stop.is_none() && b[p] == b']' {
                             return Some(w.base + p + 1);
                         }
-                        // The common object by hand, into the window's reused object.
-                        let mut reader = fast::Reader::new(text, p);
-                        if fast::object(&mut reader, &mut place).is_some() {
-                            sink.add::<serde_json::Error>(index, &mut place).ok()?;
-                            index += 1;
-                            pos = reader.pos();
-                            want_item = false;
-                            continue;
-                        }
-                        // Boxed: the object is a kilobyte, and `step` would move it by value
-                        // several times.
-                        match step::<Box<RawObject<'_>>>(text, p) {
-                            Step::Done(mut obj, after) => {
-                                sink.add::<serde_json::Error>(index, &mut obj).ok()?;
+                        match item(text, p, &mut place, sink, index, None) {
+                            Step::Done(Ok(()), after) => {
                                 index += 1;
                                 pos = after;
                                 want_item = false;
                             }
                             Step::Short => break p,
-                            Step::Invalid => return None,
+                            Step::Done(Err(()), _) | Step::Invalid => return None,
                         }
                     } else {
                         let at = w.base + p;
@@ -513,6 +516,43 @@ mod parallel {
             };
             w.advance(keep)?;
             pos = 0;
+        }
+    }
+
+    /// One item of a list at byte `p` of `text`, added to `sink` as item `index`: Done with
+    /// the position after it (Err when the sink refused the object: the error is in the
+    /// sink), Short when the text ends inside it, Invalid when it is not JSON of an object.
+    /// The common object is read by hand into `place` (reused item after item), anything
+    /// else by serde. With `version`, the object's `metadata.resourceVersion` is kept there.
+    pub(super) fn item<'t>(
+        text: &'t str,
+        p: usize,
+        place: &mut RawObject<'t>,
+        sink: &mut Sink<'_>,
+        index: usize,
+        version: Option<&mut String>,
+    ) -> Step<Result<(), ()>> {
+        let keep = |obj: &RawObject<'_>, version: Option<&mut String>| {
+            if let Some(v) = version {
+                v.clear();
+                v.push_str(&obj.metadata.resource_version);
+            }
+        };
+        let mut reader = fast::Reader::new(text, p);
+        if fast::object(&mut reader, place).is_some() {
+            keep(place, version);
+            let added = sink.add::<serde_json::Error>(index, place).map_err(drop);
+            return Step::Done(added, reader.pos());
+        }
+        // Boxed: the object is a kilobyte, and `step` would move it by value several times.
+        match step::<Box<RawObject<'_>>>(text, p) {
+            Step::Done(mut obj, after) => {
+                keep(&obj, version);
+                let added = sink.add::<serde_json::Error>(index, &mut obj).map_err(drop);
+                Step::Done(added, after)
+            }
+            Step::Short => Step::Short,
+            Step::Invalid => Step::Invalid,
         }
     }
 
@@ -677,6 +717,7 @@ mod parallel {
                     parts: &mut d.parts,
                     shapes: std::mem::take(&mut d.shapes),
                     error: None,
+                    defaults: None,
                 };
                 let end = items(source, from, stop, piece, &mut sink);
                 d.shapes = std::mem::take(&mut sink.shapes);
@@ -800,10 +841,21 @@ struct Sink<'p> {
     /// The shapes of `parts.pods`.
     shapes: Shapes,
     error: Option<SnapshotError>,
+    /// The type of items that come without theirs (the API's typed lists, such as a
+    /// PodList, leave `kind` and `apiVersion` out of their items).
+    defaults: Option<ObjectType>,
 }
 
 impl Sink<'_> {
     fn add<E: de::Error>(&mut self, index: usize, obj: &mut RawObject<'_>) -> Result<(), E> {
+        if let Some(t) = self.defaults {
+            if obj.kind.is_empty() {
+                obj.kind = Str(Cow::Borrowed(t.kind));
+            }
+            if obj.api_version.is_empty() {
+                obj.api_version = Str(Cow::Borrowed(t.api_version));
+            }
+        }
         add_object(self.file, index, obj, self.parts, &mut self.shapes).map_err(|e| {
             self.error = Some(e);
             E::custom("invalid object")
@@ -2015,6 +2067,9 @@ struct RawMeta<'a> {
     namespace: Str<'a>,
     #[serde(borrow)]
     uid: Str<'a>,
+    /// Where a watch resumes after this object.
+    #[serde(borrow)]
+    resource_version: Str<'a>,
     #[serde(borrow)]
     labels: Pairs<'a>,
     #[serde(borrow)]
@@ -2805,6 +2860,7 @@ items:
             parts: &mut parts,
             shapes: Shapes::default(),
             error: None,
+            defaults: None,
         };
         let text = std::str::from_utf8(bytes).unwrap();
         stream_json(&mut sink, serde_json::Deserializer::from_str(text), false).unwrap();

@@ -12,6 +12,7 @@ pub mod decode;
 mod pods;
 mod resources;
 pub(crate) mod shapes;
+pub mod store;
 pub mod synthetic;
 pub mod usage;
 
@@ -717,6 +718,23 @@ impl ClusterSnapshot {
             pod_node,
             usage: usage::Usage::default(),
         }
+    }
+
+    /// The objects, without the indexes (to change them and build again).
+    pub(crate) fn into_parts(self) -> SnapshotParts {
+        SnapshotParts {
+            nodes: self.nodes,
+            pods: self.pods.into_vec(),
+            pdbs: self.pdbs,
+            namespaces: self.namespaces,
+            priority_classes: self.priority_classes,
+            pod_groups: self.pod_groups,
+        }
+    }
+
+    /// Drops the measured usage attached for a cycle.
+    pub(crate) fn clear_usage(&mut self) {
+        self.usage = usage::Usage::default();
     }
 
     pub fn node(&self, id: NodeId) -> &Node {

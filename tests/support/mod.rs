@@ -90,6 +90,7 @@ impl Components {
             controller_manager: true,
             scheduler: true,
             fake_kubelet: true,
+            apiserver_args: &[],
         }
     }
 
@@ -99,6 +100,7 @@ impl Components {
             controller_manager: false,
             scheduler: false,
             fake_kubelet: false,
+            apiserver_args: &[],
         }
     }
 }
@@ -858,7 +860,7 @@ async fn start_cluster(components: Components, bin: &Path) -> Result<Cluster, St
             &pki,
             "scheduler",
         )?;
-        launch_store(&mut procs, bin, &path, &pki, &ports)?;
+        launch_store(&mut procs, bin, &path, &pki, &ports, components)?;
         let config = admin_config(&kubeconfig).await?;
         let mut probe = config.clone();
         probe.default_retry = false;
@@ -913,6 +915,7 @@ fn launch_store(
     dir: &Path,
     pki: &Pki,
     ports: &Ports,
+    components: Components,
 ) -> Result<(), String> {
     let log = |name: &str| dir.join("logs").join(format!("{name}.log"));
     let etcd_url = format!("http://127.0.0.1:{}", ports.etcd);
@@ -970,6 +973,10 @@ fn launch_store(
         arg("profiling", false),
         arg("v", 1),
     ];
+    let apiserver: Vec<String> = apiserver
+        .into_iter()
+        .chain(components.apiserver_args.iter().map(|a| a.to_string()))
+        .collect();
     let apiserver_exe = bin.join("kube-apiserver");
     procs.list.push(Proc::spawn(
         "kube-apiserver",

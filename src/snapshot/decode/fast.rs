@@ -438,6 +438,7 @@ fn clear_meta(m: &mut RawMeta<'_>) {
     m.name = Str::default();
     m.namespace = Str::default();
     m.uid = Str::default();
+    m.resource_version = Str::default();
     m.labels.0.clear();
     m.annotations = Annotations::default();
     m.owner_references.clear();
@@ -456,6 +457,7 @@ fn meta<'de>(r: &mut Reader<'de>, m: &mut RawMeta<'de>) -> R {
         "ownerReferences",
         "creationTimestamp",
         "deletionTimestamp",
+        "resourceVersion",
     ];
     r.fields(KEYS, |r, i| match i {
         0 => r.string().map(|v| m.name = v),
@@ -465,7 +467,8 @@ fn meta<'de>(r: &mut Reader<'de>, m: &mut RawMeta<'de>) -> R {
         4 => annotations(r, &mut m.annotations),
         5 => r.list(&mut m.owner_references, owner),
         6 => r.opt_string().map(|v| m.creation_timestamp = v),
-        _ => r.opt_string().map(|v| m.deletion_timestamp = v),
+        7 => r.opt_string().map(|v| m.deletion_timestamp = v),
+        _ => r.string().map(|v| m.resource_version = v),
     })
     .map(drop)
 }
