@@ -286,7 +286,7 @@ async fn only_members_beyond_min_member_are_planned() {
         .gang_id(GangKind::SchedulerPlugins, &ns, "ghost")
         .expect("the ghost gang");
     assert_eq!(listed.gang(ghost).min_member, None);
-    let watch = WatchSource::start(&api, &selector);
+    let mut watch = WatchSource::start(&api, &selector);
     let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
     assert_eq!(watched.pod_groups, listed.pod_groups);
     assert_eq!(watched.gangs, listed.gangs);
@@ -329,7 +329,7 @@ async fn without_podgroup_crds_gangs_are_absent_not_an_error() {
     // The watch caches of continuous mode too: 404 is "no PodGroups", not an unsynced cache.
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
     let selector = format!("{GROUP_LABEL}={group}");
-    let watch = WatchSource::start(&api, &selector);
+    let mut watch = WatchSource::start(&api, &selector);
     let snap = watch.snapshot(Duration::from_secs(60)).await.unwrap();
     assert!(snap.pod_groups.is_empty());
     let train = snap

@@ -495,6 +495,7 @@ async fn keep(api: ApiClient, r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSe
                     if tx.is_closed() {
                         return;
                     }
+                    backoff.reset();
                 }
                 WatchEnd::Expired => {
                     tracing::info!(
@@ -504,12 +505,15 @@ async fn keep(api: ApiClient, r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSe
                     break;
                 }
                 WatchEnd::Failed(e) => {
-                    let status = e.status();
+                    // An event that could not be read leaves the state unknown, and a
+                    // resource gone (a CRD removed) cannot be watched: list again. Anything
+                    // else (the server unreachable, a refusal) is retried from the same
+                    // version.
+                    let relist = matches!(e, ReadError::Decode(_)) || e.status() == Some(404);
                     let e = e.into_live(&r);
                     tracing::warn!(resource = r.what(), error = %e, "watch failed; retrying");
                     backoff.wait().await;
-                    // A decoding error, or a resource gone: list again.
-                    if status.is_none() || status == Some(404) {
+                    if relist {
                         break;
                     }
                 }

@@ -81,6 +81,9 @@ pub struct Components {
     /// The fake kubelet: keeps every Node Ready (and its Lease renewed), marks pods bound to a
     /// node Running, and completes their graceful deletion.
     pub fake_kubelet: bool,
+    /// Flags given to kube-apiserver besides the harness's own (such as
+    /// `--watch-cache=false`).
+    pub apiserver_args: &'static [&'static str],
 }
 
 impl Components {

@@ -1,0 +1,558 @@
+//! How live mode reads the cluster, against a real kube-apiserver of its own per test (no
+//! controller manager, scheduler or kubelet: the tests write objects and statuses as those
+//! would): a one-shot cycle plans exactly what the offline planner plans from `kubectl get -o
+//! json` of the same objects; continuous mode follows watch events (pods created and deleted,
+//! a node going NotReady, a disruption budget changing) into the next cycles' plans; and a
+//! watch whose version expired (410 Gone) is listed again, so changes made while it was cut
+//! off are seen.
+
+mod support;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::*;
+use tokio::io::AsyncBufReadExt;
+
+const NOW: &str = "2026-12-01T00:00:00Z";
+
+/// RemoveDuplicates and LowNodeUtilization, as a user would combine them.
+const POLICY: &str = r#"
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+  - name: default
+    pluginConfig:
+      - name: DefaultEvictor
+      - name: RemoveDuplicates
+      - name: LowNodeUtilization
+        args:
+          thresholds: {cpu: 20, memory: 20, pods: 20}
+          targetThresholds: {cpu: 50, memory: 50, pods: 50}
+    plugins:
+      balance:
+        enabled: [RemoveDuplicates, LowNodeUtilization]
+"#;
+
+/// RemoveDuplicates alone: its plan is easy to predict from the pods per node.
+const DUPLICATES: &str = r#"
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+  - name: default
+    pluginConfig:
+      - name: DefaultEvictor
+      - name: RemoveDuplicates
+    plugins:
+      balance:
+        enabled: [RemoveDuplicates]
+"#;
+
+async fn nodes(client: &kube::Client, names: &[&str]) {
+    for n in names {
+        create_node(
+            client,
+            NodeConfig::new(n)
+                .cpu("4")
+                .memory("8Gi")
+                .label("topology.kubernetes.io/zone", n),
+        )
+        .await;
+    }
+}
+
+/// A ReplicaSet (nothing runs it) and its Running pods, `name-0`, `name-1`, ... on `on`.
+async fn replicaset(client: &kube::Client, ns: &str, name: &str, cpu: &str, on: &[&str]) {
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": on.len(),
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": PAUSE_IMAGE}]}
+            }
+        }
+    }))
+    .unwrap();
+    let rs = Api::<ReplicaSet>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &rs)
+        .await
+        .unwrap();
+    let uid = rs.metadata.uid.unwrap();
+    for (i, node) in on.iter().enumerate() {
+        pod(client, ns, &format!("{name}-{i}"), name, &uid, cpu, node).await;
+    }
+}
+
+async fn pod(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    rs: &str,
+    rs_uid: &str,
+    cpu: &str,
+    node: &str,
+) {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "labels": {"app": rs},
+            "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs_uid,
+                "controller": true, "blockOwnerDeletion": true
+            }]
+        },
+        "spec": {
+            "nodeName": node,
+            "automountServiceAccountToken": false,
+            "containers": [{
+                "name": "c", "image": PAUSE_IMAGE,
+                "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}
+            }]
+        }
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap_or_else(|e| panic!("creating pod {ns}/{name}: {e}"));
+    mark_pod_running(client, ns, name).await;
+}
+
+async fn rs_uid(client: &kube::Client, ns: &str, name: &str) -> String {
+    Api::<ReplicaSet>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap()
+}
+
+/// A PodDisruptionBudget over `app`, with the status the disruption controller would write.
+async fn budget(client: &kube::Client, ns: &str, app: &str, allowed: i32) {
+    let api = Api::<PodDisruptionBudget>::namespaced(client.clone(), ns);
+    if api.get_opt(app).await.unwrap().is_none() {
+        let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+            "metadata": {"name": app},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}}
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &pdb).await.unwrap();
+    }
+    let status = json!({"status": {
+        "disruptionsAllowed": allowed, "currentHealthy": 3, "desiredHealthy": 1,
+        "expectedPods": 3, "observedGeneration": 1
+    }});
+    api.patch_status(app, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
+
+async fn set_ready(client: &kube::Client, node: &str, ready: bool) {
+    let api = Api::<Node>::all(client.clone());
+    let mut n = api.get_status(node).await.unwrap();
+    let status = if ready { "True" } else { "False" };
+    for c in n.status.as_mut().unwrap().conditions.as_mut().unwrap() {
+        if c.type_ == "Ready" {
+            c.status = status.to_string();
+        }
+    }
+    api.replace_status(node, &PostParams::default(), &n)
+        .await
+        .unwrap();
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = tokio::process::Command::new(bin())
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("KUBECONFIG")
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The evicted pods of a report, as `ns/name`, sorted.
+fn evicted(report: &Value) -> Vec<String> {
+    let mut v: Vec<String> = report["evictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["pod"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test]
+async fn a_live_cycle_plans_what_the_offline_planner_plans_from_the_same_objects() {
+    let cluster = Cluster::start(Components::apiserver_only());
+    let client = cluster.client();
+    let ns = create_namespace(&client, "shop").await;
+    nodes(&client, &["n-a", "n-b", "n-c", "n-d"]).await;
+    // n-a is hot and holds most copies of web; n-c and n-d are empty.
+    replicaset(&client, &ns, "web", "500m", &["n-a", "n-a", "n-a", "n-b"]).await;
+    replicaset(&client, &ns, "batch", "600m", &["n-a", "n-a", "n-a"]).await;
+    replicaset(&client, &ns, "api", "200m", &["n-b", "n-b"]).await;
+    budget(&client, &ns, "batch", 1).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(dir.path(), "policy.yaml", POLICY);
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    let (code, live, stderr) = run(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--dry-run",
+        "-o",
+        "json",
+        "--now",
+        NOW,
+    ])
+    .await;
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // The same objects, as a user dumps them.
+    let kubectl = bin_dir().join("kubectl");
+    let dump = std::process::Command::new(&kubectl)
+        .args([
+            "--kubeconfig",
+            &kubeconfig,
+            "get",
+            "nodes,pods,poddisruptionbudgets,namespaces,priorityclasses",
+            "-A",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        dump.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    let snapshot = dir.path().join("cluster.json");
+    std::fs::write(&snapshot, &dump.stdout).unwrap();
+    let (code, offline, stderr) = run(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--snapshot",
+        snapshot.to_str().unwrap(),
+        "-o",
+        "json",
+        "--now",
+        NOW,
+    ])
+    .await;
+    assert_eq!(code, Some(0), "{stderr}");
+
+    let live: Value = serde_json::from_str(&live).unwrap();
+    let offline: Value = serde_json::from_str(&offline).unwrap();
+    assert!(
+        evicted(&live).len() >= 3,
+        "the cluster should need moves: {live:#}"
+    );
+    // The budget of batch allows one eviction: no plan takes more.
+    assert!(
+        evicted(&live)
+            .iter()
+            .filter(|p| p.contains("/batch-"))
+            .count()
+            <= 1,
+        "{live:#}"
+    );
+    assert_eq!(live, offline, "live and offline plans differ");
+}
+
+/// A descheduler in continuous mode, its reports (one JSON document per cycle) and logs
+/// collected as it runs.
+struct Continuous {
+    child: tokio::process::Child,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Continuous {
+    fn start(args: &[&str]) -> Continuous {
+        let mut child = tokio::process::Command::new(bin())
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let collect = |pipe: Box<dyn tokio::io::AsyncRead + Unpin + Send>| {
+            let out = Arc::new(Mutex::new(String::new()));
+            let sink = out.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(pipe).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut s = sink.lock().unwrap();
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            });
+            out
+        };
+        let stdout = collect(Box::new(child.stdout.take().unwrap()));
+        let stderr = collect(Box::new(child.stderr.take().unwrap()));
+        Continuous {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn reports(&self) -> Vec<Value> {
+        let text = self.stdout.lock().unwrap().clone();
+        serde_json::Deserializer::from_str(&text)
+            .into_iter::<Value>()
+            .map_while(Result::ok)
+            .collect()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits for a cycle that starts after now and plans to evict exactly `want`.
+    async fn plans(&mut self, what: &str, want: &[String]) {
+        let seen = self.reports().len();
+        let mut last = None;
+        let ok = wait_until(Duration::from_secs(30), || {
+            let reports = self.reports();
+            // The cycle running now may have read the cluster before the change: skip it.
+            let fresh = reports.get(seen + 1..).unwrap_or_default();
+            last = fresh.last().cloned();
+            let found = fresh.iter().any(|r| evicted(r) == want);
+            async move { found }
+        })
+        .await;
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!(
+                "{what}: the descheduler exited ({status}): {}",
+                self.stderr()
+            );
+        }
+        assert!(
+            ok,
+            "{what}: no cycle planned {want:?}; the last planned {:?}\n{}",
+            last.as_ref().map(evicted),
+            self.stderr()
+        );
+    }
+}
+
+fn pods(ns: &str, names: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = names.iter().map(|n| format!("{ns}/{n}")).collect();
+    v.sort();
+    v
+}
+
+#[tokio::test]
+async fn continuous_mode_follows_watch_events_into_the_next_cycles() {
+    let cluster = Cluster::start(Components::apiserver_only());
+    let client = cluster.client();
+    let ns = create_namespace(&client, "shop").await;
+    nodes(&client, &["n1", "n2", "n3"]).await;
+    // Three copies on n1, three nodes: at most one per node, two go (the first in the
+    // eviction order: same priority and QoS, so by name).
+    replicaset(&client, &ns, "web", "100m", &["n1", "n1", "n1"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(dir.path(), "policy.yaml", DUPLICATES);
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    let mut d = Continuous::start(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--dry-run",
+        "--descheduling-interval",
+        "1s",
+        "-o",
+        "json",
+        "-v",
+        "2",
+    ]);
+    let two = |a: &str, b: &str| pods(&ns, &[a, b]);
+    d.plans("the first cycle", &two("web-0", "web-1")).await;
+
+    // A pod created: four copies over three nodes, at most two per node, one goes.
+    let uid = rs_uid(&client, &ns, "web").await;
+    pod(&client, &ns, "web-3", "web", &uid, "100m", "n2").await;
+    d.plans("a pod created", &pods(&ns, &["web-0"])).await;
+
+    // A pod deleted: three copies again, one per node.
+    Api::<Pod>::namespaced(client.clone(), &ns)
+        .delete("web-3", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    d.plans("a pod deleted", &two("web-0", "web-1")).await;
+
+    // A disruption budget that allows nothing, then one eviction.
+    budget(&client, &ns, "web", 0).await;
+    d.plans("a budget allowing nothing", &[]).await;
+    budget(&client, &ns, "web", 1).await;
+    d.plans("a budget allowing one", &pods(&ns, &["web-0"]))
+        .await;
+
+    // A node going NotReady: two Ready nodes, at most two per node; one goes.
+    Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    d.plans("the budget deleted", &two("web-0", "web-1")).await;
+    set_ready(&client, "n3", false).await;
+    d.plans("a node NotReady", &pods(&ns, &["web-0"])).await;
+    set_ready(&client, "n3", true).await;
+    d.plans("the node Ready again", &two("web-0", "web-1"))
+        .await;
+    assert!(
+        !d.stderr().contains("listing again"),
+        "no watch should have expired: {}",
+        d.stderr()
+    );
+}
+
+/// A loopback TCP proxy that can cut every connection through it and refuse new ones.
+struct Proxy {
+    port: u16,
+    open: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Proxy {
+    async fn start(to: u16) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(AtomicBool::new(true));
+        let conns: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let (o, c) = (open.clone(), conns.clone());
+        tokio::spawn(async move {
+            while let Ok((mut down, _)) = listener.accept().await {
+                if !o.load(Ordering::SeqCst) {
+                    drop(down);
+                    continue;
+                }
+                let task = tokio::spawn(async move {
+                    if let Ok(mut up) = tokio::net::TcpStream::connect(("127.0.0.1", to)).await {
+                        let _ = tokio::io::copy_bidirectional(&mut down, &mut up).await;
+                    }
+                });
+                c.lock().unwrap().push(task);
+            }
+        });
+        Proxy { port, open, conns }
+    }
+
+    fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        for t in self.conns.lock().unwrap().drain(..) {
+            t.abort();
+        }
+    }
+
+    fn heal(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_watch_cut_off_until_its_version_expired_is_listed_again() {
+    // No watch cache, and etcd compacted every second: a watch resumed from a version older
+    // than a few seconds is refused with 410 Gone, as any watch is once its version has been
+    // compacted away.
+    let cluster = Cluster::start(Components {
+        apiserver_args: &["--watch-cache=false", "--etcd-compaction-interval=1s"],
+        ..Components::apiserver_only()
+    });
+    let client = cluster.client();
+    let ns = create_namespace(&client, "shop").await;
+    nodes(&client, &["n1", "n2", "n3"]).await;
+    replicaset(&client, &ns, "web", "100m", &["n1", "n1", "n1"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(dir.path(), "policy.yaml", DUPLICATES);
+    let port: u16 = cluster
+        .server()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proxy = Proxy::start(port).await;
+    let kubeconfig = write(
+        dir.path(),
+        "through-proxy.kubeconfig",
+        &std::fs::read_to_string(cluster.kubeconfig())
+            .unwrap()
+            .replace(
+                cluster.server(),
+                &format!("https://127.0.0.1:{}", proxy.port),
+            ),
+    );
+    let mut d = Continuous::start(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--dry-run",
+        "--descheduling-interval",
+        "1s",
+        "-o",
+        "json",
+        "-v",
+        "2",
+    ]);
+    d.plans("the first cycle", &pods(&ns, &["web-0", "web-1"]))
+        .await;
+
+    // Cut off, a pod goes; other writes move etcd on, and compaction passes the watch's
+    // version.
+    proxy.cut();
+    Api::<Pod>::namespaced(client.clone(), &ns)
+        .delete("web-2", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let configmaps = Api::<ConfigMap>::namespaced(client.clone(), &ns);
+    for i in 0..6 {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": format!("tick-{i}")}})).unwrap();
+        configmaps
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    proxy.heal();
+    // Two copies on n1 now, one goes.
+    d.plans("after the watch expired", &pods(&ns, &["web-0"]))
+        .await;
+    assert!(
+        d.stderr().contains("listing again"),
+        "the watch should have expired and been listed again: {}",
+        d.stderr()
+    );
+}
