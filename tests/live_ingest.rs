@@ -556,3 +556,74 @@ async fn a_watch_cut_off_until_its_version_expired_is_listed_again() {
         d.stderr()
     );
 }
+
+#[tokio::test]
+async fn now_sets_the_planning_time_of_a_one_shot_cycle_and_is_refused_in_continuous_mode() {
+    let cluster = Cluster::start(Components::apiserver_only());
+    let client = cluster.client();
+    let ns = create_namespace(&client, "jobs").await;
+    nodes(&client, &["n1"]).await;
+    replicaset(&client, &ns, "worker", "100m", &["n1"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(
+        dir.path(),
+        "policy.yaml",
+        r#"
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+  - name: default
+    pluginConfig:
+      - name: DefaultEvictor
+      - name: PodLifeTime
+        args: {maxPodLifeTimeSeconds: 3600}
+    plugins:
+      deschedule:
+        enabled: [PodLifeTime]
+"#,
+    );
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    let once = |now: Option<String>| {
+        let (policy, kubeconfig) = (policy.clone(), kubeconfig.clone());
+        async move {
+            let mut args = vec![
+                "--policy-config-file".to_string(),
+                policy.to_str().unwrap().to_string(),
+                "--kubeconfig".to_string(),
+                kubeconfig,
+                "--dry-run".to_string(),
+                "-o".to_string(),
+                "json".to_string(),
+            ];
+            if let Some(now) = now {
+                args.extend(["--now".to_string(), now]);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, out, err) = run(&args).await;
+            assert_eq!(code, Some(0), "{err}");
+            evicted(&serde_json::from_str(&out).unwrap())
+        }
+    };
+    // The pod is seconds old: at the clock's time it stays; two hours later it is over age.
+    assert!(once(None).await.is_empty());
+    let later = (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
+    assert_eq!(once(Some(later.clone())).await, pods(&ns, &["worker-0"]));
+
+    let (code, _, err) = run(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--dry-run",
+        "--descheduling-interval",
+        "1m",
+        "--now",
+        &later,
+    ])
+    .await;
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--now") && err.contains("continuous mode"),
+        "{err}"
+    );
+}
