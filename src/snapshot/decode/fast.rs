@@ -348,7 +348,7 @@ impl<'de> Reader<'de> {
     /// An object of which the members named in `keys` are read by `field` (given the key's
     /// index), each at most once (serde refuses a key given twice), and the others skipped,
     /// or when `strict` refused. Returns the keys seen, bit `i` for `keys[i]`. Written
-    /// through [`fields!`], which keeps each key beside its reader.
+    /// through `fields!`, which keeps each key beside its reader.
     #[inline]
     fn fields(
         &mut self,
