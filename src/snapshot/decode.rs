@@ -27,7 +27,8 @@ use super::{
     PodAffinityTerm, PodCondition, PodGroup, PodStatusDetail, PreferredSchedulingTerm,
     PriorityClass, Qos, Resources, SnapshotParts, Taint, TaintEffect, Toleration,
     TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION,
-    EVICT_ANNOTATION, MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
+    EVICT_ANNOTATION, INITIAL_EVENTS_END_ANNOTATION, MIRROR_ANNOTATION,
+    PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{LabelSelectorSpec, Labels, Requirement, Selector};
 use crate::quantity::{Quantity, QuantityError};
@@ -535,7 +536,7 @@ mod parallel {
         let keep = |obj: &RawObject<'_>, version: Option<&mut String>| {
             if let Some(v) = version {
                 v.clear();
-                v.push_str(&obj.metadata.resource_version);
+                v.push_str(obj.metadata.resource_version());
             }
         };
         let mut reader = fast::Reader::new(text, p);
@@ -2067,7 +2068,7 @@ struct RawMeta<'a> {
     namespace: Str<'a>,
     #[serde(borrow)]
     uid: Str<'a>,
-    /// Where a watch resumes after this object.
+    /// Where a watch resumes, and the version a list was read at.
     #[serde(borrow)]
     resource_version: Str<'a>,
     #[serde(borrow)]
@@ -2080,6 +2081,14 @@ struct RawMeta<'a> {
     creation_timestamp: Option<Str<'a>>,
     #[serde(borrow)]
     deletion_timestamp: Option<Str<'a>>,
+}
+
+impl RawMeta<'_> {
+    /// `metadata.resourceVersion` (empty when missing): the model has no use for it; lists
+    /// and watches of the API do.
+    pub(super) fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -2448,8 +2457,22 @@ struct Annotations<'a> {
     config_source: Option<Str<'a>>,
     /// `scheduling.k8s.io/group-name`: the Volcano PodGroup.
     group_name: Option<Str<'a>>,
+    /// `k8s.io/initial-events-end` is "true": the bookmark after the initial events of a
+    /// watch that streams its list.
+    initial_events_end: bool,
 }
 
+impl Annotations<'_> {
+    /// Whether this is the bookmark that ends a watch's initial events (see the field): the
+    /// model has no use for it; watches of the API do.
+    #[allow(dead_code)]
+    pub(super) fn initial_events_end(&self) -> bool {
+        self.initial_events_end
+    }
+}
+
+/// The annotations read, by key: serde's decoder and the hand-written reader both match on
+/// it without a catch-all, so a new one is read by both or neither compiles.
 #[derive(Clone, Copy)]
 enum AnnotationKey {
     Evict,
@@ -2457,7 +2480,23 @@ enum AnnotationKey {
     Mirror,
     ConfigSource,
     GroupName,
+    InitialEventsEnd,
     Other,
+}
+
+impl AnnotationKey {
+    #[inline]
+    fn of(key: &str) -> AnnotationKey {
+        match key {
+            EVICT_ANNOTATION => AnnotationKey::Evict,
+            PREFER_NO_EVICTION_ANNOTATION => AnnotationKey::PreferNoEviction,
+            MIRROR_ANNOTATION => AnnotationKey::Mirror,
+            CONFIG_SOURCE_ANNOTATION => AnnotationKey::ConfigSource,
+            VOLCANO_GROUP_ANNOTATION => AnnotationKey::GroupName,
+            INITIAL_EVENTS_END_ANNOTATION => AnnotationKey::InitialEventsEnd,
+            _ => AnnotationKey::Other,
+        }
+    }
 }
 
 struct AnnotationKeySeed;
@@ -2472,14 +2511,7 @@ impl<'de> DeserializeSeed<'de> for AnnotationKeySeed {
                 f.write_str("an annotation key")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<AnnotationKey, E> {
-                Ok(match v {
-                    EVICT_ANNOTATION => AnnotationKey::Evict,
-                    PREFER_NO_EVICTION_ANNOTATION => AnnotationKey::PreferNoEviction,
-                    MIRROR_ANNOTATION => AnnotationKey::Mirror,
-                    CONFIG_SOURCE_ANNOTATION => AnnotationKey::ConfigSource,
-                    VOLCANO_GROUP_ANNOTATION => AnnotationKey::GroupName,
-                    _ => AnnotationKey::Other,
-                })
+                Ok(AnnotationKey::of(v))
             }
         }
         d.deserialize_str(V)
@@ -2521,6 +2553,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Annotations<'a> {
                         }
                         AnnotationKey::GroupName => {
                             out.group_name = map.next_value::<Option<Str<'a>>>()?;
+                        }
+                        AnnotationKey::InitialEventsEnd => {
+                            let value = map.next_value::<Option<Str<'a>>>()?;
+                            out.initial_events_end = value.is_some_and(|v| &*v == "true");
                         }
                         AnnotationKey::Other => {
                             map.next_value::<IgnoredAny>()?;

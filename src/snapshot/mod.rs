@@ -43,6 +43,9 @@ pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
 pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The pod annotation naming a Volcano PodGroup.
 pub const VOLCANO_GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
+/// The annotation of the bookmark that ends the initial events of a watch that streams its
+/// list (`sendInitialEvents`); its value is "true".
+pub(crate) const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 /// The API group of scheduler-plugins' PodGroup (`scheduling.x-k8s.io/v1alpha1`).
 pub const SCHEDULER_PLUGINS_API_GROUP: &str = "scheduling.x-k8s.io";
 /// The API group of Volcano's PodGroup (`scheduling.volcano.sh/v1beta1`).
