@@ -291,7 +291,7 @@ async fn only_members_beyond_min_member_are_planned() {
     assert_eq!(watched.pod_groups, listed.pod_groups);
     assert_eq!(watched.gangs, listed.gangs);
     let now = chrono::Utc::now().timestamp();
-    let planned = plan(&pipeline, &watched, now).unwrap();
+    let planned = plan(&pipeline, watched, now).unwrap();
     let mut by_prefix: BTreeMap<String, usize> = BTreeMap::new();
     for e in &planned.evictions {
         let name = &*watched.pod(e.pod).name;

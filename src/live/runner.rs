@@ -78,7 +78,8 @@ impl PlanObserver for Timing<'_> {
 
 enum Source {
     List,
-    Watch(WatchSource),
+    /// Boxed: the source holds the whole model's store.
+    Watch(Box<WatchSource>),
 }
 
 fn watch_signals(shutdown: Arc<AtomicBool>) {
@@ -152,7 +153,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
     let executor = LiveExecutor::new(api.clone(), opts.executor.clone(), metrics.clone(), gate);
     let mut source = match opts.schedule {
         Schedule::Once => Source::List,
-        _ => Source::Watch(WatchSource::start(&api, &opts.node_selector)),
+        _ => Source::Watch(Box::new(WatchSource::start(&api, &opts.node_selector))),
     };
 
     let continuous = !matches!(opts.schedule, Schedule::Once);
