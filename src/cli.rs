@@ -480,7 +480,7 @@ fn run_live(
         now,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(Failure::other)?;

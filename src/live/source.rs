@@ -210,35 +210,55 @@ async fn get(
     ))
 }
 
+/// Bytes of a response handed to its decoder at a time.
+const BATCH: usize = 1 << 20;
+
 /// Lists one resource: one request, its body decoded on a thread of its own as it arrives.
 async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError> {
     let response = get(api, &r.uri(&[])).await.map_err(ReadError::Api)?;
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(64);
+    // The body arrives in frames of a few kilobytes; they go to the decoder's thread a
+    // batch at a time (a wake-up per frame would cost more than decoding it).
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Bytes>>(8);
     let what = format!("the API's {} list", r.what());
     let object = r.object;
     let decoder = tokio::task::spawn_blocking(move || {
         let mut d = ListDecoder::new(what, object);
-        while let Some(bytes) = rx.blocking_recv() {
-            d.push(&bytes)?;
+        while let Some(batch) = rx.blocking_recv() {
+            for bytes in batch {
+                d.push(&bytes)?;
+            }
         }
         d.finish()
     });
     let mut body = response.into_body();
     let mut failed = None;
-    while let Some(frame) = body.frame().await {
-        match frame {
-            Ok(frame) => {
+    let mut batch = Vec::new();
+    let mut batched = 0;
+    loop {
+        let frame = body.frame().await;
+        let done = match frame {
+            Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    // The decoder stops early only on an error, which it returns.
-                    if tx.send(data).await.is_err() {
-                        break;
-                    }
+                    batched += data.len();
+                    batch.push(data);
                 }
+                false
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 failed = Some(e);
+                true
+            }
+            None => true,
+        };
+        if (done || batched >= BATCH) && !batch.is_empty() {
+            batched = 0;
+            // The decoder stops early only on an error, which it returns.
+            if tx.send(std::mem::take(&mut batch)).await.is_err() {
                 break;
             }
+        }
+        if done {
+            break;
         }
     }
     drop(tx);
@@ -301,11 +321,21 @@ pub async fn list_snapshot(
     api: &ApiClient,
     node_selector: &str,
 ) -> Result<ClusterSnapshot, LiveError> {
-    let resources = ResourceApi::all(node_selector);
-    let lists = futures::future::try_join_all(resources.iter().map(|r| list_once(api, r))).await?;
+    // Each list is a task of its own: a response's frames are then read on the runtime's
+    // thread that runs its connection, without a wake-up of another thread per frame.
+    let tasks: Vec<_> = ResourceApi::all(node_selector)
+        .into_iter()
+        .map(|r| {
+            let api = api.clone();
+            tokio::spawn(async move { list_once(&api, &r).await })
+        })
+        .collect();
     let mut parts = SnapshotParts::default();
-    for l in lists {
-        join(&mut parts, l);
+    for t in tasks {
+        let listed = t
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        join(&mut parts, listed);
     }
     Ok(
         tokio::task::spawn_blocking(move || ClusterSnapshot::build(parts))
