@@ -480,9 +480,24 @@ func nodeObject(n *nodePlan, created time.Time, r rng) *corev1.Node {
 		node.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now}}
 	}
 	if !n.ready {
-		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule})
+		// As TaintNodesByCondition and the node lifecycle controller taint a NotReady node.
+		node.Spec.Taints = append(node.Spec.Taints,
+			corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule},
+			corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoExecute, TimeAdded: &now})
 	}
 	return node
+}
+
+func taintsEqual(a, b []corev1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Key != b[i].Key || a[i].Value != b[i].Value || a[i].Effect != b[i].Effect {
+			return false
+		}
+	}
+	return true
 }
 
 func podLabels(w *workload) map[string]string {
@@ -775,6 +790,15 @@ func (ld *loader) nodes(workers int) error {
 			if err != nil {
 				return err
 			}
+			// The TaintNodesByCondition admission plugin taints every new Node with
+			// node.kubernetes.io/not-ready:NoSchedule; the node lifecycle controller lifts it
+			// once the node reports Ready. That controller does not run here, so do what it does.
+			if !taintsEqual(got.Spec.Taints, obj.Spec.Taints) {
+				got.Spec.Taints = obj.Spec.Taints
+				if got, err = ld.client.CoreV1().Nodes().Update(ld.ctx, got, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+			}
 			// A Node keeps the status it is created with; post it if it did not.
 			if _, ok := got.Status.Allocatable[corev1.ResourcePods]; !ok {
 				got.Status = obj.Status
@@ -906,11 +930,12 @@ func (ld *loader) owners(workers int) error {
 			}
 			// What the disruption controller writes once all pods are healthy.
 			expected := int32(w.replicas)
+			desired := max(0, expected-int32(w.pdbAllowed))
 			got.Status = policyv1.PodDisruptionBudgetStatus{
 				ObservedGeneration: got.Generation,
-				DisruptionsAllowed: int32(w.pdbAllowed),
+				DisruptionsAllowed: expected - desired,
 				CurrentHealthy:     expected,
-				DesiredHealthy:     expected - int32(w.pdbAllowed),
+				DesiredHealthy:     desired,
 				ExpectedPods:       expected,
 				Conditions: []metav1.Condition{{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionTrue,
 					Reason: policyv1.SufficientPodsReason, LastTransitionTime: metav1.NewTime(ld.created), ObservedGeneration: got.Generation}},
