@@ -203,7 +203,8 @@ pub struct Cli {
     )]
     pub metrics_bind_address: String,
 
-    /// How long continuous mode waits for its watch caches to sync.
+    /// Continuous mode: how long a cycle waits for every resource to be listed, and how long a
+    /// resource's watch may fail before cycles stop planning from the stale picture.
     #[arg(
         long = "cache-sync-timeout",
         default_value = "2m",

@@ -4,7 +4,8 @@
 //! json` of the same objects; continuous mode follows watch events (pods created and deleted,
 //! a node going NotReady, a disruption budget changing) into the next cycles' plans; and a
 //! watch whose version expired (410 Gone) is listed again, so changes made while it was cut
-//! off are seen.
+//! off are seen, and no cycle plans from a picture whose watch has been down for longer than
+//! `--cache-sync-timeout`.
 
 mod support;
 
@@ -521,6 +522,8 @@ async fn a_watch_cut_off_until_its_version_expired_is_listed_again() {
         "--dry-run",
         "--descheduling-interval",
         "1s",
+        "--cache-sync-timeout",
+        "2s",
         "-o",
         "json",
         "-v",
@@ -553,6 +556,14 @@ async fn a_watch_cut_off_until_its_version_expired_is_listed_again() {
     assert!(
         d.stderr().contains("listing again"),
         "the watch should have expired and been listed again: {}",
+        d.stderr()
+    );
+    // While cut off for longer than --cache-sync-timeout, no cycle planned from the stale
+    // picture.
+    assert!(
+        d.stderr()
+            .contains("nothing is planned from a stale picture"),
+        "cycles while the watches were down should have refused to plan: {}",
         d.stderr()
     );
 }

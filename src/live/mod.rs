@@ -24,6 +24,12 @@ pub enum LiveError {
     Decode(#[from] crate::snapshot::decode::SnapshotError),
     #[error("the cluster cannot be read: {0}")]
     Unreadable(String),
+    #[error("{resource} could not be watched for {seconds} s (last error: {why}); nothing is planned from a stale picture until it is read again")]
+    Stale {
+        resource: &'static str,
+        seconds: u64,
+        why: String,
+    },
     #[error("the watch caches did not sync within {0:?}; is the API server reachable?")]
     NotSynced(std::time::Duration),
     #[error("leader election: {0}")]

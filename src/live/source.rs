@@ -210,6 +210,9 @@ async fn get(
     ))
 }
 
+/// How long reading a list response pauses once it has caught up with the server.
+const PATIENCE: Duration = Duration::from_millis(4);
+
 /// Bytes of a response handed to its decoder at a time.
 const BATCH: usize = 1 << 20;
 
@@ -235,7 +238,14 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
     let mut batch = Vec::new();
     let mut batched = 0;
     loop {
+        // The API server writes a large list more slowly than it can be read: read on each
+        // write and the process wakes up for every few kilobytes. After a frame that had to
+        // be waited for, the next waits a little, so the socket's buffer fills meanwhile.
+        let asked = tokio::time::Instant::now();
         let frame = body.frame().await;
+        if asked.elapsed() > PATIENCE / 8 {
+            tokio::time::sleep(PATIENCE).await;
+        }
         let done = match frame {
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
@@ -349,6 +359,8 @@ enum Update {
     Change(Change),
     /// Reading the resource failed (it is retried): why.
     Failed(Resource, String),
+    /// The resource's watch is established: what is known of it is current again.
+    Watching(Resource),
 }
 
 /// How a watch ended.
@@ -395,6 +407,9 @@ async fn watch(
             return WatchEnd::Failed(e);
         }
     };
+    if tx.send(Update::Watching(r.resource)).is_err() {
+        return WatchEnd::Closed;
+    }
     let what = format!("the API's {} watch", r.what());
     let mut body = response.into_body();
     let mut buf: Vec<u8> = Vec::new();
@@ -542,6 +557,9 @@ async fn keep(api: ApiClient, r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSe
                     let relist = matches!(e, ReadError::Decode(_)) || e.status() == Some(404);
                     let e = e.into_live(&r);
                     tracing::warn!(resource = r.what(), error = %e, "watch failed; retrying");
+                    if tx.send(Update::Failed(r.resource, e.to_string())).is_err() {
+                        return;
+                    }
                     backoff.wait().await;
                     if relist {
                         break;
@@ -556,8 +574,8 @@ async fn keep(api: ApiClient, r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSe
 pub struct WatchSource {
     rx: tokio::sync::mpsc::UnboundedReceiver<Update>,
     store: ClusterStore,
-    /// The last failure of each resource not read yet.
-    failures: BTreeMap<Resource, String>,
+    /// Each resource that cannot be read now: since when, and the last failure.
+    failures: BTreeMap<Resource, (std::time::Instant, String)>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -585,7 +603,14 @@ impl WatchSource {
                 self.store.apply(c)
             }
             Update::Failed(r, why) => {
-                self.failures.insert(r, why);
+                let since = self
+                    .failures
+                    .get(&r)
+                    .map_or_else(std::time::Instant::now, |f| f.0);
+                self.failures.insert(r, (since, why));
+            }
+            Update::Watching(r) => {
+                self.failures.remove(&r);
             }
         }
     }
@@ -609,6 +634,7 @@ impl WatchSource {
             if let Some(why) = missing
                 .iter()
                 .filter_map(|r| self.failures.get(r))
+                .map(|f| &f.1)
                 .find(|w| w.contains("forbidden"))
             {
                 return Err(LiveError::Unreadable(why.clone()));
@@ -620,7 +646,7 @@ impl WatchSource {
                     let why: Vec<String> = missing
                         .iter()
                         .map(|r| match self.failures.get(r) {
-                            Some(w) => format!("{}: {w}", r.name()),
+                            Some((_, w)) => format!("{}: {w}", r.name()),
                             None => format!("{}: no answer", r.name()),
                         })
                         .collect();
@@ -628,6 +654,19 @@ impl WatchSource {
                     return Err(LiveError::NotSynced(sync_timeout));
                 }
             }
+        }
+        // A resource whose watch has failed for longer than the sync timeout is stale:
+        // nothing is planned from it until it is read again.
+        if let Some((r, (since, why))) = self
+            .failures
+            .iter()
+            .find(|(_, (since, _))| since.elapsed() > sync_timeout)
+        {
+            return Err(LiveError::Stale {
+                resource: r.name(),
+                seconds: since.elapsed().as_secs(),
+                why: why.clone(),
+            });
         }
         let changes = self.store.changes();
         let started = std::time::Instant::now();
