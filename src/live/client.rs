@@ -51,8 +51,10 @@ impl ApiClient {
         // kube's default retry policy retries HTTP 429 for minutes; for an eviction, 429 means a
         // disruption budget said no, which is recorded and never retried in the cycle.
         config.default_retry = false;
-        let client =
-            kube::Client::try_from(config).map_err(|e| LiveError::Config(e.to_string()))?;
+        let client = match buffered_client(&config)? {
+            Some(client) => client,
+            None => kube::Client::try_from(config).map_err(|e| LiveError::Config(e.to_string()))?,
+        };
         Ok(ApiClient::from_client(client, qps, burst))
     }
 
@@ -67,6 +69,159 @@ impl ApiClient {
     pub async fn throttle(&self) {
         if let Some(l) = &self.limiter {
             l.until_ready().await;
+        }
+    }
+}
+
+/// The HTTP client of kube's default stack, but for one thing: reads from the connection go
+/// through a large buffer. The TLS layer asks for 4 KB at a time, which makes a 150,000-pod
+/// list hundreds of thousands of `recvfrom` calls; with the buffer, each call takes what the
+/// socket holds. Proxies (`proxy-url` in the kubeconfig) keep kube's own stack.
+fn buffered_client(config: &kube::Config) -> Result<Option<kube::Client>, LiveError> {
+    use kube::client::ConfigExt;
+    if config.proxy_url.is_some() {
+        return Ok(None);
+    }
+    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+    http.enforce_http(false);
+    http.set_connect_timeout(config.connect_timeout);
+    let https = config
+        .rustls_https_connector_with_connector(buffered::Connector(http))
+        .map_err(|e| LiveError::Config(e.to_string()))?;
+    let client = hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
+        .build::<_, kube::client::Body>(https);
+    let service = tower::ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(
+            config
+                .auth_layer()
+                .map_err(|e| LiveError::Config(e.to_string()))?,
+        )
+        .layer(
+            config
+                .extra_headers_layer()
+                .map_err(|e| LiveError::Config(e.to_string()))?,
+        )
+        .map_err(tower::BoxError::from)
+        .service(client);
+    Ok(Some(kube::Client::new(
+        service,
+        config.default_namespace.clone(),
+    )))
+}
+
+/// A connection whose reads fill a buffer of its own.
+mod buffered {
+    use hyper::rt::{Read, ReadBuf, ReadBufCursor, Write};
+    use hyper_util::client::legacy::connect::{Connected, Connection};
+    use std::io;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// Bytes read from the socket at most per call.
+    const SIZE: usize = 256 << 10;
+
+    /// Wraps a connector's connections.
+    #[derive(Clone)]
+    pub(super) struct Connector<C>(pub(super) C);
+
+    impl<C> tower::Service<http::Uri> for Connector<C>
+    where
+        C: tower::Service<http::Uri>,
+        C::Future: Send + 'static,
+    {
+        type Response = Buffered<C::Response>;
+        type Error = C::Error;
+        type Future =
+            Pin<Box<dyn std::future::Future<Output = Result<Self::Response, C::Error>> + Send>>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), C::Error>> {
+            self.0.poll_ready(cx)
+        }
+
+        fn call(&mut self, uri: http::Uri) -> Self::Future {
+            let connecting = self.0.call(uri);
+            Box::pin(async move {
+                Ok(Buffered {
+                    inner: connecting.await?,
+                    buf: Vec::new(),
+                    start: 0,
+                    end: 0,
+                })
+            })
+        }
+    }
+
+    /// A connection with a read buffer (allocated on the first read).
+    pub(super) struct Buffered<T> {
+        inner: T,
+        buf: Vec<u8>,
+        start: usize,
+        end: usize,
+    }
+
+    impl<T: Read + Unpin> Read for Buffered<T> {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            mut out: ReadBufCursor<'_>,
+        ) -> Poll<io::Result<()>> {
+            let this = self.get_mut();
+            if this.start == this.end {
+                if this.buf.is_empty() {
+                    this.buf = vec![0; SIZE];
+                }
+                let mut fill = ReadBuf::new(&mut this.buf);
+                match Pin::new(&mut this.inner).poll_read(cx, fill.unfilled()) {
+                    Poll::Ready(Ok(())) => {}
+                    other => return other,
+                }
+                this.start = 0;
+                this.end = fill.filled().len();
+                if this.end == 0 {
+                    return Poll::Ready(Ok(()));
+                }
+            }
+            let n = out.remaining().min(this.end - this.start);
+            out.put_slice(&this.buf[this.start..this.start + n]);
+            this.start += n;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl<T: Write + Unpin> Write for Buffered<T> {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            data: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Pin::new(&mut self.get_mut().inner).poll_write(cx, data)
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            self.inner.is_write_vectored()
+        }
+
+        fn poll_write_vectored(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        }
+    }
+
+    impl<T: Connection> Connection for Buffered<T> {
+        fn connected(&self) -> Connected {
+            self.inner.connected()
         }
     }
 }
