@@ -327,6 +327,25 @@ impl Continuous {
         }
     }
 
+    /// A dry run every second, JSON reports, logs at info level.
+    fn dry_run(policy: &Path, kubeconfig: &str, more: &[&str]) -> Continuous {
+        let mut args = vec![
+            "--policy-config-file",
+            policy.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig,
+            "--dry-run",
+            "--descheduling-interval",
+            "1s",
+            "-o",
+            "json",
+            "-v",
+            "2",
+        ];
+        args.extend_from_slice(more);
+        Continuous::start(&args)
+    }
+
     fn reports(&self) -> Vec<Value> {
         let text = self.stdout.lock().unwrap().clone();
         serde_json::Deserializer::from_str(&text)
@@ -385,19 +404,7 @@ async fn continuous_mode_follows_watch_events_into_the_next_cycles() {
     let dir = tempfile::tempdir().unwrap();
     let policy = write(dir.path(), "policy.yaml", DUPLICATES);
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let mut d = Continuous::start(&[
-        "--policy-config-file",
-        policy.to_str().unwrap(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--dry-run",
-        "--descheduling-interval",
-        "1s",
-        "-o",
-        "json",
-        "-v",
-        "2",
-    ]);
+    let mut d = Continuous::dry_run(&policy, &kubeconfig, &[]);
     let two = |a: &str, b: &str| pods(&ns, &[a, b]);
     d.plans("the first cycle", &two("web-0", "web-1")).await;
 
@@ -514,21 +521,11 @@ async fn a_watch_cut_off_until_its_version_expired_is_listed_again() {
                 &format!("https://127.0.0.1:{}", proxy.port),
             ),
     );
-    let mut d = Continuous::start(&[
-        "--policy-config-file",
-        policy.to_str().unwrap(),
-        "--kubeconfig",
+    let mut d = Continuous::dry_run(
+        &policy,
         kubeconfig.to_str().unwrap(),
-        "--dry-run",
-        "--descheduling-interval",
-        "1s",
-        "--cache-sync-timeout",
-        "2s",
-        "-o",
-        "json",
-        "-v",
-        "2",
-    ]);
+        &["--cache-sync-timeout", "2s"],
+    );
     d.plans("the first cycle", &pods(&ns, &["web-0", "web-1"]))
         .await;
 

@@ -1015,14 +1015,7 @@ fn add_object(
             // copies are freed right away, and their memory serves the next pod.
             if let Some(rep) = parts.pods.get(shapes.rep(pod.shape)) {
                 pod.images = rep.images.clone();
-                share(&mut pod.owners, &rep.owners);
-                pod.labels.share(&rep.labels);
-                pod.node_selector.share(&rep.node_selector);
-                share(&mut pod.tolerations, &rep.tolerations);
-                share(&mut pod.topology_spread, &rep.topology_spread);
-                if let (Some(a), Some(r)) = (&mut pod.affinity, &rep.affinity) {
-                    share(a, r);
-                }
+                share_template(&mut pod, rep);
             }
             parts.pods.push(pod);
         }
@@ -1068,8 +1061,21 @@ fn add_object(
     Ok(())
 }
 
+/// Takes `like`'s storage for the owners, labels, node selector, tolerations, affinity and
+/// spread constraints `pod` has the same of (a workload's pods have one template).
+pub(crate) fn share_template(pod: &mut Pod, like: &Pod) {
+    share(&mut pod.owners, &like.owners);
+    pod.labels.share(&like.labels);
+    pod.node_selector.share(&like.node_selector);
+    share(&mut pod.tolerations, &like.tolerations);
+    share(&mut pod.topology_spread, &like.topology_spread);
+    if let (Some(a), Some(r)) = (&mut pod.affinity, &like.affinity) {
+        share(a, r);
+    }
+}
+
 /// Takes `rep`'s storage when it holds what `own` does.
-fn share<T: PartialEq + ?Sized>(own: &mut Arc<T>, rep: &Arc<T>) {
+pub(crate) fn share<T: PartialEq + ?Sized>(own: &mut Arc<T>, rep: &Arc<T>) {
     if **own == **rep {
         *own = rep.clone();
     }

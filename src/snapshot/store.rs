@@ -9,13 +9,12 @@
 //! ([`Change::Replace`]); [`ClusterStore::missing`] names those still unread, and no
 //! snapshot should be planned from while any is.
 
-use super::decode::stream::Object;
+use super::decode::{self, stream::Object};
 use super::{
     ClusterSnapshot, GangKind, Namespace, Node, Pdb, Pod, PodGroup, PriorityClass, SnapshotParts,
     NO_SHAPE,
 };
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// The resources a cluster is read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,20 +97,8 @@ impl Keyed for Pod {
         (0, &self.namespace, &self.name)
     }
     fn share_with(&mut self, old: &Pod) {
-        fn share<T: PartialEq + ?Sized>(own: &mut Arc<T>, old: &Arc<T>) {
-            if **own == **old {
-                *own = old.clone();
-            }
-        }
-        share(&mut self.images, &old.images);
-        share(&mut self.owners, &old.owners);
-        self.labels.share(&old.labels);
-        self.node_selector.share(&old.node_selector);
-        share(&mut self.tolerations, &old.tolerations);
-        share(&mut self.topology_spread, &old.topology_spread);
-        if let (Some(a), Some(o)) = (&mut self.affinity, &old.affinity) {
-            share(a, o);
-        }
+        decode::share(&mut self.images, &old.images);
+        decode::share_template(self, old);
     }
 }
 
