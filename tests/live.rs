@@ -24,11 +24,11 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::executor::{executor, executor_on};
+use support::process::Descheduler;
 use support::*;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const GROUP_LABEL: &str = "descheduler-test";
 const WAIT: Duration = Duration::from_secs(90);
@@ -517,58 +517,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A descheduler process whose stdout is collected as it runs.
-struct Process {
-    child: tokio::process::Child,
-    stdout: Arc<Mutex<String>>,
-}
-
-impl Process {
-    fn spawn(args: &[&str]) -> Process {
-        let mut child = tokio::process::Command::new(bin())
-            .args(args)
-            .env_remove("RUST_LOG")
-            .env_remove("KUBECONFIG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let out = Arc::new(Mutex::new(String::new()));
-        let sink = out.clone();
-        let stdout = child.stdout.take().unwrap();
-        tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        Process { child, stdout: out }
-    }
-
-    fn output(&self) -> String {
-        self.stdout.lock().unwrap().clone()
-    }
-
-    /// Sends SIGTERM and waits for the exit code.
-    async fn terminate(mut self) -> Option<i32> {
-        let pid = self.child.id().unwrap().to_string();
-        let status = tokio::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .await
-            .unwrap();
-        assert!(status.success());
-        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
-            .await
-            .expect("exits after SIGTERM")
-            .unwrap()
-            .code()
-    }
-}
-
 #[tokio::test]
 async fn continuous_mode_serves_metrics_and_stops_cleanly_on_sigterm() {
     let cluster = shared();
@@ -579,7 +527,7 @@ async fn continuous_mode_serves_metrics_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
     let addr = format!("127.0.0.1:{}", free_port());
-    let p = Process::spawn(&[
+    let p = Descheduler::spawn(&[
         "--policy-config-file",
         policy.to_str().unwrap(),
         "--kubeconfig",
@@ -697,7 +645,7 @@ async fn only_the_leader_evicts_and_another_takes_over() {
         .collect()
     };
     let a_args = args("first");
-    let a = Process::spawn(&a_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let a = Descheduler::spawn(&a_args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
         wait_until(WAIT, || async {
             lease_holder(&client, &ns, &lease)
@@ -708,7 +656,7 @@ async fn only_the_leader_evicts_and_another_takes_over() {
         "the first instance leads"
     );
     let b_args = args("second");
-    let b = Process::spawn(&b_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let b = Descheduler::spawn(&b_args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
         wait_until(WAIT, || async {
             a.output().contains("\"result\": \"evicted\"")

@@ -15,12 +15,11 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::process::Descheduler;
 use support::*;
-use tokio::io::AsyncBufReadExt;
 
 const NOW: &str = "2026-12-01T00:00:00Z";
 
@@ -67,6 +66,19 @@ async fn nodes(client: &kube::Client, names: &[&str]) {
         )
         .await;
     }
+}
+
+/// A control plane of its own, a namespace named from `prefix`, and Ready `nodes`.
+async fn started(
+    components: Components,
+    prefix: &str,
+    names: &[&str],
+) -> (Cluster, kube::Client, String) {
+    let cluster = Cluster::start(components);
+    let client = cluster.client();
+    let ns = create_namespace(&client, prefix).await;
+    nodes(&client, names).await;
+    (cluster, client, ns)
 }
 
 /// A ReplicaSet (nothing runs it) and its Running pods, `name-0`, `name-1`, ... on `on`.
@@ -207,10 +219,12 @@ fn evicted(report: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_live_cycle_plans_what_the_offline_planner_plans_from_the_same_objects() {
-    let cluster = Cluster::start(Components::apiserver_only());
-    let client = cluster.client();
-    let ns = create_namespace(&client, "shop").await;
-    nodes(&client, &["n-a", "n-b", "n-c", "n-d"]).await;
+    let (cluster, client, ns) = started(
+        Components::apiserver_only(),
+        "shop",
+        &["n-a", "n-b", "n-c", "n-d"],
+    )
+    .await;
     // n-a is hot and holds most copies of web; n-c and n-d are empty.
     replicaset(&client, &ns, "web", "500m", &["n-a", "n-a", "n-a", "n-b"]).await;
     replicaset(&client, &ns, "batch", "600m", &["n-a", "n-a", "n-a"]).await;
@@ -286,47 +300,10 @@ async fn a_live_cycle_plans_what_the_offline_planner_plans_from_the_same_objects
     assert_eq!(live, offline, "live and offline plans differ");
 }
 
-/// A descheduler in continuous mode, its reports (one JSON document per cycle) and logs
-/// collected as it runs.
-struct Continuous {
-    child: tokio::process::Child,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
-}
+/// A descheduler in continuous mode and its reports (one JSON document per cycle).
+struct Continuous(Descheduler);
 
 impl Continuous {
-    fn start(args: &[&str]) -> Continuous {
-        let mut child = tokio::process::Command::new(bin())
-            .args(args)
-            .env_remove("RUST_LOG")
-            .env_remove("KUBECONFIG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let collect = |pipe: Box<dyn tokio::io::AsyncRead + Unpin + Send>| {
-            let out = Arc::new(Mutex::new(String::new()));
-            let sink = out.clone();
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(pipe).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let mut s = sink.lock().unwrap();
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            });
-            out
-        };
-        let stdout = collect(Box::new(child.stdout.take().unwrap()));
-        let stderr = collect(Box::new(child.stderr.take().unwrap()));
-        Continuous {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
     /// A dry run every second, JSON reports, logs at info level.
     fn dry_run(policy: &Path, kubeconfig: &str, more: &[&str]) -> Continuous {
         let mut args = vec![
@@ -343,11 +320,11 @@ impl Continuous {
             "2",
         ];
         args.extend_from_slice(more);
-        Continuous::start(&args)
+        Continuous(Descheduler::spawn(&args))
     }
 
     fn reports(&self) -> Vec<Value> {
-        let text = self.stdout.lock().unwrap().clone();
+        let text = self.0.output();
         serde_json::Deserializer::from_str(&text)
             .into_iter::<Value>()
             .map_while(Result::ok)
@@ -355,7 +332,7 @@ impl Continuous {
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.0.stderr()
     }
 
     /// Waits for a cycle that starts after now and plans to evict exactly `want`.
@@ -371,7 +348,7 @@ impl Continuous {
             async move { found }
         })
         .await;
-        if let Ok(Some(status)) = self.child.try_wait() {
+        if let Some(status) = self.0.exited() {
             panic!(
                 "{what}: the descheduler exited ({status}): {}",
                 self.stderr()
@@ -394,10 +371,8 @@ fn pods(ns: &str, names: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn continuous_mode_follows_watch_events_into_the_next_cycles() {
-    let cluster = Cluster::start(Components::apiserver_only());
-    let client = cluster.client();
-    let ns = create_namespace(&client, "shop").await;
-    nodes(&client, &["n1", "n2", "n3"]).await;
+    let (cluster, client, ns) =
+        started(Components::apiserver_only(), "shop", &["n1", "n2", "n3"]).await;
     // Three copies on n1, three nodes: at most one per node, two go (the first in the
     // eviction order: same priority and QoS, so by name).
     replicaset(&client, &ns, "web", "100m", &["n1", "n1", "n1"]).await;
@@ -493,13 +468,11 @@ async fn a_watch_cut_off_until_its_version_expired_is_listed_again() {
     // No watch cache, and etcd compacted every second: a watch resumed from a version older
     // than a few seconds is refused with 410 Gone, as any watch is once its version has been
     // compacted away.
-    let cluster = Cluster::start(Components {
+    let components = Components {
         apiserver_args: &["--watch-cache=false", "--etcd-compaction-interval=1s"],
         ..Components::apiserver_only()
-    });
-    let client = cluster.client();
-    let ns = create_namespace(&client, "shop").await;
-    nodes(&client, &["n1", "n2", "n3"]).await;
+    };
+    let (cluster, client, ns) = started(components, "shop", &["n1", "n2", "n3"]).await;
     replicaset(&client, &ns, "web", "100m", &["n1", "n1", "n1"]).await;
     let dir = tempfile::tempdir().unwrap();
     let policy = write(dir.path(), "policy.yaml", DUPLICATES);
@@ -567,10 +540,7 @@ async fn a_watch_cut_off_until_its_version_expired_is_listed_again() {
 
 #[tokio::test]
 async fn now_sets_the_planning_time_of_a_one_shot_cycle_and_is_refused_in_continuous_mode() {
-    let cluster = Cluster::start(Components::apiserver_only());
-    let client = cluster.client();
-    let ns = create_namespace(&client, "jobs").await;
-    nodes(&client, &["n1"]).await;
+    let (cluster, client, ns) = started(Components::apiserver_only(), "jobs", &["n1"]).await;
     replicaset(&client, &ns, "worker", "100m", &["n1"]).await;
     let dir = tempfile::tempdir().unwrap();
     let policy = write(

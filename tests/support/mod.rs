@@ -22,6 +22,7 @@
 
 pub mod executor;
 pub mod metrics_api;
+pub mod process;
 pub mod prometheus;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,82 @@
+//! A descheduler process running in the background, its stdout and stderr collected as it
+//! runs (continuous mode, leader election).
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+pub struct Descheduler {
+    child: tokio::process::Child,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+/// Collects a pipe's lines into a string as they come.
+fn collect(pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Arc<Mutex<String>> {
+    let out = Arc::new(Mutex::new(String::new()));
+    let sink = out.clone();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(pipe).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+    out
+}
+
+impl Descheduler {
+    /// Starts the binary with `args` (no RUST_LOG, no KUBECONFIG from the environment); it
+    /// is killed when dropped.
+    pub fn spawn(args: &[&str]) -> Descheduler {
+        let mut child = tokio::process::Command::new(super::bin())
+            .args(args)
+            .env_remove("RUST_LOG")
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdout = collect(child.stdout.take().unwrap());
+        let stderr = collect(child.stderr.take().unwrap());
+        Descheduler {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// What it printed so far.
+    pub fn output(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    /// What it logged so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Its exit status, if it exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Sends SIGTERM and waits for the exit code.
+    pub async fn terminate(mut self) -> Option<i32> {
+        let pid = self.child.id().unwrap().to_string();
+        let status = tokio::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .await
+            .unwrap();
+        assert!(status.success());
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("exits after SIGTERM")
+            .unwrap()
+            .code()
+    }
+}
