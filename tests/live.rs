@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use support::executor::{executor, executor_on};
-use support::process::Descheduler;
+use support::process::{run_bin, Descheduler, Run};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -98,27 +98,6 @@ async fn all_pods(client: &kube::Client, ns: &str) -> Vec<Pod> {
         .await
         .unwrap()
         .items
-}
-
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-async fn run_bin(args: &[&str]) -> Run {
-    let out = tokio::process::Command::new(bin())
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("KUBECONFIG")
-        .output()
-        .await
-        .unwrap();
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 fn report(run: &Run) -> serde_json::Value {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::process::Descheduler;
+use support::process::{run_bin, Descheduler};
 use support::*;
 
 const NOW: &str = "2026-12-01T00:00:00Z";
@@ -191,18 +191,8 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 async fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = tokio::process::Command::new(bin())
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("KUBECONFIG")
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let r = run_bin(args).await;
+    (r.code, r.stdout, r.stderr)
 }
 
 /// The evicted pods of a report, as `ns/name`, sorted.

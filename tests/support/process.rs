@@ -1,10 +1,34 @@
-//! A descheduler process running in the background, its stdout and stderr collected as it
-//! runs (continuous mode, leader election).
+//! The descheduler binary run by tests: to its end ([`run_bin`]), or in the background with
+//! its stdout and stderr collected as it runs ([`Descheduler`]: continuous mode, leader
+//! election).
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
+
+/// How a descheduler run to its end ended.
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the binary with `args` to its end (no RUST_LOG, no KUBECONFIG from the environment).
+pub async fn run_bin(args: &[&str]) -> Run {
+    let out = tokio::process::Command::new(super::bin())
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("KUBECONFIG")
+        .output()
+        .await
+        .unwrap();
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
 
 pub struct Descheduler {
     child: tokio::process::Child,
