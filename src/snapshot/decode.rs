@@ -2471,7 +2471,6 @@ struct Annotations<'a> {
 impl Annotations<'_> {
     /// Whether this is the bookmark that ends a watch's initial events (see the field): the
     /// model has no use for it; watches of the API do.
-    #[allow(dead_code)]
     pub(super) fn initial_events_end(&self) -> bool {
         self.initial_events_end
     }

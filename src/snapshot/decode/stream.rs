@@ -6,7 +6,7 @@
 //! objects, no JSON written only to be read again.
 
 use super::parallel::{item, skip_ws, step, Step};
-use super::{RawObject, Shapes, Sink, SnapshotError, SnapshotParts, Str};
+use super::{fast, RawObject, Shapes, Sink, SnapshotError, SnapshotParts, Str};
 use crate::snapshot::{Namespace, Node, Pdb, Pod, PodGroup, PriorityClass};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -380,12 +380,9 @@ pub struct Event {
     pub resource_version: String,
     /// An ERROR event's Status.
     pub status: Option<WatchStatus>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct RawBookmark {
-    metadata: RawListMeta,
+    /// A bookmark that ends the initial events of a watch that streams its list
+    /// (`sendInitialEvents`), annotated `k8s.io/initial-events-end: "true"`.
+    pub initial_events_end: bool,
 }
 
 /// Decodes one watch event (one line of a watch response); `what` names the watch in errors,
@@ -408,6 +405,7 @@ pub fn decode_event(what: &str, defaults: ObjectType, line: &str) -> Result<Even
         object: None,
         resource_version: String::new(),
         status: None,
+        initial_events_end: false,
     };
     let mut first = true;
     loop {
@@ -487,13 +485,26 @@ fn event_object(
         message: format!("{kind:?} watch event: {message}: {}", preview(line)),
     };
     match kind {
-        EventType::Bookmark => match step::<RawBookmark>(line, pos) {
-            Step::Done(m, after) => {
-                event.resource_version = m.metadata.resource_version;
-                Ok(Some(after))
-            }
-            _ => Err(error("the bookmark's object is not valid".into())),
-        },
+        // A bookmark's object has only a version and maybe an annotation: read into the wire
+        // shapes, not converted (it has no name).
+        EventType::Bookmark => {
+            let mut place = RawObject::default();
+            let mut reader = fast::Reader::new(line, pos);
+            let after = if fast::object(&mut reader, &mut place).is_some() {
+                reader.pos()
+            } else {
+                match step::<Box<RawObject<'_>>>(line, pos) {
+                    Step::Done(obj, after) => {
+                        place = *obj;
+                        after
+                    }
+                    _ => return Err(error("the bookmark's object is not valid".into())),
+                }
+            };
+            event.resource_version = place.metadata.resource_version().to_string();
+            event.initial_events_end = place.metadata.annotations.initial_events_end();
+            Ok(Some(after))
+        }
         EventType::Error => match step::<WatchStatus>(line, pos) {
             Step::Done(s, after) => {
                 event.status = Some(s);
@@ -680,6 +691,11 @@ mod tests {
             (e.kind, e.resource_version.as_str()),
             (EventType::Bookmark, "1234")
         );
+        assert!(e.initial_events_end);
+        let plain = bookmark.replace(r#","annotations":{"k8s.io/initial-events-end":"true"}"#, "");
+        let e = decode_event("the pods watch", POD, &plain).unwrap();
+        assert_eq!(e.resource_version, "1234");
+        assert!(!e.initial_events_end);
         let gone = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}}"#;
         let e = decode_event("the pods watch", POD, gone).unwrap();
         assert_eq!(e.kind, EventType::Error);
