@@ -263,7 +263,13 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
             }
         }
         match opts.schedule.wait(started, chrono::Utc::now()) {
-            None => break Ok(()),
+            None => {
+                // One cycle, then the process exits: handing the snapshot's many small
+                // allocations back one by one would take longer than the exit that reclaims
+                // them all at once (as offline).
+                std::mem::forget(listed);
+                break Ok(());
+            }
             Some(d) => {
                 if !sleep_unless(d, &shutdown).await {
                     break Ok(());
