@@ -4,6 +4,7 @@
 //! snapshot, flags), 1 anything else.
 
 use crate::framework::Pipeline;
+use crate::live::admin::{AdminServer, Certificate, Transport};
 use crate::live::executor::ExecutorConfig;
 use crate::live::leader::LeaderConfig;
 use crate::live::runner::{self, LiveOptions};
@@ -35,8 +36,11 @@ pub struct Cli {
     )]
     pub policy_config_file: PathBuf,
 
-    /// Plan and print the evictions without performing them.
-    #[arg(long = "dry-run", env = "DESCHEDULER_DRY_RUN")]
+    /// Plan and print the evictions without performing them (`--dry-run`, `--dry-run=true`;
+    /// `--dry-run=false` as upstream's flags take it).
+    #[arg(long = "dry-run", env = "DESCHEDULER_DRY_RUN", num_args = 0..=1, require_equals = true,
+        default_value = "false", default_missing_value = "true", value_parser = go_bool,
+        action = clap::ArgAction::Set)]
     pub dry_run: bool,
 
     /// Plan offline from a snapshot file (kubectl get ... -o yaml|json output). Implies --dry-run.
@@ -67,14 +71,18 @@ pub struct Cli {
     /// Predict where each evicted pod's replacement goes (the placement simulator), shown as
     /// each eviction's `destination`. Always on for profiles with nodeFit or placementCheck;
     /// costs time on very large clusters.
-    #[arg(
-        long = "predict-destinations",
-        env = "DESCHEDULER_PREDICT_DESTINATIONS"
-    )]
+    #[arg(long = "predict-destinations", env = "DESCHEDULER_PREDICT_DESTINATIONS",
+        num_args = 0..=1, require_equals = true, default_value = "false",
+        default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub predict_destinations: bool,
 
-    /// Path to a kubeconfig (live mode).
-    #[arg(long, env = "KUBECONFIG", value_name = "FILE")]
+    /// Path to a kubeconfig (live mode); also upstream's `--client-connection-kubeconfig`.
+    #[arg(
+        long,
+        env = "KUBECONFIG",
+        value_name = "FILE",
+        alias = "client-connection-kubeconfig"
+    )]
     pub kubeconfig: Option<PathBuf>,
 
     /// Time between cycles in continuous mode, as a Go duration (0: run one cycle and exit).
@@ -108,16 +116,19 @@ pub struct Cli {
     #[arg(short = 'v', long = "v", default_value_t = 0, env = "DESCHEDULER_V")]
     pub verbosity: u8,
 
-    /// Log format on stderr.
-    #[arg(long = "log-format", value_enum, default_value_t = LogFormat::Text, env = "DESCHEDULER_LOG_FORMAT")]
+    /// Log format on stderr; also upstream's `--logging-format`.
+    #[arg(long = "log-format", alias = "logging-format", value_enum, default_value_t = LogFormat::Text, env = "DESCHEDULER_LOG_FORMAT")]
     pub log_format: LogFormat,
 
     /// Run cycles on a 5-field cron schedule (as for a CronJob), instead of an interval.
     #[arg(long, env = "DESCHEDULER_SCHEDULE", value_name = "CRON")]
     pub schedule: Option<String>,
 
-    /// Elect a leader among replicas through a Lease; only the leader evicts.
-    #[arg(long = "leader-elect", env = "DESCHEDULER_LEADER_ELECT")]
+    /// Elect a leader among replicas through a Lease; only the leader evicts
+    /// (`--leader-elect`, `--leader-elect=true|false`).
+    #[arg(long = "leader-elect", env = "DESCHEDULER_LEADER_ELECT", num_args = 0..=1,
+        require_equals = true, default_value = "false", default_missing_value = "true",
+        value_parser = go_bool, action = clap::ArgAction::Set)]
     pub leader_elect: bool,
 
     /// How long a lease is valid without renewal.
@@ -195,7 +206,44 @@ pub struct Cli {
     #[arg(long = "node-eviction-burst", default_value_t = 1)]
     pub node_eviction_burst: u32,
 
-    /// Address for /metrics, /healthz and /readyz (empty: no server), e.g. 0.0.0.0:10258.
+    /// Live mode: serve /metrics, /healthz and /readyz over HTTPS on this port, as upstream
+    /// does (0: no HTTPS server).
+    #[arg(
+        long = "secure-port",
+        default_value_t = 10258,
+        env = "DESCHEDULER_SECURE_PORT"
+    )]
+    pub secure_port: u16,
+
+    /// The address the HTTPS server listens on.
+    #[arg(long = "bind-address", default_value = "0.0.0.0", value_name = "IP")]
+    pub bind_address: std::net::IpAddr,
+
+    /// The HTTPS server's certificate (PEM, leaf first); without it and
+    /// --tls-private-key-file, a self-signed certificate is made at start.
+    #[arg(
+        long = "tls-cert-file",
+        value_name = "FILE",
+        requires = "tls_private_key_file"
+    )]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert-file.
+    #[arg(
+        long = "tls-private-key-file",
+        value_name = "FILE",
+        requires = "tls_cert_file"
+    )]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// Serve no /metrics (/healthz and /readyz stay).
+    #[arg(long = "disable-metrics", num_args = 0..=1, require_equals = true,
+        default_value = "false", default_missing_value = "true", value_parser = go_bool,
+        action = clap::ArgAction::Set)]
+    pub disable_metrics: bool,
+
+    /// Also serve /metrics, /healthz and /readyz over plain HTTP at this address (empty: not),
+    /// e.g. 127.0.0.1:10259.
     #[arg(
         long = "metrics-bind-address",
         default_value = "",
@@ -446,16 +494,7 @@ fn run_live(
     } else {
         None
     };
-    let metrics_addr = if cli.metrics_bind_address.is_empty() {
-        None
-    } else {
-        Some(cli.metrics_bind_address.parse().map_err(|e| {
-            Failure::invalid(format!(
-                "--metrics-bind-address {:?}: {e}; use host:port such as 0.0.0.0:10258",
-                cli.metrics_bind_address
-            ))
-        })?)
-    };
+    let admin = admin_servers(cli)?;
     let opts = LiveOptions {
         kubeconfig: cli.kubeconfig.clone(),
         qps: cli.client_connection_qps,
@@ -463,7 +502,7 @@ fn run_live(
         dry_run: cli.dry_run,
         schedule,
         leader,
-        metrics_addr,
+        admin,
         executor: ExecutorConfig {
             grace_period_seconds: policy.grace_period_seconds,
             failure_events: policy.eviction_failure_event_notification.unwrap_or(false),
@@ -489,9 +528,130 @@ fn run_live(
         .map_err(Failure::other)
 }
 
+/// The admin servers the flags ask for: HTTPS on --bind-address:--secure-port unless the
+/// port is 0, and plain HTTP on --metrics-bind-address when given.
+fn admin_servers(cli: &Cli) -> Result<Vec<AdminServer>, Failure> {
+    let mut servers = Vec::new();
+    if cli.secure_port != 0 {
+        let certificate = match (&cli.tls_cert_file, &cli.tls_private_key_file) {
+            (Some(cert), Some(key)) => Certificate::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            _ => Certificate::SelfSigned,
+        };
+        servers.push(AdminServer {
+            addr: std::net::SocketAddr::new(cli.bind_address, cli.secure_port),
+            transport: Transport::Https(certificate),
+            metrics: !cli.disable_metrics,
+        });
+    }
+    if !cli.metrics_bind_address.is_empty() {
+        let addr = cli.metrics_bind_address.parse().map_err(|e| {
+            Failure::invalid(format!(
+                "--metrics-bind-address {:?}: {e}; use host:port such as 127.0.0.1:10259",
+                cli.metrics_bind_address
+            ))
+        })?;
+        servers.push(AdminServer {
+            addr,
+            transport: Transport::Http,
+            metrics: !cli.disable_metrics,
+        });
+    }
+    Ok(servers)
+}
+
+/// A boolean as Go's flags read one (`strconv.ParseBool`), and clap's `yes`/`no`/`on`/`off`.
+fn go_bool(text: &str) -> Result<bool, String> {
+    match text {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" | "yes" | "on" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" | "no" | "off" => Ok(false),
+        _ => Err(format!("{text:?} is not a boolean; use true or false")),
+    }
+}
+
+/// Upstream v0.36's flags that have no effect here, and whether each takes a value (a
+/// boolean flag takes none, or one after `=`). They are accepted, so that upstream's
+/// manifests and Helm chart run this binary unchanged, and each one given is warned about.
+const UPSTREAM_ONLY_FLAGS: &[(&str, bool)] = &[
+    // Tracing.
+    ("otel-collector-endpoint", true),
+    ("otel-transport-ca-cert", true),
+    ("otel-service-name", true),
+    ("otel-trace-namespace", true),
+    ("otel-sample-rate", true),
+    ("otel-fallback-no-op-on-error", false),
+    // Serving: the certificate is made in memory; HTTP/1.1 only.
+    ("enable-http2", false),
+    ("disable-http2-serving", false),
+    ("cert-dir", true),
+    ("tls-cipher-suites", true),
+    ("tls-curve-preferences", true),
+    ("tls-min-version", true),
+    ("tls-sni-cert-key", true),
+    ("http2-max-streams-per-connection", true),
+    ("permit-port-sharing", false),
+    ("permit-address-sharing", false),
+    // Feature gates and klog's knobs.
+    ("feature-gates", true),
+    ("vmodule", true),
+    ("log-flush-frequency", true),
+    ("log-text-split-stream", false),
+    ("log-text-info-buffer-size", true),
+    ("log-json-split-stream", false),
+    ("log-json-info-buffer-size", true),
+];
+
+/// The command line without upstream's flags that mean nothing here, and those flags.
+fn without_upstream_only_flags(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> (Vec<std::ffi::OsString>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy();
+        if text == "--" {
+            kept.push(arg);
+            kept.extend(args);
+            break;
+        }
+        // Go's flags take one dash or two.
+        let flag = text
+            .strip_prefix("--")
+            .or_else(|| text.strip_prefix('-').filter(|f| f.len() > 1));
+        let Some(flag) = flag else {
+            kept.push(arg);
+            continue;
+        };
+        let (name, has_value) = match flag.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (flag, false),
+        };
+        match UPSTREAM_ONLY_FLAGS.iter().find(|(n, _)| *n == name) {
+            Some(&(name, takes_value)) => {
+                if takes_value && !has_value {
+                    args.next();
+                }
+                dropped.push(name.to_string());
+            }
+            None => kept.push(arg),
+        }
+    }
+    (kept, dropped)
+}
+
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let (args, ignored) = without_upstream_only_flags(std::env::args_os());
+    let cli = Cli::parse_from(args);
     init_logging(&cli);
+    for flag in ignored {
+        tracing::warn!(
+            flag = format!("--{flag}"),
+            "an upstream flag with no effect here; ignored"
+        );
+    }
     let stdout = std::io::stdout();
     match run(&cli, &mut stdout.lock()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -510,6 +670,130 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    fn parse(args: &[&str]) -> Cli {
+        let (args, _) = without_upstream_only_flags(args.iter().map(Into::into));
+        Cli::try_parse_from(args).unwrap()
+    }
+
+    #[test]
+    fn booleans_take_go_style_values() {
+        let p = ["descheduler", "--policy-config-file", "p.yaml"];
+        let with = |extra: &[&str]| parse(&[&p[..], extra].concat());
+        assert!(!with(&[]).dry_run);
+        assert!(with(&["--dry-run"]).dry_run);
+        assert!(with(&["--dry-run=true"]).dry_run);
+        assert!(!with(&["--dry-run=false"]).dry_run);
+        assert!(with(&["--dry-run=1"]).dry_run);
+        assert!(!with(&["--dry-run=F"]).dry_run);
+        assert!(with(&["--leader-elect=True"]).leader_elect);
+        assert!(!with(&["--leader-elect=false"]).leader_elect);
+        assert!(with(&["--disable-metrics"]).disable_metrics);
+        assert!(!with(&["--predict-destinations=0"]).predict_destinations);
+        // A bare boolean does not swallow the next argument.
+        let c = with(&["--dry-run", "--v=3"]);
+        assert!(c.dry_run);
+        assert_eq!(c.verbosity, 3);
+        let bad = Cli::try_parse_from([&p[..], &["--dry-run=maybe"]].concat());
+        assert!(bad.unwrap_err().to_string().contains("not a boolean"));
+    }
+
+    #[test]
+    fn upstream_serving_flags_are_read() {
+        let c = parse(&["descheduler", "--policy-config-file", "p"]);
+        assert_eq!(c.secure_port, 10258, "upstream's default port");
+        assert_eq!(c.bind_address.to_string(), "0.0.0.0");
+        let servers = admin_servers(&c).unwrap();
+        assert_eq!(servers.len(), 1);
+        assert_eq!(
+            servers[0].transport,
+            Transport::Https(Certificate::SelfSigned)
+        );
+        assert!(servers[0].metrics);
+        let c = parse(&[
+            "descheduler",
+            "--policy-config-file",
+            "p",
+            "--secure-port=10300",
+            "--bind-address=127.0.0.1",
+            "--tls-cert-file=c.pem",
+            "--tls-private-key-file=k.pem",
+            "--disable-metrics=true",
+            "--client-connection-kubeconfig=kc",
+            "--logging-format=json",
+        ]);
+        let servers = admin_servers(&c).unwrap();
+        assert_eq!(servers[0].addr.to_string(), "127.0.0.1:10300");
+        assert_eq!(
+            servers[0].transport,
+            Transport::Https(Certificate::Files {
+                cert: "c.pem".into(),
+                key: "k.pem".into()
+            })
+        );
+        assert!(!servers[0].metrics);
+        assert_eq!(c.kubeconfig.as_deref(), Some(std::path::Path::new("kc")));
+        assert_eq!(c.log_format, LogFormat::Json);
+        let c = parse(&[
+            "descheduler",
+            "--policy-config-file",
+            "p",
+            "--secure-port=0",
+        ]);
+        assert!(admin_servers(&c).unwrap().is_empty(), "0: no HTTPS server");
+        // A certificate without its key is refused.
+        assert!(Cli::try_parse_from([
+            "descheduler",
+            "--policy-config-file",
+            "p",
+            "--tls-cert-file=c.pem"
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn upstream_only_flags_are_dropped_and_named() {
+        let args = [
+            "descheduler",
+            "--policy-config-file",
+            "p",
+            "--feature-gates",
+            "A=true",
+            "--otel-sample-rate=0.5",
+            "--enable-http2",
+            "--cert-dir=/tmp/c",
+            "--permit-port-sharing=true",
+            "-vmodule",
+            "x=2",
+            "--dry-run",
+            "--",
+            "--feature-gates",
+        ];
+        let (kept, dropped) = without_upstream_only_flags(args.iter().map(Into::into));
+        let kept: Vec<_> = kept.iter().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(
+            kept,
+            [
+                "descheduler",
+                "--policy-config-file",
+                "p",
+                "--dry-run",
+                "--",
+                "--feature-gates"
+            ]
+        );
+        assert_eq!(
+            dropped,
+            [
+                "feature-gates",
+                "otel-sample-rate",
+                "enable-http2",
+                "cert-dir",
+                "permit-port-sharing",
+                "vmodule"
+            ]
+        );
     }
 
     #[test]

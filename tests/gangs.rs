@@ -49,6 +49,7 @@ profiles:
 /// Runs the binary once in dry-run with a JSON report; returns the report.
 async fn dry_run(kubeconfig: &Path, policy: &Path) -> serde_json::Value {
     let out = tokio::process::Command::new(bin())
+        .env("DESCHEDULER_SECURE_PORT", support::process::NO_SECURE_PORT)
         .args([
             "--policy-config-file",
             policy.to_str().unwrap(),

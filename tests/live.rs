@@ -576,6 +576,138 @@ async fn continuous_mode_serves_metrics_and_stops_cleanly_on_sigterm() {
     );
 }
 
+/// GET over HTTPS: with `root` the server's certificate must chain to it (and name
+/// `localhost`); without, any certificate is taken (upstream's self-signed one).
+async fn https_get(port: u16, path: &str, root: Option<&[u8]>) -> Option<(u16, String)> {
+    let mut b = reqwest::Client::builder().timeout(Duration::from_secs(5));
+    b = match root {
+        Some(pem) => b
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(pem).unwrap()),
+        None => b.danger_accept_invalid_certs(true),
+    };
+    let r = b
+        .build()
+        .unwrap()
+        .get(format!("https://localhost:{port}{path}"))
+        .send()
+        .await
+        .ok()?;
+    let code = r.status().as_u16();
+    Some((code, r.text().await.ok()?))
+}
+
+/// Upstream's chart probes `/healthz` over HTTPS on port 10258 with its self-signed
+/// certificate: served so by default (`--secure-port`, `--bind-address`), with a given
+/// certificate when `--tls-cert-file`/`--tls-private-key-file` name one, and without
+/// `/metrics` under `--disable-metrics`; upstream's flags that mean nothing here are warned
+/// about, not refused.
+#[tokio::test]
+async fn serves_https_as_upstream_does() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, _nodes) = group_of_nodes(&client, 2).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
+    let base = |port: u16| -> Vec<String> {
+        [
+            "--policy-config-file",
+            policy.to_str().unwrap(),
+            "--kubeconfig",
+            cluster.kubeconfig().to_str().unwrap(),
+            "--descheduling-interval=2s",
+            "--dry-run=true",
+            "--bind-address=127.0.0.1",
+            "--feature-gates=SomeGate=true",
+            "--otel-sample-rate",
+            "0.5",
+            "--v=1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("--secure-port={port}")])
+        .collect()
+    };
+    // A self-signed certificate, made at start.
+    let port = free_port();
+    let args = base(port);
+    let p = Descheduler::spawn(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        wait_until(WAIT, || async {
+            https_get(port, "/readyz", None)
+                .await
+                .is_some_and(|(c, _)| c == 200)
+        })
+        .await,
+        "readyz over HTTPS: {}",
+        p.stderr()
+    );
+    let (code, body) = https_get(port, "/healthz", None).await.unwrap();
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    let (code, metrics) = https_get(port, "/metrics", None).await.unwrap();
+    assert_eq!(code, 200);
+    assert!(metrics.contains("descheduler_build_info"), "{metrics}");
+    // Plain HTTP is not spoken there.
+    assert!(http_get(&format!("127.0.0.1:{port}"), "/healthz")
+        .await
+        .is_none_or(|(c, _)| c != 200));
+    let err = p.stderr();
+    assert!(
+        err.contains("--feature-gates") && err.contains("--otel-sample-rate"),
+        "each ignored upstream flag is named: {err}"
+    );
+    assert_eq!(p.terminate().await, Some(0));
+
+    // A given certificate, and no /metrics.
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = dir.path().join("tls.crt");
+    let key = dir.path().join("tls.key");
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let port = free_port();
+    let mut args = base(port);
+    args.extend([
+        format!("--tls-cert-file={}", cert.display()),
+        format!("--tls-private-key-file={}", key.display()),
+        "--disable-metrics".to_string(),
+    ]);
+    let p = Descheduler::spawn(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let root = made.cert.pem();
+    assert!(
+        wait_until(WAIT, || async {
+            https_get(port, "/healthz", Some(root.as_bytes()))
+                .await
+                .is_some_and(|(c, _)| c == 200)
+        })
+        .await,
+        "healthz with the given certificate, verified against it: {}",
+        p.stderr()
+    );
+    let (code, _) = https_get(port, "/metrics", Some(root.as_bytes()))
+        .await
+        .unwrap();
+    assert_eq!(code, 404, "--disable-metrics");
+    assert_eq!(p.terminate().await, Some(0));
+
+    // Two processes on one port: the second says which flags to change, and stops.
+    let port = free_port();
+    let first = Descheduler::spawn(&base(port).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        wait_until(WAIT, || async {
+            https_get(port, "/healthz", None).await.is_some()
+        })
+        .await
+    );
+    let second = run_bin(&base(port).iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_ne!(second.code, Some(0));
+    assert!(
+        second.stderr.contains("--secure-port") && second.stderr.contains("cannot listen"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(first.terminate().await, Some(0));
+}
+
 async fn lease_holder(client: &kube::Client, ns: &str, name: &str) -> Option<String> {
     Api::<Lease>::namespaced(client.clone(), ns)
         .get_opt(name)

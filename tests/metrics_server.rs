@@ -585,6 +585,7 @@ profiles:
     )
     .unwrap();
     let out = std::process::Command::new(support::bin())
+        .env("DESCHEDULER_SECURE_PORT", support::process::NO_SECURE_PORT)
         .args(["--kubeconfig", env.cluster.kubeconfig().to_str().unwrap()])
         .args(["--policy-config-file", policy.to_str().unwrap()])
         .args(["--dry-run", "-o", "json"])

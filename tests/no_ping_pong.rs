@@ -338,6 +338,7 @@ impl Run {
     fn spawn(args: &[&str]) -> Run {
         use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(support::bin())
+            .env("DESCHEDULER_SECURE_PORT", support::process::NO_SECURE_PORT)
             .args(args)
             .env_remove("RUST_LOG")
             .env_remove("KUBECONFIG")

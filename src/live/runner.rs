@@ -17,7 +17,6 @@ use crate::schedule::Schedule;
 use crate::snapshot::ClusterSnapshot;
 use prometheus_client::registry::Registry;
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,7 +30,8 @@ pub struct LiveOptions {
     pub dry_run: bool,
     pub schedule: Schedule,
     pub leader: Option<LeaderConfig>,
-    pub metrics_addr: Option<SocketAddr>,
+    /// The admin servers to start (HTTPS on the secure port, plain HTTP when asked for).
+    pub admin: Vec<admin::AdminServer>,
     pub executor: ExecutorConfig,
     pub node_selector: String,
     pub output: Format,
@@ -134,9 +134,13 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
     let metrics = Metrics::register(&mut registry);
     let registry = Arc::new(registry);
     let ready = Arc::new(AtomicBool::new(false));
-    if let Some(addr) = opts.metrics_addr {
-        let bound = admin::serve(addr, registry.clone(), ready.clone()).await?;
-        tracing::info!(address = %bound, "serving /metrics, /healthz and /readyz");
+    for server in &opts.admin {
+        let bound = admin::serve(server, registry.clone(), ready.clone()).await?;
+        let scheme = match server.transport {
+            admin::Transport::Https(_) => "https",
+            admin::Transport::Http => "http",
+        };
+        tracing::info!(address = %bound, scheme, metrics = server.metrics, "serving /healthz and /readyz");
     }
     let shutdown = Arc::new(AtomicBool::new(false));
     watch_signals(shutdown.clone());

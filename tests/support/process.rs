@@ -14,12 +14,17 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// What the processes of the tests get for `--secure-port` unless their arguments say
+/// otherwise: no HTTPS server (tests run side by side; upstream's port 10258 is one port).
+pub const NO_SECURE_PORT: &str = "0";
+
 /// Runs the binary with `args` to its end (no RUST_LOG, no KUBECONFIG from the environment).
 pub async fn run_bin(args: &[&str]) -> Run {
     let out = tokio::process::Command::new(super::bin())
         .args(args)
         .env_remove("RUST_LOG")
         .env_remove("KUBECONFIG")
+        .env("DESCHEDULER_SECURE_PORT", NO_SECURE_PORT)
         .output()
         .await
         .unwrap();
@@ -59,6 +64,7 @@ impl Descheduler {
             .args(args)
             .env_remove("RUST_LOG")
             .env_remove("KUBECONFIG")
+            .env("DESCHEDULER_SECURE_PORT", NO_SECURE_PORT)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
