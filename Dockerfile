@@ -13,6 +13,8 @@ RUN cargo build --release --locked --target x86_64-unknown-linux-musl --bin desc
 
 FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
-COPY --from=build /descheduler /descheduler
+# Where upstream's image has its binary: upstream's chart and manifests name it as their
+# command, so they run this image unchanged.
+COPY --from=build /descheduler /bin/descheduler
 USER 65532:65532
-ENTRYPOINT ["/descheduler"]
+ENTRYPOINT ["/bin/descheduler"]

@@ -290,8 +290,11 @@ fn init_logging(cli: &Cli) {
         3 | 4 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // The verbosity is the descheduler's own; the libraries under it say only warnings
+    // (upstream's `--v=3` does not print every HTTP connection either).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("warn,descheduler={level}"))
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -15,15 +15,13 @@ use descheduler::live::client::{quota, ApiClient};
 use descheduler::live::executor::ExecutorConfig;
 use descheduler::live::source::list_snapshot;
 use descheduler::policy::Policy;
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::{Duration, Instant};
 use support::executor::{executor, executor_on};
 use support::process::{run_bin, Descheduler, Run};
@@ -808,39 +806,6 @@ async fn only_the_leader_evicts_and_another_takes_over() {
     assert_eq!(b.terminate().await, Some(0));
 }
 
-fn kubectl() -> PathBuf {
-    bin_dir().join("kubectl")
-}
-
-async fn kubectl_run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String) {
-    let mut cmd = tokio::process::Command::new(kubectl());
-    cmd.arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if stdin.is_some() {
-        cmd.stdin(Stdio::piped());
-    }
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("running {}: {e}", kubectl().display()));
-    if let Some(input) = stdin {
-        let mut s = child.stdin.take().unwrap();
-        s.write_all(input.as_bytes()).await.unwrap();
-        drop(s);
-    }
-    let out = child.wait_with_output().await.unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
-
 #[tokio::test]
 async fn manifests_are_accepted_and_their_rbac_is_enough() {
     let cluster = shared();
@@ -873,18 +838,11 @@ async fn manifests_are_accepted_and_their_rbac_is_enough() {
     )
     .await;
     assert!(ok, "{out}");
-    let token = accounts_token(&client, "kube-system", "descheduler").await;
     let dir = tempfile::tempdir().unwrap();
     let sa_kubeconfig = dir.path().join("sa-kubeconfig");
-    std::fs::write(
-        &sa_kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
-            cluster.server(),
-            cluster.ca_file().display()
-        ),
-    )
-    .unwrap();
+    cluster
+        .service_account_kubeconfig("kube-system", "descheduler", &sa_kubeconfig)
+        .await;
     let (group, nodes) = group_of_nodes(&client, 3).await;
     let ns = create_namespace(&client, "rbac").await;
     hot_replicaset(&client, &ns, "hot", 6, &nodes[0]).await;
@@ -917,17 +875,10 @@ async fn manifests_are_accepted_and_their_rbac_is_enough() {
     assert!(!run.stderr.contains("forbidden"), "{}", run.stderr);
 
     // A ServiceAccount without the ClusterRole cannot even read the cluster: exit 1, nothing evicted.
-    // (service_account_client creates the ServiceAccount.)
-    cluster.service_account_client(&ns, "nobody").await;
-    let none_token = accounts_token(&client, &ns, "nobody").await;
     let none_kubeconfig = dir.path().join("none-kubeconfig");
-    std::fs::write(
-        &none_kubeconfig,
-        std::fs::read_to_string(&sa_kubeconfig)
-            .unwrap()
-            .replace(&token, &none_token),
-    )
-    .unwrap();
+    cluster
+        .service_account_kubeconfig(&ns, "nobody", &none_kubeconfig)
+        .await;
     let run = run_bin(&[
         "--policy-config-file",
         policy.to_str().unwrap(),
@@ -943,28 +894,6 @@ async fn manifests_are_accepted_and_their_rbac_is_enough() {
         "{}",
         run.stderr
     );
-}
-
-async fn accounts_token(client: &kube::Client, ns: &str, name: &str) -> String {
-    Api::<ServiceAccount>::namespaced(client.clone(), ns)
-        .create_subresource::<TokenRequest, TokenRequest>(
-            "token",
-            name,
-            &PostParams::default(),
-            &TokenRequest {
-                spec: Some(TokenRequestSpec {
-                    audiences: Some(Vec::new()),
-                    expiration_seconds: Some(3600),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap()
-        .status
-        .and_then(|s| s.token)
-        .expect("a token")
 }
 
 /// Requested CPU (millicores) of the running pods on each node.

@@ -293,17 +293,36 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
     }
 }
 
-/// Lists one resource for a one-shot cycle: an absent CRD gives none.
-async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, LiveError> {
-    match list(api, r).await {
-        Ok(d) => Ok(d.parts),
-        Err(e) if r.optional && e.status() == Some(404) => {
+/// Whether `e` leaves an optional resource (a gang scheduler's PodGroups) with none of its
+/// objects, and says so: its CRD is not installed (404), or the descheduler may not read
+/// it (403; upstream's ClusterRole grants no PodGroups). Either way a pod that names a
+/// group is never evicted: a group whose PodGroup was not read has no known minMember.
+fn none_of(r: &ResourceApi, e: &ReadError) -> bool {
+    match (r.optional, e.status()) {
+        (true, Some(404)) => {
             tracing::debug!(
                 resource = r.what(),
                 "the PodGroup CRD is not installed; no gangs of this kind"
             );
-            Ok(SnapshotParts::default())
+            true
         }
+        (true, Some(403)) => {
+            tracing::warn!(
+                resource = r.what(),
+                fix = r.forbidden,
+                "may not read PodGroups: pods that name such a group are not evicted"
+            );
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Lists one resource for a one-shot cycle: an absent or unreadable CRD gives none.
+async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, LiveError> {
+    match list(api, r).await {
+        Ok(d) => Ok(d.parts),
+        Err(e) if none_of(r, &e) => Ok(SnapshotParts::default()),
         Err(e) => Err(e.into_live(r)),
     }
 }
@@ -488,13 +507,14 @@ impl Backoff {
     }
 }
 
-/// How often a gang scheduler's absent CRD is looked for again.
+/// How often a gang scheduler's absent (or unreadable) CRD is looked for again.
 const ABSENT_CRD_RECHECK: Duration = Duration::from_secs(60);
 
 /// Keeps one resource current: lists it, watches it, lists it again when needed.
 async fn keep(api: ApiClient, r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSender<Update>) {
     let mut backoff = Backoff::new();
-    // Whether the resource is known absent (a CRD not installed): said once.
+    // Whether the resource is known absent or unreadable (a CRD not installed, or no right
+    // to read it): said once.
     let mut absent = false;
     loop {
         let mut version = match list(&api, &r).await {
@@ -509,12 +529,9 @@ async fn keep(api: ApiClient, r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSe
                 }
                 d.resource_version
             }
-            Err(e) if r.optional && e.status() == Some(404) => {
+            Err(e) if r.optional && matches!(e.status(), Some(403 | 404)) => {
                 if !absent {
-                    tracing::debug!(
-                        resource = r.what(),
-                        "the PodGroup CRD is not installed; no gangs of this kind"
-                    );
+                    none_of(&r, &e);
                     absent = true;
                     let none = Change::Replace(r.resource, SnapshotParts::default());
                     if tx.send(Update::Change(none)).is_err() {

@@ -724,11 +724,10 @@ impl Cluster {
         }
     }
 
-    /// A client authenticated as ServiceAccount `namespace/name` (created if missing) with a
-    /// bearer token from the TokenRequest API (valid one hour), trusting the cluster's CA.
-    pub async fn service_account_client(&self, namespace: &str, name: &str) -> Client {
-        let admin = self.client();
-        let accounts: Api<ServiceAccount> = Api::namespaced(admin, namespace);
+    /// A bearer token (valid one hour) of ServiceAccount `namespace/name`, created if missing,
+    /// from the TokenRequest API.
+    pub async fn service_account_token(&self, namespace: &str, name: &str) -> String {
+        let accounts: Api<ServiceAccount> = Api::namespaced(self.client(), namespace);
         create_ignoring_conflict(&accounts, &service_account(name)).await;
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
@@ -742,10 +741,16 @@ impl Cluster {
             .create_subresource("token", name, &PostParams::default(), &request)
             .await
             .unwrap_or_else(|e| panic!("TokenRequest for {namespace}/{name}: {e}"));
-        let token = response
+        response
             .status
             .and_then(|s| s.token)
-            .expect("TokenRequest without a token");
+            .expect("TokenRequest without a token")
+    }
+
+    /// A client authenticated as ServiceAccount `namespace/name` (created if missing),
+    /// trusting the cluster's CA.
+    pub async fn service_account_client(&self, namespace: &str, name: &str) -> Client {
+        let token = self.service_account_token(namespace, name).await;
         let mut config = self.config();
         config.auth_info = AuthInfo {
             token: Some(token.into()),
@@ -753,6 +758,21 @@ impl Cluster {
         };
         config.default_namespace = namespace.to_string();
         Client::try_from(config).expect("building a kube client")
+    }
+
+    /// Writes `path`: a kubeconfig that reaches this cluster as ServiceAccount
+    /// `namespace/name` (created if missing), as a pod of that account would.
+    pub async fn service_account_kubeconfig(&self, namespace: &str, name: &str, path: &Path) {
+        let token = self.service_account_token(namespace, name).await;
+        fs::write(
+            path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
+                self.server(),
+                self.ca_file().display()
+            ),
+        )
+        .unwrap();
     }
 }
 
@@ -763,6 +783,43 @@ impl Drop for Cluster {
             .unwrap_or_else(|e| e.into_inner())
             .stop();
     }
+}
+
+/// The kubectl binary of the control plane.
+pub fn kubectl() -> PathBuf {
+    bin_dir().join("kubectl")
+}
+
+/// Runs kubectl against `kubeconfig` with `stdin`; whether it succeeded, and its stdout and
+/// stderr together.
+pub async fn kubectl_run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut cmd = tokio::process::Command::new(kubectl());
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if stdin.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {}: {e}", kubectl().display()));
+    if let Some(input) = stdin {
+        let mut s = child.stdin.take().unwrap();
+        s.write_all(input.as_bytes()).await.unwrap();
+        drop(s);
+    }
+    let out = child.wait_with_output().await.unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
 }
 
 /// The full cluster (all components) shared by the tests of this test binary, started on first

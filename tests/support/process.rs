@@ -20,14 +20,34 @@ pub const NO_SECURE_PORT: &str = "0";
 
 /// Runs the binary with `args` to its end (no RUST_LOG, no KUBECONFIG from the environment).
 pub async fn run_bin(args: &[&str]) -> Run {
-    let out = tokio::process::Command::new(super::bin())
+    let mut command = tokio::process::Command::new(super::bin());
+    command
         .args(args)
-        .env_remove("RUST_LOG")
         .env_remove("KUBECONFIG")
-        .env("DESCHEDULER_SECURE_PORT", NO_SECURE_PORT)
-        .output()
-        .await
-        .unwrap();
+        .env("DESCHEDULER_SECURE_PORT", NO_SECURE_PORT);
+    run(command).await
+}
+
+/// Runs the binary to its end as [`Descheduler::spawn_deployed`] starts it.
+pub async fn run_deployed(args: &[String], kubeconfig: &std::path::Path) -> Run {
+    run(deployed(args, kubeconfig)).await
+}
+
+/// The binary with `args` and `kubeconfig`, and none of the descheduler's variables from
+/// this environment.
+fn deployed(args: &[String], kubeconfig: &std::path::Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(super::bin());
+    command.args(args).env("KUBECONFIG", kubeconfig);
+    for (name, _) in std::env::vars() {
+        if name.starts_with("DESCHEDULER_") {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+async fn run(mut command: tokio::process::Command) -> Run {
+    let out = command.env_remove("RUST_LOG").output().await.unwrap();
     Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -60,11 +80,23 @@ impl Descheduler {
     /// Starts the binary with `args` (no RUST_LOG, no KUBECONFIG from the environment); it
     /// is killed when dropped.
     pub fn spawn(args: &[&str]) -> Descheduler {
-        let mut child = tokio::process::Command::new(super::bin())
+        let mut command = tokio::process::Command::new(super::bin());
+        command
             .args(args)
-            .env_remove("RUST_LOG")
             .env_remove("KUBECONFIG")
-            .env("DESCHEDULER_SECURE_PORT", NO_SECURE_PORT)
+            .env("DESCHEDULER_SECURE_PORT", NO_SECURE_PORT);
+        Descheduler::start(command)
+    }
+
+    /// Starts the binary as a pod of `kubeconfig`'s account would run it with `args`:
+    /// nothing else set (the port of `--secure-port` is the arguments' own or the default).
+    pub fn spawn_deployed(args: &[String], kubeconfig: &std::path::Path) -> Descheduler {
+        Descheduler::start(deployed(args, kubeconfig))
+    }
+
+    fn start(mut command: tokio::process::Command) -> Descheduler {
+        let mut child = command
+            .env_remove("RUST_LOG")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
