@@ -1,12 +1,14 @@
-//! Drop-in: kubernetes-sigs/descheduler v0.36.0's own Helm chart, rendered by helm, runs
-//! this binary with nothing changed but the image. The rendered objects are accepted by the
+//! Drop-in: kubernetes-sigs/descheduler v0.36.0's own Helm chart, rendered by helm, and its
+//! kustomize manifests run this binary with nothing changed but the image. The rendered objects are accepted by the
 //! API server; the chart's ServiceAccount, ClusterRole and policy are installed for real; the
 //! container's arguments are run as they stand (the policy ConfigMap's mount becoming a
 //! folder), as the chart's account; the CronJob's run evicts what the chart's policy asks
 //! for, and the Deployment's, with leader election, answers the chart's liveness probe.
 //!
-//! The chart comes from the release's Go module and helm from its own
-//! (`scripts/build-control-plane` puts both beside the control-plane binaries).
+//! The same for the kustomize Job, CronJob and Deployment, as their own ServiceAccount.
+//!
+//! The chart and manifests come from the release's Go module and helm from its own
+//! (`scripts/build-control-plane` puts them beside the control-plane binaries).
 
 mod support;
 
@@ -51,6 +53,133 @@ fn render(values: &[&str]) -> Vec<Value> {
         .into_iter()
         .filter(|d| d.is_object())
         .collect()
+}
+
+/// `kubectl kustomize` of upstream's `kubernetes/<overlay>`; the rendered objects.
+async fn kustomize(cluster: &Cluster, overlay: &str) -> Vec<Value> {
+    let dir = bin_dir().join("upstream-kustomize").join(overlay);
+    let (ok, text) = kubectl_run(
+        cluster.kubeconfig(),
+        &["kustomize", dir.to_str().unwrap()],
+        None,
+    )
+    .await;
+    assert!(ok, "kustomize {overlay}: {text}");
+    serde_saphyr::from_multiple::<Value>(&text)
+        .expect("kustomize's output is YAML")
+        .into_iter()
+        .filter(|d| d.is_object())
+        .collect()
+}
+
+/// The first container of a workload's pod template.
+fn container(workload: &Value) -> &Value {
+    let template = match workload["kind"].as_str() {
+        Some("CronJob") => &workload["spec"]["jobTemplate"]["spec"]["template"],
+        _ => &workload["spec"]["template"],
+    };
+    &template["spec"]["containers"][0]
+}
+
+/// Installs the account, its rights and the policy of `docs` (not the workloads: their
+/// pods are the tests' runs); a kubeconfig of that account.
+async fn install(cluster: &Cluster, docs: &[Value], dir: &Path) -> PathBuf {
+    let installed = docs
+        .iter()
+        .filter(|d| {
+            [
+                "ServiceAccount",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Role",
+                "RoleBinding",
+                "ConfigMap",
+            ]
+            .contains(&d["kind"].as_str().unwrap_or(""))
+        })
+        .cloned();
+    apply(cluster, &list(installed), false).await;
+    let account = of_kind(docs, "ServiceAccount");
+    let name = account["metadata"]["name"].as_str().unwrap();
+    let kubeconfig = dir.join(format!("{name}-kubeconfig"));
+    cluster
+        .service_account_kubeconfig(
+            account["metadata"]["namespace"].as_str().unwrap(),
+            name,
+            &kubeconfig,
+        )
+        .await;
+    kubeconfig
+}
+
+/// Runs a one-shot workload's container to its end: it succeeds, and nothing but the
+/// PodGroups is refused.
+async fn run_one_shot(docs: &[Value], workload: &str, kubeconfig: &Path, dir: &Path) -> String {
+    let policy_dir = dir.join(format!("{workload}-policy"));
+    std::fs::create_dir_all(&policy_dir).unwrap();
+    let args = container_args(docs, container(of_kind(docs, workload)), &policy_dir);
+    let run = run_deployed(&args, kubeconfig).await;
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{args:?}\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    // Upstream's ClusterRole grants no PodGroups: said, and nothing else refused.
+    assert!(
+        run.stderr.contains("may not read PodGroups"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.lines().any(|l| l.contains("ERROR")
+            || (l.contains("forbidden") && !l.contains("may not read PodGroups"))),
+        "{}",
+        run.stderr
+    );
+    run.stdout + &run.stderr
+}
+
+/// Starts a Deployment's container and waits until its liveness probe is answered; `lease`:
+/// the Lease it must come to hold (leader election on).
+async fn run_deployment(
+    docs: &[Value],
+    kubeconfig: &Path,
+    dir: &Path,
+    lease: Option<(&kube::Client, &str)>,
+) {
+    let policy_dir = dir.join("deployment-policy");
+    std::fs::create_dir_all(&policy_dir).unwrap();
+    let container = container(of_kind(docs, "Deployment"));
+    let args = container_args(docs, container, &policy_dir);
+    let p = Descheduler::spawn_deployed(&args, kubeconfig);
+    let liveness = &container["livenessProbe"];
+    assert_eq!(liveness["httpGet"]["scheme"], "HTTPS");
+    assert!(
+        wait_until(TIMEOUT, || async { probe(liveness).await == Some(200) }).await,
+        "the liveness probe {liveness}: {}",
+        p.stderr()
+    );
+    if let Some((client, lease)) = lease {
+        let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+            Api::namespaced(client.clone(), "kube-system");
+        assert!(
+            wait_until(TIMEOUT, || async {
+                leases
+                    .get_opt(lease)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|l| l.spec?.holder_identity)
+                    .is_some()
+            })
+            .await,
+            "the Lease {lease} is held: {}",
+            p.stderr()
+        );
+    }
+    assert_eq!(p.terminate().await, Some(0), "SIGTERM ends it cleanly");
 }
 
 fn of_kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
@@ -147,30 +276,7 @@ async fn upstream_chart_runs_this_binary_unchanged() {
     // Everything rendered is accepted by the API server.
     apply(&cluster, &list(cronjob.iter().cloned()), true).await;
     apply(&cluster, &list(deployment.iter().cloned()), true).await;
-    // The account, its rights and the policy, for real (the workloads' pods are the runs
-    // below).
-    let installed = deployment
-        .iter()
-        .filter(|d| {
-            [
-                "ServiceAccount",
-                "ClusterRole",
-                "ClusterRoleBinding",
-                "ConfigMap",
-            ]
-            .contains(&d["kind"].as_str().unwrap_or(""))
-        })
-        .cloned();
-    apply(&cluster, &list(installed), false).await;
-    let account = of_kind(&deployment, "ServiceAccount");
-    let kubeconfig = dir.path().join("chart-account-kubeconfig");
-    cluster
-        .service_account_kubeconfig(
-            account["metadata"]["namespace"].as_str().unwrap(),
-            account["metadata"]["name"].as_str().unwrap(),
-            &kubeconfig,
-        )
-        .await;
+    let kubeconfig = install(&cluster, &deployment, dir.path()).await;
 
     // Four replicas on the one node there is, then a second node: the chart's policy
     // (RemoveDuplicates among others) moves two of them.
@@ -185,74 +291,36 @@ async fn upstream_chart_runs_this_binary_unchanged() {
     let before = uids(&client, &ns).await;
 
     // The CronJob's container, run to its end.
-    let job = &of_kind(&cronjob, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-        ["containers"][0];
-    let policy_dir = dir.path().join("cronjob-policy");
-    std::fs::create_dir(&policy_dir).unwrap();
-    let args = container_args(&cronjob, job, &policy_dir);
-    let run = run_deployed(&args, &kubeconfig).await;
-    assert_eq!(
-        run.code,
-        Some(0),
-        "{args:?}\n{}\n{}",
-        run.stdout,
-        run.stderr
-    );
-    // Upstream's ClusterRole grants no PodGroups: said, and nothing else refused.
-    assert!(
-        run.stderr.contains("may not read PodGroups"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        !run.stderr.lines().any(|l| l.contains("ERROR")
-            || (l.contains("forbidden") && !l.contains("may not read PodGroups"))),
-        "{}",
-        run.stderr
-    );
+    let out = run_one_shot(&cronjob, "CronJob", &kubeconfig, dir.path()).await;
     let after = uids(&client, &ns).await;
     assert_eq!(
         before.difference(&after).count(),
         2,
-        "two of the stacked replicas evicted: {}\n{}",
-        run.stdout,
-        run.stderr
+        "two of the stacked replicas evicted: {out}"
     );
 
-    // The Deployment's container, with leader election: the chart's liveness probe is
-    // answered and it holds the chart's Lease.
-    let container =
-        &of_kind(&deployment, "Deployment")["spec"]["template"]["spec"]["containers"][0];
-    let policy_dir = dir.path().join("deployment-policy");
-    std::fs::create_dir(&policy_dir).unwrap();
-    let args = container_args(&deployment, container, &policy_dir);
-    assert!(
-        args.iter().any(|a| a == "--leader-elect=true"),
-        "the chart's Go-style boolean: {args:?}"
-    );
-    let p = Descheduler::spawn_deployed(&args, &kubeconfig);
-    let liveness = &container["livenessProbe"];
-    assert_eq!(liveness["httpGet"]["scheme"], "HTTPS");
-    assert!(
-        wait_until(TIMEOUT, || async { probe(liveness).await == Some(200) }).await,
-        "the chart's liveness probe {liveness}: {}",
-        p.stderr()
-    );
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(client.clone(), "kube-system");
-    assert!(
-        wait_until(TIMEOUT, || async {
-            leases
-                .get_opt("descheduler")
-                .await
-                .ok()
-                .flatten()
-                .and_then(|l| l.spec?.holder_identity)
-                .is_some()
-        })
-        .await,
-        "the Lease is held: {}",
-        p.stderr()
-    );
-    assert_eq!(p.terminate().await, Some(0));
+    // The Deployment's container, with leader election (the chart's Go-style boolean
+    // `--leader-elect=true`): the chart's liveness probe is answered and it holds the
+    // chart's Lease.
+    let args = container(of_kind(&deployment, "Deployment"))["args"].to_string();
+    assert!(args.contains("--leader-elect=true"), "{args}");
+    run_deployment(
+        &deployment,
+        &kubeconfig,
+        dir.path(),
+        Some((&client, "descheduler")),
+    )
+    .await;
+
+    // Upstream's kustomize manifests, as their own account.
+    let job = kustomize(&cluster, "job").await;
+    apply(&cluster, &list(job.iter().cloned()), true).await;
+    let kubeconfig = install(&cluster, &job, dir.path()).await;
+    run_one_shot(&job, "Job", &kubeconfig, dir.path()).await;
+    let cron = kustomize(&cluster, "cronjob").await;
+    apply(&cluster, &list(cron.iter().cloned()), true).await;
+    run_one_shot(&cron, "CronJob", &kubeconfig, dir.path()).await;
+    let deploy = kustomize(&cluster, "deployment").await;
+    apply(&cluster, &list(deploy.iter().cloned()), true).await;
+    run_deployment(&deploy, &kubeconfig, dir.path(), None).await;
 }
