@@ -96,7 +96,13 @@ pub struct CycleResult {
     pub over: std::collections::BTreeMap<String, Vec<String>>,
     /// The pods evicted (accepted by the API), for the next cycle's history.
     pub evicted: Vec<crate::snapshot::PodId>,
+    /// Why the cycle stopped before its plan's end, when the API kept failing.
+    pub stopped: Option<String>,
 }
+
+/// Consecutive failed calls (the API unreachable, or answering errors that are not about the
+/// pod) after which a cycle stops instead of re-planning once per remaining pod.
+pub const MAX_CONSECUTIVE_FAILURES: usize = 3;
 
 impl LiveExecutor {
     pub fn new(api: ApiClient, config: ExecutorConfig, metrics: Metrics, gate: Gate) -> Self {
@@ -132,6 +138,8 @@ impl LiveExecutor {
             ..CycleMemory::default()
         };
         let mut attempted: Vec<(PlannedEviction, Outcome)> = Vec::new();
+        let mut failures = 0;
+        let mut stopped = None;
         let mut last_plan: EvictionPlan;
         'replan: loop {
             last_plan = plan_with(pipeline, snap, now, &memory, observer)?;
@@ -182,6 +190,17 @@ impl LiveExecutor {
                     let outcome = self.evict(snap, e, false).await;
                     self.record(snap, e, outcome).await;
                     attempted.push((e.clone(), outcome));
+                    failures = if outcome == Outcome::Failed {
+                        failures + 1
+                    } else {
+                        0
+                    };
+                    if failures >= MAX_CONSECUTIVE_FAILURES {
+                        let why = format!("{failures} eviction calls in a row failed (API server unreachable or erring); the rest of this cycle's plan is not attempted");
+                        tracing::error!("{why}");
+                        stopped = Some(why);
+                        break 'replan;
+                    }
                     if outcome == Outcome::Evicted {
                         memory.evicted.push(e.pod);
                     } else {
@@ -222,6 +241,7 @@ impl LiveExecutor {
             outcomes: attempted.into_iter().map(|(_, o)| o).collect(),
             over,
             evicted: memory.evicted,
+            stopped,
         })
     }
 

@@ -36,4 +36,6 @@ pub enum LiveError {
     Leader(String),
     #[error("admin server: {0}")]
     Admin(String),
+    #[error("the cycle stopped: {0}")]
+    Stopped(String),
 }

@@ -259,6 +259,11 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                             tracing::info!(attempted = r.outcomes.len(), evicted, "cycle done");
                             count_skips(&metrics, &r.report);
                             print(&r.report.render(opts.output));
+                            // One cycle cannot go on: exit non-zero (the Job's controller
+                            // retries). Continuous mode tries again next cycle.
+                            if let (Some(why), Schedule::Once) = (r.stopped, &opts.schedule) {
+                                break Err(LiveError::Stopped(why).into());
+                            }
                         }
                         Err(e) => break Err(e.into()),
                     }

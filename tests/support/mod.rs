@@ -439,6 +439,9 @@ struct Proc {
     child: Child,
     log: PathBuf,
     exited: Option<ExitStatus>,
+    /// How it was started, to start it again.
+    exe: PathBuf,
+    args: Vec<String>,
 }
 
 impl Proc {
@@ -470,6 +473,8 @@ impl Proc {
             child,
             log: log.to_path_buf(),
             exited: None,
+            exe: exe.to_path_buf(),
+            args: args.to_vec(),
         })
     }
 
@@ -745,6 +750,57 @@ impl Cluster {
             .status
             .and_then(|s| s.token)
             .expect("TokenRequest without a token")
+    }
+
+    /// Kills component `name` (SIGKILL, as a crash or an OOM kill would) and waits for its end.
+    pub fn kill(&self, name: &str) {
+        let mut procs = self.procs.lock().unwrap_or_else(|e| e.into_inner());
+        let p = procs.get(name);
+        let _ = p.child.kill();
+        let _ = p.child.wait();
+    }
+
+    /// Starts component `name` again as it was started (same flags, same ports) after
+    /// [`Cluster::kill`], and waits until the API server answers again.
+    pub async fn restart(&self, name: &str) {
+        {
+            let mut procs = self.procs.lock().unwrap_or_else(|e| e.into_inner());
+            let old = procs.get(name);
+            let (exe, args) = (old.exe.clone(), old.args.clone());
+            let log = old.log.with_extension("restarted.log");
+            let fresh = Proc::spawn(old.name, &exe, &args, &log)
+                .unwrap_or_else(|e| panic!("restarting {name}: {e}"));
+            *old = fresh;
+        }
+        let client = self.client();
+        assert!(
+            wait_until(TIMEOUT, || async {
+                client.apiserver_version().await.is_ok()
+            })
+            .await,
+            "the API server did not answer again after {name} restarted"
+        );
+    }
+
+    /// Stops component `name` (SIGSTOP: a hung process, its connections open) until
+    /// [`Cluster::resume`].
+    pub fn pause(&self, name: &str) {
+        self.signal(name, "-STOP");
+    }
+
+    /// Lets a paused component run again (SIGCONT).
+    pub fn resume(&self, name: &str) {
+        self.signal(name, "-CONT");
+    }
+
+    fn signal(&self, name: &str, signal: &str) {
+        let mut procs = self.procs.lock().unwrap_or_else(|e| e.into_inner());
+        let pid = procs.get(name).child.id().to_string();
+        let ok = Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {signal} {name} ({pid})");
     }
 
     /// A client authenticated as ServiceAccount `namespace/name` (created if missing),

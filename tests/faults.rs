@@ -1,0 +1,207 @@
+//! Faults of the control plane, on a real one of its own per test: the API server killed in
+//! the middle of a cycle's evictions and started again, and etcd hung for 20 s under a
+//! continuous run. Nothing is evicted twice, a cycle that cannot go on stops instead of
+//! re-planning once per remaining pod, and the process recovers (or exits non-zero, for the
+//! Job's controller to retry).
+
+mod support;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::Duration;
+use support::process::{run_bin, Descheduler, Run};
+use support::*;
+
+const DUPLICATES: &str = "apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+- name: spread
+  pluginConfig:
+  - name: RemoveDuplicates
+  plugins:
+    balance:
+      enabled: [RemoveDuplicates]
+";
+
+/// The UIDs of the pods of `ns` that are running and not being deleted.
+async fn running(client: &kube::Client, ns: &str) -> BTreeSet<String> {
+    Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(pod_is_running)
+        .filter_map(|p| p.metadata.uid)
+        .collect()
+}
+
+fn report(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not a JSON report ({e}): {}\n{}", run.stdout, run.stderr))
+}
+
+/// (pod, result) of each eviction a report lists.
+fn results(report: &Value) -> Vec<(String, String)> {
+    report["evictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["pod"].as_str().unwrap().to_string(),
+                e["result"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Nine replicas stacked on one node, then two more nodes: RemoveDuplicates plans six
+/// evictions. Returns the namespace.
+async fn stacked(client: &kube::Client) -> String {
+    create_node(client, NodeConfig::new(&unique("n"))).await;
+    let ns = create_namespace(client, "fault").await;
+    run_replicaset(client, &ns, "web", 9, &PodConfig::new().cpu("100m")).await;
+    for _ in 0..2 {
+        create_node(client, NodeConfig::new(&unique("n"))).await;
+    }
+    ns
+}
+
+#[tokio::test]
+async fn api_server_killed_mid_evictions_stops_the_cycle_and_nothing_is_evicted_twice() {
+    let cluster = Cluster::start(Components::all());
+    let client = cluster.client();
+    let ns = stacked(&client).await;
+    let before = running(&client, &ns).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), DUPLICATES);
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    // One eviction every two seconds, so the API server dies between two of them.
+    let args = [
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--eviction-qps=0.5",
+        "--eviction-burst=1",
+        "-o",
+        "json",
+    ];
+    let run = tokio::spawn({
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        async move { run_bin(&args.iter().map(String::as_str).collect::<Vec<_>>()).await }
+    });
+    assert!(
+        wait_until(TIMEOUT, || async {
+            running(&client, &ns).await.len() < before.len()
+        })
+        .await,
+        "the first eviction"
+    );
+    cluster.kill("kube-apiserver");
+    let first = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the run ends soon after the API server is gone")
+        .unwrap();
+    assert_eq!(
+        first.code,
+        Some(1),
+        "a one-shot cycle that cannot go on exits non-zero: {}",
+        first.stderr
+    );
+    assert!(first.stderr.contains("in a row failed"), "{}", first.stderr);
+    let outcomes = results(&report(&first));
+    let failed = outcomes.iter().filter(|(_, r)| r == "error").count();
+    assert_eq!(
+        failed, 3,
+        "stopped after three failed calls, not one per remaining pod: {outcomes:?}"
+    );
+    let evicted_first: BTreeSet<String> = outcomes
+        .iter()
+        .filter(|(_, r)| r == "evicted")
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert!(!evicted_first.is_empty(), "{outcomes:?}");
+
+    // The API server back: the next run evicts the rest, none of what the first evicted.
+    cluster.restart("kube-apiserver").await;
+    let client = cluster.client();
+    wait_running_pods(&client, &ns, &app_selector("web"), 9).await;
+    let second = run_bin(&args).await;
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    let outcomes = results(&report(&second));
+    let evicted_second: BTreeSet<String> = outcomes
+        .iter()
+        .filter(|(_, r)| r == "evicted")
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert!(!evicted_second.is_empty(), "{outcomes:?}");
+    assert!(
+        evicted_first.is_disjoint(&evicted_second),
+        "no pod evicted twice: {evicted_first:?} {evicted_second:?}"
+    );
+    assert!(
+        outcomes.iter().all(|(_, r)| r == "evicted"),
+        "{outcomes:?}\n{}",
+        second.stderr
+    );
+}
+
+#[tokio::test]
+async fn etcd_hung_for_20_seconds_under_a_continuous_run_is_survived() {
+    let cluster = Cluster::start(Components::all());
+    let client = cluster.client();
+    let ns = stacked(&client).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), DUPLICATES);
+    let mut p = Descheduler::spawn(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().unwrap(),
+        "--dry-run",
+        "--descheduling-interval=1s",
+        "-o",
+        "json",
+    ]);
+    let reports = |p: &Descheduler| -> Vec<Value> {
+        serde_json::Deserializer::from_str(&p.output())
+            .into_iter::<Value>()
+            .map_while(Result::ok)
+            .collect()
+    };
+    let planned = |r: &Value| r["evictions"].as_array().map_or(0, Vec::len);
+    assert!(
+        wait_until(TIMEOUT, || async {
+            reports(&p).last().is_some_and(|r| planned(r) == 6)
+        })
+        .await,
+        "six duplicates planned: {}",
+        p.stderr()
+    );
+    cluster.pause("etcd");
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    cluster.resume("etcd");
+    // Back: a change made now reaches a later cycle's plan (the ReplicaSet deleted, its
+    // pods go, nothing is left to spread).
+    let seen = reports(&p).len();
+    Api::<k8s_openapi::api::apps::v1::ReplicaSet>::namespaced(client.clone(), &ns)
+        .delete("web", &Default::default())
+        .await
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(60), || async {
+            reports(&p)
+                .get(seen..)
+                .is_some_and(|fresh| fresh.iter().any(|r| planned(r) == 0))
+        })
+        .await,
+        "cycles go on after etcd came back, and see what changed: {}",
+        p.stderr()
+    );
+    assert!(p.exited().is_none(), "{}", p.stderr());
+    assert_eq!(p.terminate().await, Some(0), "SIGTERM ends it cleanly");
+}
