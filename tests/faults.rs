@@ -1,6 +1,7 @@
 //! Faults of the control plane, on a real one of its own per test: the API server killed in
-//! the middle of a cycle's evictions and started again, and etcd hung for 20 s under a
-//! continuous run. Nothing is evicted twice, a cycle that cannot go on stops instead of
+//! the middle of a cycle's evictions and started again, etcd hung for 20 s under a
+//! continuous run, and the leader SIGKILLed between two evictions while another replica
+//! waits. Nothing is evicted twice, a cycle that cannot go on stops instead of
 //! re-planning once per remaining pod, and the process recovers (or exits non-zero, for the
 //! Job's controller to retry).
 
@@ -204,4 +205,121 @@ async fn etcd_hung_for_20_seconds_under_a_continuous_run_is_survived() {
     );
     assert!(p.exited().is_none(), "{}", p.stderr());
     assert_eq!(p.terminate().await, Some(0), "SIGTERM ends it cleanly");
+}
+
+/// Pods evicted in `ns` as the descheduler's Descheduled events tell: one UID per event.
+async fn descheduled(client: &kube::Client, ns: &str) -> Vec<String> {
+    Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Descheduled"))
+        .filter_map(|e| e.regarding.and_then(|r| r.uid))
+        .collect()
+}
+
+async fn lease_holder(client: &kube::Client, ns: &str, name: &str) -> Option<String> {
+    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+}
+
+#[tokio::test]
+async fn leader_killed_mid_evictions_hands_over_without_evicting_a_pod_twice() {
+    let cluster = Cluster::start(Components::all());
+    let client = cluster.client();
+    let ns = stacked(&client).await;
+    let before = running(&client, &ns).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), DUPLICATES);
+    let lease = unique("lease");
+    let args = |id: &str| -> Vec<String> {
+        [
+            "--policy-config-file",
+            policy.to_str().unwrap(),
+            "--kubeconfig",
+            cluster.kubeconfig().to_str().unwrap(),
+            "--descheduling-interval=2s",
+            "--leader-elect=true",
+            "--leader-elect-resource-namespace",
+            &ns,
+            "--leader-elect-resource-name",
+            &lease,
+            "--leader-elect-identity",
+            id,
+            "--leader-elect-lease-duration=3s",
+            "--leader-elect-renew-deadline=2s",
+            "--leader-elect-retry-period=500ms",
+            "--eviction-qps=0.5",
+            "--eviction-burst=1",
+            "-o",
+            "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let spawn = |id: &str| {
+        let a = args(id);
+        Descheduler::spawn(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let first = spawn("first");
+    assert!(
+        wait_until(TIMEOUT, || async {
+            lease_holder(&client, &ns, &lease)
+                .await
+                .is_some_and(|h| h.starts_with("first_"))
+        })
+        .await,
+        "the first instance leads: {}",
+        first.stderr()
+    );
+    let second = spawn("second");
+    // SIGKILL between two of the leader's evictions: it neither finishes its cycle nor
+    // gives up its Lease.
+    assert!(
+        wait_until(TIMEOUT, || async {
+            running(&client, &ns).await.len() < before.len()
+        })
+        .await,
+        "the leader's first eviction: {}",
+        first.stderr()
+    );
+    first.kill().await;
+    let by_first = descheduled(&client, &ns).await.len();
+    assert!(by_first >= 1);
+    assert!(
+        wait_until(TIMEOUT, || async {
+            lease_holder(&client, &ns, &lease)
+                .await
+                .is_some_and(|h| h.starts_with("second_"))
+        })
+        .await,
+        "the second instance takes over once the Lease expires: {}",
+        second.stderr()
+    );
+    // The new leader finishes the work: every node holds three replicas at most.
+    assert!(
+        wait_until(Duration::from_secs(90), || async {
+            second.output().contains("\"result\": \"evicted\"")
+        })
+        .await,
+        "the new leader evicts: {}",
+        second.stderr()
+    );
+    assert_eq!(second.terminate().await, Some(0));
+    let all = descheduled(&client, &ns).await;
+    let distinct: BTreeSet<&String> = all.iter().collect();
+    assert_eq!(distinct.len(), all.len(), "no pod evicted twice: {all:?}");
+    assert!(
+        all.len() > by_first && all.len() <= 6,
+        "the six duplicates and no more, across the handover: {} by the first, {} in all",
+        by_first,
+        all.len()
+    );
 }

@@ -126,6 +126,11 @@ impl Descheduler {
         self.child.try_wait().ok().flatten()
     }
 
+    /// Kills it with SIGKILL (a crash, an OOM kill, a node lost) and waits for its end.
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
+    }
+
     /// Sends SIGTERM and waits for the exit code.
     pub async fn terminate(mut self) -> Option<i32> {
         let pid = self.child.id().unwrap().to_string();
