@@ -242,6 +242,13 @@ pub struct Cli {
         action = clap::ArgAction::Set)]
     pub disable_metrics: bool,
 
+    /// Serve /metrics only to callers whose bearer token the API server authenticates
+    /// (TokenReview) and authorizes to get the non-resource URL /metrics (SubjectAccessReview).
+    #[arg(long = "authorize-metrics", num_args = 0..=1, require_equals = true,
+        default_value = "false", default_missing_value = "true", value_parser = go_bool,
+        action = clap::ArgAction::Set, env = "DESCHEDULER_AUTHORIZE_METRICS")]
+    pub authorize_metrics: bool,
+
     /// Also serve /metrics, /healthz and /readyz over plain HTTP at this address (empty: not),
     /// e.g. 127.0.0.1:10259.
     #[arg(
@@ -547,6 +554,7 @@ fn admin_servers(cli: &Cli) -> Result<Vec<AdminServer>, Failure> {
             addr: std::net::SocketAddr::new(cli.bind_address, cli.secure_port),
             transport: Transport::Https(certificate),
             metrics: !cli.disable_metrics,
+            authorize: cli.authorize_metrics,
         });
     }
     if !cli.metrics_bind_address.is_empty() {
@@ -560,6 +568,7 @@ fn admin_servers(cli: &Cli) -> Result<Vec<AdminServer>, Failure> {
             addr,
             transport: Transport::Http,
             metrics: !cli.disable_metrics,
+            authorize: cli.authorize_metrics,
         });
     }
     Ok(servers)

@@ -577,6 +577,16 @@ async fn continuous_mode_serves_metrics_and_stops_cleanly_on_sigterm() {
 /// GET over HTTPS: with `root` the server's certificate must chain to it (and name
 /// `localhost`); without, any certificate is taken (upstream's self-signed one).
 async fn https_get(port: u16, path: &str, root: Option<&[u8]>) -> Option<(u16, String)> {
+    https_get_as(port, path, root, None).await
+}
+
+/// [`https_get`] with a bearer token.
+async fn https_get_as(
+    port: u16,
+    path: &str,
+    root: Option<&[u8]>,
+    token: Option<&str>,
+) -> Option<(u16, String)> {
     let mut b = reqwest::Client::builder().timeout(Duration::from_secs(5));
     b = match root {
         Some(pem) => b
@@ -584,13 +594,14 @@ async fn https_get(port: u16, path: &str, root: Option<&[u8]>) -> Option<(u16, S
             .add_root_certificate(reqwest::Certificate::from_pem(pem).unwrap()),
         None => b.danger_accept_invalid_certs(true),
     };
-    let r = b
+    let mut request = b
         .build()
         .unwrap()
-        .get(format!("https://localhost:{port}{path}"))
-        .send()
-        .await
-        .ok()?;
+        .get(format!("https://localhost:{port}{path}"));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let r = request.send().await.ok()?;
     let code = r.status().as_u16();
     Some((code, r.text().await.ok()?))
 }
@@ -704,6 +715,82 @@ async fn serves_https_as_upstream_does() {
         second.stderr
     );
     assert_eq!(first.terminate().await, Some(0));
+}
+
+/// `--authorize-metrics`: /metrics only for a token the API server authenticates and
+/// authorizes to get the non-resource URL /metrics; the probes stay open.
+#[tokio::test]
+async fn metrics_can_require_an_authorized_token() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, _nodes) = group_of_nodes(&client, 1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
+    let port = free_port();
+    let p = Descheduler::spawn(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().unwrap(),
+        "--descheduling-interval=5s",
+        "--dry-run",
+        "--bind-address=127.0.0.1",
+        &format!("--secure-port={port}"),
+        "--authorize-metrics",
+    ]);
+    assert!(
+        wait_until(WAIT, || async {
+            https_get(port, "/healthz", None)
+                .await
+                .is_some_and(|(c, _)| c == 200)
+        })
+        .await,
+        "the probe needs no token: {}",
+        p.stderr()
+    );
+    let get = |token: Option<String>| async move {
+        https_get_as(port, "/metrics", None, token.as_deref())
+            .await
+            .map(|(c, _)| c)
+    };
+    assert_eq!(get(None).await, Some(401), "no token");
+    assert_eq!(get(Some("not-a-token".into())).await, Some(401));
+    let ns = create_namespace(&client, "scrape").await;
+    let account = unique("scraper");
+    let token = cluster.service_account_token(&ns, &account).await;
+    assert_eq!(get(Some(token.clone())).await, Some(403), "no RBAC yet");
+    // The scraper's RBAC, as the README gives it.
+    let rbac = format!(
+        r#"{{"apiVersion": "v1", "kind": "List", "items": [
+  {{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+    "metadata": {{"name": "{account}"}},
+    "rules": [{{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}}]}},
+  {{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+    "metadata": {{"name": "{account}"}},
+    "roleRef": {{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "{account}"}},
+    "subjects": [{{"kind": "ServiceAccount", "name": "{account}", "namespace": "{ns}"}}]}}]}}"#
+    );
+    let (ok, out) = kubectl_run(
+        cluster.kubeconfig(),
+        &["apply", "--server-side", "-f", "-"],
+        Some(&rbac),
+    )
+    .await;
+    assert!(ok, "{out}");
+    // A verdict is remembered for ten seconds.
+    assert!(
+        wait_until(WAIT, || async {
+            get(Some(token.clone())).await == Some(200)
+        })
+        .await,
+        "an authorized token gets /metrics: {}",
+        p.stderr()
+    );
+    let (_, body) = https_get_as(port, "/metrics", None, Some(&token))
+        .await
+        .unwrap();
+    assert!(body.contains("descheduler_build_info"), "{body}");
+    assert_eq!(p.terminate().await, Some(0));
 }
 
 async fn lease_holder(client: &kube::Client, ns: &str, name: &str) -> Option<String> {

@@ -7,7 +7,7 @@
 use super::LiveError;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use prometheus_client::registry::Registry;
@@ -45,15 +45,58 @@ pub struct AdminServer {
     pub transport: Transport,
     /// Serve `/metrics` (false: `--disable-metrics`).
     pub metrics: bool,
+    /// `/metrics` only to a caller whose bearer token the API server authenticates
+    /// (TokenReview) and authorizes to `get` the non-resource URL `/metrics`
+    /// (SubjectAccessReview): `--authorize-metrics`.
+    pub authorize: bool,
 }
 
 #[derive(Clone)]
 struct AdminState {
     registry: Arc<Registry>,
     ready: Arc<AtomicBool>,
+    /// With `--authorize-metrics`: the API server that judges callers' tokens.
+    reviews: Option<Arc<Reviews>>,
 }
 
-async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
+async fn metrics(State(s): State<AdminState>, headers: axum::http::HeaderMap) -> Response {
+    if let Some(reviews) = &s.reviews {
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        let Some(token) = token else {
+            return (
+                StatusCode::UNAUTHORIZED,
+                "Unauthorized: /metrics needs a bearer token (--authorize-metrics)",
+            )
+                .into_response();
+        };
+        match reviews.judge(token).await {
+            Verdict::Allowed => {}
+            Verdict::Unauthenticated => {
+                return (StatusCode::UNAUTHORIZED, "Unauthorized: the token is not valid")
+                    .into_response()
+            }
+            Verdict::Forbidden(user) => {
+                return (
+                    StatusCode::FORBIDDEN,
+                    format!("Forbidden: {user} may not get /metrics; bind it a ClusterRole with the rule {{nonResourceURLs: [/metrics], verbs: [get]}}"),
+                )
+                    .into_response()
+            }
+            Verdict::Unknown(why) => {
+                tracing::warn!(error = %why, "authorizing a /metrics request failed");
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the API server could not review the token; try again",
+                )
+                    .into_response();
+            }
+        }
+    }
     (
         [(
             header::CONTENT_TYPE,
@@ -61,6 +104,109 @@ async fn metrics(State(s): State<AdminState>) -> impl IntoResponse {
         )],
         crate::metrics::encode(&s.registry),
     )
+        .into_response()
+}
+
+/// What the API server said of a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    Allowed,
+    Unauthenticated,
+    /// Authenticated as this user, not allowed.
+    Forbidden(String),
+    /// The reviews failed (not remembered).
+    Unknown(String),
+}
+
+/// How long a verdict on a token is remembered.
+const VERDICT_TTL: Duration = Duration::from_secs(10);
+/// At most this many tokens remembered.
+const VERDICTS: usize = 1024;
+
+/// TokenReview and SubjectAccessReview through the API server, each verdict remembered
+/// briefly, so a scraper every few seconds costs the API server two requests per
+/// [`VERDICT_TTL`] at most.
+struct Reviews {
+    client: kube::Client,
+    seen: std::sync::Mutex<std::collections::HashMap<String, (Verdict, std::time::Instant)>>,
+}
+
+impl Reviews {
+    async fn judge(&self, token: &str) -> Verdict {
+        let now = std::time::Instant::now();
+        if let Some((v, at)) = self.seen.lock().unwrap().get(token) {
+            if now.duration_since(*at) < VERDICT_TTL {
+                return v.clone();
+            }
+        }
+        let verdict = self.review(token).await;
+        if !matches!(verdict, Verdict::Unknown(_)) {
+            let mut seen = self.seen.lock().unwrap();
+            if seen.len() >= VERDICTS {
+                seen.retain(|_, (_, at)| now.duration_since(*at) < VERDICT_TTL);
+                if seen.len() >= VERDICTS {
+                    seen.clear();
+                }
+            }
+            seen.insert(token.to_string(), (verdict.clone(), now));
+        }
+        verdict
+    }
+
+    async fn review(&self, token: &str) -> Verdict {
+        use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+        use k8s_openapi::api::authorization::v1::{
+            NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+        };
+        use kube::api::{Api, PostParams};
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: token.to_string(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let reviewed = match Api::<TokenReview>::all(self.client.clone())
+            .create(&PostParams::default(), &review)
+            .await
+        {
+            Ok(r) => r.status.unwrap_or_default(),
+            Err(e) => {
+                return Verdict::Unknown(format!(
+                    "TokenReview: {e} (the descheduler's account needs create on tokenreviews and subjectaccessreviews: bind it the ClusterRole system:auth-delegator)"
+                ))
+            }
+        };
+        let Some(user) = reviewed
+            .user
+            .filter(|_| reviewed.authenticated == Some(true))
+        else {
+            return Verdict::Unauthenticated;
+        };
+        let name = user.username.clone().unwrap_or_default();
+        let access = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: user.username,
+                uid: user.uid,
+                groups: user.groups,
+                extra: user.extra,
+                non_resource_attributes: Some(NonResourceAttributes {
+                    path: Some("/metrics".to_string()),
+                    verb: Some("get".to_string()),
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        match Api::<SubjectAccessReview>::all(self.client.clone())
+            .create(&PostParams::default(), &access)
+            .await
+        {
+            Ok(r) if r.status.as_ref().is_some_and(|s| s.allowed) => Verdict::Allowed,
+            Ok(_) => Verdict::Forbidden(name),
+            Err(e) => Verdict::Unknown(format!("SubjectAccessReview: {e}")),
+        }
+    }
 }
 
 async fn healthz() -> &'static str {
@@ -139,6 +285,7 @@ pub async fn serve(
     server: &AdminServer,
     registry: Arc<Registry>,
     ready: Arc<AtomicBool>,
+    client: &kube::Client,
 ) -> Result<SocketAddr, LiveError> {
     let tls = match &server.transport {
         Transport::Https(cert) => Some(tls_config(cert, &host_name())?),
@@ -150,7 +297,20 @@ pub async fn serve(
     if server.metrics {
         app = app.route("/metrics", get(metrics));
     }
-    let app = app.with_state(AdminState { registry, ready });
+    let reviews = server.authorize.then(|| {
+        if server.transport == Transport::Http {
+            tracing::warn!(address = %server.addr, "--authorize-metrics on plain HTTP: scrapers' tokens cross the network readable; use the HTTPS port");
+        }
+        Arc::new(Reviews {
+            client: client.clone(),
+            seen: Default::default(),
+        })
+    });
+    let app = app.with_state(AdminState {
+        registry,
+        ready,
+        reviews,
+    });
     let addr = server.addr;
     let flag = match server.transport {
         Transport::Https(_) => "--bind-address and --secure-port (0: no HTTPS server)",

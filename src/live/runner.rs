@@ -135,7 +135,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
     let registry = Arc::new(registry);
     let ready = Arc::new(AtomicBool::new(false));
     for server in &opts.admin {
-        let bound = admin::serve(server, registry.clone(), ready.clone()).await?;
+        let bound = admin::serve(server, registry.clone(), ready.clone(), &api.client).await?;
         let scheme = match server.transport {
             admin::Transport::Https(_) => "https",
             admin::Transport::Http => "http",
