@@ -318,12 +318,42 @@ fn none_of(r: &ResourceApi, e: &ReadError) -> bool {
     }
 }
 
-/// Lists one resource for a one-shot cycle: an absent or unreadable CRD gives none.
+/// Tries of a one-shot list when the API server answers that it cannot serve now (429,
+/// 500, 502, 503, 504: starting, overloaded, restarting) or cannot be reached: about 15 s of
+/// backoff in all, then the run fails.
+const LIST_TRIES: u32 = 5;
+
+impl ReadError {
+    /// Whether trying again later may succeed.
+    fn transient(&self) -> bool {
+        match self {
+            ReadError::Api(kube::Error::Api(s)) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
+            ReadError::Api(_) => true,
+            ReadError::Decode(_) => false,
+        }
+    }
+}
+
+/// Lists one resource for a one-shot cycle: an absent or unreadable CRD gives none; an API
+/// server that cannot answer now is asked again a few times.
 async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, LiveError> {
-    match list(api, r).await {
-        Ok(d) => Ok(d.parts),
-        Err(e) if none_of(r, &e) => Ok(SnapshotParts::default()),
-        Err(e) => Err(e.into_live(r)),
+    let mut backoff = Backoff::new();
+    let mut tries = 1;
+    loop {
+        match list(api, r).await {
+            Ok(d) => return Ok(d.parts),
+            Err(e) if none_of(r, &e) => return Ok(SnapshotParts::default()),
+            Err(e) if e.transient() && tries < LIST_TRIES => {
+                let why = match &e {
+                    ReadError::Api(e) => e.to_string(),
+                    ReadError::Decode(e) => e.to_string(),
+                };
+                tracing::warn!(resource = r.what(), error = %why, attempt = tries, "list failed; trying again");
+                tries += 1;
+                backoff.wait().await;
+            }
+            Err(e) => return Err(e.into_live(r)),
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 //! objects, no JSON written only to be read again.
 
 use super::parallel::{item, skip_ws, step, Step};
-use super::{fast, RawObject, Shapes, Sink, SnapshotError, SnapshotParts, Str};
+use super::{RawMeta, RawObject, Shapes, Sink, SnapshotError, SnapshotParts, Str};
 use crate::snapshot::{Namespace, Node, Pdb, Pod, PodGroup, PriorityClass};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -471,6 +471,13 @@ pub fn decode_event(what: &str, defaults: ObjectType, line: &str) -> Result<Even
     Ok(event)
 }
 
+/// A bookmark's object: its metadata; anything else in it is skipped unread.
+#[derive(Deserialize)]
+struct BookmarkObject<'a> {
+    #[serde(borrow, default)]
+    metadata: RawMeta<'a>,
+}
+
 /// Reads the event's object at `pos` into `event`; returns the position after it.
 fn event_object(
     what: &str,
@@ -485,26 +492,17 @@ fn event_object(
         message: format!("{kind:?} watch event: {message}: {}", preview(line)),
     };
     match kind {
-        // A bookmark's object has only a version and maybe an annotation: read into the wire
-        // shapes, not converted (it has no name).
-        EventType::Bookmark => {
-            let mut place = RawObject::default();
-            let mut reader = fast::Reader::new(line, pos);
-            let after = if fast::object(&mut reader, &mut place).is_some() {
-                reader.pos()
-            } else {
-                match step::<Box<RawObject<'_>>>(line, pos) {
-                    Step::Done(obj, after) => {
-                        place = *obj;
-                        after
-                    }
-                    _ => return Err(error("the bookmark's object is not valid".into())),
-                }
-            };
-            event.resource_version = place.metadata.resource_version().to_string();
-            event.initial_events_end = place.metadata.annotations.initial_events_end();
-            Ok(Some(after))
-        }
+        // A bookmark's object has only a version and maybe an annotation; only its metadata
+        // is read (the rest is a shell of the kind's fields, such as a pod's
+        // `"spec":{"containers":null}`, which means nothing here).
+        EventType::Bookmark => match step::<BookmarkObject<'_>>(line, pos) {
+            Step::Done(b, after) => {
+                event.resource_version = b.metadata.resource_version().to_string();
+                event.initial_events_end = b.metadata.annotations.initial_events_end();
+                Ok(Some(after))
+            }
+            _ => Err(error("the bookmark's object is not valid".into())),
+        },
         EventType::Error => match step::<WatchStatus>(line, pos) {
             Step::Done(s, after) => {
                 event.status = Some(s);
@@ -685,6 +683,12 @@ mod tests {
         assert!(
             matches!(e.object, Some(Object::Node(n)) if !n.ready && n.allocatable.get("cpu") == 4000)
         );
+        // As kube-apiserver 1.36 sends them: the kind's fields as an empty shell.
+        let shell = r#"{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"4285"},"spec":{"containers":null},"status":{}}}"#;
+        let e = decode_event("the pods watch", POD, shell).unwrap();
+        assert_eq!(e.kind, EventType::Bookmark);
+        assert_eq!(e.resource_version, "4285");
+        assert!(!e.initial_events_end);
         let bookmark = r#"{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"1234","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
         let e = decode_event("the pods watch", POD, bookmark).unwrap();
         assert_eq!(
