@@ -45,6 +45,49 @@ pub struct Report {
     /// Tenants' dominant shares, when a profile orders by DominantResourceFairness.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantRow>,
+    /// How many objects of each kind the plan was made from (a short read shows here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<ReadRow>,
+}
+
+/// The objects a plan was made from, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadRow {
+    pub nodes: usize,
+    pub pods: usize,
+    pub disruption_budgets: usize,
+    pub pod_groups: usize,
+    pub namespaces: usize,
+    pub priority_classes: usize,
+}
+
+impl ReadRow {
+    pub fn of(snap: &ClusterSnapshot) -> ReadRow {
+        ReadRow {
+            nodes: snap.nodes.len(),
+            pods: snap.pods.len(),
+            disruption_budgets: snap.pdbs.len(),
+            pod_groups: snap.pod_groups.len(),
+            namespaces: snap.namespaces.len(),
+            priority_classes: snap.priority_classes.len(),
+        }
+    }
+}
+
+impl std::fmt::Display for ReadRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "nodes {}, pods {}, disruption budgets {}, pod groups {}, namespaces {}, priority classes {}",
+            self.nodes,
+            self.pods,
+            self.disruption_budgets,
+            self.pod_groups,
+            self.namespaces,
+            self.priority_classes
+        )
+    }
 }
 
 /// A tenant's dominant share of the cluster before and after the plan, in percent.
@@ -262,7 +305,18 @@ where
     list("notes", &rest.notes, w)?;
     list("notChosen", &rest.not_chosen, w)?;
     list("tenants", &rest.tenants, w)?;
+    if let Some(read) = &rest.read {
+        w.write_all(b",\n  \"read\": ")?;
+        write_object_field(read, w)?;
+    }
     w.write_all(b"\n}\n")
+}
+
+/// An object that is a field of the top-level object, as serde_json's pretty printer
+/// writes it there.
+fn write_object_field<T: Serialize>(value: &T, w: &mut impl std::io::Write) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    w.write_all(text.replace('\n', "\n  ").as_bytes())
 }
 
 /// A field of the top-level object that is left out when empty, after the others.
@@ -400,6 +454,7 @@ impl Report {
             notes,
             not_chosen,
             tenants,
+            read: Some(ReadRow::of(snap)),
         }
     }
 
@@ -467,6 +522,9 @@ impl Report {
 
     fn table(&self) -> String {
         let mut out = String::new();
+        if let Some(read) = &self.read {
+            let _ = writeln!(out, "Read: {read}");
+        }
         let _ = writeln!(out, "Planned evictions: {}", self.evictions.len());
         if !self.evictions.is_empty() {
             let rows: Vec<[&str; 6]> = self
@@ -773,6 +831,11 @@ mod tests {
                 after: 26.5,
                 dominant_resource: Some("cpu".into()),
             }],
+            read: Some(ReadRow {
+                nodes: 2,
+                pods: 300,
+                ..ReadRow::default()
+            }),
         };
         let empty = Report {
             evictions: Vec::new(),
@@ -780,6 +843,7 @@ mod tests {
             notes: Vec::new(),
             not_chosen: Vec::new(),
             tenants: Vec::new(),
+            read: None,
         };
         let only_tenants = Report {
             tenants: full.tenants.clone(),

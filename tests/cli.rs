@@ -168,7 +168,7 @@ fn invalid_policy_exits_two_naming_file_and_field() {
 fn broken_snapshot_exits_two() {
     let dir = tempfile::tempdir().unwrap();
     let snap = dir.path().join("broken.json");
-    std::fs::write(&snap, r#"{"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"cpu":"lots"}}}]}"#).unwrap();
+    std::fs::write(&snap, r#"{"kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"cpu":"lots"}}}]}"#).unwrap();
     let o = run(&[
         "--policy-config-file",
         "policies/combined.yaml",

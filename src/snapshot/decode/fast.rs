@@ -502,7 +502,7 @@ pub(super) fn object<'de>(r: &mut Reader<'de>, o: &mut RawObject<'de>) -> R {
     o.kind = Str::default();
     o.api_version = Str::default();
     o.value = None;
-    o.items.clear();
+    o.items = None;
     fields!(r, RawObject, {
         "kind" => r.string().map(|v| o.kind = v),
         "apiVersion" => r.string().map(|v| o.api_version = v),
