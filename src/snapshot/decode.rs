@@ -618,6 +618,9 @@ mod parallel {
         parts: &mut SnapshotParts,
         more: &mut Vec<Pod>,
     ) -> Option<Result<(), SnapshotError>> {
+        if source.size() < MIN_BYTES {
+            return None;
+        }
         decode_list_in_pieces(file, source, parts, more, PIECE, SPLIT)
     }
 
@@ -677,8 +680,8 @@ mod parallel {
     /// other's, last first.
     type Runs = (Decoded, Vec<Decoded>);
 
-    /// [`decode_list`], each thread reading `piece` bytes at a time, the second thread's
-    /// run starting at chunk `split`.
+    /// [`decode_list`] at any size, each thread reading `piece` bytes at a time, the second
+    /// thread's run starting at chunk `split`.
     pub(super) fn decode_list_in_pieces<S: Source + ?Sized>(
         file: &str,
         source: &S,
@@ -691,9 +694,6 @@ mod parallel {
             return None;
         }
         let size = source.size();
-        if size < MIN_BYTES {
-            return None;
-        }
         let (head, _) = peek(source, 0, PIECE)?;
         let (start, mut kind) = items_start(&head)?;
         // The separating comma that ends each chunk but the last.
@@ -3052,6 +3052,125 @@ items:
         v.extend(p.priority_classes.iter().map(|x| format!("{x:?}")));
         v.extend(p.pod_groups.iter().map(|x| format!("{x:?}")));
         v
+    }
+
+    /// The integer fields the wire shapes read.
+    pub(super) const INT_KEYS: &[&str] = &[
+        "priority",
+        "restartCount",
+        "exitCode",
+        "hostPort",
+        "weight",
+        "maxSkew",
+        "minDomains",
+        "disruptionsAllowed",
+        "value",
+    ];
+
+    /// `text` with one to three bytes removed, inserted or replaced (and with `cut`, maybe
+    /// cut short) at random; None when that is not UTF-8.
+    pub(super) fn mutated(
+        rng: &mut crate::snapshot::synthetic::Rng,
+        text: &str,
+        cut: bool,
+    ) -> Option<String> {
+        const BYTES: &[u8] = b"\"\\,:{}[]n0-.e+ \n\tx1\x01";
+        let mut b = text.as_bytes().to_vec();
+        for _ in 0..1 + rng.below(3) {
+            let at = rng.below(b.len());
+            match rng.below(if cut { 4 } else { 3 }) {
+                0 => {
+                    b.remove(at);
+                }
+                1 => b.insert(at, *rng.pick(BYTES)),
+                2 => b[at] = *rng.pick(BYTES),
+                _ => b.truncate(at),
+            }
+            if b.is_empty() {
+                break;
+            }
+        }
+        String::from_utf8(b).ok()
+    }
+
+    /// A list read by both readers of a JSON list: the sequential one (serde), and the two
+    /// threads' (the hand-written reader, serde where it has a doubt), as `load_file` runs
+    /// them. The two threads' give up on any doubt (None); when they do not, both must read
+    /// the same objects, or give the same error.
+    fn both_readers_agree(text: &str) -> bool {
+        let one = decode_parts("s.json", text.as_bytes());
+        let (mut parts, mut more) = (SnapshotParts::default(), Vec::new());
+        let two = parallel::decode_list_in_pieces(
+            "s.json",
+            text.as_bytes(),
+            &mut parts,
+            &mut more,
+            4096,
+            parallel::SPLIT,
+        );
+        let two = match two {
+            None => return false,
+            Some(result) => result.and_then(|()| checked("s.json", parts, &more)),
+        };
+        match (two, one) {
+            (Ok(mut two), Ok((one, _))) => {
+                two.pods.append(&mut more);
+                assert_eq!(fingerprint(&two), fingerprint(&one), "{text}");
+            }
+            (Err(two), Err(one)) => assert_eq!(two.to_string(), one.to_string()),
+            (two, one) => panic!(
+                "two threads: {:?}; one: {:?}; {text}",
+                two.map(|_| ()),
+                one.map(|_| ())
+            ),
+        }
+        true
+    }
+
+    /// Both readers of a JSON list on lists mutated as a file can be (issue 17: `-0` in an
+    /// integer field, a second `items`, no `kind`, another kind with `items`), and at random
+    /// (a seeded generator: `DESCHEDULER_DIFF_ITERATIONS` runs more than the default).
+    #[test]
+    fn both_readers_of_a_list_agree_on_mutated_lists() {
+        use crate::snapshot::synthetic::{generate_json, Config, Rng};
+        let base = String::from_utf8(generate_json(&Config::new(8, 200, 5))).unwrap();
+        let envelope = base.rfind("\"kind\":\"List\"").unwrap();
+        let mut texts = vec![
+            base.clone(),
+            base.replacen("\"items\":[", "\"items\":[],\"items\":[", 1),
+            format!("{}\"items\":[],{}", &base[..envelope], &base[envelope..]),
+            format!("{}{}", &base[..envelope - 1], &base[envelope + 13..]),
+            format!(
+                "{}\"kind\":\"Pod\"{}",
+                &base[..envelope],
+                &base[envelope + 13..]
+            ),
+        ];
+        for key in INT_KEYS {
+            let field = format!("\"{key}\":");
+            // The last one: in the second thread's half.
+            if let Some(at) = base.rfind(&field) {
+                let at = at + field.len();
+                texts.push(format!("{}-0,\"y\":{}", &base[..at], &base[at..]));
+            }
+        }
+        assert!(texts.len() >= 10, "the generated list has integer fields");
+        let iterations = std::env::var("DESCHEDULER_DIFF_ITERATIONS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(60);
+        let mut rng = Rng::new(17);
+        for _ in 0..iterations {
+            texts.extend(mutated(&mut rng, &base, false));
+        }
+        let read_by_two = texts.iter().filter(|t| both_readers_agree(t)).count();
+        // The unmutated list, and many of the mutated ones, take the two threads' path.
+        assert!(both_readers_agree(&base));
+        assert!(
+            read_by_two > texts.len() / 4,
+            "{read_by_two} of {}",
+            texts.len()
+        );
     }
 
     #[test]
