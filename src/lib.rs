@@ -25,3 +25,4 @@ pub mod sim;
 pub mod snapshot;
 pub mod source;
 pub mod usage;
+pub mod yaml;

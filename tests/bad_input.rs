@@ -312,3 +312,31 @@ fn a_budget_without_a_selector_from_the_api_protects_nothing() {
     let parts = list.finish().unwrap().parts;
     assert_eq!(parts.pdbs.len(), 1);
 }
+
+/// The YAML reader's limits grow with the file: a YAML list past the library's default
+/// budget (250,000 nodes), a stream of more than 1,024 documents, and JSON after a
+/// byte-order mark are read.
+#[test]
+fn large_yaml_snapshots_and_a_byte_order_mark_are_read() {
+    use descheduler::snapshot::synthetic::{generate_json, Config};
+    let json = generate_json(&Config::new(10, 3_000, 3));
+    let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let yaml = serde_saphyr::to_string(&value).unwrap();
+    let snap = load_yaml(&yaml).unwrap();
+    assert_eq!(snap.pods.len(), 3_000);
+    // 1,100 documents.
+    let mut stream = NODE
+        .trim_start()
+        .trim_start_matches("- ")
+        .replace("\n  ", "\n");
+    for i in 0..1_100 {
+        stream.push_str(&format!(
+            "---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: ns-{i}}}\n"
+        ));
+    }
+    assert_eq!(load_yaml(&stream).unwrap().namespaces.len(), 1_100);
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(&json);
+    let snap = decode::load_bytes("bom.json", &bom).unwrap();
+    assert_eq!(snap.pods.len(), 3_000);
+}

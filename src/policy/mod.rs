@@ -301,8 +301,11 @@ impl Policy {
                 "the file is empty; expected a DeschedulerPolicy (apiVersion: descheduler/v1alpha2)",
             ));
         }
-        let value: serde_json::Value = serde_saphyr::from_str(text)
-            .map_err(|e| PolicyError::new(file, "(document)", format!("not valid YAML: {e}")))?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let value: serde_json::Value =
+            serde_saphyr::from_str_with_options(text, crate::yaml::options_for(text)).map_err(
+                |e| PolicyError::new(file, "(document)", format!("not valid YAML: {e}")),
+            )?;
         if !value.is_object() {
             return Err(PolicyError::new(
                 file,

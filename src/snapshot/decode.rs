@@ -52,7 +52,7 @@ pub enum SnapshotError {
         #[source]
         source: std::io::Error,
     },
-    #[error("snapshot {file}: not a valid Kubernetes object list: {message}. Give the output of `kubectl get nodes,pods,poddisruptionbudgets,namespaces,priorityclasses -A -o yaml` (or -o json), or a multi-document YAML stream")]
+    #[error("snapshot {file}: {message}. A snapshot is what `kubectl get nodes,pods,poddisruptionbudgets,namespaces,priorityclasses -A -o json` (or -o yaml) prints, whole, or a multi-document YAML stream of such objects")]
     Syntax { file: String, message: String },
     #[error("snapshot {file}: {object}: field {field}: {message}")]
     Field {
@@ -131,6 +131,8 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<ClusterSnapshot, SnapshotE
 
 /// The objects, and pods that follow `parts.pods` (see [`parallel::decode_list`]).
 fn decode_parts(file: &str, bytes: &[u8]) -> Result<(SnapshotParts, Vec<Pod>), SnapshotError> {
+    // A byte-order mark (some editors write one) is not part of the text.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     let syntax = |message: String| SnapshotError::Syntax {
         file: file.to_string(),
@@ -143,10 +145,11 @@ fn decode_parts(file: &str, bytes: &[u8]) -> Result<(SnapshotParts, Vec<Pod>), S
             decode_json(file, bytes, first == Some(b'['), &mut parts, &mut more)?
         }
         Some(_) => {
-            let text = std::str::from_utf8(bytes)
-                .map_err(|e| syntax(format!("the file is not UTF-8 text: {e}")))?;
+            let text =
+                std::str::from_utf8(bytes).map_err(|e| syntax(format!("not UTF-8 text: {e}")))?;
             let docs: Vec<Option<RawObject>> =
-                serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?;
+                serde_saphyr::from_multiple_with_options(text, crate::yaml::options_for(text))
+                    .map_err(|e| syntax(format!("not valid YAML: {e}")))?;
             let mut shapes = Shapes::default();
             for (index, mut obj) in docs.into_iter().flatten().enumerate() {
                 add_object(file, index, &mut obj, &mut parts, &mut shapes, false)?;
@@ -212,7 +215,10 @@ fn decode_json(
             };
             SnapshotError::Syntax {
                 file: file.to_string(),
-                message: with_path.unwrap_or_else(|| e.to_string()),
+                message: format!(
+                    "not valid JSON: {}",
+                    with_path.unwrap_or_else(|| e.to_string())
+                ),
             }
         })),
     }
