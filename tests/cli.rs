@@ -248,3 +248,27 @@ fn bad_live_flags_exit_two() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn an_endless_input_is_an_error_not_a_read_until_memory_runs_out() {
+    let o = run(&["--policy-config-file", "/dev/zero", "--snapshot", SNAP]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/dev/zero") && stderr(&o).contains("NUL"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        "/dev/zero",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/dev/zero") && stderr(&o).contains("NUL"),
+        "{}",
+        stderr(&o)
+    );
+}

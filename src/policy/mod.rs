@@ -287,7 +287,7 @@ impl Policy {
     /// Reads, decodes, defaults and validates a policy file.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_utf8_file(path, crate::input::POLICY_LIMIT)
             .map_err(|e| PolicyError::new(&file, "(file)", format!("cannot read the file: {e}")))?;
         Policy::from_yaml(&file, &text)
     }

@@ -101,7 +101,8 @@ pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
         // A large JSON List is decoded as it is read, on two threads.
         let f = std::fs::File::open(path).map_err(read_error)?;
         let meta = f.metadata().map_err(read_error)?;
-        if let (true, Ok(size)) = (meta.is_file(), usize::try_from(meta.len())) {
+        let within = meta.len() <= crate::input::SNAPSHOT_LIMIT;
+        if let (true, true, Ok(size)) = (meta.is_file(), within, usize::try_from(meta.len())) {
             let source = parallel::FileSource { file: f, size };
             let (mut parts, mut more) = (SnapshotParts::default(), Vec::new());
             if let Some(result) = parallel::decode_list(&file, &source, &mut parts, &mut more) {
@@ -116,7 +117,8 @@ pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
             }
         }
     }
-    let bytes = std::fs::read(path).map_err(read_error)?;
+    let bytes =
+        crate::input::read_text_file(path, crate::input::SNAPSHOT_LIMIT).map_err(read_error)?;
     let (parts, more) = decode_parts(&file, &bytes)?;
     // The model holds no reference to the bytes: free them before indexing.
     drop(bytes);
