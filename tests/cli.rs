@@ -272,3 +272,32 @@ fn an_endless_input_is_an_error_not_a_read_until_memory_runs_out() {
         stderr(&o)
     );
 }
+
+/// Rates and durations are checked before anything runs: tiny rates panicked (exit 101),
+/// NaN and inf meant unlimited, a lease duration past an int32 was truncated.
+#[test]
+fn numbers_out_of_range_are_refused() {
+    for (flag, value) in [
+        ("--eviction-qps", "1e-300"),
+        ("--node-eviction-qps", "1e-320"),
+        ("--client-connection-qps", "5e-324"),
+        ("--eviction-qps", "NaN"),
+        ("--eviction-qps", "inf"),
+        ("--node-eviction-qps", "-1"),
+        ("--leader-elect-lease-duration", "2562047h"),
+        ("--leader-elect-retry-period", "0"),
+        ("--leader-elect-renew-deadline", "20s"),
+        ("--descheduling-interval", "2562048h"),
+    ] {
+        let arg = format!("{flag}={value}");
+        let o = run(&[
+            "--policy-config-file",
+            "policies/combined.yaml",
+            "--snapshot",
+            SNAP,
+            &arg,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{arg}: {}", stderr(&o));
+        assert!(stderr(&o).contains(flag), "{arg}: {}", stderr(&o));
+    }
+}

@@ -46,6 +46,12 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
         };
         total_nanos += n * scale;
     }
+    // Go's durations are int64 nanoseconds: time.ParseDuration refuses longer ones.
+    if total_nanos > i64::MAX as f64 {
+        return Err(format!(
+            "{text:?} is longer than the longest Go duration, 2562047h47m16.854775807s"
+        ));
+    }
     Ok((total_nanos / 1e9).floor() as i64)
 }
 
@@ -64,5 +70,9 @@ mod tests {
         assert!(parse_duration("5d").is_err());
         assert!(parse_duration("-5m").is_err());
         assert!(parse_duration("").is_err());
+        // Past int64 nanoseconds: refused, as Go refuses it, not saturated.
+        assert_eq!(parse_duration("2562047h").unwrap(), 2_562_047 * 3600);
+        assert!(parse_duration("2562048h").is_err());
+        assert!(parse_duration(&format!("{}h", "9".repeat(400))).is_err());
     }
 }

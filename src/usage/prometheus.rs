@@ -373,8 +373,11 @@ pub fn parse_response(
                  `unless`)"
             )
         })?;
-        if !ts.is_finite() {
-            return Err(format!("series {name} has an invalid timestamp {ts}"));
+        // Unix seconds, from 1970 to the end of year 9999 (what RFC 3339 writes).
+        if !(0.0..=253_402_300_799.0).contains(ts) {
+            return Err(format!(
+                "series {name} has the timestamp {ts}, not a time in Unix seconds"
+            ));
         }
         let sample = Sample {
             value,
@@ -677,6 +680,14 @@ mod tests {
         assert_eq!(got.nodes[0].0, "n1");
         assert_eq!(got.nodes[0].1.value, 0.001);
         assert!(node(&vector("")).unwrap().nodes.is_empty());
+        // A timestamp that is not a time is refused (-1e300 looked fresh).
+        for ts in ["-1e300", "-1", "1e300"] {
+            let body = vector(&format!(
+                r#"{{"metric":{{"instance":"a"}},"value":[{ts},"1"]}}"#
+            ));
+            let err = node(&body).unwrap_err();
+            assert!(err.contains("timestamp"), "{err}");
+        }
     }
 
     #[test]
