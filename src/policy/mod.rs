@@ -164,6 +164,19 @@ pub struct AuthToken {
     pub secret_reference: Option<SecretReference>,
 }
 
+/// `url` as it may be shown in logs, errors and reports: credentials in it
+/// (`http://user:password@host`) replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let rest = &url[scheme_end + 3..];
+        let authority = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority].rfind('@') {
+            return format!("{}://***@{}", &url[..scheme_end], &rest[at + 1..]);
+        }
+    }
+    url.to_string()
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrometheusProvider {
@@ -576,7 +589,7 @@ impl Policy {
                     return Err(PolicyError::new(
                         file,
                         format!("{path}.prometheus.url"),
-                        format!("{url:?} is not an http:// or https:// URL"),
+                        format!("{:?} is not an http:// or https:// URL", redact_url(url)),
                     ));
                 }
             } else if m.prometheus.is_some() {
