@@ -468,7 +468,7 @@ impl Report {
                 String::from_utf8(buf).expect("serde_json writes UTF-8")
             }
             Format::Yaml => serde_saphyr::to_string(self).expect("report serializes"),
-            Format::Table => self.table(),
+            Format::Table => escape_for_terminal(&self.table()),
         }
     }
 
@@ -708,6 +708,28 @@ impl Report {
     }
 }
 
+/// `text` with every control character but the newline, and every character that reorders
+/// text (bidirectional overrides and isolates), written as `\u{..}`: names come from the
+/// cluster, and must not drive the terminal (ANSI escapes) or disguise what is printed.
+fn escape_for_terminal(text: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.contains(hidden) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hidden(c) {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn write_table<const N: usize>(out: &mut String, headers: [&str; N], rows: &[[&str; N]]) {
     let mut widths = headers.map(str::len);
     for r in rows {
@@ -856,5 +878,42 @@ mod tests {
             report.write_to(Format::Json, &mut streamed).unwrap();
             assert_eq!(String::from_utf8(streamed).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn the_table_escapes_what_would_drive_the_terminal() {
+        let report = Report {
+            evictions: vec![EvictionRow {
+                pod: "ns/\u{1b}[2Jgone".into(),
+                node: "n\u{202e}1".into(),
+                profile: "p".into(),
+                plugin: "PodLifeTime".into(),
+                reason: "tab\there\r\u{7f}\u{9b}".into(),
+                destination: None,
+                gang: None,
+                result: None,
+            }],
+            nodes: Vec::new(),
+            notes: vec![NoteRow {
+                profile: "p".into(),
+                plugin: "x".into(),
+                node: Some("\u{2066}n".into()),
+                message: "m\u{1b}".into(),
+                skipped: false,
+            }],
+            not_chosen: Vec::new(),
+            tenants: Vec::new(),
+            read: None,
+        };
+        let table = report.render(Format::Table);
+        for c in [
+            '\u{1b}', '\u{202e}', '\t', '\r', '\u{7f}', '\u{9b}', '\u{2066}',
+        ] {
+            assert!(!table.contains(c), "{c:?} in {table}");
+        }
+        assert!(table.contains("ns/\\u{1b}[2Jgone"), "{table}");
+        assert!(table.contains("n\\u{202e}1"), "{table}");
+        // Other text, accents included, is left as it is.
+        assert_eq!(escape_for_terminal("é ünï\nx"), "é ünï\nx");
     }
 }
