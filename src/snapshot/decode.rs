@@ -3163,10 +3163,7 @@ items:
             }
         }
         assert!(texts.len() >= 10, "the generated list has integer fields");
-        let iterations = std::env::var("DESCHEDULER_DIFF_ITERATIONS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(60);
+        let iterations = iterations("DESCHEDULER_DIFF_ITERATIONS", 60);
         let mut rng = Rng::new(17);
         for _ in 0..iterations {
             texts.extend(mutated(&mut rng, &base, false));
@@ -3179,6 +3176,89 @@ items:
             "{read_by_two} of {}",
             texts.len()
         );
+    }
+
+    /// Iterations of a seeded harness: the number in env `var`, or `default`.
+    fn iterations(var: &str, default: usize) -> usize {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    fn shipped(path: &str) -> String {
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+            .unwrap()
+    }
+
+    /// The shipped snapshots and policies, mutated by a seeded generator (bytes removed,
+    /// inserted, replaced, the text cut short): the snapshots through both readers of a JSON
+    /// list and through the YAML reader, and planned when they decode; the policies loaded and
+    /// built. Nothing panics, and both JSON readers agree. A few hundred inputs here; set
+    /// `DESCHEDULER_FUZZ_ITERATIONS` (per input file) for more.
+    #[test]
+    fn mutated_shipped_inputs_never_panic_and_both_readers_agree() {
+        use crate::snapshot::synthetic::Rng;
+        let iterations = iterations("DESCHEDULER_FUZZ_ITERATIONS", 30);
+        let mut rng = Rng::new(2026);
+        let policies: Vec<String> = [
+            "policies/combined.yaml",
+            "policies/lifecycle.yaml",
+            "policies/lownodeutilization.yaml",
+            "examples/batch/policy.yaml",
+            "examples/usage/policy.yaml",
+        ]
+        .into_iter()
+        .map(shipped)
+        .collect();
+        let pipeline = crate::framework::Pipeline::build(
+            &crate::policy::Policy::from_yaml("combined.yaml", &policies[0]).unwrap(),
+            "combined.yaml",
+        )
+        .unwrap();
+        for text in &policies {
+            for _ in 0..iterations {
+                let Some(text) = mutated(&mut rng, text, true) else {
+                    continue;
+                };
+                if let Ok(policy) = crate::policy::Policy::from_yaml("p.yaml", &text) {
+                    let _ = crate::framework::Pipeline::build(&policy, "p.yaml");
+                }
+            }
+        }
+        let mut agreed = 0;
+        for path in [
+            "examples/cluster-hotspot.yaml",
+            "examples/batch/cluster.yaml",
+            "examples/usage/cluster.json",
+        ] {
+            let text = shipped(path);
+            // As a JSON list with enough items for the two threads' reader (64 chunks).
+            let value: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+            let items = value["items"].as_array().unwrap();
+            let copies = 200 / items.len() + 1;
+            let many: Vec<&serde_json::Value> =
+                std::iter::repeat_n(items, copies).flatten().collect();
+            let json = serde_json::to_string(&serde_json::json!({
+                "apiVersion": "v1", "items": many, "kind": "List", "metadata": {}
+            }))
+            .unwrap();
+            assert!(
+                both_readers_agree(&json),
+                "{path}: the two threads' reader applies"
+            );
+            for _ in 0..iterations {
+                if let Some(json) = mutated(&mut rng, &json, true) {
+                    agreed += usize::from(both_readers_agree(&json));
+                }
+                if let Some(text) = mutated(&mut rng, &text, true) {
+                    if let Ok(snap) = load_bytes(path, text.as_bytes()) {
+                        let _ = crate::plan::plan(&pipeline, &snap, 1_796_083_200);
+                    }
+                }
+            }
+        }
+        assert!(agreed > 0, "no mutated list went through both readers");
     }
 
     #[test]
