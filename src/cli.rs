@@ -8,7 +8,7 @@ use crate::live::executor::ExecutorConfig;
 use crate::live::leader::LeaderConfig;
 use crate::live::runner::{self, LiveOptions};
 use crate::plan;
-use crate::policy::{parse_duration, Policy};
+use crate::policy::Policy;
 use crate::report::Format;
 use crate::schedule::Schedule;
 use crate::source::{ClusterSource, FileSource};
@@ -395,9 +395,7 @@ impl plan::PlanObserver for PluginTimes {
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
-    parse_duration(value)
-        .map(|s| Duration::from_secs(s.max(0) as u64))
-        .map_err(|e| Failure::invalid(format!("{name}: {e}")))
+    crate::policy::parse_go_duration(value).map_err(|e| Failure::invalid(format!("{name}: {e}")))
 }
 
 /// The slowest rate a rate flag may ask for (one a day); 0 means unlimited.
@@ -440,7 +438,7 @@ fn leader_durations(cli: &Cli) -> Result<(Duration, Duration, Duration), Failure
         return Err(Failure::invalid(format!(
             "--leader-elect-lease-duration {}, --leader-elect-renew-deadline {} and \
              --leader-elect-retry-period {}: each must be longer than the next, and the retry \
-             period at least 1s",
+             period more than 0",
             cli.leader_elect_lease_duration,
             cli.leader_elect_renew_deadline,
             cli.leader_elect_retry_period

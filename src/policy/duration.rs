@@ -2,9 +2,15 @@
 
 /// Parses a Go duration into whole seconds (rounded down). Negative durations are rejected.
 pub fn parse_duration(text: &str) -> Result<i64, String> {
+    // At most i64::MAX nanoseconds: the seconds fit.
+    parse_go_duration(text).map(|d| d.as_secs() as i64)
+}
+
+/// Parses a Go duration, to the nanosecond. Negative durations are rejected.
+pub fn parse_go_duration(text: &str) -> Result<std::time::Duration, String> {
     let s = text.trim();
     if s == "0" {
-        return Ok(0);
+        return Ok(std::time::Duration::ZERO);
     }
     if s.is_empty() {
         return Err("empty duration; use a Go duration such as 30m, 1h or 24h".into());
@@ -52,12 +58,12 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
             "{text:?} is longer than the longest Go duration, 2562047h47m16.854775807s"
         ));
     }
-    Ok((total_nanos / 1e9).floor() as i64)
+    Ok(std::time::Duration::from_nanos(total_nanos as u64))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, parse_go_duration};
 
     #[test]
     fn go_durations() {
@@ -74,5 +80,13 @@ mod tests {
         assert_eq!(parse_duration("2562047h").unwrap(), 2_562_047 * 3600);
         assert!(parse_duration("2562048h").is_err());
         assert!(parse_duration(&format!("{}h", "9".repeat(400))).is_err());
+        assert_eq!(
+            parse_go_duration("1.5s").unwrap(),
+            std::time::Duration::from_millis(1500)
+        );
+        assert_eq!(
+            parse_go_duration("500ms").unwrap(),
+            std::time::Duration::from_millis(500)
+        );
     }
 }

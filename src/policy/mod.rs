@@ -6,7 +6,7 @@
 
 mod duration;
 
-pub use duration::parse_duration;
+pub use duration::{parse_duration, parse_go_duration};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
