@@ -9,7 +9,7 @@ use crate::live::executor::ExecutorConfig;
 use crate::live::leader::LeaderConfig;
 use crate::live::runner::{self, LiveOptions};
 use crate::plan;
-use crate::policy::{parse_duration, Policy};
+use crate::policy::Policy;
 use crate::report::Format;
 use crate::schedule::Schedule;
 use crate::source::{ClusterSource, FileSource};
@@ -330,6 +330,11 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
         .map_err(|e| Failure::invalid(format!("--descheduling-interval: {e}")))?;
     crate::policy::parse_duration(&cli.eviction_cooldown)
         .map_err(|e| Failure::invalid(format!("--eviction-cooldown: {e}")))?;
+    // Every number given is checked, whether this run uses it or not.
+    rate_flag("--client-connection-qps", cli.client_connection_qps)?;
+    rate_flag("--eviction-qps", cli.eviction_qps)?;
+    rate_flag("--node-eviction-qps", cli.node_eviction_qps)?;
+    leader_durations(cli)?;
     // Nothing runs on an invalid policy.
     let policy = Policy::load(&cli.policy_config_file).map_err(Failure::invalid)?;
     let mut pipeline = Pipeline::build(&policy, &cli.policy_config_file.display().to_string())
@@ -448,9 +453,56 @@ impl plan::PlanObserver for PluginTimes {
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
-    parse_duration(value)
-        .map(|s| Duration::from_secs(s.max(0) as u64))
-        .map_err(|e| Failure::invalid(format!("{name}: {e}")))
+    crate::policy::parse_go_duration(value).map_err(|e| Failure::invalid(format!("{name}: {e}")))
+}
+
+/// The slowest rate a rate flag may ask for (one a day); 0 means unlimited.
+const MIN_RATE: f64 = 1.0 / 86_400.0;
+
+/// A rate flag's value: a finite number, 0 (unlimited) or at least one a day.
+fn rate_flag(name: &str, qps: f64) -> Result<f64, Failure> {
+    if !qps.is_finite() || qps < 0.0 || (qps > 0.0 && qps < MIN_RATE) {
+        return Err(Failure::invalid(format!(
+            "{name} {qps}: give a rate per second of 0 (unlimited) or from {MIN_RATE:.3e} (one \
+             a day) up"
+        )));
+    }
+    Ok(qps)
+}
+
+/// The leader election flags, checked as client-go checks them (a lease longer than the
+/// renew deadline, longer than the retry period; a lease a Lease object can hold).
+fn leader_durations(cli: &Cli) -> Result<(Duration, Duration, Duration), Failure> {
+    let lease = duration_flag(
+        "--leader-elect-lease-duration",
+        &cli.leader_elect_lease_duration,
+    )?;
+    let renew = duration_flag(
+        "--leader-elect-renew-deadline",
+        &cli.leader_elect_renew_deadline,
+    )?;
+    let retry = duration_flag(
+        "--leader-elect-retry-period",
+        &cli.leader_elect_retry_period,
+    )?;
+    if lease.as_secs() > i32::MAX as u64 {
+        return Err(Failure::invalid(format!(
+            "--leader-elect-lease-duration {}: longer than a Lease holds ({} s)",
+            cli.leader_elect_lease_duration,
+            i32::MAX
+        )));
+    }
+    if retry.is_zero() || renew <= retry || lease <= renew {
+        return Err(Failure::invalid(format!(
+            "--leader-elect-lease-duration {}, --leader-elect-renew-deadline {} and \
+             --leader-elect-retry-period {}: each must be longer than the next, and the retry \
+             period more than 0",
+            cli.leader_elect_lease_duration,
+            cli.leader_elect_renew_deadline,
+            cli.leader_elect_retry_period
+        )));
+    }
+    Ok((lease, renew, retry))
 }
 
 fn identity() -> String {
@@ -484,22 +536,14 @@ fn run_live(
             )));
         }
         let base = cli.leader_elect_identity.clone().unwrap_or_else(identity);
+        let (lease_duration, renew_deadline, retry_period) = leader_durations(cli)?;
         Some(LeaderConfig {
             name: cli.leader_elect_resource_name.clone(),
             namespace: cli.leader_elect_resource_namespace.clone(),
             identity: format!("{base}_{}", std::process::id()),
-            lease_duration: duration_flag(
-                "--leader-elect-lease-duration",
-                &cli.leader_elect_lease_duration,
-            )?,
-            renew_deadline: duration_flag(
-                "--leader-elect-renew-deadline",
-                &cli.leader_elect_renew_deadline,
-            )?,
-            retry_period: duration_flag(
-                "--leader-elect-retry-period",
-                &cli.leader_elect_retry_period,
-            )?,
+            lease_duration,
+            renew_deadline,
+            retry_period,
         })
     } else {
         None
@@ -507,7 +551,7 @@ fn run_live(
     let admin = admin_servers(cli)?;
     let opts = LiveOptions {
         kubeconfig: cli.kubeconfig.clone(),
-        qps: cli.client_connection_qps,
+        qps: rate_flag("--client-connection-qps", cli.client_connection_qps)?,
         burst: cli.client_connection_burst,
         dry_run: cli.dry_run,
         schedule,
@@ -516,8 +560,14 @@ fn run_live(
         executor: ExecutorConfig {
             grace_period_seconds: policy.grace_period_seconds,
             failure_events: policy.eviction_failure_event_notification.unwrap_or(false),
-            global_rate: crate::live::client::quota(cli.eviction_qps, cli.eviction_burst),
-            node_rate: crate::live::client::quota(cli.node_eviction_qps, cli.node_eviction_burst),
+            global_rate: crate::live::client::quota(
+                rate_flag("--eviction-qps", cli.eviction_qps)?,
+                cli.eviction_burst,
+            ),
+            node_rate: crate::live::client::quota(
+                rate_flag("--node-eviction-qps", cli.node_eviction_qps)?,
+                cli.node_eviction_burst,
+            ),
             instance: cli
                 .leader_elect_identity
                 .clone()

@@ -12,6 +12,7 @@
 pub mod cli;
 pub mod executor;
 pub mod framework;
+pub mod input;
 pub mod labels;
 pub mod live;
 pub mod metrics;
@@ -25,3 +26,4 @@ pub mod sim;
 pub mod snapshot;
 pub mod source;
 pub mod usage;
+pub mod yaml;

@@ -35,6 +35,20 @@ impl Quantity {
         clamp_i64(div_ceil(self.milli, 1000))
     }
 
+    /// The value in milli-units, or None when it does not fit an i64.
+    pub fn checked_milli_value(self) -> Option<i64> {
+        i64::try_from(self.milli).ok()
+    }
+
+    /// The value in whole units, rounded up, or None when it does not fit an i64.
+    pub fn checked_value(self) -> Option<i64> {
+        i64::try_from(div_ceil(self.milli, 1000)).ok()
+    }
+
+    pub fn is_negative(self) -> bool {
+        self.milli < 0
+    }
+
     pub fn parse(text: &str) -> Result<Quantity, QuantityError> {
         parse(text)
     }

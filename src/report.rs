@@ -45,6 +45,49 @@ pub struct Report {
     /// Tenants' dominant shares, when a profile orders by DominantResourceFairness.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantRow>,
+    /// How many objects of each kind the plan was made from (a short read shows here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<ReadRow>,
+}
+
+/// The objects a plan was made from, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadRow {
+    pub nodes: usize,
+    pub pods: usize,
+    pub disruption_budgets: usize,
+    pub pod_groups: usize,
+    pub namespaces: usize,
+    pub priority_classes: usize,
+}
+
+impl ReadRow {
+    pub fn of(snap: &ClusterSnapshot) -> ReadRow {
+        ReadRow {
+            nodes: snap.nodes.len(),
+            pods: snap.pods.len(),
+            disruption_budgets: snap.pdbs.len(),
+            pod_groups: snap.pod_groups.len(),
+            namespaces: snap.namespaces.len(),
+            priority_classes: snap.priority_classes.len(),
+        }
+    }
+}
+
+impl std::fmt::Display for ReadRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "nodes {}, pods {}, disruption budgets {}, pod groups {}, namespaces {}, priority classes {}",
+            self.nodes,
+            self.pods,
+            self.disruption_budgets,
+            self.pod_groups,
+            self.namespaces,
+            self.priority_classes
+        )
+    }
 }
 
 /// A tenant's dominant share of the cluster before and after the plan, in percent.
@@ -262,7 +305,18 @@ where
     list("notes", &rest.notes, w)?;
     list("notChosen", &rest.not_chosen, w)?;
     list("tenants", &rest.tenants, w)?;
+    if let Some(read) = &rest.read {
+        w.write_all(b",\n  \"read\": ")?;
+        write_object_field(read, w)?;
+    }
     w.write_all(b"\n}\n")
+}
+
+/// An object that is a field of the top-level object, as serde_json's pretty printer
+/// writes it there.
+fn write_object_field<T: Serialize>(value: &T, w: &mut impl std::io::Write) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    w.write_all(text.replace('\n', "\n  ").as_bytes())
 }
 
 /// A field of the top-level object that is left out when empty, after the others.
@@ -400,6 +454,7 @@ impl Report {
             notes,
             not_chosen,
             tenants,
+            read: Some(ReadRow::of(snap)),
         }
     }
 
@@ -413,7 +468,7 @@ impl Report {
                 String::from_utf8(buf).expect("serde_json writes UTF-8")
             }
             Format::Yaml => serde_saphyr::to_string(self).expect("report serializes"),
-            Format::Table => self.table(),
+            Format::Table => escape_for_terminal(&self.table()),
         }
     }
 
@@ -467,6 +522,9 @@ impl Report {
 
     fn table(&self) -> String {
         let mut out = String::new();
+        if let Some(read) = &self.read {
+            let _ = writeln!(out, "Read: {read}");
+        }
         let _ = writeln!(out, "Planned evictions: {}", self.evictions.len());
         if !self.evictions.is_empty() {
             let rows: Vec<[&str; 6]> = self
@@ -650,6 +708,28 @@ impl Report {
     }
 }
 
+/// `text` with every control character but the newline, and every character that reorders
+/// text (bidirectional overrides and isolates), written as `\u{..}`: names come from the
+/// cluster, and must not drive the terminal (ANSI escapes) or disguise what is printed.
+fn escape_for_terminal(text: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.contains(hidden) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hidden(c) {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn write_table<const N: usize>(out: &mut String, headers: [&str; N], rows: &[[&str; N]]) {
     let mut widths = headers.map(str::len);
     for r in rows {
@@ -773,6 +853,11 @@ mod tests {
                 after: 26.5,
                 dominant_resource: Some("cpu".into()),
             }],
+            read: Some(ReadRow {
+                nodes: 2,
+                pods: 300,
+                ..ReadRow::default()
+            }),
         };
         let empty = Report {
             evictions: Vec::new(),
@@ -780,6 +865,7 @@ mod tests {
             notes: Vec::new(),
             not_chosen: Vec::new(),
             tenants: Vec::new(),
+            read: None,
         };
         let only_tenants = Report {
             tenants: full.tenants.clone(),
@@ -792,5 +878,42 @@ mod tests {
             report.write_to(Format::Json, &mut streamed).unwrap();
             assert_eq!(String::from_utf8(streamed).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn the_table_escapes_what_would_drive_the_terminal() {
+        let report = Report {
+            evictions: vec![EvictionRow {
+                pod: "ns/\u{1b}[2Jgone".into(),
+                node: "n\u{202e}1".into(),
+                profile: "p".into(),
+                plugin: "PodLifeTime".into(),
+                reason: "tab\there\r\u{7f}\u{9b}".into(),
+                destination: None,
+                gang: None,
+                result: None,
+            }],
+            nodes: Vec::new(),
+            notes: vec![NoteRow {
+                profile: "p".into(),
+                plugin: "x".into(),
+                node: Some("\u{2066}n".into()),
+                message: "m\u{1b}".into(),
+                skipped: false,
+            }],
+            not_chosen: Vec::new(),
+            tenants: Vec::new(),
+            read: None,
+        };
+        let table = report.render(Format::Table);
+        for c in [
+            '\u{1b}', '\u{202e}', '\t', '\r', '\u{7f}', '\u{9b}', '\u{2066}',
+        ] {
+            assert!(!table.contains(c), "{c:?} in {table}");
+        }
+        assert!(table.contains("ns/\\u{1b}[2Jgone"), "{table}");
+        assert!(table.contains("n\\u{202e}1"), "{table}");
+        // Other text, accents included, is left as it is.
+        assert_eq!(escape_for_terminal("é ünï\nx"), "é ünï\nx");
     }
 }

@@ -168,7 +168,7 @@ fn invalid_policy_exits_two_naming_file_and_field() {
 fn broken_snapshot_exits_two() {
     let dir = tempfile::tempdir().unwrap();
     let snap = dir.path().join("broken.json");
-    std::fs::write(&snap, r#"{"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"cpu":"lots"}}}]}"#).unwrap();
+    std::fs::write(&snap, r#"{"kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"status":{"allocatable":{"cpu":"lots"}}}]}"#).unwrap();
     let o = run(&[
         "--policy-config-file",
         "policies/combined.yaml",
@@ -246,5 +246,58 @@ fn bad_live_flags_exit_two() {
         all.extend_from_slice(args);
         let o = run(&all);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn an_endless_input_is_an_error_not_a_read_until_memory_runs_out() {
+    let o = run(&["--policy-config-file", "/dev/zero", "--snapshot", SNAP]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/dev/zero") && stderr(&o).contains("NUL"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        "/dev/zero",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/dev/zero") && stderr(&o).contains("NUL"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Rates and durations are checked before anything runs: tiny rates panicked (exit 101),
+/// NaN and inf meant unlimited, a lease duration past an int32 was truncated.
+#[test]
+fn numbers_out_of_range_are_refused() {
+    for (flag, value) in [
+        ("--eviction-qps", "1e-300"),
+        ("--node-eviction-qps", "1e-320"),
+        ("--client-connection-qps", "5e-324"),
+        ("--eviction-qps", "NaN"),
+        ("--eviction-qps", "inf"),
+        ("--node-eviction-qps", "-1"),
+        ("--leader-elect-lease-duration", "2562047h"),
+        ("--leader-elect-retry-period", "0"),
+        ("--leader-elect-renew-deadline", "20s"),
+        ("--descheduling-interval", "2562048h"),
+    ] {
+        let arg = format!("{flag}={value}");
+        let o = run(&[
+            "--policy-config-file",
+            "policies/combined.yaml",
+            "--snapshot",
+            SNAP,
+            &arg,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{arg}: {}", stderr(&o));
+        assert!(stderr(&o).contains(flag), "{arg}: {}", stderr(&o));
     }
 }

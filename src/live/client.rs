@@ -14,12 +14,14 @@ pub struct ApiClient {
     limiter: Option<Arc<DefaultDirectRateLimiter>>,
 }
 
-/// A quota of `qps` per second with `burst`; None when `qps` is 0 or less (unlimited).
+/// A quota of `qps` per second with `burst`; None when `qps` is 0 or less (unlimited), or so
+/// large that one request's period rounds to nothing. The flags are checked before (a rate is
+/// finite, and at least one a day); a period too long for a Duration is the longest one.
 pub fn quota(qps: f64, burst: u32) -> Option<Quota> {
-    if qps <= 0.0 || !qps.is_finite() {
+    if qps <= 0.0 || qps.is_nan() {
         return None;
     }
-    let period = Duration::from_secs_f64(1.0 / qps);
+    let period = Duration::try_from_secs_f64(1.0 / qps).unwrap_or(Duration::MAX);
     Quota::with_period(period)
         .map(|q| q.allow_burst(NonZeroU32::new(burst.max(1)).expect("at least 1")))
 }

@@ -99,7 +99,10 @@ impl LeaderElector {
     fn spec(&self, acquire: Option<MicroTime>, transitions: i32) -> LeaseSpec {
         LeaseSpec {
             holder_identity: Some(self.config.identity.clone()),
-            lease_duration_seconds: Some(self.config.lease_duration.as_secs().max(1) as i32),
+            // The flag is checked to fit an int32.
+            lease_duration_seconds: Some(
+                i32::try_from(self.config.lease_duration.as_secs().max(1)).unwrap_or(i32::MAX),
+            ),
             acquire_time: acquire,
             renew_time: Some(MicroTime(Timestamp::now())),
             lease_transitions: Some(transitions),
@@ -148,7 +151,7 @@ impl LeaderElector {
                 return Ok(false);
             }
         }
-        let transitions = spec.lease_transitions.unwrap_or(0) + if mine { 0 } else { 1 };
+        let transitions = next_transitions(spec.lease_transitions, mine);
         let acquire = if mine {
             spec.acquire_time.clone()
         } else {
@@ -186,5 +189,25 @@ impl LeaderElector {
                 Err(e) => tracing::warn!(error = %e, "releasing the lease failed"),
             }
         }
+    }
+}
+
+/// The lease's count of leader changes once this instance holds it. The API refuses a
+/// negative count: it stops at the largest int32 instead of wrapping.
+fn next_transitions(current: Option<i32>, mine: bool) -> i32 {
+    current.unwrap_or(0).max(0).saturating_add(i32::from(!mine))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_transitions;
+
+    #[test]
+    fn transitions_count_up_and_never_wrap() {
+        assert_eq!(next_transitions(None, false), 1);
+        assert_eq!(next_transitions(Some(4), true), 4);
+        assert_eq!(next_transitions(Some(4), false), 5);
+        assert_eq!(next_transitions(Some(i32::MAX), false), i32::MAX);
+        assert_eq!(next_transitions(Some(-3), false), 1);
     }
 }

@@ -396,11 +396,20 @@ pub async fn list_snapshot(
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
         join(&mut parts, listed);
     }
+    parts.check_totals(&[]).map_err(totals_error)?;
     Ok(
         tokio::task::spawn_blocking(move || ClusterSnapshot::build(parts))
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())),
     )
+}
+
+/// Amounts whose totals the planner cannot count: nothing is planned.
+fn totals_error(e: crate::snapshot::TotalTooLarge) -> LiveError {
+    LiveError::Decode(crate::snapshot::decode::SnapshotError::Totals {
+        what: "the cluster".into(),
+        source: e,
+    })
 }
 
 /// What a resource's reader tells the source.
@@ -718,6 +727,7 @@ impl WatchSource {
         let changes = self.store.changes();
         let started = std::time::Instant::now();
         let snap = self.store.snapshot();
+        snap.check_totals().map_err(totals_error)?;
         tracing::debug!(
             changes,
             seconds = started.elapsed().as_secs_f64(),

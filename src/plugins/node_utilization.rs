@@ -463,6 +463,12 @@ pub fn validate_thresholds(field: &str, t: &BTreeMap<String, f64>) -> Result<(),
         ));
     }
     for (name, v) in t {
+        if name.trim().is_empty() {
+            return Err(ArgsError::new(
+                format!("{field}.{name:?}"),
+                "a threshold needs a resource name, such as cpu, memory, pods or nvidia.com/gpu",
+            ));
+        }
         if !(0.0..=100.0).contains(v) || v.is_nan() {
             return Err(ArgsError::new(
                 format!("{field}.{name}"),
@@ -1072,6 +1078,8 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
+        let e = validate_thresholds("thresholds", &[("".into(), 10.0)].into()).unwrap_err();
+        assert!(e.to_string().contains("resource name"), "{e}");
         let e = validate_thresholds("thresholds", &[("memory".into(), 101.0)].into()).unwrap_err();
         assert_eq!(e.path, "thresholds.memory");
         assert_eq!(

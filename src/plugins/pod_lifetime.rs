@@ -243,11 +243,16 @@ pub(crate) struct Wording {
     pub prefix: &'static str,
     /// The arg holding the age threshold.
     pub age_field: &'static str,
+    /// Whether a pod exactly as old as the threshold passes it (RemoveFailedPods' minimum
+    /// age: upstream keeps a pod only while `age < min`), or must be older (PodLifeTime's
+    /// maximum: upstream evicts once `age > max`).
+    pub age_reached_at_threshold: bool,
 }
 
 const WORDING: Wording = Wording {
     prefix: "PodLifeTime criteria met",
     age_field: "maxPodLifeTimeSeconds",
+    age_reached_at_threshold: false,
 };
 
 /// A validated PodLifeTime plugin, or the PodLifeTime behind a delegating plugin.
@@ -390,10 +395,12 @@ impl PodLifeTime {
         let mut matched = Vec::new();
         if let Some(max) = self.args.max_pod_life_time_seconds {
             let age = now - pod.created;
-            if !u64::try_from(age).is_ok_and(|a| a > max) {
+            let at = self.wording.age_reached_at_threshold;
+            if !u64::try_from(age).is_ok_and(|a| a > max || (at && a == max)) {
                 return None;
             }
-            matched.push(format!("age {age}s > {} {max}", self.wording.age_field));
+            let op = if at { ">=" } else { ">" };
+            matched.push(format!("age {age}s {op} {} {max}", self.wording.age_field));
         }
         if !self.args.states.is_empty() {
             matched.push(self.matched_state(pod)?);

@@ -117,6 +117,7 @@ impl RemoveFailedPodsArgs {
 const WORDING: Wording = Wording {
     prefix: "pod failed",
     age_field: "minPodLifetimeSeconds",
+    age_reached_at_threshold: true,
 };
 
 /// A validated RemoveFailedPods plugin: PodLifeTime restricted to failed pods.
@@ -271,10 +272,12 @@ mod tests {
             failed("hour", "node1").created(NOW - 3_600).build(),
             failed("older", "node1").created(NOW - 3_601).build(),
         ]);
-        assert_eq!(run(json!({}), &s), vec!["older"]);
+        // A pod exactly as old as the minimum is evicted: upstream keeps a failed pod only
+        // while `podAgeSeconds < minPodLifetimeSeconds` (failedpods.go, v0.36.0).
+        assert_eq!(run(json!({}), &s), vec!["older", "hour"]);
         assert_eq!(
             run(json!({"minPodLifetimeSeconds": null}), &s),
-            vec!["older"]
+            vec!["older", "hour"]
         );
         assert_eq!(
             run(json!({"minPodLifetimeSeconds": 30}), &s),
@@ -647,7 +650,7 @@ mod tests {
         assert_eq!(
             plan[0].reason,
             format!(
-                "pod failed: age {}s > minPodLifetimeSeconds 3600; container terminated with reason NodeAffinity; container exited with code 1",
+                "pod failed: age {}s >= minPodLifetimeSeconds 3600; container terminated with reason NodeAffinity; container exited with code 1",
                 NOW - OLD
             )
         );

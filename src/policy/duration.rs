@@ -2,9 +2,15 @@
 
 /// Parses a Go duration into whole seconds (rounded down). Negative durations are rejected.
 pub fn parse_duration(text: &str) -> Result<i64, String> {
+    // At most i64::MAX nanoseconds: the seconds fit.
+    parse_go_duration(text).map(|d| d.as_secs() as i64)
+}
+
+/// Parses a Go duration, to the nanosecond. Negative durations are rejected.
+pub fn parse_go_duration(text: &str) -> Result<std::time::Duration, String> {
     let s = text.trim();
     if s == "0" {
-        return Ok(0);
+        return Ok(std::time::Duration::ZERO);
     }
     if s.is_empty() {
         return Err("empty duration; use a Go duration such as 30m, 1h or 24h".into());
@@ -46,12 +52,18 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
         };
         total_nanos += n * scale;
     }
-    Ok((total_nanos / 1e9).floor() as i64)
+    // Go's durations are int64 nanoseconds: time.ParseDuration refuses longer ones.
+    if total_nanos > i64::MAX as f64 {
+        return Err(format!(
+            "{text:?} is longer than the longest Go duration, 2562047h47m16.854775807s"
+        ));
+    }
+    Ok(std::time::Duration::from_nanos(total_nanos as u64))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, parse_go_duration};
 
     #[test]
     fn go_durations() {
@@ -64,5 +76,17 @@ mod tests {
         assert!(parse_duration("5d").is_err());
         assert!(parse_duration("-5m").is_err());
         assert!(parse_duration("").is_err());
+        // Past int64 nanoseconds: refused, as Go refuses it, not saturated.
+        assert_eq!(parse_duration("2562047h").unwrap(), 2_562_047 * 3600);
+        assert!(parse_duration("2562048h").is_err());
+        assert!(parse_duration(&format!("{}h", "9".repeat(400))).is_err());
+        assert_eq!(
+            parse_go_duration("1.5s").unwrap(),
+            std::time::Duration::from_millis(1500)
+        );
+        assert_eq!(
+            parse_go_duration("500ms").unwrap(),
+            std::time::Duration::from_millis(500)
+        );
     }
 }

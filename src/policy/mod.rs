@@ -6,7 +6,7 @@
 
 mod duration;
 
-pub use duration::parse_duration;
+pub use duration::{parse_duration, parse_go_duration};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -66,10 +66,19 @@ where
 /// Decodes a plugin's args from the policy, with the path of any field that fails.
 /// Missing args decode as `{}`, so a plugin whose args all have defaults needs none.
 pub fn decode_args<T: DeserializeOwned>(args: &serde_json::Value) -> Result<T, ArgsError> {
-    let mut value = if args.is_null() {
-        serde_json::Value::Object(Default::default())
-    } else {
-        args.clone()
+    let mut value = match args {
+        serde_json::Value::Null => serde_json::Value::Object(Default::default()),
+        serde_json::Value::Object(_) => args.clone(),
+        // serde would read a list into the args' fields by position.
+        other => {
+            return Err(ArgsError::new(
+                "",
+                format!(
+                    "expected a mapping of the plugin's arguments (name: value), found {}",
+                    json_type(other)
+                ),
+            ))
+        }
     };
     // Upstream's args types carry TypeMeta (`apiVersion`, `kind: LowNodeUtilizationArgs`).
     if let Some(map) = value.as_object_mut() {
@@ -162,6 +171,41 @@ pub struct SecretReference {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AuthToken {
     pub secret_reference: Option<SecretReference>,
+}
+
+/// What a JSON value is, for an error (`a list [1, 2]`, `the number 5`).
+fn json_type(v: &serde_json::Value) -> String {
+    let mut text = v.to_string();
+    if text.len() > 60 {
+        let mut end = 57;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("...");
+    }
+    let what = match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "the boolean",
+        serde_json::Value::Number(_) => "the number",
+        serde_json::Value::String(_) => "the string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
+    };
+    format!("{what} {text}")
+}
+
+/// `url` as it may be shown in logs, errors and reports: credentials in it
+/// (`http://user:password@host`) replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let rest = &url[scheme_end + 3..];
+        let authority = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority].rfind('@') {
+            return format!("{}://***@{}", &url[..scheme_end], &rest[at + 1..]);
+        }
+    }
+    url.to_string()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,7 +331,7 @@ impl Policy {
     /// Reads, decodes, defaults and validates a policy file.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_utf8_file(path, crate::input::POLICY_LIMIT)
             .map_err(|e| PolicyError::new(&file, "(file)", format!("cannot read the file: {e}")))?;
         Policy::from_yaml(&file, &text)
     }
@@ -301,8 +345,11 @@ impl Policy {
                 "the file is empty; expected a DeschedulerPolicy (apiVersion: descheduler/v1alpha2)",
             ));
         }
-        let value: serde_json::Value = serde_saphyr::from_str(text)
-            .map_err(|e| PolicyError::new(file, "(document)", format!("not valid YAML: {e}")))?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let value: serde_json::Value =
+            serde_saphyr::from_str_with_options(text, crate::yaml::options_for(text)).map_err(
+                |e| PolicyError::new(file, "(document)", format!("not valid YAML: {e}")),
+            )?;
         if !value.is_object() {
             return Err(PolicyError::new(
                 file,
@@ -310,24 +357,48 @@ impl Policy {
                 "expected a mapping with apiVersion: descheduler/v1alpha2 and kind: DeschedulerPolicy",
             ));
         }
-        match value.get("apiVersion").and_then(|v| v.as_str()) {
-            Some(API_VERSION) => {}
-            Some(other) => {
+        match value.get("apiVersion") {
+            Some(serde_json::Value::String(v)) if v == API_VERSION => {}
+            Some(serde_json::Value::String(other)) => {
                 return Err(PolicyError::new(
                     file,
                     "apiVersion",
                     format!("{other:?} is not supported; use {API_VERSION:?} (v1alpha1 policies must be converted to v1alpha2 profiles)"),
                 ))
             }
-            None => return Err(PolicyError::new(file, "apiVersion", format!("missing; set it to {API_VERSION:?}"))),
+            None | Some(serde_json::Value::Null) => return Err(PolicyError::new(file, "apiVersion", format!("missing; set it to {API_VERSION:?}"))),
+            Some(other) => {
+                return Err(PolicyError::new(
+                    file,
+                    "apiVersion",
+                    format!("expected a string, found {}; set it to {API_VERSION:?}", json_type(other)),
+                ))
+            }
         }
-        match value.get("kind").and_then(|v| v.as_str()) {
-            Some(KIND) => {}
-            other => {
+        match value.get("kind") {
+            Some(serde_json::Value::String(v)) if v == KIND => {}
+            Some(serde_json::Value::String(other)) => {
                 return Err(PolicyError::new(
                     file,
                     "kind",
                     format!("{other:?} is not allowed; set it to {KIND:?}"),
+                ))
+            }
+            None | Some(serde_json::Value::Null) => {
+                return Err(PolicyError::new(
+                    file,
+                    "kind",
+                    format!("missing; set it to {KIND:?}"),
+                ))
+            }
+            Some(other) => {
+                return Err(PolicyError::new(
+                    file,
+                    "kind",
+                    format!(
+                        "expected a string, found {}; set it to {KIND:?}",
+                        json_type(other)
+                    ),
                 ))
             }
         }
@@ -573,7 +644,7 @@ impl Policy {
                     return Err(PolicyError::new(
                         file,
                         format!("{path}.prometheus.url"),
-                        format!("{url:?} is not an http:// or https:// URL"),
+                        format!("{:?} is not an http:// or https:// URL", redact_url(url)),
                     ));
                 }
             } else if m.prometheus.is_some() {
@@ -638,6 +709,42 @@ profiles:
     balance:
       enabled: [RemoveDuplicates]
 "#;
+
+    #[test]
+    fn kind_and_api_version_errors_say_what_was_found() {
+        let e = load(&BASE.replace("kind: DeschedulerPolicy", "kind: Policy")).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("\"Policy\" is not allowed") && !e.contains("Some("),
+            "{e}"
+        );
+        let e = load(&BASE.replace("kind: DeschedulerPolicy", "kind: 5")).unwrap_err();
+        assert!(e.to_string().contains("found the number 5"), "{e}");
+        let e = load(&BASE.replace("kind: DeschedulerPolicy\n", "")).unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
+        let e = load(&BASE.replace(
+            "apiVersion: descheduler/v1alpha2",
+            "apiVersion: [descheduler/v1alpha2]",
+        ))
+        .unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("found a list") && !e.contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn plugin_args_given_as_a_list_are_refused() {
+        // serde reads a list into a struct's fields by position.
+        let args = serde_json::json!([["ReplicaSet"], {"exclude": ["kube-system"]}]);
+        let Err(e) = crate::plugins::build("RemoveDuplicates", &args) else {
+            panic!("args given as a list were read");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("expected a mapping") && e.contains("a list"),
+            "{e}"
+        );
+        assert!(crate::plugins::build("RemoveDuplicates", &serde_json::json!(5)).is_err());
+    }
 
     #[test]
     fn defaults_default_evictor() {

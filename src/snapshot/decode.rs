@@ -52,7 +52,7 @@ pub enum SnapshotError {
         #[source]
         source: std::io::Error,
     },
-    #[error("snapshot {file}: not a valid Kubernetes object list: {message}. Give the output of `kubectl get nodes,pods,poddisruptionbudgets,namespaces,priorityclasses -A -o yaml` (or -o json), or a multi-document YAML stream")]
+    #[error("snapshot {file}: {message}. A snapshot is what `kubectl get nodes,pods,poddisruptionbudgets,namespaces,priorityclasses -A -o json` (or -o yaml) prints, whole, or a multi-document YAML stream of such objects")]
     Syntax { file: String, message: String },
     #[error("snapshot {file}: {object}: field {field}: {message}")]
     Field {
@@ -63,6 +63,12 @@ pub enum SnapshotError {
     },
     #[error("{what}: the API server's answer could not be read ({message}); if it persists, report it with the API server's version")]
     Response { what: String, message: String },
+    #[error("{what}: {source}")]
+    Totals {
+        what: String,
+        #[source]
+        source: super::TotalTooLarge,
+    },
     #[error("snapshot {file}: holds no Node objects, so there is nothing to plan. Include nodes: `kubectl get nodes,pods,poddisruptionbudgets,namespaces,priorityclasses -A -o yaml`")]
     NoNodes { file: String },
 }
@@ -95,19 +101,24 @@ pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
         // A large JSON List is decoded as it is read, on two threads.
         let f = std::fs::File::open(path).map_err(read_error)?;
         let meta = f.metadata().map_err(read_error)?;
-        if let (true, Ok(size)) = (meta.is_file(), usize::try_from(meta.len())) {
+        let within = meta.len() <= crate::input::SNAPSHOT_LIMIT;
+        if let (true, true, Ok(size)) = (meta.is_file(), within, usize::try_from(meta.len())) {
             let source = parallel::FileSource { file: f, size };
             let (mut parts, mut more) = (SnapshotParts::default(), Vec::new());
             if let Some(result) = parallel::decode_list(&file, &source, &mut parts, &mut more) {
                 result?;
                 // Unless the file changed while it was read: then it is read again, whole.
                 if source.file.metadata().map_err(read_error)?.len() == meta.len() {
-                    return Ok(ClusterSnapshot::build_with(with_nodes(&file, parts)?, more));
+                    return Ok(ClusterSnapshot::build_with(
+                        checked(&file, parts, &more)?,
+                        more,
+                    ));
                 }
             }
         }
     }
-    let bytes = std::fs::read(path).map_err(read_error)?;
+    let bytes =
+        crate::input::read_text_file(path, crate::input::SNAPSHOT_LIMIT).map_err(read_error)?;
     let (parts, more) = decode_parts(&file, &bytes)?;
     // The model holds no reference to the bytes: free them before indexing.
     drop(bytes);
@@ -122,6 +133,8 @@ pub fn load_bytes(file: &str, bytes: &[u8]) -> Result<ClusterSnapshot, SnapshotE
 
 /// The objects, and pods that follow `parts.pods` (see [`parallel::decode_list`]).
 fn decode_parts(file: &str, bytes: &[u8]) -> Result<(SnapshotParts, Vec<Pod>), SnapshotError> {
+    // A byte-order mark (some editors write one) is not part of the text.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     let syntax = |message: String| SnapshotError::Syntax {
         file: file.to_string(),
@@ -134,26 +147,35 @@ fn decode_parts(file: &str, bytes: &[u8]) -> Result<(SnapshotParts, Vec<Pod>), S
             decode_json(file, bytes, first == Some(b'['), &mut parts, &mut more)?
         }
         Some(_) => {
-            let text = std::str::from_utf8(bytes)
-                .map_err(|e| syntax(format!("the file is not UTF-8 text: {e}")))?;
+            let text =
+                std::str::from_utf8(bytes).map_err(|e| syntax(format!("not UTF-8 text: {e}")))?;
             let docs: Vec<Option<RawObject>> =
-                serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?;
+                serde_saphyr::from_multiple_with_options(text, crate::yaml::options_for(text))
+                    .map_err(|e| syntax(format!("not valid YAML: {e}")))?;
             let mut shapes = Shapes::default();
             for (index, mut obj) in docs.into_iter().flatten().enumerate() {
-                add_object(file, index, &mut obj, &mut parts, &mut shapes)?;
+                add_object(file, index, &mut obj, &mut parts, &mut shapes, false)?;
             }
         }
     }
-    Ok((with_nodes(file, parts)?, more))
+    let parts = checked(file, parts, &more)?;
+    Ok((parts, more))
 }
 
-/// The parts, unless they hold no node (then there is nothing to plan).
-fn with_nodes(file: &str, parts: SnapshotParts) -> Result<SnapshotParts, SnapshotError> {
+/// The parts, unless they hold no node (then there is nothing to plan) or amounts whose
+/// totals the planner cannot count; `more` are pods beside `parts.pods`.
+fn checked(file: &str, parts: SnapshotParts, more: &[Pod]) -> Result<SnapshotParts, SnapshotError> {
     if parts.nodes.is_empty() {
         return Err(SnapshotError::NoNodes {
             file: file.to_string(),
         });
     }
+    parts
+        .check_totals(more)
+        .map_err(|e| SnapshotError::Totals {
+            what: format!("snapshot {file}"),
+            source: e,
+        })?;
     Ok(parts)
 }
 
@@ -195,7 +217,10 @@ fn decode_json(
             };
             SnapshotError::Syntax {
                 file: file.to_string(),
-                message: with_path.unwrap_or_else(|| e.to_string()),
+                message: format!(
+                    "not valid JSON: {}",
+                    with_path.unwrap_or_else(|| e.to_string())
+                ),
             }
         })),
     }
@@ -389,14 +414,16 @@ mod parallel {
         }
     }
 
-    /// The position just after the `[` of the top-level object's `items` array.
-    fn items_start(text: &str) -> Option<usize> {
+    /// The position just after the `[` of the top-level object's `items` array, and the
+    /// object's `kind` when it comes before.
+    fn items_start(text: &str) -> Option<(usize, Option<String>)> {
         let b = text.as_bytes();
         let mut pos = skip_ws(b, 0);
         if b.get(pos) != Some(&b'{') {
             return None;
         }
         pos += 1;
+        let mut kind = None;
         loop {
             pos = skip_ws(b, pos);
             let (key, after): (String, usize) = value_at(text, pos)?;
@@ -406,15 +433,32 @@ mod parallel {
             }
             pos = skip_ws(b, pos + 1);
             if key == "items" {
-                return (b.get(pos) == Some(&b'[')).then_some(pos + 1);
+                return (b.get(pos) == Some(&b'[')).then_some((pos + 1, kind));
             }
-            let (_, after): (IgnoredAny, usize) = value_at(text, pos)?;
-            pos = skip_ws(b, after);
+            pos = envelope_key(text, pos, &key, &mut kind)?;
             match b.get(pos) {
                 Some(b',') => pos += 1,
                 _ => return None,
             }
         }
+    }
+
+    /// Skips the value at `pos` of the top-level object's `key` (keeping it in `kind` when
+    /// it is the kind); returns the position after it. None for a second `kind` or `items`
+    /// (serde refuses those, with the precise error).
+    fn envelope_key(text: &str, pos: usize, key: &str, kind: &mut Option<String>) -> Option<usize> {
+        let b = text.as_bytes();
+        let after = match key {
+            "items" => return None,
+            "kind" if kind.is_some() => return None,
+            "kind" => {
+                let (k, after): (String, usize) = value_at(text, pos)?;
+                *kind = Some(k);
+                after
+            }
+            _ => value_at::<IgnoredAny>(text, pos)?.1,
+        };
+        Some(skip_ws(b, after))
     }
 
     /// A comma at or after `from` between `}` and `{` (ignoring whitespace): a candidate cut.
@@ -582,6 +626,9 @@ mod parallel {
         parts: &mut SnapshotParts,
         more: &mut Vec<Pod>,
     ) -> Option<Result<(), SnapshotError>> {
+        if source.size() < MIN_BYTES {
+            return None;
+        }
         decode_list_in_pieces(file, source, parts, more, PIECE, SPLIT)
     }
 
@@ -641,8 +688,8 @@ mod parallel {
     /// other's, last first.
     type Runs = (Decoded, Vec<Decoded>);
 
-    /// [`decode_list`], each thread reading `piece` bytes at a time, the second thread's
-    /// run starting at chunk `split`.
+    /// [`decode_list`] at any size, each thread reading `piece` bytes at a time, the second
+    /// thread's run starting at chunk `split`.
     pub(super) fn decode_list_in_pieces<S: Source + ?Sized>(
         file: &str,
         source: &S,
@@ -655,11 +702,8 @@ mod parallel {
             return None;
         }
         let size = source.size();
-        if size < MIN_BYTES {
-            return None;
-        }
         let (head, _) = peek(source, 0, PIECE)?;
-        let start = items_start(&head)?;
+        let (start, mut kind) = items_start(&head)?;
         // The separating comma that ends each chunk but the last.
         let mut cuts: Vec<usize> = Vec::with_capacity(CHUNKS - 1);
         for j in 1..CHUNKS {
@@ -764,15 +808,18 @@ mod parallel {
         let mut pos = skip_ws(b, 0);
         while b.get(pos) == Some(&b',') {
             pos = skip_ws(b, pos + 1);
-            let (_, after): (String, usize) = value_at(&rest, pos)?;
+            let (key, after): (String, usize) = value_at(&rest, pos)?;
             pos = skip_ws(b, after);
             if b.get(pos) != Some(&b':') {
                 return None;
             }
-            let (_, after): (IgnoredAny, usize) = value_at(&rest, skip_ws(b, pos + 1))?;
-            pos = skip_ws(b, after);
+            pos = envelope_key(&rest, skip_ws(b, pos + 1), &key, &mut kind)?;
         }
         if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() || end + b.len() != size {
+            return None;
+        }
+        // A list's envelope, as the sequential decoder checks it (which then gives the error).
+        if !kind.as_deref().is_some_and(super::is_list_kind) {
             return None;
         }
         // The second half's pods stay in their list (moving tens of megabytes into fresh
@@ -857,7 +904,9 @@ impl Sink<'_> {
                 obj.api_version = Str(Cow::Borrowed(t.api_version));
             }
         }
-        add_object(self.file, index, obj, self.parts, &mut self.shapes).map_err(|e| {
+        // Items with a default type are the API's answers; the others come from a file.
+        let api = self.defaults.is_some();
+        add_object(self.file, index, obj, self.parts, &mut self.shapes, api).map_err(|e| {
             self.error = Some(e);
             E::custom("invalid object")
         })
@@ -906,12 +955,17 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut obj = RawObject::default();
+        let mut items = false;
         while let Some(key) = map.next_key::<Str<'de>>()? {
             match &*key {
                 "kind" => obj.kind = map.next_value()?,
                 "apiVersion" => obj.api_version = map.next_value()?,
-                // kubectl prints `items` before `kind`: any object with items is a list.
-                "items" => map.next_value_seed(Items(&mut *self.0))?,
+                // kubectl prints `items` before `kind`: the kind is checked at the end.
+                "items" if items => return Err(de::Error::duplicate_field("items")),
+                "items" => {
+                    items = true;
+                    map.next_value_seed(Items(&mut *self.0))?
+                }
                 "metadata" => obj.metadata = map.next_value()?,
                 "spec" => obj.spec = map.next_value()?,
                 "status" => obj.status = map.next_value()?,
@@ -921,8 +975,9 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_> {
                 }
             }
         }
-        if is_list_kind(&obj.kind) {
-            return Ok(());
+        if items {
+            // The items were added as they were read; only the envelope is left to check.
+            obj.items = Some(Vec::new());
         }
         self.0.add(0, &mut obj)
     }
@@ -939,6 +994,22 @@ fn is_list_kind(kind: &str) -> bool {
             | "PriorityClassList"
             | "PodGroupList"
     )
+}
+
+/// The error for an object with `items` whose kind is not a List's.
+fn envelope_error(file: &str, index: usize, kind: &str) -> SnapshotError {
+    let message = if kind.is_empty() {
+        "an object with `items` but no `kind`: kubectl prints `kind: List` after the items, so \
+         this file was most likely cut short; take the snapshot again"
+            .to_string()
+    } else {
+        format!(
+            "{kind:?} is not a list kind, but the object has `items`; a list's kind is List \
+             (or NodeList, PodList, PodDisruptionBudgetList, NamespaceList, PriorityClassList, \
+             PodGroupList)"
+        )
+    };
+    SnapshotError::field(file, format!("object #{index}"), "kind", message)
 }
 
 /// How errors name an object (`Pod default/web-1`); formatted only when there is an error.
@@ -969,17 +1040,29 @@ impl fmt::Display for Obj<'_> {
     }
 }
 
+/// Converts one object into `parts`. `api`: it is the API server's answer (else a file's,
+/// which may have been cut short, so what a cut can produce is refused).
 fn add_object(
     file: &str,
     index: usize,
     obj: &mut RawObject<'_>,
     parts: &mut SnapshotParts,
     shapes: &mut Shapes,
+    api: bool,
 ) -> Result<(), SnapshotError> {
-    if is_list_kind(&obj.kind) {
-        for (i, mut item) in std::mem::take(&mut obj.items).into_iter().enumerate() {
-            add_object(file, i, &mut item, parts, shapes)?;
+    if let Some(items) = obj.items.take() {
+        // A List: its envelope (`kind: List`, which kubectl prints after the items) must be
+        // there, or the file was cut short.
+        if !is_list_kind(&obj.kind) {
+            return Err(envelope_error(file, index, &obj.kind));
         }
+        for (i, mut item) in items.into_iter().enumerate() {
+            add_object(file, i, &mut item, parts, shapes, api)?;
+        }
+        return Ok(());
+    }
+    if is_list_kind(&obj.kind) {
+        // A List without items (`items: null`): nothing in it.
         return Ok(());
     }
     let obj = &*obj;
@@ -989,7 +1072,7 @@ fn add_object(
             file,
             format!("object #{index}"),
             "kind",
-            "missing; every object needs its kind (Node, Pod, PodDisruptionBudget, Namespace, PriorityClass)",
+            "missing; every object needs its kind (Node, Pod, PodDisruptionBudget, Namespace, PriorityClass); an object cut short lacks it too",
         ));
     }
     if obj.metadata.name.is_empty() {
@@ -997,7 +1080,15 @@ fn add_object(
             file,
             format!("{kind} #{index}"),
             "metadata.name",
-            "missing",
+            "missing; every object needs its name (an object cut short lacks it)",
+        ));
+    }
+    if obj.api_version.is_empty() {
+        return Err(SnapshotError::field(
+            file,
+            Obj::of(obj),
+            "apiVersion",
+            "missing; every object needs its apiVersion (an object cut short lacks it)",
         ));
     }
     let label = Obj::of(obj);
@@ -1019,7 +1110,7 @@ fn add_object(
             }
             parts.pods.push(pod);
         }
-        "PodDisruptionBudget" => parts.pdbs.push(convert_pdb(file, label, obj)?),
+        "PodDisruptionBudget" => parts.pdbs.push(convert_pdb(file, label, obj, api)?),
         "Namespace" => parts.namespaces.push(Namespace {
             name: obj.metadata.name.boxed(),
             labels: obj.metadata.labels.to_labels(),
@@ -1134,14 +1225,27 @@ fn quantities(
     out: &mut Resources,
 ) -> Result<(), SnapshotError> {
     for (name, text) in map.iter() {
-        let q = parse_quantity(text).map_err(|e| {
-            SnapshotError::field(file, object, format!("{}.{name}", field()), e.to_string())
-        })?;
-        let v = if name == "cpu" {
-            q.milli_value()
-        } else {
-            q.value()
+        let error = |message: String| {
+            SnapshotError::field(file, object, format!("{}.{name}", field()), message)
         };
+        let q = parse_quantity(text).map_err(|e| error(e.to_string()))?;
+        if q.is_negative() {
+            return Err(error(format!(
+                "{text:?} is negative; an amount of a resource is zero or more"
+            )));
+        }
+        let v = if name == "cpu" {
+            q.checked_milli_value()
+        } else {
+            q.checked_value()
+        };
+        let v = v.ok_or_else(|| {
+            error(format!(
+                "{text:?} is larger than the planner can count (at most {} {})",
+                i64::MAX,
+                if name == "cpu" { "millicores" } else { "units" }
+            ))
+        })?;
         out.set(name, v);
     }
     Ok(())
@@ -1289,12 +1393,29 @@ fn convert_node(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Node,
     })
 }
 
-fn convert_pdb(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Pdb, SnapshotError> {
-    let selector = match &obj.spec.selector {
-        None => Selector::nothing(),
-        Some(s) => Selector::compile(s)
-            .map_err(|e| SnapshotError::field(file, label, "spec.selector", e.to_string()))?,
-    };
+/// A budget. One without a selector protects no pod (policy/v1); the API server may hold
+/// one, but in a file it is what a budget cut short looks like, and reading it so would let
+/// the plan evict the pods it was cut from: refused.
+fn convert_pdb(
+    file: &str,
+    label: Obj<'_>,
+    obj: &RawObject<'_>,
+    api: bool,
+) -> Result<Pdb, SnapshotError> {
+    let selector =
+        match &obj.spec.selector {
+            None if !api => return Err(SnapshotError::field(
+                file,
+                label,
+                "spec.selector",
+                "missing; a PodDisruptionBudget without a selector protects no pod, and is what \
+                 a budget cut short looks like. Take the snapshot again; if this budget really \
+                 has no selector, remove it from the file (it protects nothing)",
+            )),
+            None => Selector::nothing(),
+            Some(s) => Selector::compile(s)
+                .map_err(|e| SnapshotError::field(file, label, "spec.selector", e.to_string()))?,
+        };
     Ok(Pdb {
         namespace: obj.metadata.namespace.boxed(),
         name: obj.metadata.name.boxed(),
@@ -1518,20 +1639,42 @@ fn pod_requests(
             }
             Ok(r)
         };
+    // Sums of the pod's containers, checked: an error names the pod and the resource.
+    let add = |to: &mut Resources, r: &Resources, field: &str| {
+        to.checked_add(r).map_err(|name| {
+            SnapshotError::field(
+                file,
+                label,
+                format!("{field}.{name}"),
+                format!(
+                    "the pod's requests of {name} add up past {}, the most the planner can count",
+                    i64::MAX
+                ),
+            )
+        })
+    };
     let mut total = Resources::default();
     for (i, c) in spec.containers.iter().enumerate() {
-        total.add(&container_requests(c, &|| format!("spec.containers[{i}]"))?);
+        let field = || format!("spec.containers[{i}]");
+        let requests = container_requests(c, &field)?;
+        add(
+            &mut total,
+            &requests,
+            &format!("{}.resources.requests", field()),
+        )?;
     }
     let mut restartable = Resources::default();
     let mut init_max = Resources::default();
     for (i, c) in spec.init_containers.iter().enumerate() {
-        let mut r = container_requests(c, &|| format!("spec.initContainers[{i}]"))?;
+        let field = || format!("spec.initContainers[{i}]");
+        let mut r = container_requests(c, &field)?;
+        let at = format!("{}.resources.requests", field());
         if c.restart_policy.as_deref() == Some("Always") {
-            total.add(&r);
-            restartable.add(&r);
+            add(&mut total, &r, &at)?;
+            add(&mut restartable, &r, &at)?;
             r = restartable.clone();
         } else {
-            r.add(&restartable);
+            add(&mut r, &restartable, &at)?;
         }
         init_max.max_with(&r);
     }
@@ -1559,7 +1702,7 @@ fn pod_requests(
         &spec.overhead,
         &mut overhead,
     )?;
-    total.add(&overhead);
+    add(&mut total, &overhead, "spec.overhead")?;
     total.pods = 0;
     Ok(total)
 }
@@ -2058,8 +2201,9 @@ struct RawObject<'a> {
     spec: RawSpec<'a>,
     #[serde(borrow)]
     status: RawStatus<'a>,
+    /// A List's objects; None when the object has no `items` (or `items: null`).
     #[serde(borrow)]
-    items: Vec<RawObject<'a>>,
+    items: Option<Vec<RawObject<'a>>>,
     /// PriorityClass.value
     value: Option<i32>,
 }
@@ -2700,9 +2844,9 @@ items:
     }
 
     const STATUS_JSON: &str = r#"{"kind":"List","items":[
-        {"kind":"Node","metadata":{"name":"n"},
+        {"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},
          "status":{"allocatable":{"cpu":"4"},"conditions":[{"type":"Ready","status":"True"}]}},
-        {"kind":"Pod","metadata":{"name":"p","namespace":"d"},"spec":{"nodeName":"n"},
+        {"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"d"},"spec":{"nodeName":"n"},
          "status":{"phase":"Failed","reason":"NodeAffinity",
            "conditions":[{"type":"Ready","status":"False","reason":"PodCompleted",
                           "lastTransitionTime":"2026-01-01T00:01:00Z"},
@@ -2724,7 +2868,7 @@ items:
                 .map(|i| format!(r#"{{"image":"{i}"}}"#))
                 .collect();
             format!(
-                r#"{{"kind":"Pod","metadata":{{"name":"{name}","namespace":"a","labels":{{{labels}}},"ownerReferences":[{owner}]}},"spec":{{"nodeName":"n","nodeSelector":{{{selector}}},"containers":[{}]}}}}"#,
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"a","labels":{{{labels}}},"ownerReferences":[{owner}]}},"spec":{{"nodeName":"n","nodeSelector":{{{selector}}},"containers":[{}]}}}}"#,
                 containers.join(",")
             )
         };
@@ -2732,7 +2876,7 @@ items:
         let sorted = r#""app":"web","tier":"a""#;
         let ssd = r#""disk":"ssd""#;
         let json = format!(
-            r#"{{"kind":"List","items":[{{"kind":"Node","metadata":{{"name":"n"}}}},{}]}}"#,
+            r#"{{"kind":"List","items":[{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n"}}}},{}]}}"#,
             [
                 pod("p0", sorted, rs, "log:2,web:1", ssd),
                 pod("p1", sorted, rs, "log:2,web:1", ssd),
@@ -2799,7 +2943,7 @@ items:
               "whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}}]"#;
         let pod = |name: &str, owner_uid: &str, template: &str| {
             format!(
-                r#"{{"kind":"Pod","metadata":{{"name":"{name}","namespace":"a","labels":{{"app":"web"}},"ownerReferences":[{{"kind":"ReplicaSet","name":"web","uid":"{owner_uid}","controller":true}}]}},"spec":{{"nodeName":"n","containers":[{{"image":"web:1"}},{{"image":"log:2"}}],{template}}}}}"#
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"a","labels":{{"app":"web"}},"ownerReferences":[{{"kind":"ReplicaSet","name":"web","uid":"{owner_uid}","controller":true}}]}},"spec":{{"nodeName":"n","containers":[{{"image":"web:1"}},{{"image":"log:2"}}],{template}}}}}"#
             )
         };
         // Same shape (namespace, owner kind and name, images), another owner UID and
@@ -2813,7 +2957,7 @@ items:
             .replace(r#""disk":"ssd""#, r#""disk":"hdd""#)
             .replace(r#""topologyKey":"zone"}]}}"#, r#""topologyKey":"host"}]}}"#);
         let json = format!(
-            r#"{{"kind":"List","items":[{{"kind":"Node","metadata":{{"name":"n"}}}},{},{},{}]}}"#,
+            r#"{{"kind":"List","items":[{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n"}}}},{},{},{}]}}"#,
             pod("p0", "u1", TEMPLATE),
             pod("p1", "u1", TEMPLATE),
             pod("p2", "u2", &other),
@@ -2916,6 +3060,205 @@ items:
         v.extend(p.priority_classes.iter().map(|x| format!("{x:?}")));
         v.extend(p.pod_groups.iter().map(|x| format!("{x:?}")));
         v
+    }
+
+    /// The integer fields the wire shapes read.
+    pub(super) const INT_KEYS: &[&str] = &[
+        "priority",
+        "restartCount",
+        "exitCode",
+        "hostPort",
+        "weight",
+        "maxSkew",
+        "minDomains",
+        "disruptionsAllowed",
+        "value",
+    ];
+
+    /// `text` with one to three bytes removed, inserted or replaced (and with `cut`, maybe
+    /// cut short) at random; None when that is not UTF-8.
+    pub(super) fn mutated(
+        rng: &mut crate::snapshot::synthetic::Rng,
+        text: &str,
+        cut: bool,
+    ) -> Option<String> {
+        const BYTES: &[u8] = b"\"\\,:{}[]n0-.e+ \n\tx1\x01";
+        let mut b = text.as_bytes().to_vec();
+        for _ in 0..1 + rng.below(3) {
+            let at = rng.below(b.len());
+            match rng.below(if cut { 4 } else { 3 }) {
+                0 => {
+                    b.remove(at);
+                }
+                1 => b.insert(at, *rng.pick(BYTES)),
+                2 => b[at] = *rng.pick(BYTES),
+                _ => b.truncate(at),
+            }
+            if b.is_empty() {
+                break;
+            }
+        }
+        String::from_utf8(b).ok()
+    }
+
+    /// A list read by both readers of a JSON list: the sequential one (serde), and the two
+    /// threads' (the hand-written reader, serde where it has a doubt), as `load_file` runs
+    /// them. The two threads' give up on any doubt (None); when they do not, both must read
+    /// the same objects, or give the same error.
+    fn both_readers_agree(text: &str) -> bool {
+        let one = decode_parts("s.json", text.as_bytes());
+        let (mut parts, mut more) = (SnapshotParts::default(), Vec::new());
+        let two = parallel::decode_list_in_pieces(
+            "s.json",
+            text.as_bytes(),
+            &mut parts,
+            &mut more,
+            4096,
+            parallel::SPLIT,
+        );
+        let two = match two {
+            None => return false,
+            Some(result) => result.and_then(|()| checked("s.json", parts, &more)),
+        };
+        match (two, one) {
+            (Ok(mut two), Ok((one, _))) => {
+                two.pods.append(&mut more);
+                assert_eq!(fingerprint(&two), fingerprint(&one), "{text}");
+            }
+            (Err(two), Err(one)) => assert_eq!(two.to_string(), one.to_string()),
+            (two, one) => panic!(
+                "two threads: {:?}; one: {:?}; {text}",
+                two.map(|_| ()),
+                one.map(|_| ())
+            ),
+        }
+        true
+    }
+
+    /// Both readers of a JSON list on lists mutated as a file can be (issue 17: `-0` in an
+    /// integer field, a second `items`, no `kind`, another kind with `items`), and at random
+    /// (a seeded generator: `DESCHEDULER_DIFF_ITERATIONS` runs more than the default).
+    #[test]
+    fn both_readers_of_a_list_agree_on_mutated_lists() {
+        use crate::snapshot::synthetic::{generate_json, Config, Rng};
+        let base = String::from_utf8(generate_json(&Config::new(8, 200, 5))).unwrap();
+        let envelope = base.rfind("\"kind\":\"List\"").unwrap();
+        let mut texts = vec![
+            base.clone(),
+            base.replacen("\"items\":[", "\"items\":[],\"items\":[", 1),
+            format!("{}\"items\":[],{}", &base[..envelope], &base[envelope..]),
+            format!("{}{}", &base[..envelope - 1], &base[envelope + 13..]),
+            format!(
+                "{}\"kind\":\"Pod\"{}",
+                &base[..envelope],
+                &base[envelope + 13..]
+            ),
+        ];
+        for key in INT_KEYS {
+            let field = format!("\"{key}\":");
+            // The last one: in the second thread's half.
+            if let Some(at) = base.rfind(&field) {
+                let at = at + field.len();
+                texts.push(format!("{}-0,\"y\":{}", &base[..at], &base[at..]));
+            }
+        }
+        assert!(texts.len() >= 10, "the generated list has integer fields");
+        let iterations = iterations("DESCHEDULER_DIFF_ITERATIONS", 60);
+        let mut rng = Rng::new(17);
+        for _ in 0..iterations {
+            texts.extend(mutated(&mut rng, &base, false));
+        }
+        let read_by_two = texts.iter().filter(|t| both_readers_agree(t)).count();
+        // The unmutated list, and many of the mutated ones, take the two threads' path.
+        assert!(both_readers_agree(&base));
+        assert!(
+            read_by_two > texts.len() / 4,
+            "{read_by_two} of {}",
+            texts.len()
+        );
+    }
+
+    /// Iterations of a seeded harness: the number in env `var`, or `default`.
+    fn iterations(var: &str, default: usize) -> usize {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    fn shipped(path: &str) -> String {
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+            .unwrap()
+    }
+
+    /// The shipped snapshots and policies, mutated by a seeded generator (bytes removed,
+    /// inserted, replaced, the text cut short): the snapshots through both readers of a JSON
+    /// list and through the YAML reader, and planned when they decode; the policies loaded and
+    /// built. Nothing panics, and both JSON readers agree. A few hundred inputs here; set
+    /// `DESCHEDULER_FUZZ_ITERATIONS` (per input file) for more.
+    #[test]
+    fn mutated_shipped_inputs_never_panic_and_both_readers_agree() {
+        use crate::snapshot::synthetic::Rng;
+        let iterations = iterations("DESCHEDULER_FUZZ_ITERATIONS", 30);
+        let mut rng = Rng::new(2026);
+        let policies: Vec<String> = [
+            "policies/combined.yaml",
+            "policies/lifecycle.yaml",
+            "policies/lownodeutilization.yaml",
+            "examples/batch/policy.yaml",
+            "examples/usage/policy.yaml",
+        ]
+        .into_iter()
+        .map(shipped)
+        .collect();
+        let pipeline = crate::framework::Pipeline::build(
+            &crate::policy::Policy::from_yaml("combined.yaml", &policies[0]).unwrap(),
+            "combined.yaml",
+        )
+        .unwrap();
+        for text in &policies {
+            for _ in 0..iterations {
+                let Some(text) = mutated(&mut rng, text, true) else {
+                    continue;
+                };
+                if let Ok(policy) = crate::policy::Policy::from_yaml("p.yaml", &text) {
+                    let _ = crate::framework::Pipeline::build(&policy, "p.yaml");
+                }
+            }
+        }
+        let mut agreed = 0;
+        for path in [
+            "examples/cluster-hotspot.yaml",
+            "examples/batch/cluster.yaml",
+            "examples/usage/cluster.json",
+        ] {
+            let text = shipped(path);
+            // As a JSON list with enough items for the two threads' reader (64 chunks).
+            let value: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+            let items = value["items"].as_array().unwrap();
+            let copies = 200 / items.len() + 1;
+            let many: Vec<&serde_json::Value> =
+                std::iter::repeat_n(items, copies).flatten().collect();
+            let json = serde_json::to_string(&serde_json::json!({
+                "apiVersion": "v1", "items": many, "kind": "List", "metadata": {}
+            }))
+            .unwrap();
+            assert!(
+                both_readers_agree(&json),
+                "{path}: the two threads' reader applies"
+            );
+            for _ in 0..iterations {
+                if let Some(json) = mutated(&mut rng, &json, true) {
+                    agreed += usize::from(both_readers_agree(&json));
+                }
+                if let Some(text) = mutated(&mut rng, &text, true) {
+                    if let Ok(snap) = load_bytes(path, text.as_bytes()) {
+                        let _ = crate::plan::plan(&pipeline, &snap, 1_796_083_200);
+                    }
+                }
+            }
+        }
+        assert!(agreed > 0, "no mutated list went through both readers");
     }
 
     #[test]
@@ -3053,7 +3396,7 @@ items:
 
     #[test]
     fn json_type_error_names_path() {
-        let json = br#"{"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"},"spec":{"unschedulable":"yes"}}]}"#;
+        let json = br#"{"kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"spec":{"unschedulable":"yes"}}]}"#;
         let err = load_bytes("x.json", json).unwrap_err().to_string();
         assert!(err.contains("items[0].spec.unschedulable"), "{err}");
     }
@@ -3119,7 +3462,7 @@ items:
 
     fn node_json(name: &str) -> serde_json::Value {
         serde_json::json!({
-            "kind": "Node",
+            "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name},
             "status": {
                 "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
@@ -3132,9 +3475,9 @@ items:
     fn escaped_strings_decode_to_their_values() {
         // Strings with escapes cannot be borrowed from the input; they must still decode.
         let json = br#"{"kind":"List","items":[
-            {"kind":"Node","metadata":{"name":"n\u0031","labels":{"zone":"a\"b"}},
+            {"apiVersion":"v1","kind":"Node","metadata":{"name":"n\u0031","labels":{"zone":"a\"b"}},
              "status":{"allocatable":{"cpu":"4"},"conditions":[{"type":"Ready","status":"True"}]}},
-            {"kind":"Pod","metadata":{"name":"web\/1","namespace":"default","labels":{"app":"\u00e9t\u00e9"}},
+            {"apiVersion":"v1","kind":"Pod","metadata":{"name":"web\/1","namespace":"default","labels":{"app":"\u00e9t\u00e9"}},
              "spec":{"nodeName":"n1","containers":[{"image":"nginx","resources":{"requests":{"cpu":"100m"}}}]},
              "status":{"phase":"Running"}}
         ]}"#;
@@ -3169,7 +3512,7 @@ items:
     #[test]
     fn json_list_errors_name_the_object() {
         let mut pod = serde_json::json!({
-            "kind": "Pod",
+            "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "web-1", "namespace": "default"},
             "spec": {"containers": [{"image": "x", "resources": {"limits": {"memory": "lots"}}}]}
         });
@@ -3209,7 +3552,7 @@ items:
 
     #[test]
     fn later_duplicate_label_keys_win() {
-        let json = br#"{"kind":"Node","metadata":{"name":"n","labels":{"a":"1","b":"2","a":"3"}},
+        let json = br#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"a":"1","b":"2","a":"3"}},
             "status":{"allocatable":{"cpu":"1"}}}"#;
         let snap = load_bytes("d.json", json).unwrap();
         let labels: Vec<_> = snap.nodes[0].labels.iter().collect();

@@ -614,7 +614,62 @@ pub struct SnapshotParts {
     pub pod_groups: Vec<PodGroup>,
 }
 
+/// An object at which a total of one resource goes past what the planner counts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{object}: with its {resource}, the total of {total} goes past {max}, the most the planner can count; an amount this large is a mistake in the object", max = i64::MAX)]
+pub struct TotalTooLarge {
+    /// `Pod <ns>/<name>` or `Node <name>`.
+    pub object: String,
+    pub resource: Box<str>,
+    /// What was being added up.
+    pub total: &'static str,
+}
+
+impl SnapshotParts {
+    /// Checks that no sum the planner makes can overflow. Amounts are never negative (the
+    /// decoder refuses them), so every sum the planner makes (of a node's pods, of a
+    /// tenant's, of some nodes' allocatable) is at most the total over all pods, or over all
+    /// nodes: both are added up here, checked. `more` are pods beside `self.pods`.
+    pub fn check_totals(&self, more: &[Pod]) -> Result<(), TotalTooLarge> {
+        check_totals(&self.nodes, self.pods.iter().chain(more))
+    }
+}
+
+/// See [`SnapshotParts::check_totals`].
+fn check_totals<'p>(
+    all_nodes: &[Node],
+    all_pods: impl Iterator<Item = &'p Pod>,
+) -> Result<(), TotalTooLarge> {
+    {
+        let mut nodes = Resources::default();
+        for n in all_nodes {
+            nodes
+                .checked_add(&n.allocatable)
+                .map_err(|resource| TotalTooLarge {
+                    object: format!("Node {}", n.name),
+                    resource,
+                    total: "all nodes' allocatable",
+                })?;
+        }
+        let mut pods = Resources::default();
+        for p in all_pods {
+            pods.checked_add(&p.requests)
+                .map_err(|resource| TotalTooLarge {
+                    object: format!("Pod {}", p.key()),
+                    resource,
+                    total: "all pods' requests",
+                })?;
+        }
+        Ok(())
+    }
+}
+
 impl ClusterSnapshot {
+    /// See [`SnapshotParts::check_totals`].
+    pub fn check_totals(&self) -> Result<(), TotalTooLarge> {
+        check_totals(&self.nodes, self.pods.iter())
+    }
+
     /// Sorts the parts into their canonical order and builds every index.
     pub fn build(parts: SnapshotParts) -> ClusterSnapshot {
         ClusterSnapshot::build_with(parts, Vec::new())

@@ -92,6 +92,16 @@ impl Resources {
         }
     }
 
+    /// [`add`](Self::add), or the name of the first resource whose sum does not fit an i64
+    /// (then `self` is partly added to).
+    pub fn checked_add(&mut self, o: &Resources) -> Result<(), Box<str>> {
+        for (k, v) in o.iter() {
+            let sum = self.get(k).checked_add(v).ok_or_else(|| Box::from(k))?;
+            self.set(k, sum);
+        }
+        Ok(())
+    }
+
     pub fn sub(&mut self, o: &Resources) {
         self.cpu -= o.cpu;
         self.memory -= o.memory;
@@ -167,6 +177,19 @@ mod tests {
         assert_eq!(node.get("nvidia.com/gpu"), 2);
         assert_eq!(node.pods, 1);
         assert_eq!(node.get("example.com/none"), 0);
+    }
+
+    #[test]
+    fn checked_add_names_the_resource_that_overflows() {
+        let mut a = Resources::new(1, i64::MAX - 1, 0);
+        a.set("nvidia.com/gpu", 1);
+        assert_eq!(a.checked_add(&Resources::new(1, 1, 0)), Ok(()));
+        assert_eq!(a.memory, i64::MAX);
+        let err = a.checked_add(&Resources::new(0, 1, 0)).unwrap_err();
+        assert_eq!(&*err, "memory");
+        let mut gpu = Resources::default();
+        gpu.set("nvidia.com/gpu", i64::MAX);
+        assert_eq!(&*a.checked_add(&gpu).unwrap_err(), "nvidia.com/gpu");
     }
 
     #[test]

@@ -171,7 +171,7 @@ impl Usage {
 
     /// Whether a sample taken at `timestamp` is too old at `now` for this source.
     pub fn is_stale(&self, source: UsageSource, timestamp: i64, now: i64) -> bool {
-        now - timestamp > self.max_age(source)
+        now.saturating_sub(timestamp) > self.max_age(source)
     }
 }
 
@@ -465,6 +465,8 @@ mod tests {
         u.max_sample_age.insert(UsageSource::Prometheus, 60);
         assert!(u.is_stale(UsageSource::Prometheus, 1000, 1061));
         assert!(!u.is_stale(UsageSource::MetricsServer, 1000, 1061));
+        // A sample from the far past is stale, not made fresh by a wrapping subtraction.
+        assert!(u.is_stale(UsageSource::Prometheus, i64::MIN, 1300));
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub fn attach_files(
         ));
     };
     let read = |path: &Path| -> Result<NamedSamples<_>, UsageError> {
-        let bytes = std::fs::read(path)
+        let bytes = crate::input::read_text_file(path, crate::input::METRICS_LIMIT)
             .map_err(|e| UsageError::File(format!("{}: cannot read it: {e}", path.display())))?;
         parse_metrics_list(&path.display().to_string(), &bytes)
             .map_err(|e| UsageError::File(e.to_string()))

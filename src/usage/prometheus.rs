@@ -74,8 +74,10 @@ impl PrometheusClient {
         token: Option<String>,
     ) -> Result<PrometheusClient, PrometheusError> {
         let raw = cfg.url.trim();
+        // Credentials in the URL are sent (basic auth), never shown.
+        let shown = crate::policy::redact_url(raw);
         let bad = |reason: String| PrometheusError::Url {
-            url: cfg.url.clone(),
+            url: shown.clone(),
             reason,
         };
         let base = reqwest::Url::parse(raw).map_err(|e| bad(e.to_string()))?;
@@ -91,9 +93,9 @@ impl PrometheusClient {
         if base.query().is_some() || base.fragment().is_some() {
             return Err(bad("it has a query or fragment".into()));
         }
-        let url = raw.trim_end_matches('/').to_string();
-        let query_url =
-            reqwest::Url::parse(&format!("{url}/api/v1/query")).map_err(|e| bad(e.to_string()))?;
+        let query_url = reqwest::Url::parse(&format!("{}/api/v1/query", raw.trim_end_matches('/')))
+            .map_err(|e| bad(e.to_string()))?;
+        let url = shown.trim_end_matches('/').to_string();
 
         let timeout = Duration::from_secs(cfg.timeout_seconds().max(1).unsigned_abs());
         let mut headers = reqwest::header::HeaderMap::new();
@@ -102,6 +104,13 @@ impl PrometheusClient {
             reqwest::header::HeaderValue::from_static("application/json"),
         );
         if let Some(token) = token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            if base.scheme() == "http" {
+                tracing::warn!(
+                    url = %url,
+                    "the Prometheus token (a Secret's, or the service account's) is sent in \
+                     clear text over http://; use an https:// URL"
+                );
+            }
             let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
                 .map_err(|_| PrometheusError::Token)?;
             value.set_sensitive(true);
@@ -150,7 +159,7 @@ impl PrometheusClient {
         })
     }
 
-    /// The server's base URL, as configured (no trailing slash).
+    /// The server's base URL, as configured (no trailing slash), without credentials.
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -179,9 +188,13 @@ impl PrometheusClient {
             .get(url)
             .send()
             .await
-            .map_err(|e| self.request_error(&e))?;
+            // reqwest's errors name the URL, credentials included: left out.
+            .map_err(|e| self.request_error(&e.without_url()))?;
         let status = response.status();
-        let body = response.bytes().await.map_err(|e| self.request_error(&e))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| self.request_error(&e.without_url()))?;
         if !status.is_success() {
             return Err(self.status_error(status, &body, query));
         }
@@ -373,8 +386,11 @@ pub fn parse_response(
                  `unless`)"
             )
         })?;
-        if !ts.is_finite() {
-            return Err(format!("series {name} has an invalid timestamp {ts}"));
+        // Unix seconds, from 1970 to the end of year 9999 (what RFC 3339 writes).
+        if !(0.0..=253_402_300_799.0).contains(ts) {
+            return Err(format!(
+                "series {name} has the timestamp {ts}, not a time in Unix seconds"
+            ));
         }
         let sample = Sample {
             value,
@@ -677,6 +693,14 @@ mod tests {
         assert_eq!(got.nodes[0].0, "n1");
         assert_eq!(got.nodes[0].1.value, 0.001);
         assert!(node(&vector("")).unwrap().nodes.is_empty());
+        // A timestamp that is not a time is refused (-1e300 looked fresh).
+        for ts in ["-1e300", "-1", "1e300"] {
+            let body = vector(&format!(
+                r#"{{"metric":{{"instance":"a"}},"value":[{ts},"1"]}}"#
+            ));
+            let err = node(&body).unwrap_err();
+            assert!(err.contains("timestamp"), "{err}");
+        }
     }
 
     #[test]
@@ -808,6 +832,15 @@ mod tests {
         assert!(matches!(e, PrometheusError::Url { .. }), "{e}");
         let e = PrometheusClient::new(&provider("ftp://prometheus"), None).unwrap_err();
         assert!(e.to_string().contains("not http or https"), "{e}");
+        // Credentials in the URL are never shown.
+        let e = PrometheusClient::new(&provider("ftp://user:s3cret@host"), None).unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        let e = PrometheusClient::new(&provider("http://user:s3cret@host/?q"), None).unwrap_err();
+        assert!(
+            !e.to_string().contains("s3cret") && e.to_string().contains("***@host"),
+            "{e}"
+        );
+
         let e = PrometheusClient::new(&provider("not a url"), None).unwrap_err();
         assert!(e.to_string().contains("\"not a url\""), "{e}");
 
@@ -873,5 +906,33 @@ mod tests {
         });
         let e = resolve_token(&cfg, None).await.unwrap_err();
         assert!(e.contains("Secret monitoring/prom-token"), "{e}");
+    }
+
+    /// A URL's credentials go to the server as basic auth, and show nowhere: not in the URL
+    /// the client reports, not in the error of a failed query (reqwest's errors name the URL).
+    #[tokio::test]
+    async fn credentials_in_the_url_are_redacted() {
+        assert_eq!(
+            crate::policy::redact_url("http://user:s3cret@prom:9090/x@y"),
+            "http://***@prom:9090/x@y"
+        );
+        assert_eq!(
+            crate::policy::redact_url("http://prom:9090"),
+            "http://prom:9090"
+        );
+        // A port nothing listens on: the query fails to connect.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let c = PrometheusClient::new(
+            &provider(&format!("http://user:s3cret@127.0.0.1:{port}/")),
+            Some("token".into()),
+        )
+        .unwrap();
+        assert_eq!(c.url(), format!("http://***@127.0.0.1:{port}"));
+        let e = c.query("up", QueryTarget::Node).await.unwrap_err();
+        assert!(!e.contains("s3cret") && e.contains("***@127.0.0.1"), "{e}");
     }
 }

@@ -602,10 +602,13 @@ mod tests {
         let text = pod_list(3000);
         // The file reader needs each item's kind; the API leaves it out of typed lists.
         let as_file = text
-            .replace(r#"{"metadata""#, r#"{"kind":"Pod","metadata""#)
+            .replace(
+                r#"{"metadata""#,
+                r#"{"apiVersion":"v1","kind":"Pod","metadata""#,
+            )
             .replacen(
                 r#""items":["#,
-                r#""items":[{"kind":"Node","metadata":{"name":"n1"}},"#,
+                r#""items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}},"#,
                 1,
             );
         let file = crate::snapshot::decode::load_bytes("f.json", as_file.as_bytes()).unwrap();
