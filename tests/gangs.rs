@@ -344,8 +344,8 @@ async fn without_podgroup_crds_gangs_are_absent_not_an_error() {
 /// after the cluster was read) protects: every member is first asked with `dryRun=All`.
 #[tokio::test]
 async fn a_whole_gang_is_evicted_all_or_nothing() {
-    use descheduler::executor::Outcome;
     use descheduler::live::executor::ExecutorConfig;
+    use descheduler::outcome::Outcome;
     use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     let cluster = Cluster::start(Components {

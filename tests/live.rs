@@ -9,11 +9,11 @@
 
 mod support;
 
-use descheduler::executor::Outcome;
 use descheduler::framework::Pipeline;
 use descheduler::live::client::{quota, ApiClient};
 use descheduler::live::executor::ExecutorConfig;
 use descheduler::live::source::list_snapshot;
+use descheduler::outcome::Outcome;
 use descheduler::policy::Policy;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;

@@ -26,13 +26,6 @@ pub use state::{
 use crate::plugins::default_evictor::{DefaultEvictor, GangPolicy};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 
-/// The extension points a strategy plugin implements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExtensionPoint {
-    Deschedule,
-    Balance,
-}
-
 /// A strategy plugin (deschedule or balance): looks at the nodes and plans evictions.
 pub trait Plugin: Send + Sync + std::fmt::Debug {
     /// The upstream plugin name, such as `LowNodeUtilization`.
