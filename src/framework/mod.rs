@@ -14,6 +14,8 @@ mod history;
 mod pipeline;
 mod state;
 #[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
 mod whole_gang_tests;
 
 pub use fairness::{Fairness, SortOrder, TenantShare};
@@ -238,43 +240,4 @@ pub(crate) fn upstream_cmp(snap: &ClusterSnapshot, a: PodId, b: PodId) -> std::c
 /// Upstream's order, without a profile: see [`Context::sort_by_eviction_order`].
 pub fn sort_by_eviction_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
     pods.sort_by(|&a, &b| upstream_cmp(snap, a, b));
-}
-
-/// Runs one plugin alone over the snapshot's Ready nodes, as the planner would run it first in
-/// a cycle, and returns what it planned. For tests and tools.
-/// [`run_alone`], returning the names of the pods it planned to evict, in plan order
-/// (what plugin table tests compare).
-pub fn run_alone_names(
-    plugin: &dyn Plugin,
-    snap: &ClusterSnapshot,
-    evictor: &DefaultEvictor,
-    limits: Limits,
-    now: i64,
-) -> Vec<String> {
-    run_alone(plugin, snap, evictor, limits, now)
-        .iter()
-        .map(|e| snap.pod(e.pod).name.to_string())
-        .collect()
-}
-
-pub fn run_alone(
-    plugin: &dyn Plugin,
-    snap: &ClusterSnapshot,
-    evictor: &DefaultEvictor,
-    limits: Limits,
-    now: i64,
-) -> Vec<PlannedEviction> {
-    let nodes = snap.ready_nodes(&Default::default());
-    let mut state = PlanningState::new(snap, limits);
-    let mut cx = Context {
-        state: &mut state,
-        evictor,
-        profile: "default",
-        plugin: plugin.name(),
-        now,
-        nodes: &nodes,
-        fairness: None,
-    };
-    plugin.run(&mut cx, &nodes);
-    state.into_parts().0
 }

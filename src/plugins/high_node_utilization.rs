@@ -291,7 +291,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = HighNodeUtilization::new(&args).expect("valid args");
-        crate::framework::run_alone_names(&plugin, snap, evictor, limits, 0)
+        crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, 0)
     }
 
     /// With `nodeFit: true`, as upstream's table test.
@@ -795,7 +795,7 @@ mod tests {
         );
         let plugin =
             HighNodeUtilization::new(&json!({"thresholds": {"cpu": 20, "pods": 50}})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &snap,
             &DefaultEvictor::default(),

@@ -484,7 +484,7 @@ mod tests {
     /// Runs the plugin alone over every Ready node and returns the evicted pods' names.
     fn run_with(args: serde_json::Value, snap: &ClusterSnapshot, limits: Limits) -> Vec<String> {
         let plugin = LowNodeUtilization::new(&args).expect("valid args");
-        crate::framework::run_alone(&plugin, snap, &DefaultEvictor::default(), limits, 0)
+        crate::framework::testing::run_alone(&plugin, snap, &DefaultEvictor::default(), limits, 0)
             .iter()
             .map(|e| snap.pod(e.pod).name.to_string())
             .collect()
@@ -544,7 +544,7 @@ mod tests {
     ) -> Vec<crate::framework::PlannedEviction> {
         let plugin = LowNodeUtilization::new(&args).expect("valid args");
         let evictor = DefaultEvictor::from_args(&evictor).unwrap();
-        crate::framework::run_alone(&plugin, snap, &evictor, Limits::default(), 0)
+        crate::framework::testing::run_alone(&plugin, snap, &evictor, Limits::default(), 0)
     }
 
     #[test]

@@ -514,7 +514,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = PodLifeTime::new(&args).expect("valid args");
-        crate::framework::run_alone_names(&plugin, snap, evictor, limits, NOW)
+        crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, NOW)
     }
 
     fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
@@ -1161,7 +1161,7 @@ mod tests {
         assert_eq!(first, vec!["x", "y", "x", "a"]);
         let keys = |snap: &ClusterSnapshot| -> Vec<String> {
             let plugin = PodLifeTime::new(&max600()).unwrap();
-            crate::framework::run_alone(
+            crate::framework::testing::run_alone(
                 &plugin,
                 snap,
                 &DefaultEvictor::default(),
@@ -1281,7 +1281,7 @@ mod tests {
             "exitCodes": [1],
         }))
         .unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),
@@ -1298,7 +1298,7 @@ mod tests {
             )
         );
         let plugin = PodLifeTime::new(&json!({"states": ["Failed"]})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),

@@ -173,7 +173,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = RemoveFailedPods::new(&args).expect("valid args");
-        crate::framework::run_alone_names(&plugin, snap, evictor, limits, NOW)
+        crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, NOW)
     }
 
     fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
@@ -635,7 +635,7 @@ mod tests {
             .build()]);
         let plugin =
             RemoveFailedPods::new(&json!({"reasons": ["NodeAffinity"], "exitCodes": [1]})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),

@@ -258,7 +258,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<PlannedEviction> {
         let plugin = RemovePodsHavingTooManyRestarts::new(args).expect("valid args");
-        crate::framework::run_alone(&plugin, snap, evictor, limits, 0)
+        crate::framework::testing::run_alone(&plugin, snap, evictor, limits, 0)
     }
 
     fn names(plan: &[PlannedEviction], snap: &ClusterSnapshot) -> Vec<String> {

@@ -292,7 +292,8 @@ impl Plugin for RemovePodsViolatingInterPodAntiAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::{run_alone, Limits, PlanningState};
+    use crate::framework::testing::run_alone;
+    use crate::framework::{Limits, PlanningState};
     use crate::plugins::default_evictor::DefaultEvictor;
     use crate::snapshot::builders::{
         affinity_term, namespace, node, pdb, pod, snapshot, PodBuilder, T0,

@@ -273,7 +273,8 @@ impl Plugin for RemovePodsViolatingNodeAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::{run_alone, Limits, PlanningState};
+    use crate::framework::testing::run_alone;
+    use crate::framework::{Limits, PlanningState};
     use crate::plugins::default_evictor::DefaultEvictor;
     use crate::snapshot::builders::{node, node_term, pdb, pod, snapshot, PodBuilder, T0};
     use crate::snapshot::{ClusterSnapshot, Node, Phase, SnapshotParts, TaintEffect};

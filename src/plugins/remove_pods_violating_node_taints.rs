@@ -309,7 +309,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = RemovePodsViolatingNodeTaints::new(&args).expect("valid args");
-        crate::framework::run_alone_names(&plugin, snap, evictor, limits, 0)
+        crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, 0)
     }
 
     fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
@@ -661,7 +661,7 @@ mod tests {
         let n = tnode("n1").taint("dedicated", "gpu", NoSchedule).build();
         let s = snapshot(vec![n], vec![tpod("x", "n1").build()]);
         let plugin = RemovePodsViolatingNodeTaints::new(&json!({})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),
@@ -680,7 +680,7 @@ mod tests {
         let s = snapshot(vec![n], vec![tpod("x", "n1").build()]);
         let plugin =
             RemovePodsViolatingNodeTaints::new(&json!({"includePreferNoSchedule": true})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),
