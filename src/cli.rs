@@ -273,8 +273,12 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
         .map_err(|e| Failure::invalid(format!("--eviction-cooldown: {e}")))?;
     // Nothing runs on an invalid policy.
     let policy = Policy::load(&cli.policy_config_file).map_err(Failure::invalid)?;
-    let mut pipeline = Pipeline::build(&policy, &cli.policy_config_file.display().to_string())
-        .map_err(Failure::invalid)?;
+    let mut pipeline = Pipeline::build(
+        &policy,
+        &cli.policy_config_file.display().to_string(),
+        &crate::plugins::REGISTRY,
+    )
+    .map_err(Failure::invalid)?;
     pipeline.predict_destinations = cli.predict_destinations;
     let Some(snapshot_path) = &cli.snapshot else {
         return run_live(cli, &policy, pipeline, given_now);

@@ -140,7 +140,7 @@ fn round2(v: f64) -> f64 {
 
 /// Measured figures as percentages: cpu and memory of allocatable, MetricResource as is.
 fn measured_percentages(node: &Node, r: &Resources) -> BTreeMap<String, f64> {
-    use crate::plugins::node_utilization::{capacity, METRIC_RESOURCE};
+    use crate::snapshot::usage::{capacity, METRIC_RESOURCE};
     let mut out = BTreeMap::new();
     for name in ["cpu", "memory"] {
         let cap = node.allocatable.get(name);
@@ -559,7 +559,7 @@ impl Report {
                     m.source.clone(),
                     cell("cpu"),
                     cell("memory"),
-                    cell(crate::plugins::node_utilization::METRIC_RESOURCE),
+                    cell(crate::snapshot::usage::METRIC_RESOURCE),
                 ])
             })
             .collect();
@@ -683,7 +683,7 @@ mod tests {
         let snap = synthetic::snapshot(&Config::new(600, 20_000, 7));
         let policy =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/scale-policy.yaml");
-        let pipeline = Pipeline::load(&policy).unwrap();
+        let pipeline = Pipeline::load(&policy, &crate::plugins::REGISTRY).unwrap();
         let plan = crate::plan::plan(&pipeline, &snap, 1_796_083_200).unwrap();
         assert!(
             plan.evictions.len() >= 4096,

@@ -69,7 +69,7 @@ profiles:
 
 fn pipeline(text: &str) -> Pipeline {
     let policy = Policy::from_yaml("test-policy.yaml", text).unwrap();
-    Pipeline::build(&policy, "test-policy.yaml").unwrap()
+    Pipeline::build(&policy, "test-policy.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 
 /// A ReplicaSet of `replicas` pods of 500m cpu pinned to `node` (so it stays hot however often

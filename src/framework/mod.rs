@@ -1,32 +1,55 @@
-//! The plugin framework: the planning state every plugin of a cycle shares, the context a
-//! plugin runs in, and the pipeline of profiles built from a policy.
+//! The plugin framework: the contracts a plugin implements, the planning state every plugin of
+//! a cycle shares, the context a plugin runs in, and the pipeline of profiles built from a
+//! policy through the plugin registry.
+//!
+//! The framework owns its interfaces and knows no implementation: a profile's evictor is an
+//! [`EvictorPlugin`], its order a [`SortPlugin`], its deschedule and balance plugins are
+//! [`Plugin`]s, and each plugin declares its extension points in its [`PluginSpec`].
 //!
 //! Plugins never evict anything: they ask the context to *plan* an eviction. The context
 //! checks the evictor's filters, the limits and the disruption budgets, and records the
 //! eviction in the [`PlanningState`], so later plugins see the pod as gone and its requests
 //! moved off its node. No client, no clock: time comes in as `now`.
-//!
-//! The order in which a plugin takes its candidates is its profile's `sort` extension point
-//! ([`fairness`]): upstream's order by default, or Dominant Resource Fairness.
 
-pub mod fairness;
 mod history;
 mod pipeline;
+mod registry;
+mod sort;
 mod state;
 #[cfg(test)]
 pub(crate) mod testing;
-#[cfg(test)]
-mod whole_gang_tests;
 
-pub use fairness::{Fairness, SortOrder, TenantShare};
 pub use history::History;
 pub use pipeline::{Pipeline, ProfilePipeline};
+pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
+pub use sort::{sort_by_eviction_order, upstream_cmp, CandidateOrder, SortPlugin, TenantShare};
 pub use state::{
     EvictError, Limits, MeasuredNode, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
 };
 
-use crate::plugins::default_evictor::{DefaultEvictor, GangPolicy};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+
+/// A profile's evictor: its `filter` and `preEvictionFilter` extension points. The context
+/// asks it about every candidate before an eviction is planned.
+pub trait EvictorPlugin: Send + Sync + std::fmt::Debug {
+    /// The Filter extension point: may this pod be evicted at all? `Err` says why not.
+    fn filter(&self, snap: &ClusterSnapshot, pod: PodId, now: i64) -> Result<(), String>;
+    /// The PreEvictionFilter extension point, checked just before a plugin plans an eviction,
+    /// against the plan so far. `Err` says why not.
+    fn pre_eviction_filter(
+        &self,
+        state: &PlanningState<'_>,
+        nodes: &[NodeId],
+        pod: PodId,
+    ) -> Result<(), String>;
+    /// Whether a running member of a gang goes only with its whole gang, all or nothing.
+    fn evicts_whole_gangs(&self) -> bool;
+    /// Whether the filters rely on the placement simulation.
+    fn needs_placement(&self) -> bool;
+    /// What makes a cycle impossible for this evictor (an argument the snapshot cannot
+    /// resolve), checked before any plugin runs.
+    fn check(&self, snap: &ClusterSnapshot) -> Result<(), String>;
+}
 
 /// A strategy plugin (deschedule or balance): looks at the nodes and plans evictions.
 pub trait Plugin: Send + Sync + std::fmt::Debug {
@@ -45,16 +68,16 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
 /// the time.
 pub struct Context<'a, 's> {
     pub state: &'a mut PlanningState<'s>,
-    pub evictor: &'a DefaultEvictor,
+    pub evictor: &'a dyn EvictorPlugin,
     pub profile: &'a str,
     pub plugin: &'static str,
     /// Planning time, unix seconds.
     pub now: i64,
     /// The planning nodes (used by nodeFit).
     pub nodes: &'a [NodeId],
-    /// The profile's Dominant Resource Fairness bookkeeping, when its `sort` extension point
-    /// enables DominantResourceFairness; None: upstream's order.
-    pub fairness: Option<&'a Fairness<'s>>,
+    /// The profile's order, when its `sort` extension point enables a plugin; None:
+    /// upstream's order.
+    pub order: Option<&'a dyn CandidateOrder>,
 }
 
 impl<'a, 's> Context<'a, 's> {
@@ -162,7 +185,7 @@ impl<'a, 's> Context<'a, 's> {
     /// one ([`PlanningState::plan_gang_eviction`]); then all are planned, one after the other.
     pub fn evict(&mut self, pod: PodId, reason: impl Into<String>) -> Result<(), EvictError> {
         // A member that does not run (failed, say) goes alone: the gang does not miss it.
-        let whole_gang = self.evictor.gang_policy == GangPolicy::WholeGang
+        let whole_gang = self.evictor.evicts_whole_gangs()
             && !self.state.snap.gangs_of_pod(pod).is_empty()
             && self.state.snap.counts_as_running(pod);
         let r = if whole_gang {
@@ -196,48 +219,25 @@ impl<'a, 's> Context<'a, 's> {
             .plan_gang_eviction(&members, self.profile, self.plugin, reason)
     }
 
-    /// The profile's eviction order (its `sort` extension point), most evictable first.
-    /// Upstream's order: lowest priority first (no priority is lowest), then QoS (BestEffort,
-    /// Burstable, Guaranteed), pods preferring no eviction last; ties broken by
-    /// namespace/name so the order never depends on input order. With
-    /// DominantResourceFairness: highest current dominant share of the pod's tenant first,
-    /// then upstream's order (the shares as of this call; see [`fairness`]).
+    /// The profile's eviction order (its `sort` extension point), most evictable first:
+    /// upstream's ([`sort_by_eviction_order`]) unless a sort plugin is enabled, which orders
+    /// as the plan so far leaves the cluster ([`CandidateOrder::sort`]).
     pub fn sort_by_eviction_order(&self, pods: &mut [PodId]) {
-        match self.fairness {
+        match self.order {
             None => sort_by_eviction_order(self.state.snap, pods),
-            Some(f) => f.sort(self.state, pods),
+            Some(o) => o.sort(self.state, pods),
         }
     }
 
     /// Removes and returns the next pod to try from candidates sorted by
-    /// [`Context::sort_by_eviction_order`]. Upstream's order: the first. With
-    /// DominantResourceFairness: the pod whose tenant has the highest dominant share *now*,
-    /// after every eviction planned so far, so a loop that evicts as it goes spreads the
-    /// disruption as the shares change.
+    /// [`Context::sort_by_eviction_order`]. Upstream's order: the first. With a sort plugin:
+    /// the most evictable *now*, after every eviction planned so far, so a loop that evicts as
+    /// it goes follows the order as it changes ([`CandidateOrder::take_next`]).
     pub fn next_by_order(&self, pods: &mut Vec<PodId>) -> Option<PodId> {
-        match self.fairness {
+        match self.order {
             None if pods.is_empty() => None,
             None => Some(pods.remove(0)),
-            Some(f) => f.take_next(self.state, pods),
+            Some(o) => o.take_next(self.state, pods),
         }
     }
-}
-
-/// Upstream's order of two pods: see [`Context::sort_by_eviction_order`].
-pub(crate) fn upstream_cmp(snap: &ClusterSnapshot, a: PodId, b: PodId) -> std::cmp::Ordering {
-    let key = |p: &crate::snapshot::Pod| {
-        (
-            p.priority.map(i64::from).unwrap_or(i64::MIN),
-            p.qos,
-            p.has_prefer_no_eviction_annotation,
-        )
-    };
-    key(snap.pod(a))
-        .cmp(&key(snap.pod(b)))
-        .then_with(|| a.cmp(&b))
-}
-
-/// Upstream's order, without a profile: see [`Context::sort_by_eviction_order`].
-pub fn sort_by_eviction_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
-    pods.sort_by(|&a, &b| upstream_cmp(snap, a, b));
 }

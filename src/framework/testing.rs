@@ -1,8 +1,7 @@
 //! The plugin test harness: one plugin run alone over a snapshot, as the planner would run it
 //! first in a cycle.
 
-use super::{Context, Limits, PlannedEviction, PlanningState, Plugin};
-use crate::plugins::default_evictor::DefaultEvictor;
+use super::{Context, EvictorPlugin, Limits, PlannedEviction, PlanningState, Plugin};
 use crate::snapshot::ClusterSnapshot;
 
 /// [`run_alone`], returning the names of the pods it planned to evict, in plan order
@@ -10,7 +9,7 @@ use crate::snapshot::ClusterSnapshot;
 pub fn run_alone_names(
     plugin: &dyn Plugin,
     snap: &ClusterSnapshot,
-    evictor: &DefaultEvictor,
+    evictor: &dyn EvictorPlugin,
     limits: Limits,
     now: i64,
 ) -> Vec<String> {
@@ -25,7 +24,7 @@ pub fn run_alone_names(
 pub fn run_alone(
     plugin: &dyn Plugin,
     snap: &ClusterSnapshot,
-    evictor: &DefaultEvictor,
+    evictor: &dyn EvictorPlugin,
     limits: Limits,
     now: i64,
 ) -> Vec<PlannedEviction> {
@@ -38,7 +37,7 @@ pub fn run_alone(
         plugin: plugin.name(),
         now,
         nodes: &nodes,
-        fairness: None,
+        order: None,
     };
     plugin.run(&mut cx, &nodes);
     state.into_parts().0

@@ -23,7 +23,7 @@
 //! PreEvictionFilter: with `nodeFit: true` the pod must fit some other planning node, given
 //! what that node holds after the evictions planned so far.
 
-use crate::framework::PlanningState;
+use crate::framework::{Constructor, EvictorPlugin, ExtensionPoint, PlanningState, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::PriorityThreshold;
 use crate::policy::{decode_args, parse_duration, ArgsError};
@@ -148,6 +148,14 @@ pub enum NoEvictionPolicy {
     Preferred,
     Mandatory,
 }
+
+/// The registry entry: the evictor of every profile.
+pub const SPEC: PluginSpec = PluginSpec {
+    name: NAME,
+    points: &[ExtensionPoint::Filter, ExtensionPoint::PreEvictionFilter],
+    args_optional: true,
+    constructor: Constructor::Evictor(|args| Ok(Box::new(DefaultEvictor::from_args(args)?))),
+};
 
 /// A validated DefaultEvictor.
 #[derive(Debug, Clone)]
@@ -469,6 +477,33 @@ impl DefaultEvictor {
             placement_check(state, id)?;
         }
         Ok(())
+    }
+}
+
+impl EvictorPlugin for DefaultEvictor {
+    fn filter(&self, snap: &ClusterSnapshot, pod: PodId, now: i64) -> Result<(), String> {
+        DefaultEvictor::filter(self, snap, pod, now)
+    }
+
+    fn pre_eviction_filter(
+        &self,
+        state: &PlanningState<'_>,
+        nodes: &[NodeId],
+        pod: PodId,
+    ) -> Result<(), String> {
+        DefaultEvictor::pre_eviction_filter(self, state, nodes, pod)
+    }
+
+    fn evicts_whole_gangs(&self) -> bool {
+        self.gang_policy == GangPolicy::WholeGang
+    }
+
+    fn needs_placement(&self) -> bool {
+        self.args.node_fit || self.args.placement_check
+    }
+
+    fn check(&self, snap: &ClusterSnapshot) -> Result<(), String> {
+        self.priority_threshold(snap).map(|_| ())
     }
 }
 
@@ -918,7 +953,7 @@ mod tests {
             plugin: "T",
             now: 0,
             nodes: &nodes,
-            fairness: None,
+            order: None,
         };
         assert!(cx.pre_eviction_filter(id("big")).is_err());
         assert!(cx.pre_eviction_filter(id("small")).is_ok());

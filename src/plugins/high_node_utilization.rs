@@ -51,6 +51,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub const NAME: &str = "HighNodeUtilization";
 
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| {
+        Ok(Box::new(HighNodeUtilization::new(args)?))
+    });
+
 /// `HighNodeUtilizationArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -873,7 +879,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let snap = two_sources();
         let plan = plan::plan(&pipeline, &snap, 0).unwrap();
         let names: Vec<&str> = plan

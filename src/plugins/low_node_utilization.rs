@@ -31,6 +31,12 @@ use std::collections::BTreeMap;
 
 pub const NAME: &str = "LowNodeUtilization";
 
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| {
+        Ok(Box::new(LowNodeUtilization::new(args)?))
+    });
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EvictionLimits {
@@ -579,7 +585,7 @@ mod tests {
             plugin: "LowNodeUtilization",
             now: 0,
             nodes: &nodes,
-            fairness: None,
+            order: None,
         };
         plugin.run(&mut cx, &nodes);
         let notes = state.not_chosen_notes();
@@ -959,7 +965,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let snap = snapshot(nodes3(), hot_cold());
         let plan = plan::plan(&pipeline, &snap, 0).unwrap();
         assert_eq!(plan.evictions.len(), 3);
@@ -1035,7 +1041,7 @@ profiles:
             "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nmetricsProviders:\n- source: KubernetesMetrics\n- source: Prometheus\n  prometheus: {{url: 'http://prometheus:9090'}}\nprofiles:\n- name: p\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {args}\n"
         );
         let policy = crate::policy::Policy::from_yaml("p.yaml", &policy).unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let memory = CycleMemory {
             history,
             ..CycleMemory::default()

@@ -70,10 +70,7 @@ pub struct PrometheusUsage {
     pub pod_queries: BTreeMap<String, String>,
 }
 
-/// Upstream's threshold key for the Prometheus query's ratio.
-pub const METRIC_RESOURCE: &str = "MetricResource";
-/// The `MetricResource` "capacity": ratios are kept in millionths.
-pub const METRIC_RESOURCE_SCALE: i64 = 1_000_000;
+pub use crate::snapshot::usage::{capacity, METRIC_RESOURCE, METRIC_RESOURCE_SCALE};
 
 /// Where a LowNodeUtilization instance reads node utilization from.
 #[derive(Debug, Clone, PartialEq)]
@@ -487,16 +484,6 @@ pub fn validate_eviction_modes(field: &str, modes: &[String]) -> Result<(), Args
         }
     }
     Ok(())
-}
-
-/// A node's capacity for a threshold's resource: allocatable, or the scale of the
-/// Prometheus `MetricResource` ratio.
-pub fn capacity(node: &Node, resource: &str) -> i64 {
-    if resource == METRIC_RESOURCE {
-        METRIC_RESOURCE_SCALE
-    } else {
-        node.allocatable.get(resource)
-    }
 }
 
 /// `percent` of `capacity`, truncated (upstream's `resourceThreshold`).

@@ -49,6 +49,10 @@ use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "PodLifeTime";
 
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| Ok(Box::new(PodLifeTime::new(args)?)));
+
 /// The `states` upstream's validation accepts, sorted as its error lists them: pod phases,
 /// pod status reasons, container waiting reasons and container terminated reasons.
 pub const ALLOWED_STATES: &[&str] = &[
@@ -1435,7 +1439,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let s = one_node(vec![
             pod("default", "old")
                 .node("n1")

@@ -53,6 +53,10 @@ use std::hash::{Hash, Hasher};
 
 pub const NAME: &str = "RemoveDuplicates";
 
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| Ok(Box::new(RemoveDuplicates::new(args)?)));
+
 /// The taint kube-scheduler reads `spec.unschedulable` as.
 const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
 
@@ -575,7 +579,7 @@ mod tests {
         let nodes = snap.ready_nodes(&Selector::default());
         let mut state = PlanningState::new(snap, limits);
         let mut cx = Context {
-            fairness: None,
+            order: None,
             state: &mut state,
             evictor: &evictor,
             profile: "default",
@@ -651,7 +655,7 @@ mod tests {
         let evictor = DefaultEvictor::default();
         let nodes = s.ready_nodes(&Selector::default());
         let mut cx = Context {
-            fairness: None,
+            order: None,
             state: &mut state,
             evictor: &evictor,
             profile: "default",
@@ -1241,7 +1245,7 @@ mod tests {
             .plan_eviction(0, "default", "Earlier", "r".into())
             .unwrap();
         let mut cx = Context {
-            fairness: None,
+            order: None,
             state: &mut state,
             evictor: &evictor,
             profile: "default",
@@ -1260,9 +1264,13 @@ mod tests {
             .collect();
         assert_eq!(planned, vec!["d/p0", "d/p1"]);
         // And a plugin through the registry builds the same thing.
-        assert_eq!(
-            crate::plugins::build(NAME, &Value::Null).unwrap().name(),
-            NAME
+        let built = crate::plugins::REGISTRY
+            .get(NAME)
+            .unwrap()
+            .build(&Value::Null);
+        assert!(
+            matches!(&built, Ok(crate::framework::Built::Strategy(p)) if p.name() == NAME),
+            "{built:?}"
         );
     }
 }

@@ -42,6 +42,12 @@ use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "RemoveFailedPods";
 
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemoveFailedPods::new(args)?))
+    });
+
 /// `minPodLifetimeSeconds` when unset (upstream's `SetDefaults_RemoveFailedPodsArgs`).
 pub const DEFAULT_MIN_POD_LIFETIME_SECONDS: u64 = 3600;
 
@@ -572,7 +578,7 @@ mod tests {
         let mut state = PlanningState::new(&s, Limits::default());
         assert_eq!(state.requested(0).cpu, 300);
         let mut cx = Context {
-            fairness: None,
+            order: None,
             state: &mut state,
             evictor: &evictor,
             profile: "default",
@@ -721,7 +727,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let s = one_node(vec![
             failed("init", "node1")
                 .init_container_status(0, terminated("NodeAffinity"))

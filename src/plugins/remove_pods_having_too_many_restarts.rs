@@ -41,6 +41,12 @@ use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "RemovePodsHavingTooManyRestarts";
 
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemovePodsHavingTooManyRestarts::new(args)?))
+    });
+
 /// The `states` upstream accepts: a pod phase and a container waiting reason.
 const RUNNING: &str = "Running";
 const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
@@ -1120,7 +1126,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let s = snapshot(
             vec![tnode("n1").build()],
             vec![
@@ -1159,7 +1165,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let e = Pipeline::build(&bad, "p.yaml").unwrap_err();
+        let e = Pipeline::build(&bad, "p.yaml", &crate::plugins::REGISTRY).unwrap_err();
         let shown = e.to_string();
         assert!(shown.contains("states[1]"), "{shown}");
     }

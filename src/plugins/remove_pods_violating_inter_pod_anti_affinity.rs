@@ -47,6 +47,14 @@ use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "RemovePodsViolatingInterPodAntiAffinity";
 
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemovePodsViolatingInterPodAntiAffinity::new(
+            args,
+        )?))
+    });
+
 /// `RemovePodsViolatingInterPodAntiAffinityArgs`. No args at all means no restriction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -342,7 +350,7 @@ mod tests {
                 state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
             }
             let mut cx = Context {
-                fairness: None,
+                order: None,
                 state: &mut state,
                 evictor: &evictor,
                 profile: "default",
@@ -980,6 +988,6 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(ok.args.namespaces.unwrap().exclude, ["kube-system"]);
-        assert!(crate::plugins::build(NAME, &Value::Null).is_ok());
+        assert!(SPEC.build(&Value::Null).is_ok());
     }
 }

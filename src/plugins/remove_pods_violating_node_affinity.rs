@@ -46,6 +46,12 @@ use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
 
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemovePodsViolatingNodeAffinity::new(args)?))
+    });
+
 pub const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 pub const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
 
@@ -351,7 +357,7 @@ mod tests {
                 state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
             }
             let mut cx = Context {
-                fairness: None,
+                order: None,
                 state: &mut state,
                 evictor: &evictor,
                 profile: "default",
@@ -1061,7 +1067,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(ok.types, [AffinityType::Preferred, AffinityType::Required]);
-        assert!(crate::plugins::build(NAME, &required()).is_ok());
-        assert!(crate::plugins::build(NAME, &Value::Null).is_err());
+        assert!(SPEC.build(&required()).is_ok());
+        assert!(SPEC.build(&Value::Null).is_err());
     }
 }

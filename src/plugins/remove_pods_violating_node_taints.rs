@@ -43,6 +43,12 @@ use std::fmt;
 
 pub const NAME: &str = "RemovePodsViolatingNodeTaints";
 
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemovePodsViolatingNodeTaints::new(args)?))
+    });
+
 /// `RemovePodsViolatingNodeTaintsArgs`. No args at all: every pod not tolerating a
 /// `NoSchedule` taint of its node.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -757,7 +763,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let s = snapshot(
             vec![
                 tnode("n1")

@@ -66,6 +66,14 @@ use std::sync::{Arc, Mutex};
 
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
 
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| {
+        Ok(Box::new(RemovePodsViolatingTopologySpreadConstraint::new(
+            args,
+        )?))
+    });
+
 pub const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 pub const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
 
@@ -793,7 +801,7 @@ mod tests {
             state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
         }
         let mut cx = Context {
-            fairness: None,
+            order: None,
             state: &mut state,
             evictor: &evictor,
             profile: "p",
@@ -1660,7 +1668,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let snap = snapshot(
             vec![zone_node("a1", "a"), zone_node("b1", "b")],
             spread_pods(&["a1"], &[4], 1),

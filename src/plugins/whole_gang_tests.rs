@@ -1,7 +1,9 @@
 //! `gangPolicy: WholeGang`: a running member goes only with its whole gang, all or nothing.
 
-use super::*;
+use crate::framework::*;
+use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, PodBuilder};
+use crate::snapshot::ClusterSnapshot;
 use crate::snapshot::{Phase, SnapshotParts, TaintEffect};
 use serde_json::json;
 
@@ -57,7 +59,7 @@ fn evict(
         plugin: "T",
         now: NOW,
         nodes: &nodes,
-        fairness: None,
+        order: None,
     };
     let id = snap.pod_id("ml", pod).unwrap();
     let r = cx.evict(id, "chosen");
