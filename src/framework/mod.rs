@@ -64,6 +64,20 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// What became of a candidate offered through [`Context::try_evict`]: the caller's next step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// Planned. With `gangPolicy: WholeGang`, `with` holds the other members of its gang
+    /// planned together with it, and the destination simulated for each (if any).
+    Planned { with: Vec<(PodId, Option<NodeId>)> },
+    /// Refused (pre-eviction filter, namespace limit, disruption budget, gang): try the next pod.
+    SkipPod,
+    /// The node's eviction limit is reached: go on with the next node.
+    SkipNode,
+    /// The cycle's total eviction limit is reached: stop.
+    Stop,
+}
+
 /// What a plugin sees while it runs: the shared planning state, its profile's evictor and
 /// the time.
 pub struct Context<'a, 's> {
@@ -201,6 +215,36 @@ impl<'a, 's> Context<'a, 's> {
             }
         }
         r
+    }
+
+    /// The one door most plugins plan through: [`Context::evict`], with what happened said as
+    /// the caller's next step (see [`Attempt`]). A refusal other than a limit is logged.
+    pub fn try_evict(&mut self, pod: PodId, reason: String) -> Attempt {
+        let before = self.state.evictions().len();
+        match self.evict(pod, reason) {
+            Ok(()) => Attempt::Planned {
+                with: self.state.evictions()[before + 1..]
+                    .iter()
+                    .map(|e| (e.pod, e.destination))
+                    .collect(),
+            },
+            Err(EvictError::NodeLimit(_)) => Attempt::SkipNode,
+            Err(EvictError::TotalLimit(_)) => Attempt::Stop,
+            Err(e) => {
+                tracing::debug!(pod = %self.snap().pod(pod).key(), error = %e, "eviction not planned");
+                Attempt::SkipPod
+            }
+        }
+    }
+
+    /// [`Context::try_evict`] after the evictor's PreEvictionFilter
+    /// ([`Context::pre_eviction_filter`]); a pod it refuses is [`Attempt::SkipPod`].
+    pub fn try_evict_checked(&mut self, pod: PodId, reason: String) -> Attempt {
+        if let Err(why) = self.pre_eviction_filter(pod) {
+            tracing::debug!(pod = %self.snap().pod(pod).key(), %why, "refused by the pre-eviction filter");
+            return Attempt::SkipPod;
+        }
+        self.try_evict(pod, reason)
     }
 
     fn evict_gang(&mut self, pod: PodId, reason: String) -> Result<(), EvictError> {

@@ -16,7 +16,7 @@
 //! - Each eviction takes the pod's requests off the source's usage and off the room left
 //!   (one pod for `pods`).
 
-use crate::framework::{Context, EvictError};
+use crate::framework::{Attempt, Context};
 use crate::plugins::shared::Namespaces;
 use crate::policy::ArgsError;
 use crate::sim;
@@ -847,17 +847,12 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                 }
             };
             let reason = source.reason(node, opts.resources);
-            let planned_before = cx.state.evictions().len();
-            match cx.evict(pod_id, reason) {
-                Ok(()) => {
+            match cx.try_evict(pod_id, reason) {
+                Attempt::Planned { with: members } => {
                     evicted_here += 1;
                     // The rest of a gang evicted whole (gangPolicy WholeGang) takes room on
                     // the destinations the simulator placed it on (within their targets: see
                     // the placement targets the caller sets).
-                    let members = cx.state.evictions()[planned_before + 1..]
-                        .iter()
-                        .map(|e| (e.pod, e.destination))
-                        .collect::<Vec<_>>();
                     for (member, destination) in members {
                         let (taken, _) = amounts_of(member);
                         let at =
@@ -902,9 +897,9 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                         break;
                     }
                 }
-                Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                Err(EvictError::TotalLimit(_)) => return,
-                Err(e) => tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned"),
+                Attempt::SkipNode => continue 'nodes,
+                Attempt::Stop => return,
+                Attempt::SkipPod => {}
             }
         }
     }

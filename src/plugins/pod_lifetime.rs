@@ -40,7 +40,7 @@
 //! - A pod without a known phase counts as `Unknown` in the snapshot, so `states: [Unknown]`
 //!   matches it; upstream matches an empty phase against nothing.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
@@ -470,23 +470,15 @@ impl Plugin for PodLifeTime {
             if node_done[node_id as usize] {
                 continue;
             }
-            let pod = snap.pod(pod_id);
-            if let Err(why) = cx.pre_eviction_filter(pod_id) {
-                tracing::debug!(plugin = cx.plugin, pod = %pod.key(), %why, "refused by the pre-eviction filter");
-                continue;
-            }
             let reason = if matched.is_empty() {
                 self.wording.prefix.to_string()
             } else {
                 format!("{}: {}", self.wording.prefix, matched.join("; "))
             };
-            match cx.evict(pod_id, reason) {
-                Ok(()) => {}
-                Err(EvictError::NodeLimit(_)) => node_done[node_id as usize] = true,
-                Err(EvictError::TotalLimit(_)) => return,
-                Err(e) => {
-                    tracing::debug!(plugin = cx.plugin, pod = %pod.key(), error = %e, "eviction not planned")
-                }
+            match cx.try_evict_checked(pod_id, reason) {
+                Attempt::SkipNode => node_done[node_id as usize] = true,
+                Attempt::Stop => return,
+                Attempt::Planned { .. } | Attempt::SkipPod => {}
             }
         }
     }

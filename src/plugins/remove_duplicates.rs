@@ -39,7 +39,7 @@
 //! - A pod with two ownerReferences is evicted at most once; upstream's dry-run counts it
 //!   once per owner.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::sim;
@@ -384,13 +384,10 @@ impl Plugin for RemoveDuplicates {
                         "duplicate of {}: {on_node} on node {node_name}, at most {upper_avg} per node (ceil of {total} pods over {targets} nodes)",
                         owner_display(owner)
                     );
-                    match cx.evict(pod, reason) {
-                        Ok(()) => {}
-                        Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                        Err(EvictError::TotalLimit(_)) => return,
-                        Err(e) => {
-                            tracing::debug!(pod = %snap.pod(pod).key(), error = %e, "not evicting duplicate")
-                        }
+                    match cx.try_evict(pod, reason) {
+                        Attempt::SkipNode => continue 'nodes,
+                        Attempt::Stop => return,
+                        Attempt::Planned { .. } | Attempt::SkipPod => {}
                     }
                 }
             }

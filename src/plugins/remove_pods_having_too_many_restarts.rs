@@ -32,7 +32,7 @@
 //!   gathers every error into one message without paths.
 //! - Restarts are summed in 64 bits; upstream's int32 sum could wrap for absurd counts.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
@@ -228,17 +228,10 @@ impl Plugin for RemovePodsHavingTooManyRestarts {
                     tracing::trace!(pod = %pod.key(), %why, "not evictable");
                     continue;
                 }
-                if let Err(why) = cx.pre_eviction_filter(pod_id) {
-                    tracing::debug!(pod = %pod.key(), %why, "refused by the pre-eviction filter");
-                    continue;
-                }
-                match cx.evict(pod_id, self.reason(pod)) {
-                    Ok(()) => {}
-                    Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                    Err(EvictError::TotalLimit(_)) => return,
-                    Err(e) => {
-                        tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
-                    }
+                match cx.try_evict_checked(pod_id, self.reason(pod)) {
+                    Attempt::SkipNode => continue 'nodes,
+                    Attempt::Stop => return,
+                    Attempt::Planned { .. } | Attempt::SkipPod => {}
                 }
             }
         }

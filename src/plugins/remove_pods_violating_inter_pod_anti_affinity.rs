@@ -36,7 +36,7 @@
 //!   namespace/name order, and pods with the prefer-no-eviction annotation go last, as the
 //!   framework's eviction order has it.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
 use crate::policy::{decode_args, ArgsError};
@@ -280,17 +280,10 @@ impl Plugin for RemovePodsViolatingInterPodAntiAffinity {
                     tracing::debug!(pod = %pod.key(), reason = %why, "pod is not evictable");
                     continue;
                 }
-                if let Err(why) = cx.pre_eviction_filter(p) {
-                    tracing::debug!(pod = %pod.key(), reason = %why, "pod fails the pre-eviction filter");
-                    continue;
-                }
-                match cx.evict(p, reason) {
-                    Ok(()) => {}
-                    Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                    Err(EvictError::TotalLimit(_)) => return,
-                    Err(e) => {
-                        tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
-                    }
+                match cx.try_evict_checked(p, reason) {
+                    Attempt::SkipNode => continue 'nodes,
+                    Attempt::Stop => return,
+                    Attempt::Planned { .. } | Attempt::SkipPod => {}
                 }
             }
         }

@@ -36,7 +36,7 @@
 //!   then namespace/name); upstream takes them in informer order. This only matters when a
 //!   limit stops the node early.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
@@ -257,18 +257,10 @@ impl Plugin for RemovePodsViolatingNodeAffinity {
                     let Some(reason) = self.violation(cx, t, p, node) else {
                         continue;
                     };
-                    let pod = snap.pod(p);
-                    if let Err(why) = cx.pre_eviction_filter(p) {
-                        tracing::debug!(pod = %pod.key(), reason = %why, "pod fails the pre-eviction filter");
-                        continue;
-                    }
-                    match cx.evict(p, reason) {
-                        Ok(()) => {}
-                        Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                        Err(EvictError::TotalLimit(_)) => return,
-                        Err(e) => {
-                            tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
-                        }
+                    match cx.try_evict_checked(p, reason) {
+                        Attempt::SkipNode => continue 'nodes,
+                        Attempt::Stop => return,
+                        Attempt::Planned { .. } | Attempt::SkipPod => {}
                     }
                 }
             }

@@ -32,7 +32,7 @@
 //! - `cordon` (newer upstream: cordon a node before evicting from it) is refused: this
 //!   descheduler never writes to nodes.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
@@ -274,23 +274,16 @@ impl Plugin for RemovePodsViolatingNodeTaints {
                     tracing::trace!(pod = %pod.key(), %why, "not evictable");
                     continue;
                 }
-                if let Err(why) = cx.pre_eviction_filter(pod_id) {
-                    tracing::debug!(pod = %pod.key(), %why, "refused by the pre-eviction filter");
-                    continue;
-                }
                 let taint = untolerated(cx, pod_id, &taints).expect("violating pod");
                 let reason = format!(
                     "pod does not tolerate taint {} of node {}",
                     ShowTaint(taint),
                     node.name
                 );
-                match cx.evict(pod_id, reason) {
-                    Ok(()) => {}
-                    Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                    Err(EvictError::TotalLimit(_)) => return,
-                    Err(e) => {
-                        tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
-                    }
+                match cx.try_evict_checked(pod_id, reason) {
+                    Attempt::SkipNode => continue 'nodes,
+                    Attempt::Stop => return,
+                    Attempt::Planned { .. } | Attempt::SkipPod => {}
                 }
             }
         }

@@ -47,7 +47,7 @@
 //! - `includeSoftConstraints` (v1alpha1 only; gone from v1alpha2) is an error that names its
 //!   replacement, `constraints: [DoNotSchedule, ScheduleAnyway]`.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Labels, Selector};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
 use crate::policy::{decode_args, ArgsError};
@@ -723,17 +723,12 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 tracing::debug!(pod = %pod.key(), reason = %why, "pod is not evictable");
                 continue;
             }
-            if let Err(why) = cx.pre_eviction_filter(p) {
-                tracing::debug!(pod = %pod.key(), reason = %why, "pod fails the pre-eviction filter");
-                continue;
-            }
-            match cx.evict(p, reason) {
-                Ok(()) => {}
-                Err(EvictError::NodeLimit(_)) => {
+            match cx.try_evict_checked(p, reason) {
+                Attempt::SkipNode => {
                     node_full.insert(node);
                 }
-                Err(EvictError::TotalLimit(_)) => return,
-                Err(e) => tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned"),
+                Attempt::Stop => return,
+                Attempt::Planned { .. } | Attempt::SkipPod => {}
             }
         }
     }
