@@ -25,7 +25,7 @@
 
 use crate::framework::{Constructor, EvictorPlugin, ExtensionPoint, PlanningState, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::PriorityThreshold;
+use crate::plugins::shared::{selector_arg, PriorityThreshold};
 use crate::policy::{decode_args, parse_duration, ArgsError};
 use crate::snapshot::{ClusterSnapshot, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
@@ -260,21 +260,11 @@ impl DefaultEvictor {
             resource_claims: extra("PodsWithResourceClaims"),
             pdb_blocking_single_replica_owner: extra("PodsWithPDBBlockingSingleReplicaOwner"),
         };
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
-        let namespace_selector = args
-            .namespace_label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s)
-                    .map_err(|e| ArgsError::new("namespaceLabelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
+        let namespace_selector = selector_arg(
+            args.namespace_label_selector.as_ref(),
+            "namespaceLabelSelector",
+        )?;
         let min_pod_age = args
             .min_pod_age
             .as_deref()

@@ -42,7 +42,7 @@
 
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::snapshot::{ConditionStatus, ContainerStatus, NodeId, Phase, Pod, PodCondition, PodId};
 use serde::{Deserialize, Serialize};
@@ -194,9 +194,7 @@ impl PodLifeTimeArgs {
                 ));
             }
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         for (i, s) in self.states.iter().enumerate() {
             if !ALLOWED_STATES.contains(&s.as_str()) {
                 return Err(ArgsError::new(
@@ -278,13 +276,7 @@ impl PodLifeTime {
         required_phase: Option<Phase>,
         wording: Wording,
     ) -> Result<Self, ArgsError> {
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         Ok(PodLifeTime {
             args,
             label_selector,

@@ -33,9 +33,9 @@
 //!   pod or container without a reason, so nearly every failed pod.
 
 use crate::framework::{Context, Plugin};
-use crate::labels::{LabelSelectorSpec, Selector};
+use crate::labels::LabelSelectorSpec;
 use crate::plugins::pod_lifetime::{OwnerKinds, PodLifeTime, PodLifeTimeArgs, Wording};
-use crate::plugins::shared::Namespaces;
+use crate::plugins::shared::{selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::snapshot::{NodeId, Phase};
 use serde::{Deserialize, Serialize};
@@ -89,9 +89,7 @@ impl RemoveFailedPodsArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         if let Some(i) = self.reasons.iter().position(|r| r.is_empty()) {
             return Err(ArgsError::new(
                 format!("reasons[{i}]"),

@@ -34,7 +34,7 @@
 
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::snapshot::{NodeId, Phase, Pod, PodId};
 use serde::{Deserialize, Serialize};
@@ -130,10 +130,8 @@ impl RemovePodsHavingTooManyRestarts {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RemovePodsHavingTooManyRestartsArgs = decode_args(args)?;
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| Selector::compile(s).expect("validated"));
+        let label_selector =
+            selector_arg(args.label_selector.as_ref(), "labelSelector").expect("validated");
         Ok(RemovePodsHavingTooManyRestarts {
             args,
             label_selector,

@@ -38,7 +38,7 @@
 
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, ArgsError};
 use crate::sim;
 use crate::snapshot::{ClusterSnapshot, NodeId, Pod, PodAffinityTerm, PodId};
@@ -73,9 +73,7 @@ impl RemovePodsViolatingInterPodAntiAffinityArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         Ok(())
     }
 }
@@ -91,13 +89,7 @@ impl RemovePodsViolatingInterPodAntiAffinity {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RemovePodsViolatingInterPodAntiAffinityArgs = decode_args(args)?;
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         Ok(RemovePodsViolatingInterPodAntiAffinity {
             args,
             label_selector,

@@ -38,7 +38,7 @@
 
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::sim;
 use crate::snapshot::{NodeId, Pod, PodId};
@@ -91,9 +91,7 @@ impl RemovePodsViolatingNodeAffinityArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         Ok(())
     }
 }
@@ -117,13 +115,7 @@ impl RemovePodsViolatingNodeAffinity {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RemovePodsViolatingNodeAffinityArgs = decode_args(args)?;
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         let mut types = Vec::new();
         for t in &args.node_affinity_type {
             let t = if t == REQUIRED {

@@ -34,7 +34,7 @@
 
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::sim;
 use crate::snapshot::{NodeId, PodId, Taint, TaintEffect};
@@ -79,9 +79,7 @@ impl RemovePodsViolatingNodeTaintsArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         let included = self.included_taints.as_deref().unwrap_or_default();
         if !self.excluded_taints.is_empty() && !included.is_empty() {
             return Err(ArgsError::new(
@@ -199,10 +197,8 @@ impl RemovePodsViolatingNodeTaints {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RemovePodsViolatingNodeTaintsArgs = decode_args(args)?;
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| Selector::compile(s).expect("validated"));
+        let label_selector =
+            selector_arg(args.label_selector.as_ref(), "labelSelector").expect("validated");
         Ok(RemovePodsViolatingNodeTaints {
             args,
             label_selector,

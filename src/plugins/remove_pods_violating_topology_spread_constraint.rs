@@ -49,7 +49,7 @@
 
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Labels, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, ArgsError};
 use crate::sim;
 use crate::snapshot::{
@@ -120,9 +120,7 @@ impl RemovePodsViolatingTopologySpreadConstraintArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         for (i, c) in self.constraints.iter().flatten().enumerate() {
             if c != DO_NOT_SCHEDULE && c != SCHEDULE_ANYWAY {
                 return Err(ArgsError::new(
@@ -150,13 +148,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         let args: RemovePodsViolatingTopologySpreadConstraintArgs = decode_args(args)?;
         let args = args.with_defaults();
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         let listed = |v: &str| args.constraints.iter().flatten().any(|c| c == v);
         Ok(RemovePodsViolatingTopologySpreadConstraint {
             label_selector,
