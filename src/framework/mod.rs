@@ -28,6 +28,7 @@ pub use state::{
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+use std::collections::BTreeMap;
 
 /// A profile's evictor: its `filter` and `preEvictionFilter` extension points. The context
 /// asks it about every candidate before an eviction is planned.
@@ -79,22 +80,87 @@ pub enum Attempt {
 }
 
 /// What a plugin sees while it runs: the shared planning state, its profile's evictor and
-/// the time.
+/// order, and the time. Its fields are private: a plugin reads through the accessors below and
+/// plans through [`Context::try_evict`].
 pub struct Context<'a, 's> {
-    pub state: &'a mut PlanningState<'s>,
-    pub evictor: &'a dyn EvictorPlugin,
-    pub profile: &'a str,
-    pub plugin: &'static str,
+    state: &'a mut PlanningState<'s>,
+    evictor: &'a dyn EvictorPlugin,
+    profile: &'a str,
+    plugin: &'static str,
     /// Planning time, unix seconds.
-    pub now: i64,
+    now: i64,
     /// The planning nodes (used by nodeFit).
-    pub nodes: &'a [NodeId],
+    nodes: &'a [NodeId],
     /// The profile's order, when its `sort` extension point enables a plugin; None:
     /// upstream's order.
-    pub order: Option<&'a dyn CandidateOrder>,
+    order: Option<&'a dyn CandidateOrder>,
 }
 
 impl<'a, 's> Context<'a, 's> {
+    /// The context of `plugin` of `profile`, planning at `now` (unix seconds) over the
+    /// planning `nodes`.
+    pub fn new(
+        state: &'a mut PlanningState<'s>,
+        evictor: &'a dyn EvictorPlugin,
+        profile: &'a str,
+        plugin: &'static str,
+        now: i64,
+        nodes: &'a [NodeId],
+        order: Option<&'a dyn CandidateOrder>,
+    ) -> Self {
+        Context {
+            state,
+            evictor,
+            profile,
+            plugin,
+            now,
+            nodes,
+            order,
+        }
+    }
+
+    /// Planning time, unix seconds.
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// The running plugin's name.
+    pub fn plugin(&self) -> &'static str {
+        self.plugin
+    }
+
+    /// The planning nodes: Ready, matching the policy's nodeSelector, in name order.
+    pub fn nodes(&self) -> &'a [NodeId] {
+        self.nodes
+    }
+
+    /// What earlier cycles observed (continuous mode); read-only.
+    pub fn history(&self) -> &History {
+        self.state.history()
+    }
+
+    /// Records the nodes this plugin found overutilized, for the next cycle's [`History`].
+    pub fn observe_over(&mut self, nodes: Vec<String>) {
+        let key = self.history_key();
+        self.state.observe_over(key, nodes);
+    }
+
+    /// Records a node's measured usage, as this plugin planned with it.
+    pub fn set_measured(&mut self, node: NodeId, measured: MeasuredNode) {
+        self.state.set_measured(node, measured);
+    }
+
+    /// Takes a planned eviction's measured usage off its node's figures.
+    pub fn measured_sub(&mut self, node: NodeId, cpu: i64, memory: i64) {
+        self.state.measured_sub(node, cpu, memory);
+    }
+
+    /// Where this plugin wants evicted pods to go, and how full each may become
+    /// ([`PlanningState::set_placement_targets`]); cleared when the plugin ends.
+    pub fn set_placement_targets(&mut self, targets: Vec<(NodeId, BTreeMap<String, i64>)>) {
+        self.state.set_placement_targets(targets);
+    }
+
     pub fn snap(&self) -> &'s ClusterSnapshot {
         self.state.snap
     }

@@ -2,7 +2,7 @@
 //! first in a cycle.
 
 use super::{Context, EvictorPlugin, Limits, PlannedEviction, PlanningState, Plugin};
-use crate::snapshot::ClusterSnapshot;
+use crate::snapshot::{ClusterSnapshot, NodeId};
 
 /// [`run_alone`], returning the names of the pods it planned to evict, in plan order
 /// (what plugin table tests compare).
@@ -30,15 +30,19 @@ pub fn run_alone(
 ) -> Vec<PlannedEviction> {
     let nodes = snap.ready_nodes(&Default::default());
     let mut state = PlanningState::new(snap, limits);
-    let mut cx = Context {
-        state: &mut state,
-        evictor,
-        profile: "default",
-        plugin: plugin.name(),
-        now,
-        nodes: &nodes,
-        order: None,
-    };
-    plugin.run(&mut cx, &nodes);
+    run_on(plugin, &mut state, evictor, &nodes, now);
     state.into_parts().0
+}
+
+/// Runs one plugin as profile `default` over `nodes`, on a planning state the caller keeps (to
+/// plan on top of earlier evictions, or to read its notes afterwards).
+pub fn run_on(
+    plugin: &dyn Plugin,
+    state: &mut PlanningState<'_>,
+    evictor: &dyn EvictorPlugin,
+    nodes: &[NodeId],
+    now: i64,
+) {
+    let mut cx = Context::new(state, evictor, "default", plugin.name(), now, nodes, None);
+    plugin.run(&mut cx, nodes);
 }

@@ -136,15 +136,15 @@ pub fn plan_with(
                     .entered();
             let before = state.evictions().len();
             observer.plugin_started(&profile.name, plugin.name());
-            let mut cx = Context {
-                state: &mut state,
-                evictor: &*profile.evictor,
-                profile: &profile.name,
-                plugin: plugin.name(),
+            let mut cx = Context::new(
+                &mut state,
+                &*profile.evictor,
+                &profile.name,
+                plugin.name(),
                 now,
-                nodes: &nodes,
-                order: order_of[pi].map(|i| &*orders[i].1),
-            };
+                &nodes,
+                order_of[pi].map(|i| &*orders[i].1),
+            );
             plugin.run(&mut cx, &nodes);
             state.clear_placement_targets();
             let planned = state.evictions().len() - before;

@@ -936,15 +936,7 @@ mod tests {
         let mut state = PlanningState::new(&snap, Limits::default());
         let nodes = [0, 1];
         let id = |n: &str| snap.pod_id("d", n).unwrap();
-        let mut cx = Context {
-            state: &mut state,
-            evictor: &ev,
-            profile: "p",
-            plugin: "T",
-            now: 0,
-            nodes: &nodes,
-            order: None,
-        };
+        let mut cx = Context::new(&mut state, &ev, "p", "T", 0, &nodes, None);
         assert!(cx.pre_eviction_filter(id("big")).is_err());
         assert!(cx.pre_eviction_filter(id("small")).is_ok());
         cx.evict(id("small"), "r").unwrap();

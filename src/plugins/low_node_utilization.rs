@@ -203,7 +203,7 @@ impl Plugin for LowNodeUtilization {
 
     fn run(&self, cx: &mut Context<'_, '_>, all_nodes: &[NodeId]) {
         let snap = cx.snap();
-        let measured = match nu::measure(&self.mode, snap, all_nodes, cx.now) {
+        let measured = match nu::measure(&self.mode, snap, all_nodes, cx.now()) {
             Ok(m) => m,
             Err(why) => {
                 cx.note_skipped(format!("skipped this cycle: {why}"));
@@ -257,7 +257,7 @@ impl Plugin for LowNodeUtilization {
                 if let Some(i) = index(nu::METRIC_RESOURCE) {
                     before.set(nu::METRIC_RESOURCE, u[i]);
                 }
-                cx.state.set_measured(
+                cx.set_measured(
                     n,
                     MeasuredNode {
                         source: m.source,
@@ -331,7 +331,7 @@ impl Plugin for LowNodeUtilization {
                 let mut kept = Vec::with_capacity(high_nodes.len());
                 for info in high_nodes {
                     let name = &snap.node(info.id).name;
-                    let cycles = cx.state.history().streak(&key, name) + 1;
+                    let cycles = cx.history().streak(&key, name) + 1;
                     if cycles >= need {
                         kept.push(info);
                     } else {
@@ -343,15 +343,15 @@ impl Plugin for LowNodeUtilization {
                 }
                 high_nodes = kept;
             }
-            cx.state.observe_over(key, over);
+            cx.observe_over(over);
         }
         // No ping-pong: a node that received rescheduled pods within the eviction cooldown
         // is not a source (its load may be the pods just moved there).
-        if !high_nodes.is_empty() && cx.state.history().cooldown_seconds > 0 {
+        if !high_nodes.is_empty() && cx.history().cooldown_seconds > 0 {
             let mut kept = Vec::with_capacity(high_nodes.len());
             for info in high_nodes {
                 let name = &snap.node(info.id).name;
-                match cx.state.history().receiving_note(name, cx.now) {
+                match cx.history().receiving_note(name, cx.now()) {
                     Some(why) => cx.note(Some(info.id), why),
                     None => kept.push(info),
                 }
@@ -414,7 +414,7 @@ impl Plugin for LowNodeUtilization {
         // underutilized node that stays within its target, and a gang evicted whole only goes
         // where every member does. (Measured usage is not in the simulator's units.)
         if measured.is_none() {
-            cx.state.set_placement_targets(
+            cx.set_placement_targets(
                 low_nodes
                     .iter()
                     .map(|d| {
@@ -578,16 +578,7 @@ mod tests {
         let evictor = DefaultEvictor::from_args(&json!({"placementCheck": true})).unwrap();
         let nodes = snap.ready_nodes(&Default::default());
         let mut state = crate::framework::PlanningState::new(&snap, Limits::default());
-        let mut cx = crate::framework::Context {
-            state: &mut state,
-            evictor: &evictor,
-            profile: "p",
-            plugin: "LowNodeUtilization",
-            now: 0,
-            nodes: &nodes,
-            order: None,
-        };
-        plugin.run(&mut cx, &nodes);
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, 0);
         let notes = state.not_chosen_notes();
         assert!(
             notes.iter().any(|n| n

@@ -879,7 +879,7 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                     if let Some(m) = opts.measured {
                         let cpu = m.pod_amount(pod_id, RESOURCE_CPU).unwrap_or(0);
                         let memory = m.pod_amount(pod_id, RESOURCE_MEMORY).unwrap_or(0);
-                        cx.state.measured_sub(source.id(), cpu, memory);
+                        cx.measured_sub(source.id(), cpu, memory);
                     }
                     if let Some(r) = unknown {
                         // Without the pod's own usage the node's new usage is unknown: one

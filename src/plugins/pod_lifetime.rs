@@ -446,11 +446,11 @@ impl Plugin for PodLifeTime {
         for &node_id in nodes {
             for pod_id in cx.pods_on_node(node_id) {
                 let pod = snap.pod(pod_id);
-                let Some(matched) = self.selects(pod, cx.now) else {
+                let Some(matched) = self.selects(pod, cx.now()) else {
                     continue;
                 };
                 if let Err(why) = cx.filter(pod_id) {
-                    tracing::trace!(plugin = cx.plugin, pod = %pod.key(), %why, "not evictable");
+                    tracing::trace!(plugin = cx.plugin(), pod = %pod.key(), %why, "not evictable");
                     continue;
                 }
                 selected.push((self.relevant_time(pod), pod_id, node_id, matched));

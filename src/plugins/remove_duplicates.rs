@@ -575,16 +575,7 @@ mod tests {
         let evictor = DefaultEvictor::from_args(&evictor).unwrap();
         let nodes = snap.ready_nodes(&Selector::default());
         let mut state = PlanningState::new(snap, limits);
-        let mut cx = Context {
-            order: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "default",
-            plugin: NAME,
-            now: T0 + 3600,
-            nodes: &nodes,
-        };
-        plugin.run(&mut cx, &nodes);
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
         state
             .evictions()
             .iter()
@@ -651,18 +642,8 @@ mod tests {
         let mut state = PlanningState::new(&s, Limits::default());
         let evictor = DefaultEvictor::default();
         let nodes = s.ready_nodes(&Selector::default());
-        let mut cx = Context {
-            order: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "default",
-            plugin: NAME,
-            now: T0,
-            nodes: &nodes,
-        };
-        RemoveDuplicates::new(&Value::Null)
-            .unwrap()
-            .run(&mut cx, &nodes);
+        let plugin = RemoveDuplicates::new(&Value::Null).unwrap();
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);
         let e = &state.evictions()[0];
         assert_eq!(e.plugin, NAME);
         assert_eq!(
@@ -1241,18 +1222,8 @@ mod tests {
         state
             .plan_eviction(0, "default", "Earlier", "r".into())
             .unwrap();
-        let mut cx = Context {
-            order: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "default",
-            plugin: NAME,
-            now: T0,
-            nodes: &nodes,
-        };
-        RemoveDuplicates::new(&Value::Null)
-            .unwrap()
-            .run(&mut cx, &nodes);
+        let plugin = RemoveDuplicates::new(&Value::Null).unwrap();
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);
         // p1 and p2 remain: average 1 over 3 nodes, one more eviction.
         let planned: Vec<String> = state
             .evictions()

@@ -575,16 +575,7 @@ mod tests {
         let evictor = DefaultEvictor::default();
         let mut state = PlanningState::new(&s, Limits::default());
         assert_eq!(state.requested(0).cpu, 300);
-        let mut cx = Context {
-            order: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "default",
-            plugin: plugin.name(),
-            now: NOW,
-            nodes: &nodes,
-        };
-        plugin.run(&mut cx, &nodes);
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, NOW);
         assert_eq!(state.evictions().len(), 1);
         assert_eq!(state.evictions()[0].plugin, NAME);
         assert_eq!(

@@ -334,16 +334,7 @@ mod tests {
                 let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
                 state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
             }
-            let mut cx = Context {
-                order: None,
-                state: &mut state,
-                evictor: &evictor,
-                profile: "default",
-                plugin: NAME,
-                now: T0 + 3600,
-                nodes: &nodes,
-            };
-            plugin.run(&mut cx, &nodes);
+            crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
             state
                 .into_parts()
                 .0

@@ -170,7 +170,7 @@ impl RemovePodsViolatingNodeAffinity {
                     return None;
                 }
                 self.evictable(cx, id)?;
-                let Some(&to) = cx.nodes.iter().find(|&&n| fits(n)) else {
+                let Some(&to) = cx.nodes().iter().find(|&&n| fits(n)) else {
                     tracing::debug!(pod = %pod.key(), node = %here.name, "pod violates its required node affinity but fits no other node");
                     return None;
                 };
@@ -194,7 +194,7 @@ impl RemovePodsViolatingNodeAffinity {
                 self.evictable(cx, id)?;
                 // The best node it fits; the first one in node order among equals.
                 let mut best: Option<(i64, NodeId)> = None;
-                for &n in cx.nodes {
+                for &n in cx.nodes() {
                     let score = sim::preferred_node_affinity_score(pod, snap.node(n));
                     if score > best.map_or(current, |b| b.0) && fits(n) {
                         best = Some((score, n));
@@ -340,16 +340,7 @@ mod tests {
                 let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
                 state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
             }
-            let mut cx = Context {
-                order: None,
-                state: &mut state,
-                evictor: &evictor,
-                profile: "default",
-                plugin: NAME,
-                now: T0 + 3600,
-                nodes: &nodes,
-            };
-            plugin.run(&mut cx, &nodes);
+            crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
             state
                 .into_parts()
                 .0

@@ -787,16 +787,7 @@ mod tests {
             let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
             state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
         }
-        let mut cx = Context {
-            order: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "p",
-            plugin: NAME,
-            now: T0 + 3600,
-            nodes: &nodes,
-        };
-        plugin.run(&mut cx, &nodes);
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
         let ev: Vec<_> = state
             .evictions()
             .iter()

@@ -52,15 +52,7 @@ fn evict(
     let nodes = snap.ready_nodes(&Default::default());
     let mut state = PlanningState::new(snap, limits);
     prepare(&mut state);
-    let mut cx = Context {
-        state: &mut state,
-        evictor,
-        profile: "p",
-        plugin: "T",
-        now: NOW,
-        nodes: &nodes,
-        order: None,
-    };
+    let mut cx = Context::new(&mut state, evictor, "p", "T", NOW, &nodes, None);
     let id = snap.pod_id("ml", pod).unwrap();
     let r = cx.evict(id, "chosen");
     (r, state.evictions().to_vec())
