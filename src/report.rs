@@ -358,20 +358,20 @@ impl Report {
         let notes = plan
             .notes
             .iter()
-            .filter(|n| n.pod.is_none())
+            .filter(|n| n.pod().is_none())
             .map(|n| NoteRow {
                 profile: n.profile.clone(),
                 plugin: n.plugin.to_string(),
                 node: n.node.map(|id| snap.node(id).name.to_string()),
                 message: n.message.clone(),
-                skipped: n.skipped,
+                skipped: n.skipped(),
             })
             .collect();
         let not_chosen = plan
             .notes
             .iter()
             .filter_map(|n| {
-                n.pod.map(|p| NotChosenRow {
+                n.pod().map(|p| NotChosenRow {
                     pod: snap.pod(p).key(),
                     node: n.node.map(|id| snap.node(id).name.to_string()),
                     profile: n.profile.clone(),

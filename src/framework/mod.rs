@@ -24,7 +24,8 @@ pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
 pub use sort::{sort_by_eviction_order, upstream_cmp, CandidateOrder, SortPlugin, TenantShare};
 pub use state::{
-    EvictError, Limits, MeasuredNode, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
+    EvictError, Limits, MeasuredNode, NoteKind, PlanNote, PlannedEviction, PlanningOutput,
+    PlanningState,
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
@@ -231,8 +232,7 @@ impl<'a, 's> Context<'a, 's> {
             plugin: self.plugin,
             node,
             message,
-            skipped: false,
-            pod: None,
+            kind: NoteKind::Info,
         });
     }
 
@@ -245,8 +245,7 @@ impl<'a, 's> Context<'a, 's> {
             plugin: self.plugin,
             node: None,
             message,
-            skipped: true,
-            pod: None,
+            kind: NoteKind::Skipped,
         });
     }
 

@@ -942,7 +942,10 @@ mod tests {
         cx.evict(id("small"), "r").unwrap();
         let notes = state.not_chosen_notes();
         assert_eq!(notes.len(), 1, "{notes:?}");
-        assert_eq!(notes[0].pod, Some(id("big")));
+        assert_eq!(
+            notes[0].kind,
+            crate::framework::NoteKind::NotChosen(id("big"))
+        );
         assert!(notes[0].message.contains("1 Insufficient cpu"), "{notes:?}");
         // the report lists it apart from the notes, with the eviction's destination
         let out = state.into_output();

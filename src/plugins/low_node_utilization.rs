@@ -1088,7 +1088,7 @@ profiles:
         let p = plan_measured(ms_args(), &snap, History::default());
         assert!(p.evictions.is_empty());
         assert!(
-            p.notes[0].skipped && p.notes[0].message.contains("no metrics-server data"),
+            p.notes[0].skipped() && p.notes[0].message.contains("no metrics-server data"),
             "{:?}",
             p.notes
         );
@@ -1096,7 +1096,7 @@ profiles:
         let p = plan_measured(ms_args(), &snap, History::default());
         assert!(p.evictions.is_empty());
         assert!(
-            p.notes[0].skipped && p.notes[0].message.contains("503"),
+            p.notes[0].skipped() && p.notes[0].message.contains("503"),
             "{:?}",
             p.notes
         );
@@ -1222,7 +1222,7 @@ profiles:
         let p = plan_measured(args.clone(), &snap, History::default());
         assert!(p.evictions.is_empty());
         assert!(
-            p.notes[0].skipped && p.notes[0].message.contains("between 0 and 1"),
+            p.notes[0].skipped() && p.notes[0].message.contains("between 0 and 1"),
             "{:?}",
             p.notes
         );
