@@ -36,7 +36,8 @@ const SIZES: [(&str, usize, usize); 2] = [("small", 500, 15_000), ("large", 5_00
 
 fn pipeline() -> Pipeline {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/scale-policy.yaml");
-    Pipeline::load(&path).expect("benches/scale-policy.yaml is a valid policy")
+    Pipeline::load(&path, &descheduler::plugins::REGISTRY)
+        .expect("benches/scale-policy.yaml is a valid policy")
 }
 
 fn end_to_end(path: &Path, pipeline: &Pipeline) -> String {

@@ -12,7 +12,6 @@ use crate::plan;
 use crate::policy::Policy;
 use crate::report::Format;
 use crate::schedule::Schedule;
-use crate::source::{ClusterSource, FileSource};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -337,17 +336,18 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     leader_durations(cli)?;
     // Nothing runs on an invalid policy.
     let policy = Policy::load(&cli.policy_config_file).map_err(Failure::invalid)?;
-    let mut pipeline = Pipeline::build(&policy, &cli.policy_config_file.display().to_string())
-        .map_err(Failure::invalid)?;
+    let mut pipeline = Pipeline::build(
+        &policy,
+        &cli.policy_config_file.display().to_string(),
+        &crate::plugins::REGISTRY,
+    )
+    .map_err(Failure::invalid)?;
     pipeline.predict_destinations = cli.predict_destinations;
     let Some(snapshot_path) = &cli.snapshot else {
         return run_live(cli, &policy, pipeline, given_now);
     };
-    let mut source = FileSource {
-        path: snapshot_path.clone(),
-    };
     let started = std::time::Instant::now();
-    let mut snap = source.snapshot().map_err(Failure::invalid)?;
+    let mut snap = crate::snapshot::decode::load_file(snapshot_path).map_err(Failure::invalid)?;
     tracing::info!(
         nodes = snap.nodes.len(),
         pods = snap.pods.len(),
@@ -397,7 +397,7 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     use std::io::Write as _;
     let rendering = std::time::Instant::now();
     let mut counted = Counted { out, bytes: 0 };
-    crate::executor::write_dry_run(&snap, &plan, cli.output, &mut counted)
+    crate::report::write_plan(&snap, &plan, cli.output, &mut counted)
         .and_then(|_| counted.flush())
         .map_err(|e| Failure::other(format!("writing the report: {e}")))?;
     tracing::info!(

@@ -5,17 +5,18 @@
 //! - [`snapshot`] holds the cluster (from a file, or a live cluster source);
 //! - [`framework`] and [`plugins`] plan evictions, with [`sim`] answering scheduler questions;
 //! - [`plan`] runs the profiles and yields an [`plan::EvictionPlan`];
-//! - [`executor`] acts on it (dry-run: [`report`]).
+//! - a dry run reports it ([`report`]); [`live`] attempts it through the Eviction API, each
+//!   planned eviction ending in an [`outcome::Outcome`].
 //!
-//! Nothing above [`executor`] and [`cli`] touches the network or the clock.
+//! Only [`live`], the usage adapters ([`usage`]) and [`cli`] touch the network or the clock.
 
 pub mod cli;
-pub mod executor;
 pub mod framework;
 pub mod input;
 pub mod labels;
 pub mod live;
 pub mod metrics;
+pub mod outcome;
 pub mod plan;
 pub mod plugins;
 pub mod policy;
@@ -24,6 +25,5 @@ pub mod report;
 pub mod schedule;
 pub mod sim;
 pub mod snapshot;
-pub mod source;
 pub mod usage;
 pub mod yaml;

@@ -183,7 +183,7 @@ fn round2(v: f64) -> f64 {
 
 /// Measured figures as percentages: cpu and memory of allocatable, MetricResource as is.
 fn measured_percentages(node: &Node, r: &Resources) -> BTreeMap<String, f64> {
-    use crate::plugins::node_utilization::{capacity, METRIC_RESOURCE};
+    use crate::snapshot::usage::{capacity, METRIC_RESOURCE};
     let mut out = BTreeMap::new();
     for name in ["cpu", "memory"] {
         let cap = node.allocatable.get(name);
@@ -412,20 +412,20 @@ impl Report {
         let notes = plan
             .notes
             .iter()
-            .filter(|n| n.pod.is_none())
+            .filter(|n| n.pod().is_none())
             .map(|n| NoteRow {
                 profile: n.profile.clone(),
                 plugin: n.plugin.to_string(),
                 node: n.node.map(|id| snap.node(id).name.to_string()),
                 message: n.message.clone(),
-                skipped: n.skipped,
+                skipped: n.skipped(),
             })
             .collect();
         let not_chosen = plan
             .notes
             .iter()
             .filter_map(|n| {
-                n.pod.map(|p| NotChosenRow {
+                n.pod().map(|p| NotChosenRow {
                     pod: snap.pod(p).key(),
                     node: n.node.map(|id| snap.node(id).name.to_string()),
                     profile: n.profile.clone(),
@@ -617,7 +617,7 @@ impl Report {
                     m.source.clone(),
                     cell("cpu"),
                     cell("memory"),
-                    cell(crate::plugins::node_utilization::METRIC_RESOURCE),
+                    cell(crate::snapshot::usage::METRIC_RESOURCE),
                 ])
             })
             .collect();
@@ -763,7 +763,7 @@ mod tests {
         let snap = synthetic::snapshot(&Config::new(600, 20_000, 7));
         let policy =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/scale-policy.yaml");
-        let pipeline = Pipeline::load(&policy).unwrap();
+        let pipeline = Pipeline::load(&policy, &crate::plugins::REGISTRY).unwrap();
         let plan = crate::plan::plan(&pipeline, &snap, 1_796_083_200).unwrap();
         assert!(
             plan.evictions.len() >= 4096,

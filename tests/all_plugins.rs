@@ -127,7 +127,7 @@ fn root() -> PathBuf {
 
 fn build(text: &str) -> Result<Pipeline, PolicyError> {
     let policy = Policy::from_yaml("all-plugins.yaml", text)?;
-    Pipeline::build(&policy, "all-plugins.yaml")
+    Pipeline::build(&policy, "all-plugins.yaml", &descheduler::plugins::REGISTRY)
 }
 
 fn plan_example(text: &str) -> Report {

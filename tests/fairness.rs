@@ -79,7 +79,8 @@ const DRF: &str = "    sort:\n      enabled: [DominantResourceFairness]\n";
 
 fn run(text: &str) -> (ClusterSnapshot, EvictionPlan) {
     let policy = Policy::from_yaml("p.yaml", text).unwrap_or_else(|e| panic!("{e}"));
-    let pipeline = Pipeline::build(&policy, "p.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let pipeline = Pipeline::build(&policy, "p.yaml", &descheduler::plugins::REGISTRY)
+        .unwrap_or_else(|e| panic!("{e}"));
     let snap = classic();
     let plan = plan(&pipeline, &snap, NOW).unwrap();
     (snap, plan)
@@ -201,7 +202,7 @@ fn a_bad_tenant_label_names_the_field() {
     let config =
         "  - name: DominantResourceFairness\n    args:\n      tenantLabel: \"not a label\"\n";
     let policy = Policy::from_yaml("p.yaml", &policy(DRF, config)).unwrap();
-    let e = Pipeline::build(&policy, "p.yaml").unwrap_err();
+    let e = Pipeline::build(&policy, "p.yaml", &descheduler::plugins::REGISTRY).unwrap_err();
     assert_eq!(e.path, "profiles[0].pluginConfig[1].args.tenantLabel");
     assert!(e.message.contains("not a valid label key"), "{e}");
 }
@@ -249,7 +250,7 @@ profiles:
       enabled: [RemovePodsViolatingNodeTaints]
 "#;
     let policy = Policy::from_yaml("p.yaml", text).unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+    let pipeline = Pipeline::build(&policy, "p.yaml", &descheduler::plugins::REGISTRY).unwrap();
     let nodes = vec![
         node("hot")
             .cpu(50_000)
@@ -284,7 +285,8 @@ fn shares_follow_evictions_of_earlier_plugins() {
             "    deschedule:\n      enabled: [RemovePodsViolatingNodeTaints]\n    balance:\n",
         );
     let policy = Policy::from_yaml("p.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
-    let pipeline = Pipeline::build(&policy, "p.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let pipeline = Pipeline::build(&policy, "p.yaml", &descheduler::plugins::REGISTRY)
+        .unwrap_or_else(|e| panic!("{e}"));
     let base = classic();
     let mut nodes = base.nodes.clone();
     // No allocatable: the cluster stays at 100 CPUs and 100 GPUs.

@@ -274,7 +274,7 @@ async fn only_members_beyond_min_member_are_planned() {
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
     let pipeline = {
         let p = Policy::from_yaml("gangs.yaml", &policy_text).unwrap();
-        Pipeline::build(&p, "gangs.yaml").unwrap()
+        Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
     let selector = format!("{GROUP_LABEL}={group}");
     let listed = list_snapshot(&api, &selector).await.unwrap();
@@ -345,8 +345,8 @@ async fn without_podgroup_crds_gangs_are_absent_not_an_error() {
 /// after the cluster was read) protects: every member is first asked with `dryRun=All`.
 #[tokio::test]
 async fn a_whole_gang_is_evicted_all_or_nothing() {
-    use descheduler::executor::Outcome;
     use descheduler::live::executor::ExecutorConfig;
+    use descheduler::outcome::Outcome;
     use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     let cluster = Cluster::start(Components {
@@ -447,7 +447,7 @@ async fn a_whole_gang_is_evicted_all_or_nothing() {
     wait_pdb(&client, &ns, "guard", 1, 0).await;
     let pipeline = {
         let p = Policy::from_yaml("gangs.yaml", &policy_text).unwrap();
-        Pipeline::build(&p, "gangs.yaml").unwrap()
+        Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
     let result = support::executor::executor(&client, ExecutorConfig::default())
         .run_cycle(

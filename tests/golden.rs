@@ -26,7 +26,8 @@ fn policies() -> Vec<PathBuf> {
 }
 
 fn render(policy: &Path, snapshot: &Path) -> String {
-    let pipeline = Pipeline::load(policy).unwrap_or_else(|e| panic!("{e}"));
+    let pipeline =
+        Pipeline::load(policy, &descheduler::plugins::REGISTRY).unwrap_or_else(|e| panic!("{e}"));
     let snap = decode::load_file(snapshot).unwrap();
     let plan = plan(&pipeline, &snap, NOW).unwrap();
     Report::new(&snap, &plan).render(Format::Json)

@@ -9,11 +9,11 @@
 
 mod support;
 
-use descheduler::executor::Outcome;
 use descheduler::framework::Pipeline;
 use descheduler::live::client::{quota, ApiClient};
 use descheduler::live::executor::ExecutorConfig;
 use descheduler::live::source::list_snapshot;
+use descheduler::outcome::Outcome;
 use descheduler::policy::Policy;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
@@ -67,7 +67,7 @@ profiles:
 
 fn pipeline(text: &str) -> Pipeline {
     let policy = Policy::from_yaml("test-policy.yaml", text).unwrap();
-    Pipeline::build(&policy, "test-policy.yaml").unwrap()
+    Pipeline::build(&policy, "test-policy.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 
 /// A ReplicaSet of `replicas` pods of 500m cpu pinned to `node` (so it stays hot however often

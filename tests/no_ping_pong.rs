@@ -17,7 +17,7 @@ fn lnu(thresholds: &str, targets: &str) -> Pipeline {
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {{thresholds: {{{thresholds}}}, targetThresholds: {{{targets}}}}}\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n"
     );
     let policy = Policy::from_yaml("lnu.yaml", &text).unwrap();
-    Pipeline::build(&policy, "lnu.yaml").unwrap()
+    Pipeline::build(&policy, "lnu.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 
 /// `percent` of `capacity`, truncated, as the plugin computes its thresholds.

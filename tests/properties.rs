@@ -4,7 +4,7 @@
 
 use descheduler::framework::Pipeline;
 use descheduler::plan::plan;
-use descheduler::plugins::default_evictor::{DefaultEvictor, GangPolicy};
+use descheduler::plugins::default_evictor::DefaultEvictor;
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, T0};
 use descheduler::snapshot::{
@@ -228,7 +228,7 @@ fn pipeline(c: &Case) -> Pipeline {
         c.high
     );
     let policy = Policy::from_yaml("prop.yaml", &text).unwrap();
-    Pipeline::build(&policy, "prop.yaml").unwrap()
+    Pipeline::build(&policy, "prop.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 
 fn shuffle<T>(v: &mut [T], mut seed: u64) {
@@ -385,7 +385,7 @@ kind: DeschedulerPolicy
         text
     };
     let policy = Policy::from_yaml("gangs.yaml", &text).unwrap();
-    Pipeline::build(&policy, "gangs.yaml").unwrap()
+    Pipeline::build(&policy, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 
 /// The case's nodes and pods with the gangs' pods and PodGroups.
@@ -439,7 +439,7 @@ proptest! {
     fn plans_never_evict_part_of_a_whole_gang((c, gangs) in gang_case()) {
         let snap = gang_snapshot(&c, &gangs);
         let pipeline = gang_pipeline(&c, true);
-        prop_assert!(pipeline.profiles.iter().all(|p| p.evictor.gang_policy == GangPolicy::WholeGang));
+        prop_assert!(pipeline.profiles.iter().all(|p| p.evictor.evicts_whole_gangs()));
         let p = plan(&pipeline, &snap, T0 + 3600).unwrap();
         let position: std::collections::BTreeMap<u32, usize> =
             p.evictions.iter().enumerate().map(|(i, e)| (e.pod, i)).collect();

@@ -1,36 +1,56 @@
-//! The plugin framework: the planning state every plugin of a cycle shares, the context a
-//! plugin runs in, and the pipeline of profiles built from a policy.
+//! The plugin framework: the contracts a plugin implements, the planning state every plugin of
+//! a cycle shares, the context a plugin runs in, and the pipeline of profiles built from a
+//! policy through the plugin registry.
+//!
+//! The framework owns its interfaces and knows no implementation: a profile's evictor is an
+//! [`EvictorPlugin`], its order a [`SortPlugin`], its deschedule and balance plugins are
+//! [`Plugin`]s, and each plugin declares its extension points in its [`PluginSpec`].
 //!
 //! Plugins never evict anything: they ask the context to *plan* an eviction. The context
 //! checks the evictor's filters, the limits and the disruption budgets, and records the
 //! eviction in the [`PlanningState`], so later plugins see the pod as gone and its requests
 //! moved off its node. No client, no clock: time comes in as `now`.
-//!
-//! The order in which a plugin takes its candidates is its profile's `sort` extension point
-//! ([`fairness`]): upstream's order by default, or Dominant Resource Fairness.
 
-pub mod fairness;
 mod history;
 mod pipeline;
+mod registry;
+mod sort;
 mod state;
 #[cfg(test)]
-mod whole_gang_tests;
+pub(crate) mod testing;
 
-pub use fairness::{Fairness, SortOrder, TenantShare};
 pub use history::History;
 pub use pipeline::{Pipeline, ProfilePipeline};
+pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
+pub use sort::{sort_by_eviction_order, upstream_cmp, CandidateOrder, SortPlugin, TenantShare};
 pub use state::{
-    EvictError, Limits, MeasuredNode, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
+    EvictError, Limits, MeasuredNode, NoteKind, PlanNote, PlannedEviction, PlanningOutput,
+    PlanningState,
 };
 
-use crate::plugins::default_evictor::{DefaultEvictor, GangPolicy};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+use std::collections::BTreeMap;
 
-/// The extension points a strategy plugin implements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExtensionPoint {
-    Deschedule,
-    Balance,
+/// A profile's evictor: its `filter` and `preEvictionFilter` extension points. The context
+/// asks it about every candidate before an eviction is planned.
+pub trait EvictorPlugin: Send + Sync + std::fmt::Debug {
+    /// The Filter extension point: may this pod be evicted at all? `Err` says why not.
+    fn filter(&self, snap: &ClusterSnapshot, pod: PodId, now: i64) -> Result<(), String>;
+    /// The PreEvictionFilter extension point, checked just before a plugin plans an eviction,
+    /// against the plan so far. `Err` says why not.
+    fn pre_eviction_filter(
+        &self,
+        state: &PlanningState<'_>,
+        nodes: &[NodeId],
+        pod: PodId,
+    ) -> Result<(), String>;
+    /// Whether a running member of a gang goes only with its whole gang, all or nothing.
+    fn evicts_whole_gangs(&self) -> bool;
+    /// Whether the filters rely on the placement simulation.
+    fn needs_placement(&self) -> bool;
+    /// What makes a cycle impossible for this evictor (an argument the snapshot cannot
+    /// resolve), checked before any plugin runs.
+    fn check(&self, snap: &ClusterSnapshot) -> Result<(), String>;
 }
 
 /// A strategy plugin (deschedule or balance): looks at the nodes and plans evictions.
@@ -46,23 +66,102 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// What became of a candidate offered through [`Context::try_evict`]: the caller's next step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// Planned. With `gangPolicy: WholeGang`, `with` holds the other members of its gang
+    /// planned together with it, and the destination simulated for each (if any).
+    Planned { with: Vec<(PodId, Option<NodeId>)> },
+    /// Refused (pre-eviction filter, namespace limit, disruption budget, gang): try the next pod.
+    SkipPod,
+    /// The node's eviction limit is reached: go on with the next node.
+    SkipNode,
+    /// The cycle's total eviction limit is reached: stop.
+    Stop,
+}
+
 /// What a plugin sees while it runs: the shared planning state, its profile's evictor and
-/// the time.
+/// order, and the time. Its fields are private: a plugin reads through the accessors below and
+/// plans through [`Context::try_evict`].
 pub struct Context<'a, 's> {
-    pub state: &'a mut PlanningState<'s>,
-    pub evictor: &'a DefaultEvictor,
-    pub profile: &'a str,
-    pub plugin: &'static str,
+    state: &'a mut PlanningState<'s>,
+    evictor: &'a dyn EvictorPlugin,
+    profile: &'a str,
+    plugin: &'static str,
     /// Planning time, unix seconds.
-    pub now: i64,
+    now: i64,
     /// The planning nodes (used by nodeFit).
-    pub nodes: &'a [NodeId],
-    /// The profile's Dominant Resource Fairness bookkeeping, when its `sort` extension point
-    /// enables DominantResourceFairness; None: upstream's order.
-    pub fairness: Option<&'a Fairness<'s>>,
+    nodes: &'a [NodeId],
+    /// The profile's order, when its `sort` extension point enables a plugin; None:
+    /// upstream's order.
+    order: Option<&'a dyn CandidateOrder>,
 }
 
 impl<'a, 's> Context<'a, 's> {
+    /// The context of `plugin` of `profile`, planning at `now` (unix seconds) over the
+    /// planning `nodes`.
+    pub fn new(
+        state: &'a mut PlanningState<'s>,
+        evictor: &'a dyn EvictorPlugin,
+        profile: &'a str,
+        plugin: &'static str,
+        now: i64,
+        nodes: &'a [NodeId],
+        order: Option<&'a dyn CandidateOrder>,
+    ) -> Self {
+        Context {
+            state,
+            evictor,
+            profile,
+            plugin,
+            now,
+            nodes,
+            order,
+        }
+    }
+
+    /// Planning time, unix seconds.
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// The running plugin's name.
+    pub fn plugin(&self) -> &'static str {
+        self.plugin
+    }
+
+    /// The planning nodes: Ready, matching the policy's nodeSelector, in name order.
+    pub fn nodes(&self) -> &'a [NodeId] {
+        self.nodes
+    }
+
+    /// What earlier cycles observed (continuous mode); read-only.
+    pub fn history(&self) -> &History {
+        self.state.history()
+    }
+
+    /// Records the nodes this plugin found overutilized, for the next cycle's [`History`].
+    pub fn observe_over(&mut self, nodes: Vec<String>) {
+        let key = self.history_key();
+        self.state.observe_over(key, nodes);
+    }
+
+    /// Records a node's measured usage, as this plugin planned with it.
+    pub fn set_measured(&mut self, node: NodeId, measured: MeasuredNode) {
+        self.state.set_measured(node, measured);
+    }
+
+    /// Takes a planned eviction's measured usage off its node's figures.
+    pub fn measured_sub(&mut self, node: NodeId, cpu: i64, memory: i64) {
+        self.state.measured_sub(node, cpu, memory);
+    }
+
+    /// Where this plugin wants evicted pods to go, and how full each may become
+    /// ([`PlanningState::set_placement_targets`]); cleared when the plugin ends.
+    pub fn set_placement_targets(&mut self, targets: Vec<(NodeId, BTreeMap<String, i64>)>) {
+        self.state.set_placement_targets(targets);
+    }
+
     pub fn snap(&self) -> &'s ClusterSnapshot {
         self.state.snap
     }
@@ -133,8 +232,7 @@ impl<'a, 's> Context<'a, 's> {
             plugin: self.plugin,
             node,
             message,
-            skipped: false,
-            pod: None,
+            kind: NoteKind::Info,
         });
     }
 
@@ -147,8 +245,7 @@ impl<'a, 's> Context<'a, 's> {
             plugin: self.plugin,
             node: None,
             message,
-            skipped: true,
-            pod: None,
+            kind: NoteKind::Skipped,
         });
     }
 
@@ -167,7 +264,7 @@ impl<'a, 's> Context<'a, 's> {
     /// one ([`PlanningState::plan_gang_eviction`]); then all are planned, one after the other.
     pub fn evict(&mut self, pod: PodId, reason: impl Into<String>) -> Result<(), EvictError> {
         // A member that does not run (failed, say) goes alone: the gang does not miss it.
-        let whole_gang = self.evictor.gang_policy == GangPolicy::WholeGang
+        let whole_gang = self.evictor.evicts_whole_gangs()
             && !self.state.snap.gangs_of_pod(pod).is_empty()
             && self.state.snap.counts_as_running(pod);
         let r = if whole_gang {
@@ -183,6 +280,36 @@ impl<'a, 's> Context<'a, 's> {
             }
         }
         r
+    }
+
+    /// The one door most plugins plan through: [`Context::evict`], with what happened said as
+    /// the caller's next step (see [`Attempt`]). A refusal other than a limit is logged.
+    pub fn try_evict(&mut self, pod: PodId, reason: String) -> Attempt {
+        let before = self.state.evictions().len();
+        match self.evict(pod, reason) {
+            Ok(()) => Attempt::Planned {
+                with: self.state.evictions()[before + 1..]
+                    .iter()
+                    .map(|e| (e.pod, e.destination))
+                    .collect(),
+            },
+            Err(EvictError::NodeLimit(_)) => Attempt::SkipNode,
+            Err(EvictError::TotalLimit(_)) => Attempt::Stop,
+            Err(e) => {
+                tracing::debug!(pod = %self.snap().pod(pod).key(), error = %e, "eviction not planned");
+                Attempt::SkipPod
+            }
+        }
+    }
+
+    /// [`Context::try_evict`] after the evictor's PreEvictionFilter
+    /// ([`Context::pre_eviction_filter`]); a pod it refuses is [`Attempt::SkipPod`].
+    pub fn try_evict_checked(&mut self, pod: PodId, reason: String) -> Attempt {
+        if let Err(why) = self.pre_eviction_filter(pod) {
+            tracing::debug!(pod = %self.snap().pod(pod).key(), %why, "refused by the pre-eviction filter");
+            return Attempt::SkipPod;
+        }
+        self.try_evict(pod, reason)
     }
 
     fn evict_gang(&mut self, pod: PodId, reason: String) -> Result<(), EvictError> {
@@ -201,87 +328,25 @@ impl<'a, 's> Context<'a, 's> {
             .plan_gang_eviction(&members, self.profile, self.plugin, reason)
     }
 
-    /// The profile's eviction order (its `sort` extension point), most evictable first.
-    /// Upstream's order: lowest priority first (no priority is lowest), then QoS (BestEffort,
-    /// Burstable, Guaranteed), pods preferring no eviction last; ties broken by
-    /// namespace/name so the order never depends on input order. With
-    /// DominantResourceFairness: highest current dominant share of the pod's tenant first,
-    /// then upstream's order (the shares as of this call; see [`fairness`]).
+    /// The profile's eviction order (its `sort` extension point), most evictable first:
+    /// upstream's ([`sort_by_eviction_order`]) unless a sort plugin is enabled, which orders
+    /// as the plan so far leaves the cluster ([`CandidateOrder::sort`]).
     pub fn sort_by_eviction_order(&self, pods: &mut [PodId]) {
-        match self.fairness {
+        match self.order {
             None => sort_by_eviction_order(self.state.snap, pods),
-            Some(f) => f.sort(self.state, pods),
+            Some(o) => o.sort(self.state, pods),
         }
     }
 
     /// Removes and returns the next pod to try from candidates sorted by
-    /// [`Context::sort_by_eviction_order`]. Upstream's order: the first. With
-    /// DominantResourceFairness: the pod whose tenant has the highest dominant share *now*,
-    /// after every eviction planned so far, so a loop that evicts as it goes spreads the
-    /// disruption as the shares change.
+    /// [`Context::sort_by_eviction_order`]. Upstream's order: the first. With a sort plugin:
+    /// the most evictable *now*, after every eviction planned so far, so a loop that evicts as
+    /// it goes follows the order as it changes ([`CandidateOrder::take_next`]).
     pub fn next_by_order(&self, pods: &mut Vec<PodId>) -> Option<PodId> {
-        match self.fairness {
+        match self.order {
             None if pods.is_empty() => None,
             None => Some(pods.remove(0)),
-            Some(f) => f.take_next(self.state, pods),
+            Some(o) => o.take_next(self.state, pods),
         }
     }
-}
-
-/// Upstream's order of two pods: see [`Context::sort_by_eviction_order`].
-pub(crate) fn upstream_cmp(snap: &ClusterSnapshot, a: PodId, b: PodId) -> std::cmp::Ordering {
-    let key = |p: &crate::snapshot::Pod| {
-        (
-            p.priority.map(i64::from).unwrap_or(i64::MIN),
-            p.qos,
-            p.has_prefer_no_eviction_annotation,
-        )
-    };
-    key(snap.pod(a))
-        .cmp(&key(snap.pod(b)))
-        .then_with(|| a.cmp(&b))
-}
-
-/// Upstream's order, without a profile: see [`Context::sort_by_eviction_order`].
-pub fn sort_by_eviction_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
-    pods.sort_by(|&a, &b| upstream_cmp(snap, a, b));
-}
-
-/// Runs one plugin alone over the snapshot's Ready nodes, as the planner would run it first in
-/// a cycle, and returns what it planned. For tests and tools.
-/// [`run_alone`], returning the names of the pods it planned to evict, in plan order
-/// (what plugin table tests compare).
-pub fn run_alone_names(
-    plugin: &dyn Plugin,
-    snap: &ClusterSnapshot,
-    evictor: &DefaultEvictor,
-    limits: Limits,
-    now: i64,
-) -> Vec<String> {
-    run_alone(plugin, snap, evictor, limits, now)
-        .iter()
-        .map(|e| snap.pod(e.pod).name.to_string())
-        .collect()
-}
-
-pub fn run_alone(
-    plugin: &dyn Plugin,
-    snap: &ClusterSnapshot,
-    evictor: &DefaultEvictor,
-    limits: Limits,
-    now: i64,
-) -> Vec<PlannedEviction> {
-    let nodes = snap.ready_nodes(&Default::default());
-    let mut state = PlanningState::new(snap, limits);
-    let mut cx = Context {
-        state: &mut state,
-        evictor,
-        profile: "default",
-        plugin: plugin.name(),
-        now,
-        nodes: &nodes,
-        fairness: None,
-    };
-    plugin.run(&mut cx, &nodes);
-    state.into_parts().0
 }

@@ -1,19 +1,18 @@
-//! Profiles built from a validated policy: each profile's evictor, its eviction order (the
-//! `sort` extension point) and its deschedule and balance plugins, with every plugin's args
-//! decoded and validated.
+//! Profiles built from a validated policy through the plugin registry: each profile's evictor,
+//! its eviction order (the `sort` extension point) and its deschedule and balance plugins, with
+//! every plugin's args decoded and validated.
 
-use super::{Limits, Plugin, SortOrder};
+use super::{Built, EvictorPlugin, ExtensionPoint, Limits, Plugin, Registry, SortPlugin};
 use crate::labels::Selector;
-use crate::plugins::{self, default_evictor::DefaultEvictor, dominant_resource_fairness};
-use crate::policy::{MetricsProvider, Policy, PolicyError, DEFAULT_EVICTOR};
+use crate::policy::{ArgsError, MetricsProvider, Policy, PolicyError};
 use crate::snapshot::usage::UsageNeed;
 
 #[derive(Debug)]
 pub struct ProfilePipeline {
     pub name: String,
-    pub evictor: DefaultEvictor,
-    /// The order the profile's plugins take candidates in (`plugins.sort`).
-    pub sort: SortOrder,
+    pub evictor: Box<dyn EvictorPlugin>,
+    /// The order the profile's plugins take candidates in (`plugins.sort`); None: upstream's.
+    pub sort: Option<Box<dyn SortPlugin>>,
     pub deschedule: Vec<Box<dyn Plugin>>,
     pub balance: Vec<Box<dyn Plugin>>,
 }
@@ -38,9 +37,14 @@ fn limit(v: Option<i64>) -> Option<u32> {
 }
 
 impl Pipeline {
-    /// Builds every plugin of every profile; an invalid plugin arg is a [`PolicyError`] with
-    /// the path of the field, such as `profiles[0].pluginConfig[1].args.thresholds.cpu`.
-    pub fn build(policy: &Policy, file: &str) -> Result<Pipeline, PolicyError> {
+    /// Builds every plugin of every profile from the `registry`; an invalid plugin arg is a
+    /// [`PolicyError`] with the path of the field, such as
+    /// `profiles[0].pluginConfig[1].args.thresholds.cpu`.
+    pub fn build(
+        policy: &Policy,
+        file: &str,
+        registry: &Registry,
+    ) -> Result<Pipeline, PolicyError> {
         let node_selector = policy.node_selector();
         let mut providers = policy.metrics_providers.clone();
         if policy.metrics_collector.as_ref().is_some_and(|c| c.enabled)
@@ -54,9 +58,10 @@ impl Pipeline {
         }
         let mut profiles = Vec::with_capacity(policy.profiles.len());
         for (pi, profile) in policy.profiles.iter().enumerate() {
+            let evictor_spec = registry.evictor();
             let (ci, cfg) = profile
-                .plugin_config(DEFAULT_EVICTOR)
-                .expect("defaulting adds the DefaultEvictor pluginConfig");
+                .plugin_config(evictor_spec.name)
+                .expect("defaulting adds the evictor's pluginConfig");
             let args_path = |ci: usize| format!("profiles[{pi}].pluginConfig[{ci}].args");
             let at = |ci: usize, e: crate::policy::ArgsError| {
                 let base = args_path(ci);
@@ -67,14 +72,30 @@ impl Pipeline {
                 };
                 PolicyError::new(file, path, e.message)
             };
-            let evictor = DefaultEvictor::from_args(&cfg.args).map_err(|e| at(ci, e))?;
+            let evictor = match evictor_spec.build(&cfg.args).map_err(|e| at(ci, e))? {
+                Built::Evictor(e) => e,
+                other => unreachable!("the filter plugin builds an evictor, not {other:?}"),
+            };
             let build_point = |names: Vec<String>| -> Result<Vec<Box<dyn Plugin>>, PolicyError> {
                 let mut out = Vec::with_capacity(names.len());
                 for name in names {
                     let (ci, cfg) = profile
                         .plugin_config(&name)
                         .expect("validation requires a pluginConfig for every enabled plugin");
-                    let plugin = plugins::build(&name, &cfg.args).map_err(|e| at(ci, e))?;
+                    let plugin = match registry.get(&name) {
+                        Some(spec) => match spec.build(&cfg.args).map_err(|e| at(ci, e))? {
+                            Built::Strategy(p) => p,
+                            other => unreachable!(
+                                "validation admits strategy plugins only here, not {other:?}"
+                            ),
+                        },
+                        None => {
+                            return Err(at(
+                                ci,
+                                ArgsError::new("", format!("unknown plugin {name:?}")),
+                            ))
+                        }
+                    };
                     for need in plugin.usage_needs() {
                         let (source, what) = match need {
                             UsageNeed::MetricsServer { .. } => (
@@ -98,18 +119,24 @@ impl Pipeline {
                 }
                 Ok(out)
             };
-            let mut sort = SortOrder::Upstream;
+            let mut sort = None;
             for name in profile.plugins.sort.effective() {
-                // Validation admits DominantResourceFairness alone at this point.
-                if name == dominant_resource_fairness::NAME {
-                    let args = match profile.plugin_config(&name) {
-                        Some((ci, cfg)) => {
-                            dominant_resource_fairness::DominantResourceFairnessArgs::new(&cfg.args)
-                                .map_err(|e| at(ci, e))?
-                        }
-                        None => Default::default(),
-                    };
-                    sort = SortOrder::DominantResourceFairness(args);
+                let Some(spec) = registry
+                    .get(&name)
+                    .filter(|s| s.implements(ExtensionPoint::Sort))
+                else {
+                    continue;
+                };
+                // Validation admits a sort plugin without a pluginConfig only when every one
+                // of its args has a default.
+                let built = match profile.plugin_config(&name) {
+                    Some((ci, cfg)) => spec.build(&cfg.args).map_err(|e| at(ci, e))?,
+                    None => spec.build(&serde_json::Value::Null).expect(
+                        "the args of a plugin enabled without pluginConfig all have defaults",
+                    ),
+                };
+                if let Built::Sort(s) = built {
+                    sort = Some(s);
                 }
             }
             let deschedule = build_point(profile.plugins.deschedule.effective())?;
@@ -138,11 +165,7 @@ impl Pipeline {
     /// Whether the planning state must simulate placements: asked for, or an evictor's
     /// `nodeFit` / `placementCheck` relies on them.
     pub fn needs_placement(&self) -> bool {
-        self.predict_destinations
-            || self
-                .profiles
-                .iter()
-                .any(|p| p.evictor.args.node_fit || p.evictor.args.placement_check)
+        self.predict_destinations || self.profiles.iter().any(|p| p.evictor.needs_placement())
     }
 
     /// Everything the plugins need measured this cycle, without repeats.
@@ -172,16 +195,9 @@ impl Pipeline {
         self.metrics_providers.iter().find(|p| p.source == source)
     }
 
-    /// Whether any profile orders its candidates by Dominant Resource Fairness.
-    pub fn uses_fairness(&self) -> bool {
-        self.profiles
-            .iter()
-            .any(|p| matches!(p.sort, SortOrder::DominantResourceFairness(_)))
-    }
-
     /// Loads a policy file and builds its pipeline: the one call a runner needs.
-    pub fn load(path: &std::path::Path) -> Result<Pipeline, PolicyError> {
+    pub fn load(path: &std::path::Path, registry: &Registry) -> Result<Pipeline, PolicyError> {
         let policy = Policy::load(path)?;
-        Pipeline::build(&policy, &path.display().to_string())
+        Pipeline::build(&policy, &path.display().to_string(), registry)
     }
 }

@@ -14,19 +14,41 @@ use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
-/// Something a plugin wants the user to know about this cycle: that it skipped the cycle
-/// (its metrics source failed), or that it left a node out (no or a stale sample).
+/// Something a plugin wants the user to know about this cycle, said in `message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanNote {
     pub profile: String,
     pub plugin: &'static str,
     pub node: Option<NodeId>,
     pub message: String,
+    pub kind: NoteKind,
+}
+
+/// What a [`PlanNote`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteKind {
+    /// About the plugin's cycle or a node (a node left out: no or a stale sample).
+    Info,
     /// The plugin skipped the whole cycle (for example its metrics source failed).
-    pub skipped: bool,
-    /// A candidate pod the plugin did not choose, and the message says why (nodeFit,
-    /// placementCheck, a limit, a disruption budget). None for notes about plugins and nodes.
-    pub pod: Option<PodId>,
+    Skipped,
+    /// A candidate pod the plugin did not choose; the message says why (nodeFit,
+    /// placementCheck, a limit, a disruption budget).
+    NotChosen(PodId),
+}
+
+impl PlanNote {
+    /// Whether the plugin skipped the whole cycle.
+    pub fn skipped(&self) -> bool {
+        self.kind == NoteKind::Skipped
+    }
+
+    /// The candidate not chosen, for a note about one.
+    pub fn pod(&self) -> Option<PodId> {
+        match self.kind {
+            NoteKind::NotChosen(pod) => Some(pod),
+            NoteKind::Info | NoteKind::Skipped => None,
+        }
+    }
 }
 
 /// The measured usage a plugin planned with on a node: before the plan and after it.
@@ -243,8 +265,7 @@ impl<'s> PlanningState<'s> {
                     plugin,
                     node: self.snap.pod_node(pod),
                     message: why,
-                    skipped: false,
-                    pod: Some(pod),
+                    kind: NoteKind::NotChosen(pod),
                 },
             ),
         );

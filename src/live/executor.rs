@@ -18,9 +18,9 @@
 //!   leadership) stops before the next call, never in the middle of one.
 
 use super::client::ApiClient;
-use crate::executor::Outcome;
 use crate::framework::{History, Limits, Pipeline, PlannedEviction, PlanningState};
 use crate::metrics::Metrics;
+use crate::outcome::Outcome;
 use crate::plan::{plan_with, CycleMemory, EvictionPlan, PlanError, PlanObserver};
 use crate::report::Report;
 use crate::snapshot::ClusterSnapshot;

@@ -236,7 +236,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                         Ok(plan) => {
                             // Nothing was evicted: no eviction to remember.
                             history = history.advance(&plan.over);
-                            let report = crate::executor::dry_run(snap, &plan);
+                            let report = crate::report::Report::new(snap, &plan);
                             count_skips(&metrics, &report);
                             print(&report.render(opts.output))
                         }
@@ -254,7 +254,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
                             let evicted = r
                                 .outcomes
                                 .iter()
-                                .filter(|o| **o == crate::executor::Outcome::Evicted)
+                                .filter(|o| **o == crate::outcome::Outcome::Evicted)
                                 .count();
                             tracing::info!(attempted = r.outcomes.len(), evicted, "cycle done");
                             count_skips(&metrics, &r.report);

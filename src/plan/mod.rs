@@ -5,15 +5,17 @@
 //! evictions planned before it (the pods gone, their requests moved off their nodes), and the
 //! limits and disruption budgets hold across the whole cycle.
 //!
-//! A profile whose `sort` extension point enables DominantResourceFairness orders its
-//! candidates by its tenants' dominant shares, kept current as the plan proceeds (one
-//! [`Fairness`] per distinct tenant definition, shared by the profiles that use it, fed by
-//! every eviction of every profile); the plan then reports each tenant's share before and
-//! after.
+//! A profile whose `sort` extension point enables a plugin (such as DominantResourceFairness)
+//! orders its candidates as that plugin's [`CandidateOrder`] says, kept current as the plan
+//! proceeds (one per distinct [`SortPlugin::share_key`], shared by the profiles that give it,
+//! fed by every eviction of every profile); the plan then reports what each order summarizes
+//! (each tenant's share before and after).
 
+#[cfg(doc)]
+use crate::framework::SortPlugin;
 use crate::framework::{
-    Context, Fairness, History, MeasuredNode, Pipeline, PlanNote, PlannedEviction, PlanningState,
-    SortOrder, TenantShare,
+    CandidateOrder, Context, History, MeasuredNode, Pipeline, PlanNote, PlannedEviction,
+    PlanningState, TenantShare,
 };
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 use std::collections::BTreeMap;
@@ -84,7 +86,7 @@ pub fn plan_with(
     // Everything that can make the cycle impossible is checked before any plugin runs.
     for p in &pipeline.profiles {
         p.evictor
-            .priority_threshold(snap)
+            .check(snap)
             .map_err(|message| PlanError::Profile {
                 profile: p.name.clone(),
                 message,
@@ -100,25 +102,21 @@ pub fn plan_with(
         state.pin(p);
     }
     state.set_history(memory.history.clone());
-    // The fairness bookkeeping of each tenant definition in use, and each profile's.
-    let mut fairness: Vec<Fairness<'_>> = Vec::new();
-    let fairness_of: Vec<Option<usize>> = pipeline
+    // The order of each distinct sort plugin in use, and each profile's.
+    let mut orders: Vec<(String, Box<dyn CandidateOrder + '_>)> = Vec::new();
+    let order_of: Vec<Option<usize>> = pipeline
         .profiles
         .iter()
-        .map(|p| match &p.sort {
-            SortOrder::Upstream => None,
-            SortOrder::DominantResourceFairness(args) => {
-                let label = args.tenant_label.as_deref();
-                Some(
-                    match fairness.iter().position(|f| f.tenant_label() == label) {
-                        Some(i) => i,
-                        None => {
-                            fairness.push(Fairness::new(snap, label));
-                            fairness.len() - 1
-                        }
-                    },
-                )
-            }
+        .map(|p| {
+            let sort = p.sort.as_ref()?;
+            let key = sort.share_key();
+            Some(match orders.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    orders.push((key, sort.start(snap)));
+                    orders.len() - 1
+                }
+            })
         })
         .collect();
     if !nodes.is_empty() {
@@ -138,15 +136,15 @@ pub fn plan_with(
                     .entered();
             let before = state.evictions().len();
             observer.plugin_started(&profile.name, plugin.name());
-            let mut cx = Context {
-                state: &mut state,
-                evictor: &profile.evictor,
-                profile: &profile.name,
-                plugin: plugin.name(),
+            let mut cx = Context::new(
+                &mut state,
+                &*profile.evictor,
+                &profile.name,
+                plugin.name(),
                 now,
-                nodes: &nodes,
-                fairness: fairness_of[pi].map(|i| &fairness[i]),
-            };
+                &nodes,
+                order_of[pi].map(|i| &*orders[i].1),
+            );
             plugin.run(&mut cx, &nodes);
             state.clear_placement_targets();
             let planned = state.evictions().len() - before;
@@ -154,7 +152,8 @@ pub fn plan_with(
             tracing::debug!(planned, "plugin finished");
         }
     }
-    let mut tenants: Vec<TenantShare> = fairness.iter().flat_map(|f| f.summary(&state)).collect();
+    let mut tenants: Vec<TenantShare> =
+        orders.iter().flat_map(|(_, o)| o.summary(&state)).collect();
     tenants.sort_by(|a, b| (&a.tenant_label, &a.tenant).cmp(&(&b.tenant_label, &b.tenant)));
     let out = state.into_output();
     Ok(EvictionPlan {

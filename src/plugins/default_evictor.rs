@@ -23,9 +23,9 @@
 //! PreEvictionFilter: with `nodeFit: true` the pod must fit some other planning node, given
 //! what that node holds after the evictions planned so far.
 
-use crate::framework::PlanningState;
+use crate::framework::{Constructor, EvictorPlugin, ExtensionPoint, PlanningState, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::PriorityThreshold;
+use crate::plugins::shared::{selector_arg, PriorityThreshold};
 use crate::policy::{decode_args, parse_duration, ArgsError};
 use crate::snapshot::{ClusterSnapshot, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
@@ -149,6 +149,14 @@ pub enum NoEvictionPolicy {
     Mandatory,
 }
 
+/// The registry entry: the evictor of every profile.
+pub const SPEC: PluginSpec = PluginSpec {
+    name: NAME,
+    points: &[ExtensionPoint::Filter, ExtensionPoint::PreEvictionFilter],
+    args_optional: true,
+    constructor: Constructor::Evictor(|args| Ok(Box::new(DefaultEvictor::from_args(args)?))),
+};
+
 /// A validated DefaultEvictor.
 #[derive(Debug, Clone)]
 pub struct DefaultEvictor {
@@ -252,21 +260,11 @@ impl DefaultEvictor {
             resource_claims: extra("PodsWithResourceClaims"),
             pdb_blocking_single_replica_owner: extra("PodsWithPDBBlockingSingleReplicaOwner"),
         };
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
-        let namespace_selector = args
-            .namespace_label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s)
-                    .map_err(|e| ArgsError::new("namespaceLabelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
+        let namespace_selector = selector_arg(
+            args.namespace_label_selector.as_ref(),
+            "namespaceLabelSelector",
+        )?;
         let min_pod_age = args
             .min_pod_age
             .as_deref()
@@ -469,6 +467,33 @@ impl DefaultEvictor {
             placement_check(state, id)?;
         }
         Ok(())
+    }
+}
+
+impl EvictorPlugin for DefaultEvictor {
+    fn filter(&self, snap: &ClusterSnapshot, pod: PodId, now: i64) -> Result<(), String> {
+        DefaultEvictor::filter(self, snap, pod, now)
+    }
+
+    fn pre_eviction_filter(
+        &self,
+        state: &PlanningState<'_>,
+        nodes: &[NodeId],
+        pod: PodId,
+    ) -> Result<(), String> {
+        DefaultEvictor::pre_eviction_filter(self, state, nodes, pod)
+    }
+
+    fn evicts_whole_gangs(&self) -> bool {
+        self.gang_policy == GangPolicy::WholeGang
+    }
+
+    fn needs_placement(&self) -> bool {
+        self.args.node_fit || self.args.placement_check
+    }
+
+    fn check(&self, snap: &ClusterSnapshot) -> Result<(), String> {
+        self.priority_threshold(snap).map(|_| ())
     }
 }
 
@@ -911,21 +936,16 @@ mod tests {
         let mut state = PlanningState::new(&snap, Limits::default());
         let nodes = [0, 1];
         let id = |n: &str| snap.pod_id("d", n).unwrap();
-        let mut cx = Context {
-            state: &mut state,
-            evictor: &ev,
-            profile: "p",
-            plugin: "T",
-            now: 0,
-            nodes: &nodes,
-            fairness: None,
-        };
+        let mut cx = Context::new(&mut state, &ev, "p", "T", 0, &nodes, None);
         assert!(cx.pre_eviction_filter(id("big")).is_err());
         assert!(cx.pre_eviction_filter(id("small")).is_ok());
         cx.evict(id("small"), "r").unwrap();
         let notes = state.not_chosen_notes();
         assert_eq!(notes.len(), 1, "{notes:?}");
-        assert_eq!(notes[0].pod, Some(id("big")));
+        assert_eq!(
+            notes[0].kind,
+            crate::framework::NoteKind::NotChosen(id("big"))
+        );
         assert!(notes[0].message.contains("1 Insufficient cpu"), "{notes:?}");
         // the report lists it apart from the notes, with the eviction's destination
         let out = state.into_output();

@@ -3,8 +3,8 @@
 //!
 //! Upstream declares a `sort` extension point and never runs it; here a profile's `sort`
 //! plugins decide the eviction order every plugin of the profile uses
-//! ([`crate::framework::Context::sort_by_eviction_order`] and
-//! [`crate::framework::Context::next_by_order`]). Without a sort plugin the order is upstream's:
+//! ([`Context::sort_by_eviction_order`] and
+//! [`Context::next_by_order`]). Without a sort plugin the order is upstream's:
 //! lowest priority first, then QoS (BestEffort, Burstable, Guaranteed), pods preferring no
 //! eviction last. With this one:
 //!
@@ -27,16 +27,69 @@
 //!   do not count.
 //! - Candidates go highest current dominant share first; ties by the upstream order, then
 //!   namespace/name. The shares are those of the plan so far: every planned eviction (by any
-//!   plugin of any profile) takes the pod's requests off its tenant. What is recomputed when
-//!   is described in [`crate::framework::fairness`].
+//!   plugin of any profile) takes the pod's requests off its tenant (see below).
 //!
 //! Args: `tenantLabel` (optional, a label key such as `team` or `example.com/team`).
 //! No pluginConfig entry is needed when the defaults suit.
+//!
+//! What is computed when:
+//! - Once per plan, for each distinct tenant definition some profile enables: each pod's
+//!   tenant, the cluster capacity, and each tenant's usage before the plan.
+//! - On every ordering call ([`Context::sort_by_eviction_order`],
+//!   [`Context::next_by_order`]): the evictions planned since the previous call, by any
+//!   plugin of any profile (and, when re-planning, the pods evicted earlier in the cycle), are
+//!   taken off their tenants' usage, and those tenants' shares recomputed. Hence:
+//!   - a plugin that sorts its candidates once and then walks the list (most plugins) orders
+//!     them by the shares at the moment it sorts; the evictions it plans while walking do not
+//!     reorder the rest of that list (a later sort, for the next node, sees them);
+//!   - LowNodeUtilization and HighNodeUtilization pick each next pod with `next_by_order`, so
+//!     every eviction they plan lowers its tenant's share before the next pick: victims come
+//!     from the tenant with the highest share until it falls to the next one's, then in turn.
+//! - At the end of the plan: each tenant's share before and after, for the report.
 
+#[cfg(doc)]
+use crate::framework::Context;
+use crate::framework::{
+    upstream_cmp, CandidateOrder, Constructor, ExtensionPoint, PlanningState, PluginSpec,
+    SortPlugin, TenantShare,
+};
 use crate::policy::{decode_args, ArgsError};
+use crate::snapshot::{ClusterSnapshot, PodId, RESOURCE_PODS};
 use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
 
-pub const NAME: &str = crate::policy::DOMINANT_RESOURCE_FAIRNESS;
+pub const NAME: &str = "DominantResourceFairness";
+
+/// The registry entry: a `sort` plugin whose args all have defaults.
+pub const SPEC: PluginSpec = PluginSpec {
+    name: NAME,
+    points: &[ExtensionPoint::Sort],
+    args_optional: true,
+    constructor: Constructor::Sort(|args| {
+        Ok(Box::new(DominantResourceFairness {
+            args: DominantResourceFairnessArgs::new(args)?,
+        }))
+    }),
+};
+
+/// The sort plugin: orders candidates by their tenant's dominant share, highest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DominantResourceFairness {
+    pub args: DominantResourceFairnessArgs,
+}
+
+impl SortPlugin for DominantResourceFairness {
+    /// Profiles with the same tenant definition share one bookkeeping.
+    fn share_key(&self) -> String {
+        format!("{NAME}/{:?}", self.args.tenant_label)
+    }
+
+    fn start<'s>(&self, snap: &'s ClusterSnapshot) -> Box<dyn CandidateOrder + 's> {
+        Box::new(Fairness::new(snap, self.args.tenant_label.as_deref()))
+    }
+}
 
 /// `DominantResourceFairnessArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +148,271 @@ fn is_label_key(s: &str) -> bool {
     }
 }
 
+/// Resources that never count towards a dominant share.
+const NOT_SHARED: &[&str] = &[RESOURCE_PODS, "ephemeral-storage"];
+
+/// A tenant's share of one resource: `used / capacity`, compared exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    used: i64,
+    capacity: i64,
+    /// Index of the resource in [`Fairness::resources`]; None: the tenant uses nothing.
+    resource: Option<u32>,
+}
+
+impl Share {
+    const ZERO: Share = Share {
+        used: 0,
+        capacity: 1,
+        resource: None,
+    };
+
+    /// The share as a fraction (0.6 for 60%).
+    pub fn fraction(&self) -> f64 {
+        self.used as f64 / self.capacity as f64
+    }
+}
+
+impl PartialOrd for Share {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Share {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.used as i128 * o.capacity as i128).cmp(&(o.used as i128 * self.capacity as i128))
+    }
+}
+
+#[derive(Debug, Default)]
+struct Live {
+    started: bool,
+    /// How many of the planning state's evictions are taken off `usage`.
+    synced: usize,
+    /// Tenant-major: `usage[tenant * resources + resource]`.
+    usage: Vec<i64>,
+    shares: Vec<Share>,
+}
+
+/// The DRF bookkeeping of one plan for one tenant definition.
+#[derive(Debug)]
+pub struct Fairness<'s> {
+    snap: &'s ClusterSnapshot,
+    tenant_label: Option<String>,
+    /// Tenant names, sorted.
+    tenants: Vec<&'s str>,
+    /// Each pod's tenant (an index into `tenants`).
+    tenant_of: Vec<u32>,
+    /// Whether the pod's requests count: active and bound to a Ready node.
+    counted: Vec<bool>,
+    /// The shared resources and their cluster capacity (> 0).
+    resources: Vec<(&'s str, i64)>,
+    /// Usage before the plan, tenant-major.
+    before: Vec<i64>,
+    /// Tenants that hold something before the plan (they are reported).
+    holds: Vec<bool>,
+    live: Mutex<Live>,
+}
+
+impl<'s> Fairness<'s> {
+    /// Tenants, capacity and usage before the plan (O(pods)).
+    pub fn new(snap: &'s ClusterSnapshot, tenant_label: Option<&str>) -> Self {
+        let mut capacity: BTreeMap<&'s str, i64> = BTreeMap::new();
+        let mut ready = vec![false; snap.nodes.len()];
+        for (i, n) in snap.nodes.iter().enumerate() {
+            if !n.ready {
+                continue;
+            }
+            ready[i] = true;
+            for (name, v) in n.allocatable.iter() {
+                if !NOT_SHARED.contains(&name) && v > 0 {
+                    *capacity.entry(name).or_insert(0) += v;
+                }
+            }
+        }
+        let resources: Vec<(&'s str, i64)> = capacity.into_iter().collect();
+        let tenant_key = |p: &'s crate::snapshot::Pod| -> &'s str {
+            match tenant_label {
+                None => &p.namespace,
+                Some(l) => p.labels.get(l).unwrap_or(""),
+            }
+        };
+        let mut names: BTreeMap<&'s str, u32> =
+            snap.pods.iter().map(|p| (tenant_key(p), 0)).collect();
+        for (i, v) in names.values_mut().enumerate() {
+            *v = i as u32;
+        }
+        let tenant_of: Vec<u32> = snap.pods.iter().map(|p| names[tenant_key(p)]).collect();
+        let tenants: Vec<&'s str> = names.into_keys().collect();
+        let nr = resources.len();
+        let mut before = vec![0i64; tenants.len() * nr];
+        let mut holds = vec![false; tenants.len()];
+        let mut counted = vec![false; snap.pods.len()];
+        for (id, p) in snap.pods.iter().enumerate() {
+            let on_ready = snap
+                .pod_node(id as PodId)
+                .is_some_and(|n| ready[n as usize]);
+            if !(on_ready && p.is_active()) {
+                continue;
+            }
+            counted[id] = true;
+            let t = tenant_of[id] as usize;
+            holds[t] = true;
+            for (name, v) in p.requests.iter() {
+                if let Some(r) = resources.iter().position(|(n, _)| *n == name) {
+                    before[t * nr + r] += v;
+                }
+            }
+        }
+        Fairness {
+            snap,
+            tenant_label: tenant_label.map(str::to_string),
+            tenants,
+            tenant_of,
+            counted,
+            resources,
+            before,
+            holds,
+            live: Mutex::new(Live::default()),
+        }
+    }
+
+    pub fn tenant_label(&self) -> Option<&str> {
+        self.tenant_label.as_deref()
+    }
+
+    /// The tenant a pod belongs to.
+    pub fn tenant(&self, pod: PodId) -> &'s str {
+        self.tenants[self.tenant_of[pod as usize] as usize]
+    }
+
+    fn dominant(&self, usage: &[i64], tenant: usize) -> Share {
+        let nr = self.resources.len();
+        let mut best = Share::ZERO;
+        for (r, &(_, cap)) in self.resources.iter().enumerate() {
+            let s = Share {
+                used: usage[tenant * nr + r].max(0),
+                capacity: cap,
+                resource: Some(r as u32),
+            };
+            if s.used > 0 && s > best {
+                best = s;
+            }
+        }
+        best
+    }
+
+    fn live(&self) -> MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the evictions planned since the last call off their tenants' usage.
+    fn sync(&self, state: &PlanningState<'_>) {
+        let mut live = self.live();
+        let live = &mut *live;
+        let nr = self.resources.len();
+        let take = |live: &mut Live, pod: PodId| {
+            if !self.counted[pod as usize] {
+                return;
+            }
+            let t = self.tenant_of[pod as usize] as usize;
+            for (name, v) in self.snap.pod(pod).requests.iter() {
+                if let Some(r) = self.resources.iter().position(|(n, _)| *n == name) {
+                    live.usage[t * nr + r] -= v;
+                }
+            }
+            live.shares[t] = self.dominant(&live.usage, t);
+        };
+        if !live.started {
+            live.started = true;
+            live.usage = self.before.clone();
+            live.shares = (0..self.tenants.len())
+                .map(|t| self.dominant(&self.before, t))
+                .collect();
+            // Pods gone before the first call: earlier in the cycle, or by earlier plugins.
+            for pod in 0..self.snap.pods.len() as PodId {
+                if state.is_planned(pod) {
+                    take(live, pod);
+                }
+            }
+            live.synced = state.evictions().len();
+        }
+        let evictions = state.evictions();
+        debug_assert!(
+            live.synced <= evictions.len(),
+            "one planning state per plan"
+        );
+        for e in &evictions[live.synced.min(evictions.len())..] {
+            take(live, e.pod);
+        }
+        live.synced = evictions.len();
+    }
+
+    /// The tenant's dominant share now, with the plan so far.
+    pub fn share(&self, state: &PlanningState<'_>, tenant: &str) -> Option<Share> {
+        self.sync(state);
+        let t = self.tenants.binary_search(&tenant).ok()?;
+        Some(self.live().shares[t])
+    }
+
+    /// The resource a share is of.
+    pub fn resource_name(&self, share: &Share) -> Option<&'s str> {
+        share.resource.map(|r| self.resources[r as usize].0)
+    }
+
+    fn cmp(&self, shares: &[Share], a: PodId, b: PodId) -> Ordering {
+        let (ta, tb) = (
+            self.tenant_of[a as usize] as usize,
+            self.tenant_of[b as usize] as usize,
+        );
+        shares[tb]
+            .cmp(&shares[ta])
+            .then_with(|| upstream_cmp(self.snap, a, b))
+    }
+}
+
+impl CandidateOrder for Fairness<'_> {
+    /// Sorts candidates by their tenant's current dominant share, highest first.
+    fn sort(&self, state: &PlanningState<'_>, pods: &mut [PodId]) {
+        self.sync(state);
+        let live = self.live();
+        pods.sort_by(|&a, &b| self.cmp(&live.shares, a, b));
+    }
+
+    /// Removes and returns the candidate whose tenant has the highest share now.
+    fn take_next(&self, state: &PlanningState<'_>, pods: &mut Vec<PodId>) -> Option<PodId> {
+        self.sync(state);
+        let live = self.live();
+        let (i, _) = pods
+            .iter()
+            .enumerate()
+            .min_by(|(_, &a), (_, &b)| self.cmp(&live.shares, a, b))?;
+        Some(pods.remove(i))
+    }
+
+    /// Every tenant that held something before the plan, with its share before and after.
+    fn summary(&self, state: &PlanningState<'_>) -> Vec<TenantShare> {
+        self.sync(state);
+        let live = self.live();
+        (0..self.tenants.len())
+            .filter(|&t| self.holds[t])
+            .map(|t| {
+                let before = self.dominant(&self.before, t);
+                let after = live.shares[t];
+                TenantShare {
+                    tenant: self.tenants[t].to_string(),
+                    tenant_label: self.tenant_label.clone(),
+                    before: before.fraction(),
+                    before_resource: self.resource_name(&before).map(str::to_string),
+                    after: after.fraction(),
+                    after_resource: self.resource_name(&after).map(str::to_string),
+                }
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +439,195 @@ mod tests {
         assert_eq!(e.path, "tenantLabel");
         let e = DominantResourceFairnessArgs::new(&json!({"tenantLabels": "x"})).unwrap_err();
         assert!(e.message.contains("unknown field"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+    use crate::framework::Limits;
+    use crate::snapshot::builders::{node, pod, snapshot};
+
+    const GPU: &str = "nvidia.com/gpu";
+
+    /// 100 CPUs and 100 GPUs over two nodes; A: 2 CPU + 1 GPU per pod, B: 1 CPU + 2 GPU.
+    fn classic(a: usize, b: usize) -> ClusterSnapshot {
+        let nodes = vec![
+            node("n1").cpu(50_000).resource(GPU, 50).build(),
+            node("n2").cpu(50_000).resource(GPU, 50).build(),
+            node("down")
+                .cpu(1_000_000)
+                .resource(GPU, 1000)
+                .not_ready()
+                .build(),
+        ];
+        let mut pods = Vec::new();
+        for i in 0..a {
+            pods.push(
+                pod("a", &format!("a{i:02}"))
+                    .node(if i % 2 == 0 { "n1" } else { "n2" })
+                    .cpu(2000)
+                    .resource(GPU, 1)
+                    .build(),
+            );
+        }
+        for i in 0..b {
+            pods.push(
+                pod("b", &format!("b{i:02}"))
+                    .node(if i % 2 == 0 { "n1" } else { "n2" })
+                    .cpu(1000)
+                    .resource(GPU, 2)
+                    .build(),
+            );
+        }
+        // Not counted: pending, failed, or on a node that is not Ready.
+        pods.push(pod("c", "pending").cpu(50_000).build());
+        pods.push(
+            pod("c", "failed")
+                .node("n1")
+                .cpu(50_000)
+                .phase(crate::snapshot::Phase::Failed)
+                .build(),
+        );
+        pods.push(pod("d", "lost").node("down").cpu(50_000).build());
+        snapshot(nodes, pods)
+    }
+
+    #[test]
+    fn dominant_shares_of_the_classic_example() {
+        let s = classic(30, 15);
+        let f = Fairness::new(&s, None);
+        let st = PlanningState::new(&s, Limits::default());
+        let a = f.share(&st, "a").unwrap();
+        let b = f.share(&st, "b").unwrap();
+        assert_eq!(f.resource_name(&a), Some("cpu"));
+        assert_eq!(a.fraction(), 0.6);
+        assert_eq!(f.resource_name(&b), Some(GPU));
+        assert_eq!(b.fraction(), 0.3);
+        assert_eq!(f.share(&st, "c").unwrap(), Share::ZERO);
+        assert_eq!(f.share(&st, "d").unwrap(), Share::ZERO);
+        let summary = f.summary(&st);
+        let names: Vec<&str> = summary.iter().map(|t| t.tenant.as_str()).collect();
+        assert_eq!(
+            names,
+            ["a", "b"],
+            "tenants holding nothing are not reported"
+        );
+    }
+
+    #[test]
+    fn equal_shares_of_different_resources_tie_exactly() {
+        let s = classic(15, 15);
+        let f = Fairness::new(&s, None);
+        let st = PlanningState::new(&s, Limits::default());
+        assert_eq!(
+            f.share(&st, "a").unwrap().cmp(&f.share(&st, "b").unwrap()),
+            Ordering::Equal
+        );
+    }
+
+    #[test]
+    fn shares_follow_the_plan_and_order_the_candidates() {
+        let s = classic(30, 15);
+        let f = Fairness::new(&s, None);
+        let mut st = PlanningState::new(&s, Limits::default());
+        let a0 = s.pod_id("a", "a00").unwrap();
+        let b0 = s.pod_id("b", "b00").unwrap();
+        let mut pods = vec![b0, a0];
+        f.sort(&st, &mut pods);
+        assert_eq!(pods, [a0, b0], "A holds more");
+        // Plan 15 of A's pods away: A falls to 30% cpu, level with B.
+        for i in 1..=15 {
+            let p = s.pod_id("a", &format!("a{i:02}")).unwrap();
+            st.plan_eviction(p, "p", "T", "r".into()).unwrap();
+        }
+        assert_eq!(f.share(&st, "a").unwrap().fraction(), 0.3);
+        // A tie: the upstream order (here namespace/name) decides.
+        let mut pods = vec![b0, a0];
+        f.sort(&st, &mut pods);
+        assert_eq!(pods, [a0, b0]);
+        st.plan_eviction(a0, "p", "T", "r".into()).unwrap();
+        let a1 = s.pod_id("a", "a16").unwrap();
+        let mut pods = vec![a1, b0];
+        assert_eq!(f.take_next(&st, &mut pods), Some(b0), "B holds more now");
+        assert_eq!(pods, [a1]);
+        let summary = f.summary(&st);
+        assert_eq!(summary[0].before, 0.6);
+        assert_eq!(summary[0].before_resource.as_deref(), Some("cpu"));
+        assert!((summary[0].after - 0.28).abs() < 1e-9);
+        assert_eq!(summary[1].after, 0.3);
+    }
+
+    #[test]
+    fn pods_evicted_before_the_first_call_count() {
+        let s = classic(30, 15);
+        let mut st = PlanningState::new(&s, Limits::default());
+        st.record_evicted(s.pod_id("a", "a00").unwrap());
+        st.plan_eviction(s.pod_id("a", "a01").unwrap(), "p", "T", "r".into())
+            .unwrap();
+        let f = Fairness::new(&s, None);
+        assert!((f.share(&st, "a").unwrap().fraction() - 0.56).abs() < 1e-9);
+        // ... and only once.
+        assert!((f.share(&st, "a").unwrap().fraction() - 0.56).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tenants_by_label_and_unlabelled_pods() {
+        let nodes = vec![node("n1").cpu(10_000).build()];
+        let pods = vec![
+            pod("x", "p1")
+                .node("n1")
+                .cpu(1000)
+                .label("team", "red")
+                .build(),
+            pod("y", "p2")
+                .node("n1")
+                .cpu(3000)
+                .label("team", "red")
+                .build(),
+            pod("x", "p3")
+                .node("n1")
+                .cpu(2000)
+                .label("team", "blue")
+                .build(),
+            pod("x", "p4").node("n1").cpu(500).build(),
+            pod("y", "p5").node("n1").cpu(500).build(),
+        ];
+        let s = snapshot(nodes, pods);
+        let f = Fairness::new(&s, Some("team"));
+        let st = PlanningState::new(&s, Limits::default());
+        assert_eq!(f.tenant(s.pod_id("y", "p2").unwrap()), "red");
+        assert_eq!(f.tenant(s.pod_id("y", "p5").unwrap()), "");
+        assert_eq!(f.share(&st, "red").unwrap().fraction(), 0.4);
+        assert_eq!(f.share(&st, "blue").unwrap().fraction(), 0.2);
+        assert_eq!(
+            f.share(&st, "").unwrap().fraction(),
+            0.1,
+            "pods without the label form one tenant, whatever their namespace"
+        );
+        assert_eq!(f.share(&st, "x"), None, "namespaces are not tenants here");
+        let names: Vec<String> = f.summary(&st).into_iter().map(|t| t.tenant).collect();
+        assert_eq!(names, ["", "blue", "red"]);
+    }
+
+    #[test]
+    fn memory_and_extended_resources_count_but_not_pods_or_storage() {
+        let nodes = vec![node("n1")
+            .cpu(10_000)
+            .memory(100)
+            .resource("ephemeral-storage", 10)
+            .build()];
+        let pods = vec![pod("a", "p")
+            .node("n1")
+            .cpu(1000)
+            .memory(30)
+            .resource("ephemeral-storage", 9)
+            .build()];
+        let s = snapshot(nodes, pods);
+        let f = Fairness::new(&s, None);
+        let st = PlanningState::new(&s, Limits::default());
+        let a = f.share(&st, "a").unwrap();
+        assert_eq!(f.resource_name(&a), Some("memory"));
+        assert_eq!(a.fraction(), 0.3);
     }
 }

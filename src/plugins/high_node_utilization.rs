@@ -51,6 +51,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub const NAME: &str = "HighNodeUtilization";
 
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| {
+        Ok(Box::new(HighNodeUtilization::new(args)?))
+    });
+
 /// `HighNodeUtilizationArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -291,7 +297,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = HighNodeUtilization::new(&args).expect("valid args");
-        crate::framework::run_alone_names(&plugin, snap, evictor, limits, 0)
+        crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, 0)
     }
 
     /// With `nodeFit: true`, as upstream's table test.
@@ -795,7 +801,7 @@ mod tests {
         );
         let plugin =
             HighNodeUtilization::new(&json!({"thresholds": {"cpu": 20, "pods": 50}})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &snap,
             &DefaultEvictor::default(),
@@ -873,7 +879,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let snap = two_sources();
         let plan = plan::plan(&pipeline, &snap, 0).unwrap();
         let names: Vec<&str> = plan

@@ -31,6 +31,12 @@ use std::collections::BTreeMap;
 
 pub const NAME: &str = "LowNodeUtilization";
 
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| {
+        Ok(Box::new(LowNodeUtilization::new(args)?))
+    });
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EvictionLimits {
@@ -197,7 +203,7 @@ impl Plugin for LowNodeUtilization {
 
     fn run(&self, cx: &mut Context<'_, '_>, all_nodes: &[NodeId]) {
         let snap = cx.snap();
-        let measured = match nu::measure(&self.mode, snap, all_nodes, cx.now) {
+        let measured = match nu::measure(&self.mode, snap, all_nodes, cx.now()) {
             Ok(m) => m,
             Err(why) => {
                 cx.note_skipped(format!("skipped this cycle: {why}"));
@@ -251,7 +257,7 @@ impl Plugin for LowNodeUtilization {
                 if let Some(i) = index(nu::METRIC_RESOURCE) {
                     before.set(nu::METRIC_RESOURCE, u[i]);
                 }
-                cx.state.set_measured(
+                cx.set_measured(
                     n,
                     MeasuredNode {
                         source: m.source,
@@ -325,7 +331,7 @@ impl Plugin for LowNodeUtilization {
                 let mut kept = Vec::with_capacity(high_nodes.len());
                 for info in high_nodes {
                     let name = &snap.node(info.id).name;
-                    let cycles = cx.state.history().streak(&key, name) + 1;
+                    let cycles = cx.history().streak(&key, name) + 1;
                     if cycles >= need {
                         kept.push(info);
                     } else {
@@ -337,15 +343,15 @@ impl Plugin for LowNodeUtilization {
                 }
                 high_nodes = kept;
             }
-            cx.state.observe_over(key, over);
+            cx.observe_over(over);
         }
         // No ping-pong: a node that received rescheduled pods within the eviction cooldown
         // is not a source (its load may be the pods just moved there).
-        if !high_nodes.is_empty() && cx.state.history().cooldown_seconds > 0 {
+        if !high_nodes.is_empty() && cx.history().cooldown_seconds > 0 {
             let mut kept = Vec::with_capacity(high_nodes.len());
             for info in high_nodes {
                 let name = &snap.node(info.id).name;
-                match cx.state.history().receiving_note(name, cx.now) {
+                match cx.history().receiving_note(name, cx.now()) {
                     Some(why) => cx.note(Some(info.id), why),
                     None => kept.push(info),
                 }
@@ -408,7 +414,7 @@ impl Plugin for LowNodeUtilization {
         // underutilized node that stays within its target, and a gang evicted whole only goes
         // where every member does. (Measured usage is not in the simulator's units.)
         if measured.is_none() {
-            cx.state.set_placement_targets(
+            cx.set_placement_targets(
                 low_nodes
                     .iter()
                     .map(|d| {
@@ -484,7 +490,7 @@ mod tests {
     /// Runs the plugin alone over every Ready node and returns the evicted pods' names.
     fn run_with(args: serde_json::Value, snap: &ClusterSnapshot, limits: Limits) -> Vec<String> {
         let plugin = LowNodeUtilization::new(&args).expect("valid args");
-        crate::framework::run_alone(&plugin, snap, &DefaultEvictor::default(), limits, 0)
+        crate::framework::testing::run_alone(&plugin, snap, &DefaultEvictor::default(), limits, 0)
             .iter()
             .map(|e| snap.pod(e.pod).name.to_string())
             .collect()
@@ -544,7 +550,7 @@ mod tests {
     ) -> Vec<crate::framework::PlannedEviction> {
         let plugin = LowNodeUtilization::new(&args).expect("valid args");
         let evictor = DefaultEvictor::from_args(&evictor).unwrap();
-        crate::framework::run_alone(&plugin, snap, &evictor, Limits::default(), 0)
+        crate::framework::testing::run_alone(&plugin, snap, &evictor, Limits::default(), 0)
     }
 
     #[test]
@@ -572,16 +578,7 @@ mod tests {
         let evictor = DefaultEvictor::from_args(&json!({"placementCheck": true})).unwrap();
         let nodes = snap.ready_nodes(&Default::default());
         let mut state = crate::framework::PlanningState::new(&snap, Limits::default());
-        let mut cx = crate::framework::Context {
-            state: &mut state,
-            evictor: &evictor,
-            profile: "p",
-            plugin: "LowNodeUtilization",
-            now: 0,
-            nodes: &nodes,
-            fairness: None,
-        };
-        plugin.run(&mut cx, &nodes);
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, 0);
         let notes = state.not_chosen_notes();
         assert!(
             notes.iter().any(|n| n
@@ -959,7 +956,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let snap = snapshot(nodes3(), hot_cold());
         let plan = plan::plan(&pipeline, &snap, 0).unwrap();
         assert_eq!(plan.evictions.len(), 3);
@@ -1035,7 +1032,7 @@ profiles:
             "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nmetricsProviders:\n- source: KubernetesMetrics\n- source: Prometheus\n  prometheus: {{url: 'http://prometheus:9090'}}\nprofiles:\n- name: p\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {args}\n"
         );
         let policy = crate::policy::Policy::from_yaml("p.yaml", &policy).unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let memory = CycleMemory {
             history,
             ..CycleMemory::default()
@@ -1091,7 +1088,7 @@ profiles:
         let p = plan_measured(ms_args(), &snap, History::default());
         assert!(p.evictions.is_empty());
         assert!(
-            p.notes[0].skipped && p.notes[0].message.contains("no metrics-server data"),
+            p.notes[0].skipped() && p.notes[0].message.contains("no metrics-server data"),
             "{:?}",
             p.notes
         );
@@ -1099,7 +1096,7 @@ profiles:
         let p = plan_measured(ms_args(), &snap, History::default());
         assert!(p.evictions.is_empty());
         assert!(
-            p.notes[0].skipped && p.notes[0].message.contains("503"),
+            p.notes[0].skipped() && p.notes[0].message.contains("503"),
             "{:?}",
             p.notes
         );
@@ -1225,7 +1222,7 @@ profiles:
         let p = plan_measured(args.clone(), &snap, History::default());
         assert!(p.evictions.is_empty());
         assert!(
-            p.notes[0].skipped && p.notes[0].message.contains("between 0 and 1"),
+            p.notes[0].skipped() && p.notes[0].message.contains("between 0 and 1"),
             "{:?}",
             p.notes
         );

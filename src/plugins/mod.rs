@@ -16,32 +16,25 @@ pub mod remove_pods_violating_node_taints;
 pub mod remove_pods_violating_topology_spread_constraint;
 pub mod shared;
 
-use crate::framework::Plugin;
-use crate::policy::ArgsError;
+#[cfg(test)]
+mod whole_gang_tests;
 
-/// Builds a strategy plugin from its name and args, validating the args.
-pub fn build(name: &str, args: &serde_json::Value) -> Result<Box<dyn Plugin>, ArgsError> {
-    match name {
-        low_node_utilization::NAME => Ok(Box::new(low_node_utilization::LowNodeUtilization::new(args)?)),
-        remove_duplicates::NAME => Ok(Box::new(remove_duplicates::RemoveDuplicates::new(args)?)),
-        remove_pods_violating_topology_spread_constraint::NAME => Ok(Box::new(
-            remove_pods_violating_topology_spread_constraint::RemovePodsViolatingTopologySpreadConstraint::new(args)?,
-        )),
-        high_node_utilization::NAME => Ok(Box::new(high_node_utilization::HighNodeUtilization::new(args)?)),
-        remove_pods_violating_node_taints::NAME => Ok(Box::new(
-            remove_pods_violating_node_taints::RemovePodsViolatingNodeTaints::new(args)?,
-        )),
-        remove_pods_violating_node_affinity::NAME => Ok(Box::new(
-            remove_pods_violating_node_affinity::RemovePodsViolatingNodeAffinity::new(args)?,
-        )),
-        remove_pods_violating_inter_pod_anti_affinity::NAME => Ok(Box::new(
-            remove_pods_violating_inter_pod_anti_affinity::RemovePodsViolatingInterPodAntiAffinity::new(args)?,
-        )),
-        pod_lifetime::NAME => Ok(Box::new(pod_lifetime::PodLifeTime::new(args)?)),
-        remove_failed_pods::NAME => Ok(Box::new(remove_failed_pods::RemoveFailedPods::new(args)?)),
-        remove_pods_having_too_many_restarts::NAME => Ok(Box::new(
-            remove_pods_having_too_many_restarts::RemovePodsHavingTooManyRestarts::new(args)?,
-        )),
-        n => Err(ArgsError::new("", format!("unknown plugin {n:?}"))),
-    }
-}
+use crate::framework::Registry;
+
+/// Every plugin a policy may name, in the order error messages list them: the one table that
+/// policy validation, the pipeline builder and the README's plugin table follow. Adding a
+/// plugin is its module and one line here.
+pub const REGISTRY: Registry = Registry::new(&[
+    default_evictor::SPEC,
+    low_node_utilization::SPEC,
+    high_node_utilization::SPEC,
+    remove_duplicates::SPEC,
+    remove_pods_violating_topology_spread_constraint::SPEC,
+    remove_pods_violating_inter_pod_anti_affinity::SPEC,
+    remove_pods_violating_node_affinity::SPEC,
+    remove_pods_violating_node_taints::SPEC,
+    remove_pods_having_too_many_restarts::SPEC,
+    pod_lifetime::SPEC,
+    remove_failed_pods::SPEC,
+    dominant_resource_fairness::SPEC,
+]);

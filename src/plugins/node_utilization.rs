@@ -16,7 +16,7 @@
 //! - Each eviction takes the pod's requests off the source's usage and off the room left
 //!   (one pod for `pods`).
 
-use crate::framework::{Context, EvictError};
+use crate::framework::{Attempt, Context};
 use crate::plugins::shared::Namespaces;
 use crate::policy::ArgsError;
 use crate::sim;
@@ -70,10 +70,7 @@ pub struct PrometheusUsage {
     pub pod_queries: BTreeMap<String, String>,
 }
 
-/// Upstream's threshold key for the Prometheus query's ratio.
-pub const METRIC_RESOURCE: &str = "MetricResource";
-/// The `MetricResource` "capacity": ratios are kept in millionths.
-pub const METRIC_RESOURCE_SCALE: i64 = 1_000_000;
+pub use crate::snapshot::usage::{capacity, METRIC_RESOURCE, METRIC_RESOURCE_SCALE};
 
 /// Where a LowNodeUtilization instance reads node utilization from.
 #[derive(Debug, Clone, PartialEq)]
@@ -495,16 +492,6 @@ pub fn validate_eviction_modes(field: &str, modes: &[String]) -> Result<(), Args
     Ok(())
 }
 
-/// A node's capacity for a threshold's resource: allocatable, or the scale of the
-/// Prometheus `MetricResource` ratio.
-pub fn capacity(node: &Node, resource: &str) -> i64 {
-    if resource == METRIC_RESOURCE {
-        METRIC_RESOURCE_SCALE
-    } else {
-        node.allocatable.get(resource)
-    }
-}
-
 /// `percent` of `capacity`, truncated (upstream's `resourceThreshold`).
 pub fn amount(capacity: i64, percent: f64) -> i64 {
     (percent * 0.01 * capacity as f64) as i64
@@ -866,17 +853,12 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                 }
             };
             let reason = source.reason(node, opts.resources);
-            let planned_before = cx.state.evictions().len();
-            match cx.evict(pod_id, reason) {
-                Ok(()) => {
+            match cx.try_evict(pod_id, reason) {
+                Attempt::Planned { with: members } => {
                     evicted_here += 1;
                     // The rest of a gang evicted whole (gangPolicy WholeGang) takes room on
                     // the destinations the simulator placed it on (within their targets: see
                     // the placement targets the caller sets).
-                    let members = cx.state.evictions()[planned_before + 1..]
-                        .iter()
-                        .map(|e| (e.pod, e.destination))
-                        .collect::<Vec<_>>();
                     for (member, destination) in members {
                         let (taken, _) = amounts_of(member);
                         let at =
@@ -903,7 +885,7 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                     if let Some(m) = opts.measured {
                         let cpu = m.pod_amount(pod_id, RESOURCE_CPU).unwrap_or(0);
                         let memory = m.pod_amount(pod_id, RESOURCE_MEMORY).unwrap_or(0);
-                        cx.state.measured_sub(source.id(), cpu, memory);
+                        cx.measured_sub(source.id(), cpu, memory);
                     }
                     if let Some(r) = unknown {
                         // Without the pod's own usage the node's new usage is unknown: one
@@ -921,9 +903,9 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                         break;
                     }
                 }
-                Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                Err(EvictError::TotalLimit(_)) => return,
-                Err(e) => tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned"),
+                Attempt::SkipNode => continue 'nodes,
+                Attempt::Stop => return,
+                Attempt::SkipPod => {}
             }
         }
     }

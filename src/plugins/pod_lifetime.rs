@@ -40,14 +40,18 @@
 //! - A pod without a known phase counts as `Unknown` in the snapshot, so `states: [Unknown]`
 //!   matches it; upstream matches an empty phase against nothing.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::snapshot::{ConditionStatus, ContainerStatus, NodeId, Phase, Pod, PodCondition, PodId};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "PodLifeTime";
+
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| Ok(Box::new(PodLifeTime::new(args)?)));
 
 /// The `states` upstream's validation accepts, sorted as its error lists them: pod phases,
 /// pod status reasons, container waiting reasons and container terminated reasons.
@@ -190,9 +194,7 @@ impl PodLifeTimeArgs {
                 ));
             }
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         for (i, s) in self.states.iter().enumerate() {
             if !ALLOWED_STATES.contains(&s.as_str()) {
                 return Err(ArgsError::new(
@@ -279,13 +281,7 @@ impl PodLifeTime {
         required_phase: Option<Phase>,
         wording: Wording,
     ) -> Result<Self, ArgsError> {
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         Ok(PodLifeTime {
             args,
             label_selector,
@@ -457,11 +453,11 @@ impl Plugin for PodLifeTime {
         for &node_id in nodes {
             for pod_id in cx.pods_on_node(node_id) {
                 let pod = snap.pod(pod_id);
-                let Some(matched) = self.selects(pod, cx.now) else {
+                let Some(matched) = self.selects(pod, cx.now()) else {
                     continue;
                 };
                 if let Err(why) = cx.filter(pod_id) {
-                    tracing::trace!(plugin = cx.plugin, pod = %pod.key(), %why, "not evictable");
+                    tracing::trace!(plugin = cx.plugin(), pod = %pod.key(), %why, "not evictable");
                     continue;
                 }
                 selected.push((self.relevant_time(pod), pod_id, node_id, matched));
@@ -473,23 +469,15 @@ impl Plugin for PodLifeTime {
             if node_done[node_id as usize] {
                 continue;
             }
-            let pod = snap.pod(pod_id);
-            if let Err(why) = cx.pre_eviction_filter(pod_id) {
-                tracing::debug!(plugin = cx.plugin, pod = %pod.key(), %why, "refused by the pre-eviction filter");
-                continue;
-            }
             let reason = if matched.is_empty() {
                 self.wording.prefix.to_string()
             } else {
                 format!("{}: {}", self.wording.prefix, matched.join("; "))
             };
-            match cx.evict(pod_id, reason) {
-                Ok(()) => {}
-                Err(EvictError::NodeLimit(_)) => node_done[node_id as usize] = true,
-                Err(EvictError::TotalLimit(_)) => return,
-                Err(e) => {
-                    tracing::debug!(plugin = cx.plugin, pod = %pod.key(), error = %e, "eviction not planned")
-                }
+            match cx.try_evict_checked(pod_id, reason) {
+                Attempt::SkipNode => node_done[node_id as usize] = true,
+                Attempt::Stop => return,
+                Attempt::Planned { .. } | Attempt::SkipPod => {}
             }
         }
     }
@@ -521,7 +509,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = PodLifeTime::new(&args).expect("valid args");
-        crate::framework::run_alone_names(&plugin, snap, evictor, limits, NOW)
+        crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, NOW)
     }
 
     fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
@@ -1168,7 +1156,7 @@ mod tests {
         assert_eq!(first, vec!["x", "y", "x", "a"]);
         let keys = |snap: &ClusterSnapshot| -> Vec<String> {
             let plugin = PodLifeTime::new(&max600()).unwrap();
-            crate::framework::run_alone(
+            crate::framework::testing::run_alone(
                 &plugin,
                 snap,
                 &DefaultEvictor::default(),
@@ -1288,7 +1276,7 @@ mod tests {
             "exitCodes": [1],
         }))
         .unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),
@@ -1305,7 +1293,7 @@ mod tests {
             )
         );
         let plugin = PodLifeTime::new(&json!({"states": ["Failed"]})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),
@@ -1442,7 +1430,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let s = one_node(vec![
             pod("default", "old")
                 .node("n1")

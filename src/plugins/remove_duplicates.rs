@@ -39,7 +39,7 @@
 //! - A pod with two ownerReferences is evicted at most once; upstream's dry-run counts it
 //!   once per owner.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::sim;
@@ -52,6 +52,10 @@ use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
 pub const NAME: &str = "RemoveDuplicates";
+
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| Ok(Box::new(RemoveDuplicates::new(args)?)));
 
 /// The taint kube-scheduler reads `spec.unschedulable` as.
 const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
@@ -380,13 +384,10 @@ impl Plugin for RemoveDuplicates {
                         "duplicate of {}: {on_node} on node {node_name}, at most {upper_avg} per node (ceil of {total} pods over {targets} nodes)",
                         owner_display(owner)
                     );
-                    match cx.evict(pod, reason) {
-                        Ok(()) => {}
-                        Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                        Err(EvictError::TotalLimit(_)) => return,
-                        Err(e) => {
-                            tracing::debug!(pod = %snap.pod(pod).key(), error = %e, "not evicting duplicate")
-                        }
+                    match cx.try_evict(pod, reason) {
+                        Attempt::SkipNode => continue 'nodes,
+                        Attempt::Stop => return,
+                        Attempt::Planned { .. } | Attempt::SkipPod => {}
                     }
                 }
             }
@@ -574,16 +575,7 @@ mod tests {
         let evictor = DefaultEvictor::from_args(&evictor).unwrap();
         let nodes = snap.ready_nodes(&Selector::default());
         let mut state = PlanningState::new(snap, limits);
-        let mut cx = Context {
-            fairness: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "default",
-            plugin: NAME,
-            now: T0 + 3600,
-            nodes: &nodes,
-        };
-        plugin.run(&mut cx, &nodes);
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
         state
             .evictions()
             .iter()
@@ -650,18 +642,8 @@ mod tests {
         let mut state = PlanningState::new(&s, Limits::default());
         let evictor = DefaultEvictor::default();
         let nodes = s.ready_nodes(&Selector::default());
-        let mut cx = Context {
-            fairness: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "default",
-            plugin: NAME,
-            now: T0,
-            nodes: &nodes,
-        };
-        RemoveDuplicates::new(&Value::Null)
-            .unwrap()
-            .run(&mut cx, &nodes);
+        let plugin = RemoveDuplicates::new(&Value::Null).unwrap();
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);
         let e = &state.evictions()[0];
         assert_eq!(e.plugin, NAME);
         assert_eq!(
@@ -1240,18 +1222,8 @@ mod tests {
         state
             .plan_eviction(0, "default", "Earlier", "r".into())
             .unwrap();
-        let mut cx = Context {
-            fairness: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "default",
-            plugin: NAME,
-            now: T0,
-            nodes: &nodes,
-        };
-        RemoveDuplicates::new(&Value::Null)
-            .unwrap()
-            .run(&mut cx, &nodes);
+        let plugin = RemoveDuplicates::new(&Value::Null).unwrap();
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);
         // p1 and p2 remain: average 1 over 3 nodes, one more eviction.
         let planned: Vec<String> = state
             .evictions()
@@ -1260,9 +1232,13 @@ mod tests {
             .collect();
         assert_eq!(planned, vec!["d/p0", "d/p1"]);
         // And a plugin through the registry builds the same thing.
-        assert_eq!(
-            crate::plugins::build(NAME, &Value::Null).unwrap().name(),
-            NAME
+        let built = crate::plugins::REGISTRY
+            .get(NAME)
+            .unwrap()
+            .build(&Value::Null);
+        assert!(
+            matches!(&built, Ok(crate::framework::Built::Strategy(p)) if p.name() == NAME),
+            "{built:?}"
         );
     }
 }

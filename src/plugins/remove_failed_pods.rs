@@ -33,14 +33,20 @@
 //!   pod or container without a reason, so nearly every failed pod.
 
 use crate::framework::{Context, Plugin};
-use crate::labels::{LabelSelectorSpec, Selector};
+use crate::labels::LabelSelectorSpec;
 use crate::plugins::pod_lifetime::{OwnerKinds, PodLifeTime, PodLifeTimeArgs, Wording};
-use crate::plugins::shared::Namespaces;
+use crate::plugins::shared::{selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::snapshot::{NodeId, Phase};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "RemoveFailedPods";
+
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemoveFailedPods::new(args)?))
+    });
 
 /// `minPodLifetimeSeconds` when unset (upstream's `SetDefaults_RemoveFailedPodsArgs`).
 pub const DEFAULT_MIN_POD_LIFETIME_SECONDS: u64 = 3600;
@@ -83,9 +89,7 @@ impl RemoveFailedPodsArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         if let Some(i) = self.reasons.iter().position(|r| r.is_empty()) {
             return Err(ArgsError::new(
                 format!("reasons[{i}]"),
@@ -174,7 +178,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = RemoveFailedPods::new(&args).expect("valid args");
-        crate::framework::run_alone_names(&plugin, snap, evictor, limits, NOW)
+        crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, NOW)
     }
 
     fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
@@ -574,16 +578,7 @@ mod tests {
         let evictor = DefaultEvictor::default();
         let mut state = PlanningState::new(&s, Limits::default());
         assert_eq!(state.requested(0).cpu, 300);
-        let mut cx = Context {
-            fairness: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "default",
-            plugin: plugin.name(),
-            now: NOW,
-            nodes: &nodes,
-        };
-        plugin.run(&mut cx, &nodes);
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, NOW);
         assert_eq!(state.evictions().len(), 1);
         assert_eq!(state.evictions()[0].plugin, NAME);
         assert_eq!(
@@ -638,7 +633,7 @@ mod tests {
             .build()]);
         let plugin =
             RemoveFailedPods::new(&json!({"reasons": ["NodeAffinity"], "exitCodes": [1]})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),
@@ -724,7 +719,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let s = one_node(vec![
             failed("init", "node1")
                 .init_container_status(0, terminated("NodeAffinity"))

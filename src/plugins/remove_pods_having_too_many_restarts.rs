@@ -32,14 +32,20 @@
 //!   gathers every error into one message without paths.
 //! - Restarts are summed in 64 bits; upstream's int32 sum could wrap for absurd counts.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::snapshot::{NodeId, Phase, Pod, PodId};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "RemovePodsHavingTooManyRestarts";
+
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemovePodsHavingTooManyRestarts::new(args)?))
+    });
 
 /// The `states` upstream accepts: a pod phase and a container waiting reason.
 const RUNNING: &str = "Running";
@@ -124,10 +130,8 @@ impl RemovePodsHavingTooManyRestarts {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RemovePodsHavingTooManyRestartsArgs = decode_args(args)?;
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| Selector::compile(s).expect("validated"));
+        let label_selector =
+            selector_arg(args.label_selector.as_ref(), "labelSelector").expect("validated");
         Ok(RemovePodsHavingTooManyRestarts {
             args,
             label_selector,
@@ -222,17 +226,10 @@ impl Plugin for RemovePodsHavingTooManyRestarts {
                     tracing::trace!(pod = %pod.key(), %why, "not evictable");
                     continue;
                 }
-                if let Err(why) = cx.pre_eviction_filter(pod_id) {
-                    tracing::debug!(pod = %pod.key(), %why, "refused by the pre-eviction filter");
-                    continue;
-                }
-                match cx.evict(pod_id, self.reason(pod)) {
-                    Ok(()) => {}
-                    Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                    Err(EvictError::TotalLimit(_)) => return,
-                    Err(e) => {
-                        tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
-                    }
+                match cx.try_evict_checked(pod_id, self.reason(pod)) {
+                    Attempt::SkipNode => continue 'nodes,
+                    Attempt::Stop => return,
+                    Attempt::Planned { .. } | Attempt::SkipPod => {}
                 }
             }
         }
@@ -258,7 +255,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<PlannedEviction> {
         let plugin = RemovePodsHavingTooManyRestarts::new(args).expect("valid args");
-        crate::framework::run_alone(&plugin, snap, evictor, limits, 0)
+        crate::framework::testing::run_alone(&plugin, snap, evictor, limits, 0)
     }
 
     fn names(plan: &[PlannedEviction], snap: &ClusterSnapshot) -> Vec<String> {
@@ -1120,7 +1117,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let s = snapshot(
             vec![tnode("n1").build()],
             vec![
@@ -1159,7 +1156,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let e = Pipeline::build(&bad, "p.yaml").unwrap_err();
+        let e = Pipeline::build(&bad, "p.yaml", &crate::plugins::REGISTRY).unwrap_err();
         let shown = e.to_string();
         assert!(shown.contains("states[1]"), "{shown}");
     }

@@ -36,9 +36,9 @@
 //!   namespace/name order, and pods with the prefer-no-eviction annotation go last, as the
 //!   framework's eviction order has it.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, ArgsError};
 use crate::sim;
 use crate::snapshot::{ClusterSnapshot, NodeId, Pod, PodAffinityTerm, PodId};
@@ -46,6 +46,14 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "RemovePodsViolatingInterPodAntiAffinity";
+
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemovePodsViolatingInterPodAntiAffinity::new(
+            args,
+        )?))
+    });
 
 /// `RemovePodsViolatingInterPodAntiAffinityArgs`. No args at all means no restriction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -65,9 +73,7 @@ impl RemovePodsViolatingInterPodAntiAffinityArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         Ok(())
     }
 }
@@ -83,13 +89,7 @@ impl RemovePodsViolatingInterPodAntiAffinity {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RemovePodsViolatingInterPodAntiAffinityArgs = decode_args(args)?;
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         Ok(RemovePodsViolatingInterPodAntiAffinity {
             args,
             label_selector,
@@ -272,17 +272,10 @@ impl Plugin for RemovePodsViolatingInterPodAntiAffinity {
                     tracing::debug!(pod = %pod.key(), reason = %why, "pod is not evictable");
                     continue;
                 }
-                if let Err(why) = cx.pre_eviction_filter(p) {
-                    tracing::debug!(pod = %pod.key(), reason = %why, "pod fails the pre-eviction filter");
-                    continue;
-                }
-                match cx.evict(p, reason) {
-                    Ok(()) => {}
-                    Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                    Err(EvictError::TotalLimit(_)) => return,
-                    Err(e) => {
-                        tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
-                    }
+                match cx.try_evict_checked(p, reason) {
+                    Attempt::SkipNode => continue 'nodes,
+                    Attempt::Stop => return,
+                    Attempt::Planned { .. } | Attempt::SkipPod => {}
                 }
             }
         }
@@ -292,7 +285,8 @@ impl Plugin for RemovePodsViolatingInterPodAntiAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::{run_alone, Limits, PlanningState};
+    use crate::framework::testing::run_alone;
+    use crate::framework::{Limits, PlanningState};
     use crate::plugins::default_evictor::DefaultEvictor;
     use crate::snapshot::builders::{
         affinity_term, namespace, node, pdb, pod, snapshot, PodBuilder, T0,
@@ -340,16 +334,7 @@ mod tests {
                 let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
                 state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
             }
-            let mut cx = Context {
-                fairness: None,
-                state: &mut state,
-                evictor: &evictor,
-                profile: "default",
-                plugin: NAME,
-                now: T0 + 3600,
-                nodes: &nodes,
-            };
-            plugin.run(&mut cx, &nodes);
+            crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
             state
                 .into_parts()
                 .0
@@ -979,6 +964,6 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(ok.args.namespaces.unwrap().exclude, ["kube-system"]);
-        assert!(crate::plugins::build(NAME, &Value::Null).is_ok());
+        assert!(SPEC.build(&Value::Null).is_ok());
     }
 }

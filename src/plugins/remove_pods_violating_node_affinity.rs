@@ -36,15 +36,21 @@
 //!   then namespace/name); upstream takes them in informer order. This only matters when a
 //!   limit stops the node early.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::sim;
 use crate::snapshot::{NodeId, Pod, PodId};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
+
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemovePodsViolatingNodeAffinity::new(args)?))
+    });
 
 pub const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 pub const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
@@ -85,9 +91,7 @@ impl RemovePodsViolatingNodeAffinityArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         Ok(())
     }
 }
@@ -111,13 +115,7 @@ impl RemovePodsViolatingNodeAffinity {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RemovePodsViolatingNodeAffinityArgs = decode_args(args)?;
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         let mut types = Vec::new();
         for t in &args.node_affinity_type {
             let t = if t == REQUIRED {
@@ -172,7 +170,7 @@ impl RemovePodsViolatingNodeAffinity {
                     return None;
                 }
                 self.evictable(cx, id)?;
-                let Some(&to) = cx.nodes.iter().find(|&&n| fits(n)) else {
+                let Some(&to) = cx.nodes().iter().find(|&&n| fits(n)) else {
                     tracing::debug!(pod = %pod.key(), node = %here.name, "pod violates its required node affinity but fits no other node");
                     return None;
                 };
@@ -196,7 +194,7 @@ impl RemovePodsViolatingNodeAffinity {
                 self.evictable(cx, id)?;
                 // The best node it fits; the first one in node order among equals.
                 let mut best: Option<(i64, NodeId)> = None;
-                for &n in cx.nodes {
+                for &n in cx.nodes() {
                     let score = sim::preferred_node_affinity_score(pod, snap.node(n));
                     if score > best.map_or(current, |b| b.0) && fits(n) {
                         best = Some((score, n));
@@ -251,18 +249,10 @@ impl Plugin for RemovePodsViolatingNodeAffinity {
                     let Some(reason) = self.violation(cx, t, p, node) else {
                         continue;
                     };
-                    let pod = snap.pod(p);
-                    if let Err(why) = cx.pre_eviction_filter(p) {
-                        tracing::debug!(pod = %pod.key(), reason = %why, "pod fails the pre-eviction filter");
-                        continue;
-                    }
-                    match cx.evict(p, reason) {
-                        Ok(()) => {}
-                        Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                        Err(EvictError::TotalLimit(_)) => return,
-                        Err(e) => {
-                            tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
-                        }
+                    match cx.try_evict_checked(p, reason) {
+                        Attempt::SkipNode => continue 'nodes,
+                        Attempt::Stop => return,
+                        Attempt::Planned { .. } | Attempt::SkipPod => {}
                     }
                 }
             }
@@ -273,7 +263,8 @@ impl Plugin for RemovePodsViolatingNodeAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::{run_alone, Limits, PlanningState};
+    use crate::framework::testing::run_alone;
+    use crate::framework::{Limits, PlanningState};
     use crate::plugins::default_evictor::DefaultEvictor;
     use crate::snapshot::builders::{node, node_term, pdb, pod, snapshot, PodBuilder, T0};
     use crate::snapshot::{ClusterSnapshot, Node, Phase, SnapshotParts, TaintEffect};
@@ -349,16 +340,7 @@ mod tests {
                 let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
                 state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
             }
-            let mut cx = Context {
-                fairness: None,
-                state: &mut state,
-                evictor: &evictor,
-                profile: "default",
-                plugin: NAME,
-                now: T0 + 3600,
-                nodes: &nodes,
-            };
-            plugin.run(&mut cx, &nodes);
+            crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
             state
                 .into_parts()
                 .0
@@ -1060,7 +1042,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(ok.types, [AffinityType::Preferred, AffinityType::Required]);
-        assert!(crate::plugins::build(NAME, &required()).is_ok());
-        assert!(crate::plugins::build(NAME, &Value::Null).is_err());
+        assert!(SPEC.build(&required()).is_ok());
+        assert!(SPEC.build(&Value::Null).is_err());
     }
 }

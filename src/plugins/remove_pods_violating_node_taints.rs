@@ -32,9 +32,9 @@
 //! - `cordon` (newer upstream: cordon a node before evicting from it) is refused: this
 //!   descheduler never writes to nodes.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, null_as_default, ArgsError};
 use crate::sim;
 use crate::snapshot::{NodeId, PodId, Taint, TaintEffect};
@@ -42,6 +42,12 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 pub const NAME: &str = "RemovePodsViolatingNodeTaints";
+
+/// The registry entry: a `deschedule` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::deschedule(NAME, |args| {
+        Ok(Box::new(RemovePodsViolatingNodeTaints::new(args)?))
+    });
 
 /// `RemovePodsViolatingNodeTaintsArgs`. No args at all: every pod not tolerating a
 /// `NoSchedule` taint of its node.
@@ -73,9 +79,7 @@ impl RemovePodsViolatingNodeTaintsArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         let included = self.included_taints.as_deref().unwrap_or_default();
         if !self.excluded_taints.is_empty() && !included.is_empty() {
             return Err(ArgsError::new(
@@ -193,10 +197,8 @@ impl RemovePodsViolatingNodeTaints {
     pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RemovePodsViolatingNodeTaintsArgs = decode_args(args)?;
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| Selector::compile(s).expect("validated"));
+        let label_selector =
+            selector_arg(args.label_selector.as_ref(), "labelSelector").expect("validated");
         Ok(RemovePodsViolatingNodeTaints {
             args,
             label_selector,
@@ -268,23 +270,16 @@ impl Plugin for RemovePodsViolatingNodeTaints {
                     tracing::trace!(pod = %pod.key(), %why, "not evictable");
                     continue;
                 }
-                if let Err(why) = cx.pre_eviction_filter(pod_id) {
-                    tracing::debug!(pod = %pod.key(), %why, "refused by the pre-eviction filter");
-                    continue;
-                }
                 let taint = untolerated(cx, pod_id, &taints).expect("violating pod");
                 let reason = format!(
                     "pod does not tolerate taint {} of node {}",
                     ShowTaint(taint),
                     node.name
                 );
-                match cx.evict(pod_id, reason) {
-                    Ok(()) => {}
-                    Err(EvictError::NodeLimit(_)) => continue 'nodes,
-                    Err(EvictError::TotalLimit(_)) => return,
-                    Err(e) => {
-                        tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned")
-                    }
+                match cx.try_evict_checked(pod_id, reason) {
+                    Attempt::SkipNode => continue 'nodes,
+                    Attempt::Stop => return,
+                    Attempt::Planned { .. } | Attempt::SkipPod => {}
                 }
             }
         }
@@ -309,7 +304,7 @@ mod tests {
         limits: Limits,
     ) -> Vec<String> {
         let plugin = RemovePodsViolatingNodeTaints::new(&args).expect("valid args");
-        crate::framework::run_alone_names(&plugin, snap, evictor, limits, 0)
+        crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, 0)
     }
 
     fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
@@ -661,7 +656,7 @@ mod tests {
         let n = tnode("n1").taint("dedicated", "gpu", NoSchedule).build();
         let s = snapshot(vec![n], vec![tpod("x", "n1").build()]);
         let plugin = RemovePodsViolatingNodeTaints::new(&json!({})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),
@@ -680,7 +675,7 @@ mod tests {
         let s = snapshot(vec![n], vec![tpod("x", "n1").build()]);
         let plugin =
             RemovePodsViolatingNodeTaints::new(&json!({"includePreferNoSchedule": true})).unwrap();
-        let plan = crate::framework::run_alone(
+        let plan = crate::framework::testing::run_alone(
             &plugin,
             &s,
             &DefaultEvictor::default(),
@@ -757,7 +752,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let s = snapshot(
             vec![
                 tnode("n1")

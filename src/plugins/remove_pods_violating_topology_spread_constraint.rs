@@ -47,9 +47,9 @@
 //! - `includeSoftConstraints` (v1alpha1 only; gone from v1alpha2) is an error that names its
 //!   replacement, `constraints: [DoNotSchedule, ScheduleAnyway]`.
 
-use crate::framework::{Context, EvictError, Plugin};
+use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Labels, Selector};
-use crate::plugins::shared::{namespace_allowed, Namespaces};
+use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
 use crate::policy::{decode_args, ArgsError};
 use crate::sim;
 use crate::snapshot::{
@@ -65,6 +65,14 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
+
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| {
+        Ok(Box::new(RemovePodsViolatingTopologySpreadConstraint::new(
+            args,
+        )?))
+    });
 
 pub const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 pub const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
@@ -112,9 +120,7 @@ impl RemovePodsViolatingTopologySpreadConstraintArgs {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
-        if let Some(s) = &self.label_selector {
-            Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))?;
-        }
+        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
         for (i, c) in self.constraints.iter().flatten().enumerate() {
             if c != DO_NOT_SCHEDULE && c != SCHEDULE_ANYWAY {
                 return Err(ArgsError::new(
@@ -142,13 +148,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         let args: RemovePodsViolatingTopologySpreadConstraintArgs = decode_args(args)?;
         let args = args.with_defaults();
         args.validate()?;
-        let label_selector = args
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                Selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e.to_string()))
-            })
-            .transpose()?;
+        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         let listed = |v: &str| args.constraints.iter().flatten().any(|c| c == v);
         Ok(RemovePodsViolatingTopologySpreadConstraint {
             label_selector,
@@ -715,17 +715,12 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 tracing::debug!(pod = %pod.key(), reason = %why, "pod is not evictable");
                 continue;
             }
-            if let Err(why) = cx.pre_eviction_filter(p) {
-                tracing::debug!(pod = %pod.key(), reason = %why, "pod fails the pre-eviction filter");
-                continue;
-            }
-            match cx.evict(p, reason) {
-                Ok(()) => {}
-                Err(EvictError::NodeLimit(_)) => {
+            match cx.try_evict_checked(p, reason) {
+                Attempt::SkipNode => {
                     node_full.insert(node);
                 }
-                Err(EvictError::TotalLimit(_)) => return,
-                Err(e) => tracing::debug!(pod = %pod.key(), error = %e, "eviction not planned"),
+                Attempt::Stop => return,
+                Attempt::Planned { .. } | Attempt::SkipPod => {}
             }
         }
     }
@@ -792,16 +787,7 @@ mod tests {
             let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
             state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
         }
-        let mut cx = Context {
-            fairness: None,
-            state: &mut state,
-            evictor: &evictor,
-            profile: "p",
-            plugin: NAME,
-            now: T0 + 3600,
-            nodes: &nodes,
-        };
-        plugin.run(&mut cx, &nodes);
+        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
         let ev: Vec<_> = state
             .evictions()
             .iter()
@@ -1660,7 +1646,7 @@ profiles:
 "#,
         )
         .unwrap();
-        let pipeline = Pipeline::build(&policy, "p.yaml").unwrap();
+        let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
         let snap = snapshot(
             vec![zone_node("a1", "a"), zone_node("b1", "b")],
             spread_pods(&["a1"], &[4], 1),

@@ -1,6 +1,7 @@
 //! Arg shapes several upstream plugins share: `namespaces` (include/exclude) and
 //! `priorityThreshold` (value or name).
 
+use crate::labels::{LabelSelectorSpec, Selector};
 use crate::policy::ArgsError;
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,16 @@ impl PriorityThreshold {
     pub fn is_set(&self) -> bool {
         self.value.is_some() || self.name.as_deref().is_some_and(|n| !n.is_empty())
     }
+}
+
+/// Compiles an optional label selector arg (`labelSelector`, say); an error names the field
+/// `path`.
+pub fn selector_arg(
+    spec: Option<&LabelSelectorSpec>,
+    path: &str,
+) -> Result<Option<Selector>, ArgsError> {
+    spec.map(|s| Selector::compile(s).map_err(|e| ArgsError::new(path, e.to_string())))
+        .transpose()
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod duration;
 
 pub use duration::{parse_duration, parse_go_duration};
 
+use crate::plugins::REGISTRY;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -304,29 +305,6 @@ pub struct Policy {
     pub metrics_providers: Vec<MetricsProvider>,
 }
 
-/// The sort plugin beyond upstream: Dominant Resource Fairness between tenants.
-pub const DOMINANT_RESOURCE_FAIRNESS: &str = "DominantResourceFairness";
-
-/// Plugins whose args all have defaults, so that enabling one needs no pluginConfig entry.
-const CONFIG_OPTIONAL: &[&str] = &[DOMINANT_RESOURCE_FAIRNESS];
-
-/// Every known plugin name with the extension points it implements: upstream's plugins, and
-/// the `sort` plugin DominantResourceFairness (upstream declares `sort` but runs nothing there).
-pub const UPSTREAM_PLUGINS: &[(&str, &[&str])] = &[
-    (DEFAULT_EVICTOR, &["filter", "preevictionfilter"]),
-    ("LowNodeUtilization", &["balance"]),
-    ("HighNodeUtilization", &["balance"]),
-    ("RemoveDuplicates", &["balance"]),
-    ("RemovePodsViolatingTopologySpreadConstraint", &["balance"]),
-    ("RemovePodsViolatingInterPodAntiAffinity", &["deschedule"]),
-    ("RemovePodsViolatingNodeAffinity", &["deschedule"]),
-    ("RemovePodsViolatingNodeTaints", &["deschedule"]),
-    ("RemovePodsHavingTooManyRestarts", &["deschedule"]),
-    ("PodLifeTime", &["deschedule"]),
-    ("RemoveFailedPods", &["deschedule"]),
-    (DOMINANT_RESOURCE_FAIRNESS, &["sort"]),
-];
-
 impl Policy {
     /// Reads, decodes, defaults and validates a policy file.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
@@ -519,12 +497,9 @@ impl Policy {
                 for (ei, name) in set.enabled.iter().enumerate() {
                     let path = at(&format!(".plugins.{point}.enabled[{ei}]"));
                     check_plugin_name(name).map_err(|m| err(path.clone(), m))?;
-                    let points = UPSTREAM_PLUGINS
-                        .iter()
-                        .find(|(n, _)| n == name)
-                        .map(|(_, pts)| *pts)
-                        .unwrap_or(&[]);
-                    if !points.contains(&point) {
+                    let spec = REGISTRY.get(name).expect("check_plugin_name found it");
+                    if !spec.points.iter().any(|p| p.as_str() == point) {
+                        let points: Vec<&str> = spec.points.iter().map(|p| p.as_str()).collect();
                         return Err(err(
                             path,
                             format!(
@@ -539,8 +514,7 @@ impl Policy {
                             format!("only one sort plugin orders a profile's evictions; remove {name:?} or {:?}", set.enabled[0]),
                         ));
                     }
-                    if p.plugin_config(name).is_none() && !CONFIG_OPTIONAL.contains(&name.as_str())
-                    {
+                    if p.plugin_config(name).is_none() && !spec.args_optional {
                         return Err(err(
                             path,
                             format!("plugin {name:?} is enabled but has no pluginConfig entry; add one under profiles[{pi}].pluginConfig with name: {name}"),
@@ -678,11 +652,12 @@ impl Policy {
     }
 }
 
+/// Known plugins are those of the plugin registry.
 fn check_plugin_name(name: &str) -> Result<(), String> {
-    if UPSTREAM_PLUGINS.iter().any(|(n, _)| *n == name) {
+    if REGISTRY.get(name).is_some() {
         return Ok(());
     }
-    let known: Vec<&str> = UPSTREAM_PLUGINS.iter().map(|(n, _)| *n).collect();
+    let known: Vec<&str> = REGISTRY.iter().map(|p| p.name).collect();
     Err(format!(
         "unknown plugin {name:?}; known plugins: {}",
         known.join(", ")
@@ -846,7 +821,7 @@ profiles:
         let p = with_sort("DominantResourceFairness").unwrap();
         assert_eq!(
             p.profiles[0].plugins.sort.effective(),
-            vec![DOMINANT_RESOURCE_FAIRNESS]
+            vec!["DominantResourceFairness"]
         );
         let e = with_sort("Fairest").unwrap_err();
         assert_eq!(e.path, "profiles[0].plugins.sort.enabled[0]");

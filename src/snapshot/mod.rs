@@ -7,12 +7,16 @@
 //! Nothing here talks to the network: snapshots come from a file ([`decode`]) or, in live
 //! mode, from a cluster source that fills the same model.
 
+/// Test builders for nodes, pods and snapshots (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
 pub mod builders;
 pub mod decode;
 mod pods;
 mod resources;
 pub(crate) mod shapes;
 pub mod store;
+/// Synthetic clusters for benchmarks and tests (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
 pub mod synthetic;
 pub mod usage;
 

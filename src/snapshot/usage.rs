@@ -11,7 +11,7 @@
 //! - Prometheus instant queries: one number per node (mapped by a label) or per pod (mapped by
 //!   the `namespace` and `pod` labels), with the sample's timestamp, kept per query text.
 
-use super::{ClusterSnapshot, NodeId, PodId};
+use super::{ClusterSnapshot, Node, NodeId, PodId};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -360,6 +360,21 @@ pub fn parse_metrics_list(
         }
     }
     Ok(out)
+}
+
+/// Upstream's threshold key for the Prometheus query's ratio.
+pub const METRIC_RESOURCE: &str = "MetricResource";
+/// The `MetricResource` "capacity": ratios are kept in millionths.
+pub const METRIC_RESOURCE_SCALE: i64 = 1_000_000;
+
+/// A node's capacity for a threshold's resource: allocatable, or the scale of the
+/// Prometheus `MetricResource` ratio.
+pub fn capacity(node: &Node, resource: &str) -> i64 {
+    if resource == METRIC_RESOURCE {
+        METRIC_RESOURCE_SCALE
+    } else {
+        node.allocatable.get(resource)
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! `gangPolicy: WholeGang`: a running member goes only with its whole gang, all or nothing.
 
-use super::*;
+use crate::framework::*;
+use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, PodBuilder};
+use crate::snapshot::ClusterSnapshot;
 use crate::snapshot::{Phase, SnapshotParts, TaintEffect};
 use serde_json::json;
 
@@ -50,15 +52,7 @@ fn evict(
     let nodes = snap.ready_nodes(&Default::default());
     let mut state = PlanningState::new(snap, limits);
     prepare(&mut state);
-    let mut cx = Context {
-        state: &mut state,
-        evictor,
-        profile: "p",
-        plugin: "T",
-        now: NOW,
-        nodes: &nodes,
-        fairness: None,
-    };
+    let mut cx = Context::new(&mut state, evictor, "p", "T", NOW, &nodes, None);
     let id = snap.pod_id("ml", pod).unwrap();
     let r = cx.evict(id, "chosen");
     (r, state.evictions().to_vec())

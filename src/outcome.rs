@@ -1,10 +1,6 @@
-//! Executors act on a plan. The dry-run executor reports the plan and changes nothing; the
-//! live executor (`crate::live::executor`) attempts the same plan through the Eviction API,
-//! so what dry-run prints is what a real run would attempt.
-
-use crate::plan::EvictionPlan;
-use crate::report::Report;
-use crate::snapshot::ClusterSnapshot;
+//! What became of each planned eviction. A dry run reports the plan ([`crate::report`]) and
+//! changes nothing; the live executor (`crate::live::executor`) attempts the same plan through
+//! the Eviction API, so what dry-run prints is what a real run would attempt.
 
 /// What happened to one planned eviction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,20 +52,4 @@ impl Outcome {
             _ => "error",
         }
     }
-}
-
-/// The dry-run executor: the report of the plan; nothing is changed.
-pub fn dry_run(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
-    Report::new(snap, plan)
-}
-
-/// The dry-run executor writing its report to `out` in `format`, as `dry_run(..).write_to`
-/// would (without holding a large plan's rows: see [`crate::report::write_plan`]).
-pub fn write_dry_run(
-    snap: &ClusterSnapshot,
-    plan: &EvictionPlan,
-    format: crate::report::Format,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    crate::report::write_plan(snap, plan, format, out)
 }

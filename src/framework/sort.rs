@@ -1,0 +1,61 @@
+//! The `sort` extension point: the order in which a profile's plugins take their eviction
+//! candidates. Without a sort plugin the order is upstream's ([`sort_by_eviction_order`]); a
+//! sort plugin ([`SortPlugin`]) starts one [`CandidateOrder`] per plan, which every ordering
+//! call of the profiles that share it consults.
+
+use super::PlanningState;
+use crate::snapshot::{ClusterSnapshot, PodId};
+
+/// A profile's `sort` plugin.
+pub trait SortPlugin: Send + Sync + std::fmt::Debug {
+    /// Profiles whose sort plugins give the same key share one [`CandidateOrder`] in a plan.
+    fn share_key(&self) -> String;
+    /// The order of one plan over `snap` (computed once, then kept current by the plan's
+    /// evictions).
+    fn start<'s>(&self, snap: &'s ClusterSnapshot) -> Box<dyn CandidateOrder + 's>;
+}
+
+/// One plan's ordering of candidates, kept current as evictions are planned.
+pub trait CandidateOrder: Send + Sync + std::fmt::Debug {
+    /// Sorts candidates, most evictable first, as the plan so far leaves the cluster.
+    fn sort(&self, state: &PlanningState<'_>, pods: &mut [PodId]);
+    /// Removes and returns the most evictable candidate now.
+    fn take_next(&self, state: &PlanningState<'_>, pods: &mut Vec<PodId>) -> Option<PodId>;
+    /// What the plan reports of the order: each tenant's share before and after.
+    fn summary(&self, state: &PlanningState<'_>) -> Vec<TenantShare>;
+}
+
+/// One tenant's dominant share before and after the plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantShare {
+    pub tenant: String,
+    /// The label that defines tenants; None: tenants are namespaces.
+    pub tenant_label: Option<String>,
+    /// Dominant share before the plan, as a fraction.
+    pub before: f64,
+    /// The resource of `before` (None: the tenant requests nothing).
+    pub before_resource: Option<String>,
+    pub after: f64,
+    pub after_resource: Option<String>,
+}
+
+/// Upstream's order of two pods: see [`sort_by_eviction_order`].
+pub fn upstream_cmp(snap: &ClusterSnapshot, a: PodId, b: PodId) -> std::cmp::Ordering {
+    let key = |p: &crate::snapshot::Pod| {
+        (
+            p.priority.map(i64::from).unwrap_or(i64::MIN),
+            p.qos,
+            p.has_prefer_no_eviction_annotation,
+        )
+    };
+    key(snap.pod(a))
+        .cmp(&key(snap.pod(b)))
+        .then_with(|| a.cmp(&b))
+}
+
+/// Upstream's order, without a sort plugin: lowest priority first (no priority is lowest),
+/// then QoS (BestEffort, Burstable, Guaranteed), pods preferring no eviction last; ties broken
+/// by namespace/name so the order never depends on input order.
+pub fn sort_by_eviction_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
+    pods.sort_by(|&a, &b| upstream_cmp(snap, a, b));
+}
