@@ -22,7 +22,12 @@ fn pipelines() -> Vec<(String, Pipeline)> {
         .filter_map(|e| Some(e.ok()?.path().file_stem()?.to_str()?.to_string()))
         .collect();
     names.sort();
-    let load = |name: &String| Pipeline::load(&root().join(format!("policies/{name}.yaml")));
+    let load = |name: &String| {
+        Pipeline::load(
+            &root().join(format!("policies/{name}.yaml")),
+            &descheduler::plugins::REGISTRY,
+        )
+    };
     names
         .iter()
         .map(|name| (name.clone(), load(name).unwrap_or_else(|e| panic!("{e}"))))
@@ -276,7 +281,11 @@ fn a_list_without_its_kind_or_with_another_kind_is_refused() {
 #[test]
 fn every_report_says_what_was_read() {
     let snap = decode::load_file(&root().join("examples/cluster-hotspot.yaml")).unwrap();
-    let pipeline = Pipeline::load(Path::new(&root().join("policies/combined.yaml"))).unwrap();
+    let pipeline = Pipeline::load(
+        Path::new(&root().join("policies/combined.yaml")),
+        &descheduler::plugins::REGISTRY,
+    )
+    .unwrap();
     let plan = plan(&pipeline, &snap, NOW).unwrap();
     let report = Report::new(&snap, &plan);
     let read = report.read.unwrap();

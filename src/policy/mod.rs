@@ -710,7 +710,8 @@ profiles:
     fn plugin_args_given_as_a_list_are_refused() {
         // serde reads a list into a struct's fields by position.
         let args = serde_json::json!([["ReplicaSet"], {"exclude": ["kube-system"]}]);
-        let Err(e) = crate::plugins::build("RemoveDuplicates", &args) else {
+        let spec = crate::plugins::REGISTRY.get("RemoveDuplicates").unwrap();
+        let Err(e) = spec.build(&args) else {
             panic!("args given as a list were read");
         };
         let e = e.to_string();
@@ -718,7 +719,7 @@ profiles:
             e.contains("expected a mapping") && e.contains("a list"),
             "{e}"
         );
-        assert!(crate::plugins::build("RemoveDuplicates", &serde_json::json!(5)).is_err());
+        assert!(spec.build(&serde_json::json!(5)).is_err());
     }
 
     #[test]

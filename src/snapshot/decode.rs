@@ -3214,6 +3214,7 @@ items:
         let pipeline = crate::framework::Pipeline::build(
             &crate::policy::Policy::from_yaml("combined.yaml", &policies[0]).unwrap(),
             "combined.yaml",
+            &crate::plugins::REGISTRY,
         )
         .unwrap();
         for text in &policies {
@@ -3222,7 +3223,11 @@ items:
                     continue;
                 };
                 if let Ok(policy) = crate::policy::Policy::from_yaml("p.yaml", &text) {
-                    let _ = crate::framework::Pipeline::build(&policy, "p.yaml");
+                    let _ = crate::framework::Pipeline::build(
+                        &policy,
+                        "p.yaml",
+                        &crate::plugins::REGISTRY,
+                    );
                 }
             }
         }
