@@ -220,15 +220,6 @@ async fn descheduled(client: &kube::Client, ns: &str) -> Vec<String> {
         .collect()
 }
 
-async fn lease_holder(client: &kube::Client, ns: &str, name: &str) -> Option<String> {
-    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await
-        .ok()
-        .flatten()
-        .and_then(|l| l.spec?.holder_identity)
-}
-
 #[tokio::test]
 async fn leader_killed_mid_evictions_hands_over_without_evicting_a_pod_twice() {
     let cluster = Cluster::start(Components::all());

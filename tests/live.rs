@@ -15,7 +15,6 @@ use descheduler::live::executor::ExecutorConfig;
 use descheduler::live::source::list_snapshot;
 use descheduler::outcome::Outcome;
 use descheduler::policy::Policy;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -791,15 +790,6 @@ async fn metrics_can_require_an_authorized_token() {
         .unwrap();
     assert!(body.contains("descheduler_build_info"), "{body}");
     assert_eq!(p.terminate().await, Some(0));
-}
-
-async fn lease_holder(client: &kube::Client, ns: &str, name: &str) -> Option<String> {
-    Api::<Lease>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await
-        .ok()
-        .flatten()
-        .and_then(|l| l.spec.and_then(|s| s.holder_identity))
 }
 
 #[tokio::test]

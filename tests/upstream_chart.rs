@@ -162,17 +162,9 @@ async fn run_deployment(
         p.stderr()
     );
     if let Some((client, lease)) = lease {
-        let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-            Api::namespaced(client.clone(), "kube-system");
         assert!(
             wait_until(TIMEOUT, || async {
-                leases
-                    .get_opt(lease)
-                    .await
-                    .ok()
-                    .flatten()
-                    .and_then(|l| l.spec?.holder_identity)
-                    .is_some()
+                lease_holder(client, "kube-system", lease).await.is_some()
             })
             .await,
             "the Lease {lease} is held: {}",

@@ -841,6 +841,16 @@ impl Drop for Cluster {
     }
 }
 
+/// The holder of Lease `namespace/name`, if it exists and is held.
+pub async fn lease_holder(client: &Client, namespace: &str, name: &str) -> Option<String> {
+    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+}
+
 /// The kubectl binary of the control plane.
 pub fn kubectl() -> PathBuf {
     bin_dir().join("kubectl")
