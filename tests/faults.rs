@@ -1,7 +1,7 @@
 //! Faults of the control plane, on a real one of its own per test: the API server killed in
-//! the middle of a cycle's evictions and started again, etcd hung for 20 s under a
-//! continuous run, and the leader SIGKILLed between two evictions while another replica
-//! waits. Nothing is evicted twice, a cycle that cannot go on stops instead of
+//! the middle of a cycle's evictions and started again, etcd hung for 20 s and the API server
+//! restarted under a continuous run, and the leader SIGKILLed between two evictions while
+//! another replica waits. Nothing is evicted twice, a cycle that cannot go on stops instead of
 //! re-planning once per remaining pod, and the process recovers (or exits non-zero, for the
 //! Job's controller to retry).
 
@@ -151,8 +151,28 @@ async fn api_server_killed_mid_evictions_stops_the_cycle_and_nothing_is_evicted_
     );
 }
 
+/// What happens to the control plane under a continuous run.
+enum Fault {
+    /// etcd stopped (SIGSTOP) for 20 s: the API server's requests to it hang.
+    EtcdHung,
+    /// kube-apiserver killed (SIGKILL), down for 5 s, then started again: every watch and
+    /// connection breaks.
+    ApiServerRestarted,
+}
+
 #[tokio::test]
 async fn etcd_hung_for_20_seconds_under_a_continuous_run_is_survived() {
+    continuous_run_survives(Fault::EtcdHung).await;
+}
+
+#[tokio::test]
+async fn api_server_restarted_under_a_continuous_run_is_survived() {
+    continuous_run_survives(Fault::ApiServerRestarted).await;
+}
+
+/// A continuous dry run plans the six duplicates, the fault comes, and afterwards a change
+/// to the cluster reaches a later cycle's plan: the process recovered without a restart.
+async fn continuous_run_survives(fault: Fault) {
     let cluster = Cluster::start(Components::all());
     let client = cluster.client();
     let ns = stacked(&client).await;
@@ -183,9 +203,18 @@ async fn etcd_hung_for_20_seconds_under_a_continuous_run_is_survived() {
         "six duplicates planned: {}",
         p.stderr()
     );
-    cluster.pause("etcd");
-    tokio::time::sleep(Duration::from_secs(20)).await;
-    cluster.resume("etcd");
+    match fault {
+        Fault::EtcdHung => {
+            cluster.pause("etcd");
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            cluster.resume("etcd");
+        }
+        Fault::ApiServerRestarted => {
+            cluster.kill("kube-apiserver");
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            cluster.restart("kube-apiserver").await;
+        }
+    }
     // Back: a change made now reaches a later cycle's plan (the ReplicaSet deleted, its
     // pods go, nothing is left to spread).
     let seen = reports(&p).len();
@@ -200,7 +229,7 @@ async fn etcd_hung_for_20_seconds_under_a_continuous_run_is_survived() {
                 .is_some_and(|fresh| fresh.iter().any(|r| planned(r) == 0))
         })
         .await,
-        "cycles go on after etcd came back, and see what changed: {}",
+        "cycles go on after the control plane came back, and see what changed: {}",
         p.stderr()
     );
     assert!(p.exited().is_none(), "{}", p.stderr());
