@@ -209,7 +209,7 @@ pub fn redact_url(url: &str) -> String {
     url.to_string()
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrometheusProvider {
     #[serde(default)]
@@ -234,6 +234,20 @@ pub struct PrometheusProvider {
 pub const DEFAULT_PROMETHEUS_NODE_LABEL: &str = "instance";
 /// Default timeout of one Prometheus query, seconds.
 pub const DEFAULT_PROMETHEUS_TIMEOUT_SECONDS: i64 = 10;
+
+/// Written with the URL's credentials redacted, so that no debug print shows them.
+impl std::fmt::Debug for PrometheusProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrometheusProvider")
+            .field("url", &redact_url(&self.url))
+            .field("auth_token", &self.auth_token)
+            .field("node_label", &self.node_label)
+            .field("ca_file", &self.ca_file)
+            .field("insecure_skip_verify", &self.insecure_skip_verify)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
 
 impl PrometheusProvider {
     pub fn node_label(&self) -> &str {
@@ -704,6 +718,23 @@ profiles:
         .unwrap_err();
         let e = e.to_string();
         assert!(e.contains("found a list") && !e.contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn a_debug_print_of_a_prometheus_provider_hides_the_url_credentials() {
+        let p = PrometheusProvider {
+            url: "http://scraper:s3cret@prometheus:9090/".into(),
+            auth_token: None,
+            node_label: None,
+            ca_file: None,
+            insecure_skip_verify: false,
+            timeout: None,
+        };
+        let shown = format!("{p:?}");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("***@prometheus:9090"),
+            "{shown}"
+        );
     }
 
     #[test]
