@@ -328,8 +328,12 @@ impl ReadError {
     fn transient(&self) -> bool {
         match self {
             ReadError::Api(kube::Error::Api(s)) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
-            ReadError::Api(_) => true,
-            ReadError::Decode(_) => false,
+            // The connection: refused, reset, cut while reading.
+            ReadError::Api(
+                kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_),
+            ) => true,
+            // Credentials, configuration, requests that cannot be built: no use asking again.
+            ReadError::Api(_) | ReadError::Decode(_) => false,
         }
     }
 }
