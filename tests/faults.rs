@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
-use support::process::{run_bin, Descheduler, Run};
+use support::process::{leader_elected, run_bin, Descheduler, Run};
 use support::*;
 
 const DUPLICATES: &str = "apiVersion: descheduler/v1alpha2
@@ -258,31 +258,15 @@ async fn leader_killed_mid_evictions_hands_over_without_evicting_a_pod_twice() {
     let dir = tempfile::tempdir().unwrap();
     let policy = write_policy(dir.path(), DUPLICATES);
     let lease = unique("lease");
-    let args = |id: &str| -> Vec<String> {
-        [
-            "--policy-config-file",
-            policy.to_str().unwrap(),
-            "--kubeconfig",
-            cluster.kubeconfig().to_str().unwrap(),
-            "--descheduling-interval=2s",
-            "--leader-elect=true",
-            "--leader-elect-resource-namespace",
-            &ns,
-            "--leader-elect-resource-name",
-            &lease,
-            "--leader-elect-identity",
+    let args = |id: &str| {
+        leader_elected(
+            &policy,
+            cluster.kubeconfig(),
+            "2s",
+            (&ns, &lease),
             id,
-            "--leader-elect-lease-duration=3s",
-            "--leader-elect-renew-deadline=2s",
-            "--leader-elect-retry-period=500ms",
-            "--eviction-qps=0.5",
-            "--eviction-burst=1",
-            "-o",
-            "json",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+            &["--eviction-qps=0.5", "--eviction-burst=1"],
+        )
     };
     let spawn = |id: &str| {
         let a = args(id);

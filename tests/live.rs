@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use support::executor::{executor, executor_on};
-use support::process::{run_bin, Descheduler, Run};
+use support::process::{leader_elected, run_bin, Descheduler, Run};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -802,34 +802,8 @@ async fn only_the_leader_evicts_and_another_takes_over() {
     let dir = tempfile::tempdir().unwrap();
     let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
     let lease = unique("lease");
-    let args = |id: &'static str| -> Vec<String> {
-        [
-            "--policy-config-file",
-            policy.to_str().unwrap(),
-            "--kubeconfig",
-            cluster.kubeconfig().to_str().unwrap(),
-            "--descheduling-interval",
-            "1s",
-            "--leader-elect",
-            "--leader-elect-resource-namespace",
-            &ns,
-            "--leader-elect-resource-name",
-            &lease,
-            "--leader-elect-identity",
-            id,
-            "--leader-elect-lease-duration",
-            "3s",
-            "--leader-elect-renew-deadline",
-            "2s",
-            "--leader-elect-retry-period",
-            "500ms",
-            "-o",
-            "json",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
+    let args =
+        |id: &str| leader_elected(&policy, cluster.kubeconfig(), "1s", (&ns, &lease), id, &[]);
     let a_args = args("first");
     let a = Descheduler::spawn(&a_args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(

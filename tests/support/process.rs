@@ -55,6 +55,44 @@ async fn run(mut command: tokio::process::Command) -> Run {
     }
 }
 
+/// The arguments of a replica that runs continuous cycles every `interval` with leader
+/// election on Lease `namespace/lease` as `id` (lease 3 s, renew deadline 2 s, retry every
+/// 500 ms: a handover within seconds), JSON reports, and `more`.
+pub fn leader_elected(
+    policy: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    interval: &str,
+    (namespace, lease): (&str, &str),
+    id: &str,
+    more: &[&str],
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--descheduling-interval",
+        interval,
+        "--leader-elect",
+        "--leader-elect-resource-namespace",
+        namespace,
+        "--leader-elect-resource-name",
+        lease,
+        "--leader-elect-identity",
+        id,
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=500ms",
+        "-o",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(more.iter().map(|s| s.to_string()));
+    args
+}
+
 pub struct Descheduler {
     child: tokio::process::Child,
     stdout: Arc<Mutex<String>>,
