@@ -274,12 +274,7 @@ async fn leader_killed_mid_evictions_hands_over_without_evicting_a_pod_twice() {
     };
     let first = spawn("first");
     assert!(
-        wait_until(TIMEOUT, || async {
-            lease_holder(&client, &ns, &lease)
-                .await
-                .is_some_and(|h| h.starts_with("first_"))
-        })
-        .await,
+        comes_to_hold(&client, &ns, &lease, "first", TIMEOUT).await,
         "the first instance leads: {}",
         first.stderr()
     );
@@ -298,12 +293,7 @@ async fn leader_killed_mid_evictions_hands_over_without_evicting_a_pod_twice() {
     let by_first = descheduled(&client, &ns).await.len();
     assert!(by_first >= 1);
     assert!(
-        wait_until(TIMEOUT, || async {
-            lease_holder(&client, &ns, &lease)
-                .await
-                .is_some_and(|h| h.starts_with("second_"))
-        })
-        .await,
+        comes_to_hold(&client, &ns, &lease, "second", TIMEOUT).await,
         "the second instance takes over once the Lease expires: {}",
         second.stderr()
     );

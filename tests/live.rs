@@ -807,12 +807,7 @@ async fn only_the_leader_evicts_and_another_takes_over() {
     let a_args = args("first");
     let a = Descheduler::spawn(&a_args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
-        wait_until(WAIT, || async {
-            lease_holder(&client, &ns, &lease)
-                .await
-                .is_some_and(|h| h.starts_with("first_"))
-        })
-        .await,
+        comes_to_hold(&client, &ns, &lease, "first", WAIT).await,
         "the first instance leads"
     );
     let b_args = args("second");
@@ -838,12 +833,7 @@ async fn only_the_leader_evicts_and_another_takes_over() {
 
     assert_eq!(a.terminate().await, Some(0));
     assert!(
-        wait_until(WAIT, || async {
-            lease_holder(&client, &ns, &lease)
-                .await
-                .is_some_and(|h| h.starts_with("second_"))
-        })
-        .await,
+        comes_to_hold(&client, &ns, &lease, "second", WAIT).await,
         "the second instance takes over"
     );
     assert!(

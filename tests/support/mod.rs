@@ -851,6 +851,24 @@ pub async fn lease_holder(client: &Client, namespace: &str, name: &str) -> Optio
         .and_then(|l| l.spec?.holder_identity)
 }
 
+/// Waits up to `within` until the replica `id` holds Lease `namespace/name` (leader
+/// election names a holder `<id>_<pid>`); whether it came to.
+pub async fn comes_to_hold(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    id: &str,
+    within: Duration,
+) -> bool {
+    let prefix = format!("{id}_");
+    wait_until(within, || async {
+        lease_holder(client, namespace, name)
+            .await
+            .is_some_and(|h| h.starts_with(&prefix))
+    })
+    .await
+}
+
 /// The kubectl binary of the control plane.
 pub fn kubectl() -> PathBuf {
     bin_dir().join("kubectl")
