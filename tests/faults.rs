@@ -71,14 +71,45 @@ async fn stacked(client: &kube::Client) -> String {
     ns
 }
 
-#[tokio::test]
-async fn api_server_killed_mid_evictions_stops_the_cycle_and_nothing_is_evicted_twice() {
+/// A control plane of the test's own, the pods of [`stacked`] running, and the
+/// RemoveDuplicates policy written.
+struct Stage {
+    cluster: Cluster,
+    client: kube::Client,
+    ns: String,
+    /// The UIDs of the running pods before any eviction.
+    before: BTreeSet<String>,
+    _dir: tempfile::TempDir,
+    policy: std::path::PathBuf,
+}
+
+async fn stage() -> Stage {
     let cluster = Cluster::start(Components::all());
     let client = cluster.client();
     let ns = stacked(&client).await;
     let before = running(&client, &ns).await;
     let dir = tempfile::tempdir().unwrap();
     let policy = write_policy(dir.path(), DUPLICATES);
+    Stage {
+        cluster,
+        client,
+        ns,
+        before,
+        _dir: dir,
+        policy,
+    }
+}
+
+#[tokio::test]
+async fn api_server_killed_mid_evictions_stops_the_cycle_and_nothing_is_evicted_twice() {
+    let Stage {
+        cluster,
+        client,
+        ns,
+        before,
+        _dir,
+        policy,
+    } = stage().await;
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
     // One eviction every two seconds, so the API server dies between two of them.
     let args = [
@@ -173,11 +204,14 @@ async fn api_server_restarted_under_a_continuous_run_is_survived() {
 /// A continuous dry run plans the six duplicates, the fault comes, and afterwards a change
 /// to the cluster reaches a later cycle's plan: the process recovered without a restart.
 async fn continuous_run_survives(fault: Fault) {
-    let cluster = Cluster::start(Components::all());
-    let client = cluster.client();
-    let ns = stacked(&client).await;
-    let dir = tempfile::tempdir().unwrap();
-    let policy = write_policy(dir.path(), DUPLICATES);
+    let Stage {
+        cluster,
+        client,
+        ns,
+        _dir,
+        policy,
+        ..
+    } = stage().await;
     let mut p = Descheduler::spawn(&[
         "--policy-config-file",
         policy.to_str().unwrap(),
@@ -251,12 +285,14 @@ async fn descheduled(client: &kube::Client, ns: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn leader_killed_mid_evictions_hands_over_without_evicting_a_pod_twice() {
-    let cluster = Cluster::start(Components::all());
-    let client = cluster.client();
-    let ns = stacked(&client).await;
-    let before = running(&client, &ns).await;
-    let dir = tempfile::tempdir().unwrap();
-    let policy = write_policy(dir.path(), DUPLICATES);
+    let Stage {
+        cluster,
+        client,
+        ns,
+        before,
+        _dir,
+        policy,
+    } = stage().await;
     let lease = unique("lease");
     let args = |id: &str| {
         leader_elected(
