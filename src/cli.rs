@@ -181,6 +181,16 @@ pub struct Cli {
     #[arg(long = "client-connection-burst", default_value_t = 100)]
     pub client_connection_burst: u32,
 
+    /// The encoding asked of the API server for lists of pods and nodes: its protobuf
+    /// (smaller and much cheaper to read) or JSON (for a proxy in front of the API server
+    /// that does not pass protobuf). Other kinds and watches are always JSON.
+    #[arg(
+        long = "kube-api-content-type",
+        default_value = "application/vnd.kubernetes.protobuf",
+        value_parser = ["application/vnd.kubernetes.protobuf", "application/json"]
+    )]
+    pub kube_api_content_type: String,
+
     /// Evictions per second, across all nodes (0: unlimited).
     #[arg(
         long = "eviction-qps",
@@ -553,6 +563,7 @@ fn run_live(
         kubeconfig: cli.kubeconfig.clone(),
         qps: rate_flag("--client-connection-qps", cli.client_connection_qps)?,
         burst: cli.client_connection_burst,
+        protobuf: cli.kube_api_content_type != "application/json",
         dry_run: cli.dry_run,
         schedule,
         leader,

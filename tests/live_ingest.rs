@@ -595,3 +595,201 @@ profiles:
         "{err}"
     );
 }
+
+/// GETs `path` accepting `accept`; the response's Content-Type and body.
+async fn raw(client: &kube::Client, path: &str, accept: &str) -> (String, Vec<u8>) {
+    use http_body_util::BodyExt;
+    let request = http::Request::get(path)
+        .header(http::header::ACCEPT, accept)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    assert!(
+        response.status().is_success(),
+        "GET {path}: {}",
+        response.status()
+    );
+    let content_type = response.headers()[http::header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (content_type, body.to_vec())
+}
+
+/// `path`'s list decoded from the API's JSON and from its protobuf: (json, protobuf).
+async fn both_encodings(client: &kube::Client, path: &str, kind: &'static str) -> (String, String) {
+    use descheduler::snapshot::decode::proto;
+    use descheduler::snapshot::decode::stream::{ListReader, ObjectType};
+    let object = ObjectType {
+        kind,
+        api_version: "v1",
+    };
+    let mut decoded = Vec::new();
+    for accept in ["application/json", proto::ACCEPT] {
+        let (content_type, body) = raw(client, path, accept).await;
+        if accept == proto::ACCEPT {
+            assert!(
+                content_type.starts_with(proto::MEDIA_TYPE),
+                "{content_type}"
+            );
+        }
+        let mut reader = ListReader::new(format!("{path} as {accept}"), object, &content_type);
+        // In pieces, as the live path reads it.
+        for piece in body.chunks(1000) {
+            reader.push(piece).unwrap();
+        }
+        let list = reader.finish().unwrap();
+        assert!(!list.resource_version.is_empty());
+        decoded.push(format!("{:#?}", list.parts));
+    }
+    let protobuf = decoded.pop().unwrap();
+    (decoded.pop().unwrap(), protobuf)
+}
+
+/// The API's protobuf answers (what live mode asks for, for pods and nodes) give the model
+/// its JSON answers give, for objects with every field the readers read.
+#[tokio::test]
+async fn protobuf_and_json_answers_read_into_the_same_model() {
+    let (_cluster, client, ns) = started(Components::apiserver_only(), "wire", &["n-a"]).await;
+    create_node(
+        &client,
+        NodeConfig::new("n-tainted")
+            .cpu("8")
+            .memory("16Gi")
+            .label("disk", "ssd")
+            .taint("dedicated", "gpu", "NoSchedule")
+            .unschedulable(),
+    )
+    .await;
+    let classes = Api::<k8s_openapi::api::scheduling::v1::PriorityClass>::all(client.clone());
+    classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "high"}, "value": 1000})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let term = json!({
+        "labelSelector": {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]
+        },
+        "namespaces": [ns],
+        "namespaceSelector": {},
+        "topologyKey": "kubernetes.io/hostname"
+    });
+    let rich: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": "rich",
+            "labels": {"app": "web", "tier": "front"},
+            "annotations": {"descheduler.alpha.kubernetes.io/evict": "true", "note": "x"},
+            "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs-uid",
+                "controller": true
+            }]
+        },
+        "spec": {
+            "nodeName": "n-a",
+            "priorityClassName": "high",
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "volumes": [
+                {"name": "scratch", "emptyDir": {}},
+                {"name": "host", "hostPath": {"path": "/var/log"}},
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+            ],
+            "initContainers": [
+                {"name": "setup", "image": PAUSE_IMAGE,
+                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}},
+                {"name": "sidecar", "image": PAUSE_IMAGE, "restartPolicy": "Always",
+                 "resources": {"requests": {"cpu": "50m"}}}
+            ],
+            "containers": [{
+                "name": "app", "image": PAUSE_IMAGE,
+                "ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 53, "protocol": "UDP"}],
+                "env": [{"name": "A", "value": "b"}],
+                "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+            }],
+            "tolerations": [
+                {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+                {"operator": "Exists"}
+            ],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+                        "matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd", "nvme"]}],
+                        "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n-x"]}]
+                    }]},
+                    "preferredDuringSchedulingIgnoredDuringExecution": [{
+                        "weight": 5,
+                        "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}
+                    }]
+                },
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]},
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [term],
+                    "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term}]
+                }
+            },
+            "topologySpreadConstraints": [{
+                "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+                "minDomains": 2, "nodeAffinityPolicy": "Honor", "nodeTaintsPolicy": "Ignore",
+                "matchLabelKeys": ["pod-template-hash"]
+            }]
+        }
+    }))
+    .unwrap();
+    let bare: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "bare"},
+        "spec": {"containers": [{"name": "c", "image": PAUSE_IMAGE}]}
+    }))
+    .unwrap();
+    let pods = Api::<Pod>::namespaced(client.clone(), &ns);
+    for p in [&rich, &bare] {
+        pods.create(&PostParams::default(), p).await.unwrap();
+    }
+    // What a kubelet would write: a waiting, a running and a terminated container.
+    let status = json!({"status": {
+        "phase": "Running",
+        "startTime": "2026-11-30T10:00:05Z",
+        "conditions": [
+            {"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+             "lastTransitionTime": "2026-11-30T10:01:00Z"},
+            {"type": "PodScheduled", "status": "True"}
+        ],
+        "initContainerStatuses": [
+            {"name": "setup", "image": PAUSE_IMAGE, "imageID": "", "ready": false, "restartCount": 0,
+             "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+            {"name": "sidecar", "image": PAUSE_IMAGE, "imageID": "", "ready": true, "restartCount": 1,
+             "state": {"running": {"startedAt": "2026-11-30T10:00:06Z"}}}
+        ],
+        "containerStatuses": [
+            {"name": "app", "image": PAUSE_IMAGE, "imageID": "", "ready": false, "restartCount": 7,
+             "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}}}
+        ]
+    }});
+    pods.patch_status("rich", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+
+    let (json, protobuf) = both_encodings(&client, "/api/v1/pods", "Pod").await;
+    assert!(
+        json.contains("CrashLoopBackOff") && json.contains("pod-template-hash"),
+        "{json}"
+    );
+    assert_eq!(
+        json, protobuf,
+        "pods: the JSON and protobuf answers read differently"
+    );
+    let (json, protobuf) = both_encodings(&client, "/api/v1/nodes", "Node").await;
+    assert!(
+        json.contains("dedicated") && json.contains("n-tainted"),
+        "{json}"
+    );
+    assert_eq!(
+        json, protobuf,
+        "nodes: the JSON and protobuf answers read differently"
+    );
+}

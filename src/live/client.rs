@@ -12,6 +12,9 @@ use std::time::Duration;
 pub struct ApiClient {
     pub client: kube::Client,
     limiter: Option<Arc<DefaultDirectRateLimiter>>,
+    /// Whether lists of pods and nodes ask for the API's protobuf encoding (else JSON):
+    /// `--kube-api-content-type`.
+    pub protobuf: bool,
 }
 
 /// A quota of `qps` per second with `burst`; None when `qps` is 0 or less (unlimited), or so
@@ -64,6 +67,7 @@ impl ApiClient {
         ApiClient {
             client,
             limiter: quota(qps, burst).map(|q| Arc::new(RateLimiter::direct(q))),
+            protobuf: true,
         }
     }
 

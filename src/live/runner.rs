@@ -41,6 +41,8 @@ pub struct LiveOptions {
     pub eviction_cooldown: Duration,
     /// The planning time (`--now`, unix seconds) of a one-shot cycle; None: the clock's.
     pub now: Option<i64>,
+    /// Lists of pods and nodes in the API's protobuf encoding (else JSON).
+    pub protobuf: bool,
 }
 
 /// Why live mode stopped with an error.
@@ -129,7 +131,8 @@ fn count_skips(metrics: &Metrics, report: &crate::report::Report) {
 
 /// Runs live mode until the schedule ends, a signal arrives or leadership is lost.
 pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError> {
-    let api = ApiClient::new(opts.kubeconfig.as_deref(), opts.qps, opts.burst).await?;
+    let mut api = ApiClient::new(opts.kubeconfig.as_deref(), opts.qps, opts.burst).await?;
+    api.protobuf = opts.protobuf;
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let registry = Arc::new(registry);

@@ -16,8 +16,9 @@
 
 use super::client::ApiClient;
 use super::LiveError;
+use crate::snapshot::decode::proto;
 use crate::snapshot::decode::stream::{
-    decode_event, DecodedList, EventType, ListDecoder, ObjectType,
+    decode_event, DecodedList, EventType, ListReader, ObjectType,
 };
 use crate::snapshot::decode::SnapshotError;
 use crate::snapshot::store::{Change, ClusterStore, Resource};
@@ -186,10 +187,11 @@ impl ResourceApi {
 async fn get(
     api: &ApiClient,
     uri: &str,
+    accept: &str,
 ) -> Result<http::Response<kube::client::Body>, kube::Error> {
     api.throttle().await;
     let request = http::Request::get(uri)
-        .header(http::header::ACCEPT, "application/json")
+        .header(http::header::ACCEPT, accept)
         .body(kube::client::Body::empty())
         .map_err(kube::Error::HttpError)?;
     let response = api.client.send(request).await?;
@@ -198,6 +200,14 @@ async fn get(
         return Ok(response);
     }
     let body = response.into_body().collect().await?.to_bytes();
+    if let Some(s) = proto::decode_status(&body) {
+        let code = u16::try_from(s.code).unwrap_or(status.as_u16());
+        return Err(kube::Error::Api(
+            kube::core::Status::failure(&s.message, &s.reason)
+                .with_code(code)
+                .boxed(),
+        ));
+    }
     let text = String::from_utf8_lossy(&body);
     Err(kube::Error::Api(
         match serde_json::from_str::<kube::core::Status>(&text) {
@@ -217,15 +227,30 @@ const PATIENCE: Duration = Duration::from_millis(4);
 const BATCH: usize = 1 << 20;
 
 /// Lists one resource: one request, its body decoded on a thread of its own as it arrives.
+/// Pods and nodes are asked for in the API's protobuf encoding (JSON where the server
+/// answers JSON), the other kinds in JSON.
 async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError> {
-    let response = get(api, &r.uri(&[])).await.map_err(ReadError::Api)?;
+    let accept = if api.protobuf && proto::Message::of(r.object).is_some() {
+        proto::ACCEPT
+    } else {
+        "application/json"
+    };
+    let response = get(api, &r.uri(&[]), accept)
+        .await
+        .map_err(ReadError::Api)?;
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
     // The body arrives in frames of a few kilobytes; they go to the decoder's thread a
     // batch at a time (a wake-up per frame would cost more than decoding it).
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Bytes>>(8);
     let what = format!("the API's {} list", r.what());
     let object = r.object;
     let decoder = tokio::task::spawn_blocking(move || {
-        let mut d = ListDecoder::new(what, object);
+        let mut d = ListReader::new(what, object, &content_type);
         while let Some(batch) = rx.blocking_recv() {
             for bytes in batch {
                 d.push(&bytes)?;
@@ -459,7 +484,7 @@ async fn watch(
         ("resourceVersion", version),
         ("timeoutSeconds", &timeout),
     ]);
-    let response = match get(api, &uri).await {
+    let response = match get(api, &uri, "application/json").await {
         Ok(r) => r,
         Err(e) => {
             let e = ReadError::Api(e);

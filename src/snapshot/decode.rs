@@ -42,6 +42,7 @@ use std::sync::Arc;
 use stream::ObjectType;
 
 mod fast;
+pub mod proto;
 pub mod stream;
 
 #[derive(Debug, thiserror::Error)]

@@ -939,7 +939,7 @@ fn terminated<'de>(r: &mut Reader<'de>) -> R<RawTerminated<'de>> {
 
 /// What the tables of this reader read, for the test that holds them to serde's fields.
 #[cfg(test)]
-mod tables {
+pub(super) mod tables {
     use serde::de::{self, Deserialize, Visitor};
     use std::cell::Cell;
     use std::sync::Mutex;
@@ -961,6 +961,46 @@ mod tables {
         let fields = Cell::new(None);
         assert!(T::deserialize(Probe(&fields)).is_err());
         fields.get().expect("a struct")
+    }
+
+    /// The serde fields of every wire struct, by name.
+    pub(in super::super) fn serde_fields_by_name() -> Vec<(&'static str, &'static [&'static str])> {
+        use super::super::*;
+        use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
+        macro_rules! each {
+            ($($ty:ident),+ $(,)?) => { vec![$((stringify!($ty), serde_fields::<$ty>())),+] };
+        }
+        each![
+            RawObject,
+            RawMeta,
+            RawOwner,
+            RawSpec,
+            RawStatus,
+            RawContainer,
+            RawResources,
+            RawPort,
+            RawToleration,
+            RawTaint,
+            RawVolume,
+            RawPvcSource,
+            RawTopologySpreadConstraint,
+            LabelSelectorSpec,
+            LabelSelectorRequirement,
+            RawAffinity,
+            RawNodeAffinity,
+            RawNodeSelector,
+            RawNodeSelectorTerm,
+            RawNodeSelectorRequirement,
+            RawPreferredSchedulingTerm,
+            RawPodAffinity,
+            RawPodAffinityTerm,
+            RawWeightedPodAffinityTerm,
+            RawCondition,
+            RawContainerStatus,
+            RawContainerState,
+            RawReason,
+            RawTerminated,
+        ]
     }
 
     struct Probe<'a>(&'a Cell<Option<&'static [&'static str]>>);

@@ -292,6 +292,39 @@ impl ListDecoder {
     }
 }
 
+/// The reader of a list response in the encoding the server chose (its Content-Type).
+pub enum ListReader {
+    Json(ListDecoder),
+    Proto(super::proto::ProtoListDecoder),
+}
+
+impl ListReader {
+    /// For a response of `content_type` (protobuf, for the kinds [`super::proto`] reads;
+    /// else JSON).
+    pub fn new(what: String, defaults: ObjectType, content_type: &str) -> Self {
+        if content_type.starts_with(super::proto::MEDIA_TYPE) {
+            if let Some(d) = super::proto::ProtoListDecoder::new(what.clone(), defaults) {
+                return ListReader::Proto(d);
+            }
+        }
+        ListReader::Json(ListDecoder::new(what, defaults))
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
+        match self {
+            ListReader::Json(d) => d.push(bytes),
+            ListReader::Proto(d) => d.push(bytes),
+        }
+    }
+
+    pub fn finish(self) -> Result<DecodedList, SnapshotError> {
+        match self {
+            ListReader::Json(d) => d.finish(),
+            ListReader::Proto(d) => d.finish(),
+        }
+    }
+}
+
 /// A list response, decoded.
 #[derive(Debug, Default)]
 pub struct DecodedList {
