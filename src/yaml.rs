@@ -27,6 +27,15 @@ pub fn options_for(text: &str) -> Options {
     options
 }
 
+/// The library's message for `e`, less its advice on its own options: a key given twice in
+/// one mapping is an error of the file, not of the reader's settings.
+pub fn plain_error(e: &serde_saphyr::Error) -> String {
+    e.to_string().replace(
+        ", set DuplicateKeyPolicy in Options if acceptable",
+        " (a key given twice in one mapping)",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

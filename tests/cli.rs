@@ -301,3 +301,33 @@ fn numbers_out_of_range_are_refused() {
         assert!(stderr(&o).contains(flag), "{arg}: {}", stderr(&o));
     }
 }
+
+/// `--kube-api-content-type` takes the two encodings the live path reads, and names them
+/// when given another.
+#[test]
+fn an_unknown_api_content_type_is_refused_with_the_choices() {
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        SNAP,
+        "--kube-api-content-type",
+        "application/yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    for want in [
+        "--kube-api-content-type",
+        "application/vnd.kubernetes.protobuf",
+        "application/json",
+    ] {
+        assert!(stderr(&o).contains(want), "{want}: {}", stderr(&o));
+    }
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        SNAP,
+        "--kube-api-content-type=application/json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

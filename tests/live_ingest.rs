@@ -237,6 +237,22 @@ async fn a_live_cycle_plans_what_the_offline_planner_plans_from_the_same_objects
     ])
     .await;
     assert_eq!(code, Some(0), "{stderr}");
+    // Pods and nodes listed as JSON instead of protobuf: the same plan.
+    let (code, live_json, stderr) = run(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--kube-api-content-type",
+        "application/json",
+        "--dry-run",
+        "-o",
+        "json",
+        "--now",
+        NOW,
+    ])
+    .await;
+    assert_eq!(code, Some(0), "{stderr}");
 
     // The same objects, as a user dumps them.
     let kubectl = bin_dir().join("kubectl");
@@ -288,6 +304,8 @@ async fn a_live_cycle_plans_what_the_offline_planner_plans_from_the_same_objects
         "{live:#}"
     );
     assert_eq!(live, offline, "live and offline plans differ");
+    let live_json: Value = serde_json::from_str(&live_json).unwrap();
+    assert_eq!(live, live_json, "plans from protobuf and JSON lists differ");
 }
 
 /// A descheduler in continuous mode and its reports (one JSON document per cycle).

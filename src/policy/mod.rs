@@ -340,7 +340,13 @@ impl Policy {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let value: serde_json::Value =
             serde_saphyr::from_str_with_options(text, crate::yaml::options_for(text)).map_err(
-                |e| PolicyError::new(file, "(document)", format!("not valid YAML: {e}")),
+                |e| {
+                    PolicyError::new(
+                        file,
+                        "(document)",
+                        format!("not valid YAML: {}", crate::yaml::plain_error(&e)),
+                    )
+                },
             )?;
         if !value.is_object() {
             return Err(PolicyError::new(

@@ -152,7 +152,7 @@ fn decode_parts(file: &str, bytes: &[u8]) -> Result<(SnapshotParts, Vec<Pod>), S
                 std::str::from_utf8(bytes).map_err(|e| syntax(format!("not UTF-8 text: {e}")))?;
             let docs: Vec<Option<RawObject>> =
                 serde_saphyr::from_multiple_with_options(text, crate::yaml::options_for(text))
-                    .map_err(|e| syntax(format!("not valid YAML: {e}")))?;
+                    .map_err(|e| syntax(format!("not valid YAML: {}", yaml_error(text, &e))))?;
             let mut shapes = Shapes::default();
             for (index, mut obj) in docs.into_iter().flatten().enumerate() {
                 add_object(file, index, &mut obj, &mut parts, &mut shapes, false)?;
@@ -865,6 +865,37 @@ mod parallel {
         list(&mut to.priority_classes, priority_classes);
         list(&mut to.pod_groups, pod_groups);
     }
+}
+
+/// A YAML error in words of the file, with the path of the field where there is one: the
+/// text is read again as plain YAML values (only once it failed), and those decoded into the
+/// wire shapes with path tracking.
+fn yaml_error(text: &str, e: &serde_saphyr::Error) -> String {
+    let message = crate::yaml::plain_error(e);
+    let Ok(docs) = serde_saphyr::from_multiple_with_options::<serde_json::Value>(
+        text,
+        crate::yaml::options_for(text),
+    ) else {
+        return message;
+    };
+    for (index, doc) in docs.into_iter().enumerate() {
+        if let Err(e) = serde_path_to_error::deserialize::<_, Option<RawObject<'static>>>(doc) {
+            let path = e.path().to_string();
+            let document = if index > 0 {
+                format!("document {}, ", index + 1)
+            } else {
+                String::new()
+            };
+            // After the first line, before the library's excerpt of the text.
+            let (first, rest) = message.split_once('\n').unwrap_or((&message, ""));
+            let sep = if rest.is_empty() { "" } else { "\n" };
+            return format!(
+                "{first} ({document}at {path}: {}){sep}{rest}",
+                e.into_inner()
+            );
+        }
+    }
+    message
 }
 
 /// Decoding again with path tracking, only once we know it fails, keeps the fast path fast.
@@ -2140,6 +2171,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
+/// A field's value, or its default where the input has `null` (as the API's Go decoder reads
+/// it: a null list, map, string, number or object is an empty one).
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Option::<T>::deserialize(d).map(Option::unwrap_or_default)
+}
+
 /// A string-to-string map (labels, resource lists) as pairs in input order, without a tree.
 #[derive(Default)]
 #[cfg_attr(test, derive(Debug))]
@@ -2177,8 +2214,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for Pairs<'a> {
                 f.write_str("a map of strings")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Pairs<'a>, A::Error> {
-                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+                let mut out: Vec<(Str<'a>, Str<'a>)> =
+                    Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
                 while let Some(entry) = map.next_entry::<Str<'a>, Str<'a>>()? {
+                    if out.iter().any(|(k, _)| *k == entry.0) {
+                        return Err(de::Error::custom(format_args!(
+                            "the key {:?} is given twice",
+                            &*entry.0
+                        )));
+                    }
                     out.push(entry);
                 }
                 Ok(Pairs(out))
@@ -2192,15 +2236,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for Pairs<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawObject<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     kind: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     api_version: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     metadata: RawMeta<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     spec: RawSpec<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     status: RawStatus<'a>,
     /// A List's objects; None when the object has no `items` (or `items: null`).
     #[serde(borrow)]
@@ -2213,20 +2257,20 @@ struct RawObject<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawMeta<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     name: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     namespace: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     uid: Str<'a>,
     /// Where a watch resumes, and the version a list was read at.
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     resource_version: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     labels: Pairs<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     annotations: Annotations<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     owner_references: Vec<RawOwner<'a>>,
     #[serde(borrow)]
     creation_timestamp: Option<Str<'a>>,
@@ -2246,11 +2290,11 @@ impl RawMeta<'_> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawOwner<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     kind: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     name: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     uid: Str<'a>,
     controller: Option<bool>,
 }
@@ -2262,11 +2306,11 @@ struct RawSpec<'a> {
     // Pod
     #[serde(borrow)]
     node_name: Option<Str<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     containers: Vec<RawContainer<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     init_containers: Vec<RawContainer<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     overhead: Pairs<'a>,
     // Rare parts boxed: a pod's spec is built on the stack and moved into its object.
     #[serde(borrow)]
@@ -2274,19 +2318,20 @@ struct RawSpec<'a> {
     priority: Option<i32>,
     #[serde(borrow)]
     priority_class_name: Option<Str<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     tolerations: Vec<RawToleration<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     node_selector: Pairs<'a>,
     affinity: Option<Box<RawAffinity>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     topology_spread_constraints: Vec<RawTopologySpreadConstraint<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     volumes: Vec<RawVolume<'a>>,
+    #[serde(deserialize_with = "nullable")]
     resource_claims: Vec<IgnoredAny>,
     // Node
     unschedulable: bool,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     taints: Vec<RawTaint<'a>>,
     // PodDisruptionBudget
     selector: Option<Box<LabelSelectorSpec>>,
@@ -2348,25 +2393,25 @@ impl<'de> Deserialize<'de> for RawInt {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawStatus<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     phase: Str<'a>,
     #[serde(borrow)]
     start_time: Option<Str<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     conditions: Vec<RawCondition<'a>>,
     // Pod
     #[serde(borrow)]
     reason: Option<Str<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     container_statuses: Vec<RawContainerStatus<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     init_container_statuses: Vec<RawContainerStatus<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     ephemeral_container_statuses: Vec<RawContainerStatus<'a>>,
     // Node
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     capacity: Pairs<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     allocatable: Pairs<'a>,
     disruptions_allowed: Option<i32>,
 }
@@ -2375,9 +2420,9 @@ struct RawStatus<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawCondition<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, deserialize_with = "nullable")]
     type_: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     status: Str<'a>,
     #[serde(borrow)]
     reason: Option<Str<'a>>,
@@ -2389,8 +2434,9 @@ struct RawCondition<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawContainerStatus<'a> {
+    #[serde(deserialize_with = "nullable")]
     restart_count: i32,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     state: RawContainerState<'a>,
 }
 
@@ -2419,6 +2465,7 @@ struct RawReason<'a> {
 struct RawTerminated<'a> {
     #[serde(borrow)]
     reason: Option<Str<'a>>,
+    #[serde(deserialize_with = "nullable")]
     exit_code: i32,
 }
 
@@ -2426,11 +2473,11 @@ struct RawTerminated<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawContainer<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     image: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     resources: RawResources<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     ports: Vec<RawPort<'a>>,
     #[serde(borrow)]
     restart_policy: Option<Str<'a>>,
@@ -2440,9 +2487,9 @@ struct RawContainer<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawResources<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     requests: Pairs<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     limits: Pairs<'a>,
 }
 
@@ -2459,11 +2506,11 @@ struct RawPort<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawToleration<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     key: Str<'a>,
     #[serde(borrow)]
     operator: Option<Str<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     value: Str<'a>,
     #[serde(borrow)]
     effect: Option<Str<'a>>,
@@ -2473,11 +2520,11 @@ struct RawToleration<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawTaint<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     key: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     value: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     effect: Str<'a>,
 }
 
@@ -2495,7 +2542,7 @@ struct RawVolume<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawPvcSource<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     claim_name: Str<'a>,
 }
 
@@ -2503,10 +2550,11 @@ struct RawPvcSource<'a> {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawTopologySpreadConstraint<'a> {
+    #[serde(deserialize_with = "nullable")]
     max_skew: i32,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     topology_key: Str<'a>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     when_unsatisfiable: Str<'a>,
     label_selector: Option<LabelSelectorSpec>,
     min_domains: Option<i32>,
@@ -2514,7 +2562,7 @@ struct RawTopologySpreadConstraint<'a> {
     node_affinity_policy: Option<Str<'a>>,
     #[serde(borrow)]
     node_taints_policy: Option<Str<'a>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "nullable")]
     match_label_keys: Vec<Str<'a>>,
 }
 
@@ -2533,7 +2581,10 @@ struct RawAffinity {
 struct RawNodeAffinity {
     #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
     required: Option<RawNodeSelector>,
-    #[serde(rename = "preferredDuringSchedulingIgnoredDuringExecution")]
+    #[serde(
+        rename = "preferredDuringSchedulingIgnoredDuringExecution",
+        deserialize_with = "nullable"
+    )]
     preferred: Vec<RawPreferredSchedulingTerm>,
 }
 
@@ -2541,6 +2592,7 @@ struct RawNodeAffinity {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawNodeSelector {
+    #[serde(deserialize_with = "nullable")]
     node_selector_terms: Vec<RawNodeSelectorTerm>,
 }
 
@@ -2548,7 +2600,9 @@ struct RawNodeSelector {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawNodeSelectorTerm {
+    #[serde(deserialize_with = "nullable")]
     match_expressions: Vec<RawNodeSelectorRequirement>,
+    #[serde(deserialize_with = "nullable")]
     match_fields: Vec<RawNodeSelectorRequirement>,
 }
 
@@ -2556,8 +2610,11 @@ struct RawNodeSelectorTerm {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawNodeSelectorRequirement {
+    #[serde(deserialize_with = "nullable")]
     key: String,
+    #[serde(deserialize_with = "nullable")]
     operator: String,
+    #[serde(deserialize_with = "nullable")]
     values: Vec<String>,
 }
 
@@ -2565,7 +2622,9 @@ struct RawNodeSelectorRequirement {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawPreferredSchedulingTerm {
+    #[serde(deserialize_with = "nullable")]
     weight: i32,
+    #[serde(deserialize_with = "nullable")]
     preference: RawNodeSelectorTerm,
 }
 
@@ -2573,9 +2632,15 @@ struct RawPreferredSchedulingTerm {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default)]
 struct RawPodAffinity {
-    #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
+    #[serde(
+        rename = "requiredDuringSchedulingIgnoredDuringExecution",
+        deserialize_with = "nullable"
+    )]
     required: Vec<RawPodAffinityTerm>,
-    #[serde(rename = "preferredDuringSchedulingIgnoredDuringExecution")]
+    #[serde(
+        rename = "preferredDuringSchedulingIgnoredDuringExecution",
+        deserialize_with = "nullable"
+    )]
     preferred: Vec<RawWeightedPodAffinityTerm>,
 }
 
@@ -2584,8 +2649,10 @@ struct RawPodAffinity {
 #[serde(default, rename_all = "camelCase")]
 struct RawPodAffinityTerm {
     label_selector: Option<LabelSelectorSpec>,
+    #[serde(deserialize_with = "nullable")]
     namespaces: Vec<String>,
     namespace_selector: Option<LabelSelectorSpec>,
+    #[serde(deserialize_with = "nullable")]
     topology_key: String,
 }
 
@@ -2593,7 +2660,9 @@ struct RawPodAffinityTerm {
 #[cfg_attr(test, derive(Debug))]
 #[serde(default, rename_all = "camelCase")]
 struct RawWeightedPodAffinityTerm {
+    #[serde(deserialize_with = "nullable")]
     weight: i32,
+    #[serde(deserialize_with = "nullable")]
     pod_affinity_term: RawPodAffinityTerm,
 }
 
@@ -2881,15 +2950,9 @@ items:
             [
                 pod("p0", sorted, rs, "log:2,web:1", ssd),
                 pod("p1", sorted, rs, "log:2,web:1", ssd),
-                // Keys out of order, and given twice (the later value counts).
+                // Keys out of order.
                 pod("p2", r#""tier":"a","app":"web""#, rs, "log:2,web:1", ssd),
-                pod(
-                    "p3",
-                    r#""app":"x","app":"web","tier":"a""#,
-                    rs,
-                    "web:1,log:2",
-                    ssd
-                ),
+                pod("p3", r#""app":"web","tier":"a""#, rs, "web:1,log:2", ssd),
                 // Not a controller; another value; another selector; one image.
                 pod(
                     "p4",
@@ -3556,13 +3619,112 @@ items:
         ));
     }
 
+    /// A key given twice in a map (labels, a node selector, resources) is refused in JSON
+    /// as in YAML (a file kubectl prints never has one), naming where it is.
     #[test]
-    fn later_duplicate_label_keys_win() {
+    fn duplicate_map_keys_are_refused_in_json_and_yaml() {
         let json = br#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"a":"1","b":"2","a":"3"}},
             "status":{"allocatable":{"cpu":"1"}}}"#;
-        let snap = load_bytes("d.json", json).unwrap();
-        let labels: Vec<_> = snap.nodes[0].labels.iter().collect();
-        assert_eq!(labels, vec![("a", "3"), ("b", "2")]);
+        let e = load_bytes("d.json", json).unwrap_err().to_string();
+        assert!(
+            e.contains("metadata.labels") && e.contains(r#"the key "a" is given twice"#),
+            "{e}"
+        );
+        let yaml = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n  labels: {a: '1', b: '2', a: '3'}\nstatus: {allocatable: {cpu: '1'}}\n";
+        let e = load_bytes("d.yaml", yaml.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 5") && e.contains("a key given twice"),
+            "{e}"
+        );
+        assert!(
+            !e.contains("Options"),
+            "the reader's settings are not the user's: {e}"
+        );
+        // The hand-written reader of large lists gives the same error (where it reads the
+        // list at all).
+        let list = format!(
+            r#"{{"kind":"List","apiVersion":"v1","items":[{}]}}"#,
+            std::str::from_utf8(json).unwrap()
+        );
+        both_readers_agree(&list);
+    }
+
+    /// `null` for a list, a map, a string, a number or an object reads as the empty one, as
+    /// the API's Go decoder reads it (and as policies read it), in JSON and YAML, by both
+    /// readers of a JSON list.
+    #[test]
+    fn nulls_read_as_empty_in_json_and_yaml() {
+        let node = |extra: &str| {
+            format!(
+                r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n1"{extra}}},"spec":{{"unschedulable":false{extra2}}},
+                "status":{{"allocatable":{{"cpu":"4","pods":"110"}},"conditions":[{{"type":"Ready","status":"True"}}]{extra3}}}}}"#,
+                extra2 = extra.replace("labels", "taints"),
+                extra3 = extra.replace("labels", "capacity"),
+            )
+        };
+        let pod = |nulls: bool| {
+            let n = |field: &str| {
+                if nulls {
+                    format!(r#","{field}":null"#)
+                } else {
+                    String::new()
+                }
+            };
+            format!(
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p","namespace":"default"{}{}{}}},
+                "spec":{{"nodeName":"n1"{}{}{}{},"containers":[{{"name":"c","image":"x"{}{}}}]}},
+                "status":{{"phase":"Running"{}{}{}}}}}"#,
+                n("labels"),
+                n("ownerReferences"),
+                n("uid"),
+                n("tolerations"),
+                n("volumes"),
+                n("nodeSelector"),
+                n("topologySpreadConstraints"),
+                n("ports"),
+                n("resources"),
+                n("conditions"),
+                n("containerStatuses"),
+                n("reason"),
+            )
+        };
+        let list = |nulls: bool| {
+            let extra = if nulls { r#","labels":null"# } else { "" };
+            format!(
+                r#"{{"kind":"List","apiVersion":"v1","items":[{},{}]}}"#,
+                node(extra),
+                pod(nulls)
+            )
+        };
+        let (with, without) = (list(true), list(false));
+        let (a, _) = decode_parts("n.json", with.as_bytes()).unwrap();
+        let (b, _) = decode_parts("n.json", without.as_bytes()).unwrap();
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        both_readers_agree(&with);
+        // YAML: `~` and `null`.
+        let yaml = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: n1, labels: ~}\n  spec: {taints: null}\n  status:\n    allocatable: {cpu: '4', pods: '110'}\n    conditions: [{type: Ready, status: 'True'}]\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p, namespace: default, labels: ~, ownerReferences: ~, uid: ~}\n  spec:\n    nodeName: n1\n    tolerations: ~\n    volumes: null\n    nodeSelector: ~\n    topologySpreadConstraints: ~\n    containers: [{name: c, image: x, ports: ~, resources: ~}]\n  status: {phase: Running, conditions: ~, containerStatuses: ~, reason: ~}\n";
+        let (c, _) = decode_parts("n.yaml", yaml.as_bytes()).unwrap();
+        assert_eq!(fingerprint(&c), fingerprint(&b));
+    }
+
+    /// A YAML value of the wrong type names its field, as JSON's do.
+    #[test]
+    fn yaml_type_errors_name_the_field() {
+        let yaml = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: n1}\n  status: {allocatable: {cpu: '4'}}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p, namespace: default}\n  spec: {nodeName: n1, priority: high}\n";
+        let e = load_bytes("t.yaml", yaml.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 11") && e.contains("at items[1].spec.priority"),
+            "{e}"
+        );
+        let docs = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: {name: c}}\n";
+        let e = load_bytes("t.yaml", docs.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("document 2, at spec.containers"), "{e}");
     }
 
     const GANGS_YAML: &str = r#"

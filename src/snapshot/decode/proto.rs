@@ -188,10 +188,9 @@ impl<'de> V<'de> {
             }
             Ok(())
         })?;
-        let t = chrono::DateTime::from_timestamp(seconds, 0).ok_or(Bad("a time out of range"))?;
-        Ok(Some(Str(Cow::Owned(
-            t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        ))))
+        rfc3339(seconds)
+            .map(|t| Some(Str(Cow::Owned(t))))
+            .ok_or(Bad("a time out of range"))
     }
 
     /// A `resource.Quantity`: a message holding its string.
@@ -227,6 +226,45 @@ impl<'de> V<'de> {
     fn quantity_entry(self) -> P<(Str<'de>, Str<'de>)> {
         self.entry(V::quantity)
     }
+}
+
+/// `seconds` since the epoch as the API's JSON writes a time, `2026-01-02T03:04:05Z`
+/// (years 0 to 9999, as `metav1.Time` allows), without a general formatter.
+fn rfc3339(seconds: i64) -> Option<String> {
+    let days = seconds.div_euclid(86_400);
+    let secs = seconds.rem_euclid(86_400);
+    // Days to the civil date (proleptic Gregorian), after H. Hinnant's `civil_from_days`.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    if !(0..=9999).contains(&year) {
+        return None;
+    }
+    let mut out = String::with_capacity(20);
+    for (n, width, after) in [
+        (year, 4, '-'),
+        (month, 2, '-'),
+        (day, 2, 'T'),
+        (secs / 3600, 2, ':'),
+        (secs / 60 % 60, 2, ':'),
+        (secs % 60, 2, 'Z'),
+    ] {
+        let mut digits = [b'0'; 4];
+        let mut v = n;
+        for d in digits[..width].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        out.extend(digits[..width].iter().map(|&d| d as char));
+        out.push(after);
+    }
+    Some(out)
 }
 
 /// A message read by a table: each row a field number, the JSON key of the same field (of
@@ -1339,6 +1377,34 @@ mod tests {
             d.push(chunk)?;
         }
         d.finish()
+    }
+
+    #[test]
+    fn times_are_written_as_the_json_writes_them() {
+        for seconds in [
+            0,
+            T0,
+            951_782_400,     // 2000-02-29
+            4_107_542_399,   // 2100-02-28T23:59:59
+            -62_135_596_800, // 0001-01-01
+            253_402_300_799, // 9999-12-31T23:59:59
+            -1,
+            1_234_567_890,
+        ] {
+            let want = chrono::DateTime::from_timestamp(seconds, 0)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%SZ")
+                .to_string();
+            assert_eq!(
+                rfc3339(seconds).as_deref(),
+                Some(want.as_str()),
+                "{seconds}"
+            );
+        }
+        assert_eq!(rfc3339(253_402_300_800), None);
+        assert_eq!(rfc3339(-62_167_219_201), None);
+        assert_eq!(rfc3339(i64::MAX), None);
+        assert_eq!(rfc3339(i64::MIN), None);
     }
 
     #[test]
