@@ -584,7 +584,6 @@ fn run_live(
                 .clone()
                 .or_else(|| Some(identity())),
         },
-        node_selector: policy.node_selector.clone().unwrap_or_default(),
         output: cli.output,
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,
         eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,

@@ -312,6 +312,11 @@ enum Expect {
         upstream_only: &'static [&'static str],
         ours_only: &'static [&'static str],
     },
+    /// The policy is invalid: both refuse it before any cycle, saying these words.
+    BothRefuse {
+        upstream: &'static str,
+        ours: &'static str,
+    },
     /// Upstream picks which of several equal pods go by its informer's map order (a different
     /// choice from run to run): the same number of pods per node and plugin, upstream's chosen
     /// among `candidates`, ours exactly `ours` (the first in the eviction order).
@@ -443,8 +448,15 @@ fn scenarios() -> Vec<Scenario> {
                 single("RemoveDuplicates", "balance", "{}", ""),
             )
         },
-        // Topology spread: zone z1 holds 3, z2 none, maxSkew 1: the lowest priority goes.
-        base(
+        // Topology spread: zone z1 holds 3, z2 none, maxSkew 1: one pod of z1 goes. Ours
+        // takes the lowest priority (t1), as upstream's comments say; upstream's sort inverts
+        // its own comparison and takes the highest (t3).
+        Scenario {
+            expect: Expect::Differs {
+                upstream_only: &["t3"],
+                ours_only: &["t1"],
+            },
+            ..base(
             "spread",
             "RemovePodsViolatingTopologySpreadConstraint",
             vec![
@@ -474,7 +486,8 @@ fn scenarios() -> Vec<Scenario> {
                 "constraints: [DoNotSchedule]",
                 "",
             ),
-        ),
+        )
+        },
         // Node taints, default args: NoSchedule counts, PreferNoSchedule does not.
         base(
             "taints",
@@ -681,7 +694,7 @@ fn scenarios() -> Vec<Scenario> {
             single(
                 "PodLifeTime",
                 "deschedule",
-                "{}",
+                "states: [Running]",
                 &format!(
                     "podProtections:\n  defaultDisabled: [PodsWithLocalStorage, DaemonSetPods]\n  \
                      extraEnabled: [PodsWithPVC]\nlabelSelector: {{matchExpressions: [{{key: tier, operator: NotIn, values: [db]}}]}}\n\
@@ -689,20 +702,13 @@ fn scenarios() -> Vec<Scenario> {
                 ),
             ),
         ),
-        // nodeFit: only pods that fit another node go.
+        // nodeFit looks at every Ready node of the cluster, not only the policy's nodeSelector
+        // (the other scenarios' nodes have room for k1) ...
         base(
             "nodefit",
-            "DefaultEvictor nodeFit",
-            vec![
-                node("a").taint("dedicated", "x", "NoSchedule"),
-                node("b"),
-                node("c").taint("dedicated", "x", "NoSchedule"),
-            ],
-            vec![
-                pod("k1", "a").cpu("2000m"),
-                pod("k2", "a").cpu("100m"),
-                pod("fill", "b").cpu("3500m"),
-            ],
+            "DefaultEvictor nodeFit, whole cluster",
+            nodefit_nodes("nodefit"),
+            nodefit_pods(),
             single(
                 "RemovePodsViolatingNodeTaints",
                 "deschedule",
@@ -710,6 +716,34 @@ fn scenarios() -> Vec<Scenario> {
                 "nodeFit: true",
             ),
         ),
+        // ... or at those of the evictor's own nodeSelector: here only this scenario's, where
+        // only k2 fits (on b).
+        base(
+            "nodefit-sel",
+            "DefaultEvictor nodeFit with its nodeSelector",
+            nodefit_nodes("nodefit-sel"),
+            nodefit_pods(),
+            single(
+                "RemovePodsViolatingNodeTaints",
+                "deschedule",
+                "{}",
+                "nodeFit: true\nnodeSelector: parity-fit=nodefit-sel",
+            ),
+        ),
+        // An invalid policy (PodLifeTime without any criterion): both refuse it.
+        Scenario {
+            expect: Expect::BothRefuse {
+                upstream: "at least one filtering criterion must be specified",
+                ours: "PodLifeTime needs at least one filtering criterion",
+            },
+            ..base(
+                "refused",
+                "policy validation",
+                three(),
+                vec![pod("v1", "a")],
+                single("PodLifeTime", "deschedule", "{}", ""),
+            )
+        },
         // Limits per node and in total: the oldest on each node goes.
         Scenario {
             age_steps: true,
@@ -755,6 +789,29 @@ fn scenarios() -> Vec<Scenario> {
                 single("PodLifeTime", "deschedule", &lifetime_args(), ""),
             )
         },
+    ]
+}
+
+/// Nodes labelled `parity-fit=<fit>`: a and c tainted.
+fn nodefit_nodes(fit: &'static str) -> Vec<NodeDef> {
+    vec![
+        node("a")
+            .taint("dedicated", "x", "NoSchedule")
+            .label("parity-fit", fit),
+        node("b").label("parity-fit", fit),
+        node("c")
+            .taint("dedicated", "x", "NoSchedule")
+            .label("parity-fit", fit),
+    ]
+}
+
+/// On tainted a: k1 (2 cpu) fits no other node of the scenario (b has 500m left, c is
+/// tainted), k2 (100m) fits b.
+fn nodefit_pods() -> Vec<PodDef> {
+    vec![
+        pod("k1", "a").cpu("2000m"),
+        pod("k2", "a").cpu("100m"),
+        pod("fill", "b").cpu("3500m"),
     ]
 }
 
@@ -855,6 +912,8 @@ async fn create_pod_def(client: &kube::Client, st: &Staged, def: &PodDef) {
         .await
         .unwrap_or_else(|e| panic!("{}: creating pod {}: {e}", st.scenario.name, def.name));
     let mut status = running_status();
+    // Started when created (minPodAge counts from the start).
+    status["startTime"] = json!(chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string());
     merge(&mut status, def.status.clone());
     pods.patch_status(
         def.name,
@@ -936,6 +995,14 @@ async fn stage(client: &kube::Client, scenario: Scenario) -> Staged {
 /// Planned evictions: pod name (in the scenario's namespace) -> plugin.
 type Planned = BTreeMap<String, String>;
 
+/// What a binary did with a scenario.
+#[derive(Debug)]
+enum Outcome {
+    Planned(Planned),
+    /// It refused the policy (exited before any cycle), with this log.
+    Refused(String),
+}
+
 fn policy_text(st: &Staged) -> String {
     format!(
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nnodeSelector: \"{GROUP_LABEL}={}\"\n{}",
@@ -943,7 +1010,7 @@ fn policy_text(st: &Staged) -> String {
     )
 }
 
-async fn run_ours(st: &Staged, policy: &Path) -> Result<Planned, String> {
+async fn run_ours(st: &Staged, policy: &Path) -> Result<Outcome, String> {
     let kubeconfig = cluster().kubeconfig().to_str().unwrap().to_string();
     let run = run_bin(&[
         "--policy-config-file",
@@ -955,6 +1022,9 @@ async fn run_ours(st: &Staged, policy: &Path) -> Result<Planned, String> {
         "json",
     ])
     .await;
+    if run.code == Some(2) {
+        return Ok(Outcome::Refused(run.stderr));
+    }
     if run.code != Some(0) {
         return Err(format!(
             "ours exited {:?}\nstdout: {}\nstderr: {}",
@@ -975,7 +1045,7 @@ async fn run_ours(st: &Staged, policy: &Path) -> Result<Planned, String> {
             return Err(format!("ours planned {pod} twice"));
         }
     }
-    Ok(planned)
+    Ok(Outcome::Planned(planned))
 }
 
 /// The value of `key="..."` (or `key=word`) in a klog structured line.
@@ -989,7 +1059,7 @@ fn klog_value<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     }
 }
 
-async fn run_upstream(st: &Staged, policy: &Path) -> Result<Planned, String> {
+async fn run_upstream(st: &Staged, policy: &Path) -> Result<Outcome, String> {
     let mut child = tokio::process::Command::new(upstream_bin())
         .args(["--kubeconfig"])
         .arg(cluster().kubeconfig())
@@ -1043,9 +1113,21 @@ async fn run_upstream(st: &Staged, policy: &Path) -> Result<Planned, String> {
         Err("upstream's log ended before its second cycle did".to_string())
     };
     let result = tokio::time::timeout(Duration::from_secs(90), read).await;
+    if matches!(result, Ok(Err(_))) && cycle == 0 {
+        // It exited before its first cycle: a refused policy (exit code 1, as upstream's
+        // command fails).
+        let status = child.wait().await.map_err(|e| e.to_string())?;
+        return if status.code() == Some(1) {
+            Ok(Outcome::Refused(log))
+        } else {
+            Err(format!(
+                "upstream exited {status} before its first cycle:\n{log}"
+            ))
+        };
+    }
     let _ = child.kill().await;
     match result {
-        Ok(Ok(())) => Ok(planned),
+        Ok(Ok(())) => Ok(Outcome::Planned(planned)),
         Ok(Err(e)) => Err(format!("{e}\nupstream's log:\n{log}")),
         Err(_) => Err(format!(
             "upstream did not finish two cycles in 90 s\nupstream's log:\n{log}"
@@ -1054,7 +1136,7 @@ async fn run_upstream(st: &Staged, policy: &Path) -> Result<Planned, String> {
 }
 
 /// Young pods, then both binaries at once.
-async fn run_scenario(client: kube::Client, st: Staged) -> Result<(Planned, Planned), String> {
+async fn run_scenario(client: kube::Client, st: Staged) -> Result<(Outcome, Outcome), String> {
     let young: Vec<PodDef> = st
         .scenario
         .pods
@@ -1078,16 +1160,49 @@ async fn run_scenario(client: kube::Client, st: Staged) -> Result<(Planned, Plan
     Ok((upstream?, ours?))
 }
 
-fn show(planned: &Planned) -> String {
-    let v: Vec<String> = planned
-        .iter()
-        .map(|(pod, plugin)| format!("{pod} ({plugin})"))
-        .collect();
-    format!("[{}]", v.join(", "))
+fn show(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Planned(planned) => {
+            let v: Vec<String> = planned
+                .iter()
+                .map(|(pod, plugin)| format!("{pod} ({plugin})"))
+                .collect();
+            format!("[{}]", v.join(", "))
+        }
+        Outcome::Refused(log) => format!(
+            "refused the policy: {}",
+            log.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or_default()
+        ),
+    }
 }
 
 /// Checks a scenario's two plans against its expectation; an error says how they differ.
-fn check(sc: &Scenario, upstream: &Planned, ours: &Planned) -> Result<(), String> {
+fn check(sc: &Scenario, upstream_outcome: &Outcome, ours_outcome: &Outcome) -> Result<(), String> {
+    let fail = |why: String| {
+        Err(format!(
+            "{} ({}): {why}\n  upstream: {}\n  ours:     {}",
+            sc.name,
+            sc.what,
+            show(upstream_outcome),
+            show(ours_outcome)
+        ))
+    };
+    let (upstream, ours) = match (upstream_outcome, ours_outcome, &sc.expect) {
+        (Outcome::Refused(u), Outcome::Refused(o), Expect::BothRefuse { upstream, ours }) => {
+            if !u.contains(upstream) || !o.contains(ours) {
+                return fail(format!(
+                    "both refuse, but not saying {upstream:?} and {ours:?}"
+                ));
+            }
+            return Ok(());
+        }
+        (_, _, Expect::BothRefuse { .. }) => return fail("both should refuse the policy".into()),
+        (Outcome::Planned(u), Outcome::Planned(o), _) => (u, o),
+        _ => return fail("one refused the policy, the other planned".into()),
+    };
     let names = |p: &Planned| p.keys().cloned().collect::<BTreeSet<String>>();
     let (u, o) = (names(upstream), names(ours));
     let node_of = |pod: &str| {
@@ -1097,16 +1212,8 @@ fn check(sc: &Scenario, upstream: &Planned, ours: &Planned) -> Result<(), String
             .map(|p| p.node)
             .unwrap_or("?")
     };
-    let fail = |why: String| {
-        Err(format!(
-            "{} ({}): {why}\n  upstream: {}\n  ours:     {}",
-            sc.name,
-            sc.what,
-            show(upstream),
-            show(ours)
-        ))
-    };
     match &sc.expect {
+        Expect::BothRefuse { .. } => unreachable!("handled above"),
         Expect::Same => {
             if upstream != ours {
                 return fail("the plans differ".to_string());

@@ -38,12 +38,7 @@ pub trait EvictorPlugin: Send + Sync + std::fmt::Debug {
     fn filter(&self, snap: &ClusterSnapshot, pod: PodId, now: i64) -> Result<(), String>;
     /// The PreEvictionFilter extension point, checked just before a plugin plans an eviction,
     /// against the plan so far. `Err` says why not.
-    fn pre_eviction_filter(
-        &self,
-        state: &PlanningState<'_>,
-        nodes: &[NodeId],
-        pod: PodId,
-    ) -> Result<(), String>;
+    fn pre_eviction_filter(&self, state: &PlanningState<'_>, pod: PodId) -> Result<(), String>;
     /// Whether a running member of a gang goes only with its whole gang, all or nothing.
     fn evicts_whole_gangs(&self) -> bool;
     /// Whether the filters rely on the placement simulation.
@@ -207,9 +202,7 @@ impl<'a, 's> Context<'a, 's> {
     /// plugin plans an eviction.
     /// A pod it refuses is recorded as a candidate not chosen, with why.
     pub fn pre_eviction_filter(&self, pod: PodId) -> Result<(), String> {
-        let r = self
-            .evictor
-            .pre_eviction_filter(self.state, self.nodes, pod);
+        let r = self.evictor.pre_eviction_filter(self.state, pod);
         if let Err(why) = &r {
             self.state
                 .not_chosen(self.profile, self.plugin, pod, why.clone());

@@ -33,7 +33,6 @@ pub struct LiveOptions {
     /// The admin servers to start (HTTPS on the secure port, plain HTTP when asked for).
     pub admin: Vec<admin::AdminServer>,
     pub executor: ExecutorConfig,
-    pub node_selector: String,
     pub output: Format,
     pub sync_timeout: Duration,
     /// Continuous mode: how long a workload that had a pod evicted, and a node that received
@@ -160,7 +159,10 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
     let executor = LiveExecutor::new(api.clone(), opts.executor.clone(), metrics.clone(), gate);
     let mut source = match opts.schedule {
         Schedule::Once => Source::List,
-        _ => Source::Watch(Box::new(WatchSource::start(&api, &opts.node_selector))),
+        // Every node: the policy's nodeSelector picks the nodes plugins work on (the planner
+        // applies it), but a pod evicted from them may land on any node of the cluster, which
+        // the DefaultEvictor's nodeFit and the placement simulator consider, as upstream's do.
+        _ => Source::Watch(Box::new(WatchSource::start(&api, ""))),
     };
 
     let continuous = !matches!(opts.schedule, Schedule::Once);
@@ -202,7 +204,7 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
         // One-shot: the snapshot listed now; continuous: the watched state, kept in the source.
         let mut listed: Option<ClusterSnapshot> = None;
         let snap: Result<&mut ClusterSnapshot, LiveError> = match &mut source {
-            Source::List => match list_snapshot(&api, &opts.node_selector).await {
+            Source::List => match list_snapshot(&api, "").await {
                 Ok(s) => Ok(listed.insert(s)),
                 Err(e) => Err(e),
             },

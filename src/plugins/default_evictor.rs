@@ -20,8 +20,9 @@
 //! 6. priorityThreshold (only while SystemCriticalPods protection is on, as upstream).
 //! 7. labelSelector, namespaceLabelSelector, minReplicas, minPodAge.
 //!
-//! PreEvictionFilter: with `nodeFit: true` the pod must fit some other planning node, given
-//! what that node holds after the evictions planned so far.
+//! PreEvictionFilter: with `nodeFit: true` the pod must fit some other Ready node of the
+//! cluster (those matching the `nodeSelector` arg, when given: as upstream, not the policy's
+//! nodeSelector), given what that node holds after the evictions planned so far.
 
 use crate::framework::{Constructor, EvictorPlugin, ExtensionPoint, PlanningState, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
@@ -164,6 +165,11 @@ pub struct DefaultEvictor {
     pub protections: Protections,
     label_selector: Option<Selector>,
     namespace_selector: Option<Selector>,
+    /// The nodes nodeFit looks at besides the pod's own: every Ready node of the cluster
+    /// matching the `nodeSelector` arg (all of them without it), as upstream's
+    /// PreEvictionFilter; not the policy's nodeSelector, which picks the nodes plugins work on
+    /// but not where the scheduler may put a replacement.
+    fit_nodes: Selector,
     min_pod_age: Option<i64>,
     pub no_eviction_policy: NoEvictionPolicy,
     pub gang_policy: GangPolicy,
@@ -270,14 +276,18 @@ impl DefaultEvictor {
             .as_deref()
             .map(|d| parse_duration(d).map_err(|e| ArgsError::new("minPodAge", e)))
             .transpose()?;
-        if let Some(ns) = &args.node_selector {
-            Selector::parse(ns).map_err(|e| ArgsError::new("nodeSelector", e.to_string()))?;
-        }
+        let fit_nodes = match &args.node_selector {
+            Some(ns) => {
+                Selector::parse(ns).map_err(|e| ArgsError::new("nodeSelector", e.to_string()))?
+            }
+            None => Selector::everything(),
+        };
         Ok(DefaultEvictor {
             args,
             protections,
             label_selector,
             namespace_selector,
+            fit_nodes,
             min_pod_age,
             no_eviction_policy,
             gang_policy,
@@ -443,20 +453,17 @@ impl DefaultEvictor {
 
     /// The PreEvictionFilter extension point. With nodeFit, the pod must pass every
     /// kube-scheduler filter (resources, taints, node affinity, host ports, inter-pod
-    /// affinity in both directions and topology spread) on another planning node, given the
-    /// evictions and simulated placements planned so far. With placementCheck, the simulator's
-    /// predicted destination must be better than where the pod is ([`placement_check`]).
-    pub fn pre_eviction_filter(
-        &self,
-        state: &PlanningState<'_>,
-        nodes: &[NodeId],
-        id: PodId,
-    ) -> Result<(), String> {
+    /// affinity in both directions and topology spread) on another Ready node of the cluster
+    /// that matches the `nodeSelector` arg (any, without it), given the evictions and
+    /// simulated placements planned so far. With placementCheck, the simulator's predicted
+    /// destination must be better than where the pod is ([`placement_check`]).
+    pub fn pre_eviction_filter(&self, state: &PlanningState<'_>, id: PodId) -> Result<(), String> {
         if self.args.node_fit {
             let current = state.snap.pod_node(id);
-            let others: Vec<NodeId> = nodes
-                .iter()
-                .copied()
+            let others: Vec<NodeId> = state
+                .snap
+                .ready_nodes(&self.fit_nodes)
+                .into_iter()
                 .filter(|&n| Some(n) != current)
                 .collect();
             if let Err(e) = state.sim().any_feasible(id, &others) {
@@ -475,13 +482,8 @@ impl EvictorPlugin for DefaultEvictor {
         DefaultEvictor::filter(self, snap, pod, now)
     }
 
-    fn pre_eviction_filter(
-        &self,
-        state: &PlanningState<'_>,
-        nodes: &[NodeId],
-        pod: PodId,
-    ) -> Result<(), String> {
-        DefaultEvictor::pre_eviction_filter(self, state, nodes, pod)
+    fn pre_eviction_filter(&self, state: &PlanningState<'_>, pod: PodId) -> Result<(), String> {
+        DefaultEvictor::pre_eviction_filter(self, state, pod)
     }
 
     fn evicts_whole_gangs(&self) -> bool {
@@ -805,9 +807,8 @@ mod tests {
         });
         let ev = evictor(json!({"nodeFit": true}));
         let mut state = PlanningState::new(&snap, Limits::default());
-        let nodes = [0, 1, 2];
         // a (600m) does not fit n2 (600m used of 1000m) and n3 is tainted.
-        let err = ev.pre_eviction_filter(&state, &nodes, 0).unwrap_err();
+        let err = ev.pre_eviction_filter(&state, 0).unwrap_err();
         assert!(
             err.contains("1 Insufficient cpu") && err.contains("1 node(s) had untolerated taint"),
             "{err}"
@@ -816,10 +817,54 @@ mod tests {
         // b is planned away, but its replacement can only go back to n2 (placements are
         // cumulative): still no room for a.
         assert_eq!(state.evictions()[0].destination, Some(1));
-        assert!(ev.pre_eviction_filter(&state, &nodes, 0).is_err());
+        assert!(ev.pre_eviction_filter(&state, 0).is_err());
         assert!(DefaultEvictor::default()
-            .pre_eviction_filter(&state, &nodes, 0)
+            .pre_eviction_filter(&state, 0)
             .is_ok());
+    }
+
+    #[test]
+    fn node_fit_looks_at_every_ready_node_or_those_of_its_node_selector() {
+        // As upstream's PreEvictionFilter: every Ready node of the cluster, whatever the
+        // policy's nodeSelector (a replacement may land anywhere), or those of the evictor's
+        // own `nodeSelector`. Only "pool-b" has room for a.
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("a1").label("pool", "a").cpu(1000).build(),
+                node("a2").label("pool", "a").cpu(1000).build(),
+                node("b1").label("pool", "b").cpu(1000).build(),
+                node("b2").label("pool", "b").cpu(1000).not_ready().build(),
+            ],
+            pods: vec![
+                pod("d", "a").node("a1").cpu(600).build(),
+                pod("d", "full").node("a2").cpu(600).build(),
+            ],
+            ..Default::default()
+        });
+        let state = PlanningState::new(&snap, Limits::default());
+        assert!(evictor(json!({"nodeFit": true}))
+            .pre_eviction_filter(&state, 0)
+            .is_ok());
+        assert!(evictor(json!({"nodeFit": true, "nodeSelector": "pool=b"}))
+            .pre_eviction_filter(&state, 0)
+            .is_ok());
+        let err = evictor(json!({"nodeFit": true, "nodeSelector": "pool=a"}))
+            .pre_eviction_filter(&state, 0)
+            .unwrap_err();
+        assert!(err.contains("Insufficient cpu"), "{err}");
+        // A NotReady node does not count: b2 alone is no place.
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("a1").label("pool", "a").cpu(1000).build(),
+                node("b2").label("pool", "b").cpu(1000).not_ready().build(),
+            ],
+            pods: vec![pod("d", "a").node("a1").cpu(600).build()],
+            ..Default::default()
+        });
+        let state = PlanningState::new(&snap, Limits::default());
+        assert!(evictor(json!({"nodeFit": true}))
+            .pre_eviction_filter(&state, 0)
+            .is_err());
     }
 
     #[test]
@@ -848,10 +893,10 @@ mod tests {
         let ev = evictor(json!({"nodeFit": true}));
         let state = PlanningState::new(&snap, Limits::default());
         // w1 leaving a: a=0, b=2; moving it to b gives skew 3 > 1
-        let err = ev.pre_eviction_filter(&state, &[0, 1], 0).unwrap_err();
+        let err = ev.pre_eviction_filter(&state, 0).unwrap_err();
         assert!(err.contains("topology spread"), "{err}");
         // w2 leaving b: a=1, b=1: it may go to a
-        assert!(ev.pre_eviction_filter(&state, &[0, 1], 1).is_ok());
+        assert!(ev.pre_eviction_filter(&state, 1).is_ok());
     }
 
     #[test]

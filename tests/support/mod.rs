@@ -8,7 +8,8 @@
 //! ([`create_namespace`]) and with its own node names and labels ([`unique`]).
 //!
 //! The binaries come from `.cache/control-plane/bin/` of the crate (made by
-//! `scripts/build-control-plane`), or from the folder named by `DESCHEDULER_TEST_BIN_DIR`.
+//! `scripts/build-control-plane`), or from the folder named by `DESCHEDULER_TEST_BIN_DIR` (or
+//! `CONTROL_PLANE_BIN_DIR`, as the scripts read it).
 //! Env `DESCHEDULER_TEST_KEEP=1` keeps the cluster's folder (certificates, kubeconfig, logs)
 //! after the tests; `DESCHEDULER_TEST_START_TIMEOUT` (seconds, default 120) bounds each
 //! readiness wait of the start-up.
@@ -115,13 +116,16 @@ impl Default for Components {
     }
 }
 
-/// The folder holding the control-plane binaries: `$DESCHEDULER_TEST_BIN_DIR`, or
+/// The folder holding the control-plane binaries: `$DESCHEDULER_TEST_BIN_DIR`, else
+/// `$CONTROL_PLANE_BIN_DIR` (where `scripts/build-control-plane` puts them when set), else
 /// `.cache/control-plane/bin` of the crate.
 pub fn bin_dir() -> PathBuf {
-    match std::env::var_os("DESCHEDULER_TEST_BIN_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/control-plane/bin"),
-    }
+    ["DESCHEDULER_TEST_BIN_DIR", "CONTROL_PLANE_BIN_DIR"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .find(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache/control-plane/bin"))
 }
 
 fn binaries(components: Components) -> Vec<&'static str> {
