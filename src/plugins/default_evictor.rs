@@ -922,18 +922,17 @@ mod tests {
         assert!(ev.args.placement_check);
         let n = |name: &str| snap.node_id(name).unwrap();
         let p = |name: &str| snap.pod_id("d", name).unwrap();
-        let all = [n("cold"), n("gpu"), n("hot")];
         let mut state = PlanningState::new(&snap, Limits::default());
         assert_eq!(placement_check(&state, p("a")), Ok(n("cold")));
-        assert!(ev.pre_eviction_filter(&state, &all, p("a")).is_ok());
+        assert!(ev.pre_eviction_filter(&state, p("a")).is_ok());
         // with targets: cold may reach 2500m
         state.set_placement_targets(vec![(n("cold"), [("cpu".to_string(), 2500)].into())]);
-        assert!(ev.pre_eviction_filter(&state, &all, p("a")).is_ok());
+        assert!(ev.pre_eviction_filter(&state, p("a")).is_ok());
         state.plan_eviction(p("a"), "p", "T", "r".into()).unwrap();
         assert_eq!(state.evictions()[0].destination, Some(n("cold")));
         // cold holds 2500m now: b's best place is hot itself (now the least allocated),
         // which is no better than where it is
-        let err = ev.pre_eviction_filter(&state, &all, p("b")).unwrap_err();
+        let err = ev.pre_eviction_filter(&state, p("b")).unwrap_err();
         assert!(err.contains("placementCheck"), "{err}");
         state.clear_placement_targets();
         assert_eq!(
