@@ -414,6 +414,33 @@ fn scenarios() -> Vec<Scenario> {
                 "",
             ),
         ),
+        // LowNodeUtilization where no single cold node has room for the hot pod: b and c have
+        // 1400m each below the 50% target, o1 needs 1500m. Upstream moves it on their summed
+        // room (2800m), overfilling whichever node takes it; ours moves a pod only when it
+        // fits below one underutilized node's target.
+        Scenario {
+            expect: Expect::Differs {
+                upstream_only: &["o1"],
+                ours_only: &[],
+            },
+            ..base(
+                "lnu-room",
+                "LowNodeUtilization, room summed over the cold nodes",
+                three(),
+                vec![
+                    pod("o1", "a").cpu("1500m").priority("parity-p1"),
+                    pod("o2", "a").cpu("1500m").priority("parity-p2"),
+                    pod("b1", "b").cpu("600m"),
+                    pod("c1", "c").cpu("600m"),
+                ],
+                single(
+                    "LowNodeUtilization",
+                    "balance",
+                    "thresholds: {cpu: 20}\ntargetThresholds: {cpu: 50}",
+                    "",
+                ),
+            )
+        },
         // HighNodeUtilization: a at 10% gives its pod to the fuller nodes.
         base(
             "hnu",
@@ -702,6 +729,36 @@ fn scenarios() -> Vec<Scenario> {
                 ),
             ),
         ),
+        // The evict annotation: upstream lets it override every protection, mirror pods
+        // included; ours never evicts a mirror (static) pod.
+        Scenario {
+            expect: Expect::Differs {
+                upstream_only: &["m-mirror"],
+                ours_only: &[],
+            },
+            ..base(
+                "annotation",
+                "descheduler.alpha.kubernetes.io/evict",
+                three(),
+                vec![
+                    pod("m-mirror", "a")
+                        .annotation("kubernetes.io/config.mirror", "mirror")
+                        .owner("Node", "a")
+                        .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+                    pod("m-bare", "a")
+                        .bare()
+                        .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+                    pod("m-ds", "b")
+                        .owner("DaemonSet", "agent")
+                        .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+                    pod("m-critical", "b")
+                        .priority("system-cluster-critical")
+                        .annotation("descheduler.alpha.kubernetes.io/evict", "true"),
+                    pod("m-plain-ds", "b").owner("DaemonSet", "agent"),
+                ],
+                single("PodLifeTime", "deschedule", &lifetime_args(), ""),
+            )
+        },
         // nodeFit looks at every Ready node of the cluster, not only the policy's nodeSelector
         // (the other scenarios' nodes have room for k1) ...
         base(

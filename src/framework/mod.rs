@@ -85,7 +85,7 @@ pub struct Context<'a, 's> {
     plugin: &'static str,
     /// Planning time, unix seconds.
     now: i64,
-    /// The planning nodes (used by nodeFit).
+    /// The planning nodes (Ready, matching the policy's nodeSelector).
     nodes: &'a [NodeId],
     /// The profile's order, when its `sort` extension point enables a plugin; None:
     /// upstream's order.
