@@ -441,6 +441,30 @@ fn scenarios() -> Vec<Scenario> {
                 ),
             )
         },
+        // LowNodeUtilization with deviation thresholds: mean 30%, a at 70% is above mean+10,
+        // b and c at 10% below mean-10; a gives its lowest priorities until at mean+10.
+        base(
+            "lnu-deviation",
+            "LowNodeUtilization useDeviationThresholds",
+            three(),
+            vec![
+                pod("h1", "a").cpu("400m").priority("parity-p1"),
+                pod("h2", "a").cpu("400m").priority("parity-p2"),
+                pod("h3", "a").cpu("400m").priority("parity-p3"),
+                pod("h4", "a").cpu("400m").priority("parity-p4"),
+                pod("h5", "a").cpu("400m").priority("parity-p5"),
+                pod("h6", "a").cpu("400m").priority("parity-p6"),
+                pod("h7", "a").cpu("400m").priority("parity-p7"),
+                pod("b1", "b").cpu("400m"),
+                pod("c1", "c").cpu("400m"),
+            ],
+            single(
+                "LowNodeUtilization",
+                "balance",
+                "useDeviationThresholds: true\nthresholds: {cpu: 10}\ntargetThresholds: {cpu: 10}",
+                "",
+            ),
+        ),
         // HighNodeUtilization: a at 10% gives its pod to the fuller nodes.
         base(
             "hnu",
@@ -541,6 +565,23 @@ fn scenarios() -> Vec<Scenario> {
                 "RemovePodsViolatingNodeTaints",
                 "deschedule",
                 "includePreferNoSchedule: true\nexcludedTaints: [dedicated]",
+                "",
+            ),
+        ),
+        // ... only the included taint counts.
+        base(
+            "taints-incl",
+            "RemovePodsViolatingNodeTaints includedTaints",
+            vec![
+                node("a").taint("dedicated", "x", "NoSchedule"),
+                node("b").taint("other", "y", "NoExecute"),
+                node("c"),
+            ],
+            vec![pod("i1", "a"), pod("i2", "b"), pod("i3", "c")],
+            single(
+                "RemovePodsViolatingNodeTaints",
+                "deschedule",
+                "includedTaints: [dedicated=x]",
                 "",
             ),
         ),
@@ -664,6 +705,52 @@ fn scenarios() -> Vec<Scenario> {
                 "",
             ),
         ),
+        // PodLifeTime by condition and exit code, not by age.
+        base(
+            "lifetime-cond",
+            "PodLifeTime conditions, ownerKinds",
+            three(),
+            vec![
+                pod("c1", "a").status(json!({"conditions": conditions("False")})),
+                pod("c2", "a"),
+                pod("c3", "b")
+                    .status(json!({"conditions": conditions("False")}))
+                    .owner("StatefulSet", "db"),
+            ],
+            single(
+                "PodLifeTime",
+                "deschedule",
+                "conditions: [{type: Ready, status: \"False\"}]\nownerKinds: {exclude: [StatefulSet]}",
+                "",
+            ),
+        ),
+        // RemoveFailedPods by exit code (init containers included), no minimum age, and
+        // failed bare pods allowed.
+        base(
+            "failed-codes",
+            "RemoveFailedPods exitCodes, includingInitContainers, evictFailedBarePods",
+            three(),
+            vec![
+                pod("y1", "a").failed("Error", 3),
+                pod("y2", "a").failed("Error", 1),
+                pod("y3", "b").failed("Error", 3).bare(),
+                pod("y4", "b")
+                    .spec(json!({"initContainers": [{"name": "init", "image": PAUSE_IMAGE}]}))
+                    .failed("Error", 1)
+                    .status(json!({"initContainerStatuses": [{
+                        "name": "init", "image": PAUSE_IMAGE, "imageID": "", "ready": false,
+                        "restartCount": 0,
+                        "state": {"terminated": {"exitCode": 3, "reason": "Error",
+                            "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:01Z"}},
+                    }]})),
+            ],
+            single(
+                "RemoveFailedPods",
+                "deschedule",
+                "minPodLifetimeSeconds: 0\nexitCodes: [3]\nincludingInitContainers: true",
+                "evictFailedBarePods: true",
+            ),
+        ),
         // RemoveFailedPods: old, OOMKilled, not owned by a Job.
         base(
             "failed",
@@ -757,6 +844,41 @@ fn scenarios() -> Vec<Scenario> {
                     pod("m-plain-ds", "b").owner("DaemonSet", "agent"),
                 ],
                 single("PodLifeTime", "deschedule", &lifetime_args(), ""),
+            )
+        },
+        // The prefer-no-eviction annotation: only a preference by default ...
+        base(
+            "prefer",
+            "prefer-no-eviction, noEvictionPolicy Preferred (default)",
+            three(),
+            prefer_pods(),
+            single("PodLifeTime", "deschedule", "states: [Running]", ""),
+        ),
+        // ... a refusal with noEvictionPolicy: Mandatory.
+        base(
+            "prefer-mandatory",
+            "prefer-no-eviction, noEvictionPolicy Mandatory",
+            three(),
+            prefer_pods(),
+            single(
+                "PodLifeTime",
+                "deschedule",
+                "states: [Running]",
+                "noEvictionPolicy: Mandatory",
+            ),
+        ),
+        // One eviction per namespace: the oldest.
+        Scenario {
+            age_steps: true,
+            ..base(
+                "ns-limit",
+                "maxNoOfPodsToEvictPerNamespace",
+                three(),
+                vec![pod("j1", "b"), pod("j2", "a"), pod("j3", "c")],
+                format!(
+                    "maxNoOfPodsToEvictPerNamespace: 1\n{}",
+                    single("PodLifeTime", "deschedule", &lifetime_args(), "")
+                ),
             )
         },
         // nodeFit looks at every Ready node of the cluster, not only the policy's nodeSelector
@@ -869,6 +991,13 @@ fn nodefit_pods() -> Vec<PodDef> {
         pod("k1", "a").cpu("2000m"),
         pod("k2", "a").cpu("100m"),
         pod("fill", "b").cpu("3500m"),
+    ]
+}
+
+fn prefer_pods() -> Vec<PodDef> {
+    vec![
+        pod("v1", "a").annotation("descheduler.alpha.kubernetes.io/prefer-no-eviction", "true"),
+        pod("v2", "b"),
     ]
 }
 
