@@ -49,6 +49,9 @@ const MAGIC: &[u8; 4] = b"k8s\0";
 pub struct Bad(pub &'static str);
 
 type P<T = ()> = Result<T, Bad>;
+/// A field found by `field_at`: its number, its value's range (None for a number), the
+/// position after it.
+type FieldAt = (u32, Option<(usize, usize)>, usize);
 
 /// One field's value as the wire carries it.
 #[derive(Clone, Copy)]
@@ -813,7 +816,7 @@ impl ProtoListDecoder {
     /// The next field of the message at `b[pos..]` whose value is wholly in `b`: its number
     /// and its value's range (or, for a number, None) and the position after it; Ok(None)
     /// when `b` ends first.
-    fn field_at(b: &[u8], pos: usize) -> P<Option<(u32, Option<(usize, usize)>, usize)>> {
+    fn field_at(b: &[u8], pos: usize) -> P<Option<FieldAt>> {
         let short = |e: &Bad| *e == SHORT_NUMBER || *e == SHORT_LENGTH;
         let mut p = pos;
         let read = (|| {
