@@ -1,14 +1,14 @@
 //! Command line: upstream's flags where they apply, plus offline planning from a snapshot.
+//! The flags are checked here and turned into a mode of [`crate::app`], which runs it.
 //!
 //! Exit codes: 0 planning succeeded (also with nothing to evict), 2 invalid input (policy,
 //! snapshot, flags), 1 anything else.
 
+use crate::app::{self, LiveOptions, SnapshotFiles};
 use crate::framework::Pipeline;
 use crate::live::admin::{AdminServer, Certificate, Transport};
 use crate::live::executor::ExecutorConfig;
 use crate::live::leader::LeaderConfig;
-use crate::live::runner::{self, LiveOptions};
-use crate::plan;
 use crate::policy::Policy;
 use crate::report::Format;
 use crate::schedule::Schedule;
@@ -345,121 +345,23 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     rate_flag("--node-eviction-qps", cli.node_eviction_qps)?;
     leader_durations(cli)?;
     // Nothing runs on an invalid policy.
-    let policy = Policy::load(&cli.policy_config_file).map_err(Failure::invalid)?;
-    let mut pipeline = Pipeline::build(
-        &policy,
-        &cli.policy_config_file.display().to_string(),
-        &crate::plugins::REGISTRY,
-    )
-    .map_err(Failure::invalid)?;
-    pipeline.predict_destinations = cli.predict_destinations;
-    let Some(snapshot_path) = &cli.snapshot else {
-        return run_live(cli, &policy, pipeline, given_now);
+    let (policy, pipeline) = app::load_policy(&cli.policy_config_file, cli.predict_destinations)
+        .map_err(Failure::invalid)?;
+    let Some(snapshot) = &cli.snapshot else {
+        return run_live(cli, &policy, pipeline, given_now, out);
     };
-    let started = std::time::Instant::now();
-    let mut snap = crate::snapshot::decode::load_file(snapshot_path).map_err(Failure::invalid)?;
-    tracing::info!(
-        nodes = snap.nodes.len(),
-        pods = snap.pods.len(),
-        pdbs = snap.pdbs.len(),
-        seconds = started.elapsed().as_secs_f64(),
-        "snapshot loaded"
-    );
-    crate::usage::attach_files(
-        &pipeline,
-        &mut snap,
-        cli.node_metrics.as_deref(),
-        cli.pod_metrics.as_deref(),
-    )
-    .map_err(Failure::invalid)?;
-    let wants_prometheus = pipeline
-        .usage_needs()
-        .iter()
-        .any(|n| matches!(n, crate::snapshot::usage::UsageNeed::Query { .. }));
-    if wants_prometheus {
-        // Offline planning with live Prometheus figures: the queries run now.
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Failure::other)?;
-        rt.block_on(async {
-            let mut fetcher = crate::usage::UsageFetcher::new(&pipeline, None, false, None)
-                .await
-                .map_err(Failure::invalid)?;
-            fetcher.attach(&pipeline, &mut snap).await;
-            Ok::<_, Failure>(())
-        })?;
-    }
-    let planning = std::time::Instant::now();
-    let plan = plan::plan_with(
-        &pipeline,
-        &snap,
-        now,
-        &plan::CycleMemory::default(),
-        &mut PluginTimes::default(),
-    )
-    .map_err(Failure::invalid)?;
-    tracing::info!(
-        evictions = plan.evictions.len(),
-        seconds = planning.elapsed().as_secs_f64(),
-        "plan ready"
-    );
-    use std::io::Write as _;
-    let rendering = std::time::Instant::now();
-    let mut counted = Counted { out, bytes: 0 };
-    crate::report::write_plan(&snap, &plan, cli.output, &mut counted)
-        .and_then(|_| counted.flush())
-        .map_err(|e| Failure::other(format!("writing the report: {e}")))?;
-    tracing::info!(
-        bytes = counted.bytes,
-        seconds = rendering.elapsed().as_secs_f64(),
-        "report rendered"
-    );
-    // The process exits right after printing: handing millions of small allocations back one
-    // by one would take longer than the exit that reclaims them all at once.
-    std::mem::forget(snap);
-    std::mem::forget(plan);
-    Ok(())
-}
-
-/// A writer that counts the bytes written through it.
-struct Counted<'w> {
-    out: &'w mut dyn std::io::Write,
-    bytes: usize,
-}
-
-impl std::io::Write for Counted<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.bytes += n;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
-}
-
-/// Logs how long each plugin of an offline plan took (`-v 4`).
-#[derive(Default)]
-struct PluginTimes {
-    started: Option<std::time::Instant>,
-}
-
-impl plan::PlanObserver for PluginTimes {
-    fn plugin_started(&mut self, _profile: &str, _plugin: &'static str) {
-        self.started = Some(std::time::Instant::now());
-    }
-    fn plugin_finished(&mut self, profile: &str, plugin: &'static str, planned: usize) {
-        if let Some(t) = self.started.take() {
-            tracing::info!(
-                profile,
-                plugin,
-                planned,
-                seconds = t.elapsed().as_secs_f64(),
-                "plugin finished"
-            );
+    let files = SnapshotFiles {
+        snapshot: snapshot.clone(),
+        node_metrics: cli.node_metrics.clone(),
+        pod_metrics: cli.pod_metrics.clone(),
+    };
+    app::run_offline(&pipeline, files, now, cli.output, out).map_err(|e| {
+        if e.is_invalid_input() {
+            Failure::invalid(e)
+        } else {
+            Failure::other(e)
         }
-    }
+    })
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
@@ -529,6 +431,7 @@ fn run_live(
     policy: &Policy,
     pipeline: Pipeline,
     now: Option<i64>,
+    out: &mut dyn std::io::Write,
 ) -> Result<(), Failure> {
     let schedule = Schedule::from_flags(&cli.descheduling_interval, cli.schedule.as_deref())
         .map_err(Failure::invalid)?;
@@ -594,7 +497,7 @@ fn run_live(
         .enable_all()
         .build()
         .map_err(Failure::other)?;
-    rt.block_on(runner::run(&pipeline, opts))
+    rt.block_on(app::runner::run(&pipeline, opts, out))
         .map_err(Failure::other)
 }
 
@@ -724,8 +627,7 @@ pub fn main() -> ExitCode {
             "an upstream flag with no effect here; ignored"
         );
     }
-    let stdout = std::io::stdout();
-    match run(&cli, &mut stdout.lock()) {
+    match run(&cli, &mut std::io::stdout()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("error: {}", f.message);

@@ -6,10 +6,14 @@
 //! - [`framework`] and [`plugins`] plan evictions, with [`sim`] answering scheduler questions;
 //! - [`plan`] runs the profiles and yields an [`plan::EvictionPlan`];
 //! - a dry run reports it ([`report`]); [`live`] attempts it through the Eviction API, each
-//!   planned eviction ending in an [`outcome::Outcome`].
+//!   planned eviction ending in an [`outcome::Outcome`];
+//! - [`app`] orchestrates both modes (load the policy, read the cluster, plan, report, act);
+//!   [`cli`] turns the flags into one of them.
 //!
-//! Only [`live`], the usage adapters ([`usage`]) and [`cli`] touch the network or the clock.
+//! Only [`live`], the usage adapters ([`usage`]), [`app`] and [`cli`] touch the network or the
+//! clock, and only [`live`] and [`usage`] talk to the API server.
 
+pub mod app;
 pub mod cli;
 pub mod framework;
 pub mod input;

@@ -58,6 +58,47 @@ fn the_framework_and_the_planner_name_no_plugin_and_no_live_code() {
 }
 
 #[test]
+fn the_pure_rooms_use_no_orchestration() {
+    let found = uses(
+        &["framework", "plan", "plugins", "sim", "snapshot", "policy"],
+        &["app::", "cli::", "live::"],
+    );
+    assert!(
+        found.is_empty(),
+        "the planner and its model know nothing of how they are run: no file of framework/, \
+         plan/, plugins/, sim/, snapshot/ or policy/ names app::, cli:: or live::\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_command_line_only_chooses_a_mode() {
+    let cli = std::fs::read_to_string(root().join("src/cli.rs")).unwrap();
+    let found: Vec<String> = cli
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            [
+                "plan::",
+                "snapshot::",
+                "usage::",
+                "report::write",
+                "run_cycle",
+            ]
+            .iter()
+            .any(|n| l.contains(n))
+        })
+        .map(|(i, l)| format!("src/cli.rs:{}: {}", i + 1, l.trim()))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "src/cli.rs turns flags into a mode of app; reading the cluster, planning, reporting \
+         and acting are app's:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn the_planner_performs_no_io_and_reads_no_clock() {
     let found = uses(
         &["framework", "plan", "plugins", "sim"],
@@ -84,10 +125,18 @@ fn the_planner_performs_no_io_and_reads_no_clock() {
 
 #[test]
 fn only_live_and_the_usage_adapters_use_the_kubernetes_client() {
-    let outside: Vec<String> = ["framework", "plan", "plugins", "sim", "policy", "snapshot"]
-        .iter()
-        .flat_map(|d| uses(&[d], &["kube::", "use kube", "kube_runtime"]))
-        .collect();
+    let outside: Vec<String> = [
+        "app",
+        "framework",
+        "plan",
+        "plugins",
+        "sim",
+        "policy",
+        "snapshot",
+    ]
+    .iter()
+    .flat_map(|d| uses(&[d], &["kube::", "use kube", "kube_runtime"]))
+    .collect();
     let mut top = Vec::new();
     for entry in std::fs::read_dir(root().join("src")).unwrap() {
         let path = entry.unwrap().path();

@@ -59,6 +59,14 @@ fn fmt_duration(seconds: i64) -> String {
 }
 
 impl History {
+    /// No memory: what a single cycle plans with.
+    pub const EMPTY: History = History {
+        over_streak: BTreeMap::new(),
+        cooldown_seconds: 0,
+        evicted_owners: BTreeMap::new(),
+        received: BTreeMap::new(),
+    };
+
     /// An empty history with this eviction cooldown (seconds; 0: off).
     pub fn with_cooldown(cooldown_seconds: i64) -> History {
         History {

@@ -7,9 +7,10 @@
 //! [`Plugin`]s, and each plugin declares its extension points in its [`PluginSpec`].
 //!
 //! Plugins never evict anything: they ask the context to *plan* an eviction. The context
-//! checks the evictor's filters, the limits and the disruption budgets, and records the
-//! eviction in the [`PlanningState`], so later plugins see the pod as gone and its requests
-//! moved off its node. No client, no clock: time comes in as `now`.
+//! checks the evictor's filters, the [`PlanningState`]'s safety [`Ledger`] admits the
+//! eviction (limits, disruption budgets, gangs), and the eviction is recorded in every part of
+//! the state, so later plugins see the pod as gone, its requests moved off its node and its
+//! replacement placed. No client, no clock: time comes in as `now`.
 
 mod history;
 mod pipeline;
@@ -24,12 +25,11 @@ pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
 pub use sort::{sort_by_eviction_order, upstream_cmp, CandidateOrder, SortPlugin, TenantShare};
 pub use state::{
-    EvictError, Limits, MeasuredNode, NoteKind, PlanNote, PlannedEviction, PlanningOutput,
-    PlanningState,
+    EvictError, Journal, Ledger, Limits, MeasuredNode, NoteKind, Placement, PlacementTargets,
+    PlanNote, PlannedEviction, PlanningOutput, PlanningState,
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
-use std::collections::BTreeMap;
 
 /// A profile's evictor: its `filter` and `preEvictionFilter` extension points. The context
 /// asks it about every candidate before an eviction is planned.
@@ -37,8 +37,8 @@ pub trait EvictorPlugin: Send + Sync + std::fmt::Debug {
     /// The Filter extension point: may this pod be evicted at all? `Err` says why not.
     fn filter(&self, snap: &ClusterSnapshot, pod: PodId, now: i64) -> Result<(), String>;
     /// The PreEvictionFilter extension point, checked just before a plugin plans an eviction,
-    /// against the plan so far. `Err` says why not.
-    fn pre_eviction_filter(&self, state: &PlanningState<'_>, pod: PodId) -> Result<(), String>;
+    /// against the cluster as the plan so far leaves it. `Err` says why not.
+    fn pre_eviction_filter(&self, placement: &Placement<'_>, pod: PodId) -> Result<(), String>;
     /// Whether a running member of a gang goes only with its whole gang, all or nothing.
     fn evicts_whole_gangs(&self) -> bool;
     /// Whether the filters rely on the placement simulation.
@@ -131,96 +131,105 @@ impl<'a, 's> Context<'a, 's> {
     }
 
     /// What earlier cycles observed (continuous mode); read-only.
-    pub fn history(&self) -> &History {
+    pub fn history(&self) -> &'s History {
         self.state.history()
     }
 
     /// Records the nodes this plugin found overutilized, for the next cycle's [`History`].
     pub fn observe_over(&mut self, nodes: Vec<String>) {
         let key = self.history_key();
-        self.state.observe_over(key, nodes);
+        self.state.journal_mut().observe_over(key, nodes);
     }
 
     /// Records a node's measured usage, as this plugin planned with it.
     pub fn set_measured(&mut self, node: NodeId, measured: MeasuredNode) {
-        self.state.set_measured(node, measured);
+        self.state.journal_mut().set_measured(node, measured);
     }
 
     /// Takes a planned eviction's measured usage off its node's figures.
     pub fn measured_sub(&mut self, node: NodeId, cpu: i64, memory: i64) {
-        self.state.measured_sub(node, cpu, memory);
+        self.state.journal_mut().measured_sub(node, cpu, memory);
     }
 
     /// Where this plugin wants evicted pods to go, and how full each may become
-    /// ([`PlanningState::set_placement_targets`]); cleared when the plugin ends.
-    pub fn set_placement_targets(&mut self, targets: Vec<(NodeId, BTreeMap<String, i64>)>) {
-        self.state.set_placement_targets(targets);
+    /// ([`Placement::set_targets`]); cleared when the plugin ends.
+    pub fn set_placement_targets(&mut self, targets: PlacementTargets) {
+        self.state.placement_mut().set_targets(targets);
     }
 
     pub fn snap(&self) -> &'s ClusterSnapshot {
-        self.state.snap
+        self.state.snap()
     }
 
     /// Whether an earlier plugin (or this one) already planned to evict the pod.
     pub fn is_planned(&self, pod: PodId) -> bool {
-        self.state.is_planned(pod)
+        self.state.ledger().is_planned(pod)
     }
 
     /// The pods on a node that no plugin has planned to evict yet, in namespace/name order.
     pub fn pods_on_node(&self, node: NodeId) -> impl Iterator<Item = PodId> + use<'_, 's> {
-        let state: &PlanningState<'s> = self.state;
-        state
-            .snap
+        let ledger: &Ledger<'s> = self.state.ledger();
+        self.snap()
             .pods_on_node(node)
             .iter()
             .copied()
-            .filter(move |&p| !state.is_planned(p))
+            .filter(move |&p| !ledger.is_planned(p))
     }
 
     /// What the node's active pods request now (after planned evictions); `pods` counts them.
     pub fn requested(&self, node: NodeId) -> &Resources {
-        self.state.requested(node)
+        self.state.ledger().requested(node)
     }
 
     /// The evictor's Filter extension point: may this pod be evicted at all?
     /// Returns why not.
     pub fn filter(&self, pod: PodId) -> Result<(), String> {
-        if self.state.is_planned(pod) {
+        let ledger = self.state.ledger();
+        if ledger.is_planned(pod) {
             return Err("already planned for eviction".into());
         }
-        if self.state.is_pinned(pod) {
+        if ledger.is_pinned(pod) {
             return Err("the API refused to evict it earlier in this cycle".into());
         }
-        let pod_ref = self.state.snap.pod(pod);
-        if let Some(why) = self.state.history().cooldown_refusal(pod_ref, self.now) {
+        let snap = self.snap();
+        if let Some(why) = self.history().cooldown_refusal(snap.pod(pod), self.now) {
             return Err(why);
         }
-        self.evictor.filter(self.state.snap, pod, self.now)
+        self.evictor.filter(snap, pod, self.now)
     }
 
     /// The evictor's PreEvictionFilter extension point (nodeFit), checked just before a
     /// plugin plans an eviction.
     /// A pod it refuses is recorded as a candidate not chosen, with why.
     pub fn pre_eviction_filter(&self, pod: PodId) -> Result<(), String> {
-        let r = self.evictor.pre_eviction_filter(self.state, pod);
+        let r = self
+            .evictor
+            .pre_eviction_filter(self.state.placement(), pod);
         if let Err(why) = &r {
-            self.state
-                .not_chosen(self.profile, self.plugin, pod, why.clone());
+            self.not_chosen(pod, why.clone());
         }
         r
+    }
+
+    /// Records in the journal that this plugin did not choose a candidate, and why.
+    fn not_chosen(&self, pod: PodId, why: String) {
+        let node = self.snap().pod_node(pod);
+        self.state
+            .journal()
+            .not_chosen(self.profile, self.plugin, pod, node, why);
     }
 
     /// Records a note about this plugin's cycle (and logs it).
     pub fn note(&mut self, node: Option<NodeId>, message: impl Into<String>) {
         let message = message.into();
-        let node_name = node.map(|n| self.state.snap.node(n).name.to_string());
+        let node_name = node.map(|n| self.snap().node(n).name.to_string());
         tracing::info!(
             profile = self.profile,
             plugin = self.plugin,
             node = node_name.as_deref(),
             "{message}"
         );
-        self.state.note(PlanNote {
+        self.state.journal_mut().note(PlanNote {
             profile: self.profile.to_string(),
             plugin: self.plugin,
             node,
@@ -233,7 +242,7 @@ impl<'a, 's> Context<'a, 's> {
     pub fn note_skipped(&mut self, message: impl Into<String>) {
         let message = message.into();
         tracing::warn!(profile = self.profile, plugin = self.plugin, "{message}");
-        self.state.note(PlanNote {
+        self.state.journal_mut().note(PlanNote {
             profile: self.profile.to_string(),
             plugin: self.plugin,
             node: None,
@@ -247,19 +256,19 @@ impl<'a, 's> Context<'a, 's> {
         format!("{}/{}", self.profile, self.plugin)
     }
 
-    /// Plans the eviction of a pod that passed [`Context::filter`]: checks the limits and
-    /// disruption budgets, then records it. On success the pod is gone for every later check.
+    /// Plans the eviction of a pod that passed [`Context::filter`]: the ledger checks the
+    /// limits, disruption budgets and gangs ([`Ledger::admit`]), then it is recorded. On success the pod is gone for every later check.
     /// A pod refused here (a limit, a budget, a gang) is recorded as a candidate not chosen.
     ///
     /// With `gangPolicy: WholeGang`, a running member of a gang goes only with its whole gang,
     /// all or nothing: every other member bound to a node must pass the evictor's filter too, the
     /// limits and budgets must allow all of them together, and the simulator must place every
-    /// one ([`PlanningState::plan_gang_eviction`]); then all are planned, one after the other.
+    /// one ([`PlanningState::plan_whole_gang`]); then all are planned, one after the other.
     pub fn evict(&mut self, pod: PodId, reason: impl Into<String>) -> Result<(), EvictError> {
         // A member that does not run (failed, say) goes alone: the gang does not miss it.
         let whole_gang = self.evictor.evicts_whole_gangs()
-            && !self.state.snap.gangs_of_pod(pod).is_empty()
-            && self.state.snap.counts_as_running(pod);
+            && !self.snap().gangs_of_pod(pod).is_empty()
+            && self.snap().counts_as_running(pod);
         let r = if whole_gang {
             self.evict_gang(pod, reason.into())
         } else {
@@ -268,8 +277,7 @@ impl<'a, 's> Context<'a, 's> {
         };
         if let Err(e) = &r {
             if *e != EvictError::AlreadyPlanned {
-                self.state
-                    .not_chosen(self.profile, self.plugin, pod, e.to_string());
+                self.not_chosen(pod, e.to_string());
             }
         }
         r
@@ -278,10 +286,10 @@ impl<'a, 's> Context<'a, 's> {
     /// The one door most plugins plan through: [`Context::evict`], with what happened said as
     /// the caller's next step (see [`Attempt`]). A refusal other than a limit is logged.
     pub fn try_evict(&mut self, pod: PodId, reason: String) -> Attempt {
-        let before = self.state.evictions().len();
+        let before = self.state.ledger().evictions().len();
         match self.evict(pod, reason) {
             Ok(()) => Attempt::Planned {
-                with: self.state.evictions()[before + 1..]
+                with: self.state.ledger().evictions()[before + 1..]
                     .iter()
                     .map(|e| (e.pod, e.destination))
                     .collect(),
@@ -306,19 +314,20 @@ impl<'a, 's> Context<'a, 's> {
     }
 
     fn evict_gang(&mut self, pod: PodId, reason: String) -> Result<(), EvictError> {
-        let members = self.state.gang_members(pod);
-        self.state.check_gang_members(&members)?;
+        let ledger = self.state.ledger();
+        let members = ledger.gang_members(pod);
+        ledger.admit_gang_members(&members)?;
         for &m in &members[1..] {
             if let Err(why) = self.filter(m) {
                 return Err(EvictError::WholeGang(format!(
                     "gang {} goes whole or not at all (gangPolicy WholeGang), and its member {} may not be evicted: {why}",
-                    self.state.gang_description(pod),
-                    self.state.snap.pod(m).key()
+                    self.state.ledger().gang_description(pod),
+                    self.snap().pod(m).key()
                 )));
             }
         }
         self.state
-            .plan_gang_eviction(&members, self.profile, self.plugin, reason)
+            .plan_whole_gang(&members, self.profile, self.plugin, reason)
     }
 
     /// The profile's eviction order (its `sort` extension point), most evictable first:
@@ -326,8 +335,8 @@ impl<'a, 's> Context<'a, 's> {
     /// as the plan so far leaves the cluster ([`CandidateOrder::sort`]).
     pub fn sort_by_eviction_order(&self, pods: &mut [PodId]) {
         match self.order {
-            None => sort_by_eviction_order(self.state.snap, pods),
-            Some(o) => o.sort(self.state, pods),
+            None => sort_by_eviction_order(self.snap(), pods),
+            Some(o) => o.sort(self.state.ledger(), pods),
         }
     }
 
@@ -339,7 +348,7 @@ impl<'a, 's> Context<'a, 's> {
         match self.order {
             None if pods.is_empty() => None,
             None => Some(pods.remove(0)),
-            Some(o) => o.take_next(self.state, pods),
+            Some(o) => o.take_next(self.state.ledger(), pods),
         }
     }
 }

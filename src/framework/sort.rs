@@ -3,7 +3,7 @@
 //! sort plugin ([`SortPlugin`]) starts one [`CandidateOrder`] per plan, which every ordering
 //! call of the profiles that share it consults.
 
-use super::PlanningState;
+use super::Ledger;
 use crate::snapshot::{ClusterSnapshot, PodId};
 
 /// A profile's `sort` plugin.
@@ -17,12 +17,13 @@ pub trait SortPlugin: Send + Sync + std::fmt::Debug {
 
 /// One plan's ordering of candidates, kept current as evictions are planned.
 pub trait CandidateOrder: Send + Sync + std::fmt::Debug {
-    /// Sorts candidates, most evictable first, as the plan so far leaves the cluster.
-    fn sort(&self, state: &PlanningState<'_>, pods: &mut [PodId]);
+    /// Sorts candidates, most evictable first, as the evictions planned so far (the ledger)
+    /// leave the cluster.
+    fn sort(&self, ledger: &Ledger<'_>, pods: &mut [PodId]);
     /// Removes and returns the most evictable candidate now.
-    fn take_next(&self, state: &PlanningState<'_>, pods: &mut Vec<PodId>) -> Option<PodId>;
+    fn take_next(&self, ledger: &Ledger<'_>, pods: &mut Vec<PodId>) -> Option<PodId>;
     /// What the plan reports of the order: each tenant's share before and after.
-    fn summary(&self, state: &PlanningState<'_>) -> Vec<TenantShare>;
+    fn summary(&self, ledger: &Ledger<'_>) -> Vec<TenantShare>;
 }
 
 /// One tenant's dominant share before and after the plan.

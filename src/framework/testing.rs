@@ -31,7 +31,7 @@ pub fn run_alone(
     let nodes = snap.ready_nodes(&Default::default());
     let mut state = PlanningState::new(snap, limits);
     run_on(plugin, &mut state, evictor, &nodes, now);
-    state.into_parts().0
+    state.into_output().evictions
 }
 
 /// Runs one plugin as profile `default` over `nodes`, on a planning state the caller keeps (to

@@ -18,7 +18,7 @@
 //!   leadership) stops before the next call, never in the middle of one.
 
 use super::client::ApiClient;
-use crate::framework::{History, Limits, Pipeline, PlannedEviction, PlanningState};
+use crate::framework::{History, Ledger, Limits, Pipeline, PlannedEviction};
 use crate::metrics::Metrics;
 use crate::outcome::Outcome;
 use crate::plan::{plan_with, CycleMemory, EvictionPlan, PlanError, PlanObserver};
@@ -216,9 +216,9 @@ impl LiveExecutor {
             break;
         }
         // The report: every attempt with its result, and the nodes as the evictions left them.
-        let mut after = PlanningState::new(snap, Limits::default());
+        let mut after = Ledger::new(snap, Limits::default());
         for p in &memory.evicted {
-            after.record_evicted(*p);
+            after.record_evicted_earlier(*p);
         }
         let (_, requested_after) = after.into_parts();
         let over = last_plan.over;

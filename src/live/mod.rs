@@ -1,12 +1,11 @@
 //! Everything that talks to a cluster: the API client, the cluster sources (list once, or
-//! watch caches), the eviction executor, leader election, the admin HTTP server and the runner
-//! that ties them to the pure planner.
+//! watch caches), the eviction executor, leader election and the admin HTTP server.
+//! `crate::app` ties them to the pure planner.
 
 pub mod admin;
 pub mod client;
 pub mod executor;
 pub mod leader;
-pub mod runner;
 pub mod source;
 
 /// Errors of the live room; each says what to check.

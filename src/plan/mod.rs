@@ -93,15 +93,16 @@ pub fn plan_with(
             })?;
     }
     let nodes = snap.ready_nodes(&pipeline.node_selector);
-    let mut state = PlanningState::new(snap, pipeline.limits);
-    state.set_predict(pipeline.needs_placement());
+    let mut state = PlanningState::new(snap, pipeline.limits).with_history(&memory.history);
+    state
+        .placement_mut()
+        .set_predict(pipeline.needs_placement());
     for &p in &memory.evicted {
-        state.record_evicted(p);
+        state.record_evicted_earlier(p);
     }
     for &p in &memory.refused {
         state.pin(p);
     }
-    state.set_history(memory.history.clone());
     // The order of each distinct sort plugin in use, and each profile's.
     let mut orders: Vec<(String, Box<dyn CandidateOrder + '_>)> = Vec::new();
     let order_of: Vec<Option<usize>> = pipeline
@@ -134,7 +135,7 @@ pub fn plan_with(
             let _span =
                 tracing::debug_span!("plugin", profile = %profile.name, plugin = plugin.name())
                     .entered();
-            let before = state.evictions().len();
+            let before = state.ledger().evictions().len();
             observer.plugin_started(&profile.name, plugin.name());
             let mut cx = Context::new(
                 &mut state,
@@ -146,14 +147,16 @@ pub fn plan_with(
                 order_of[pi].map(|i| &*orders[i].1),
             );
             plugin.run(&mut cx, &nodes);
-            state.clear_placement_targets();
-            let planned = state.evictions().len() - before;
+            state.placement_mut().clear_targets();
+            let planned = state.ledger().evictions().len() - before;
             observer.plugin_finished(&profile.name, plugin.name(), planned);
             tracing::debug!(planned, "plugin finished");
         }
     }
-    let mut tenants: Vec<TenantShare> =
-        orders.iter().flat_map(|(_, o)| o.summary(&state)).collect();
+    let mut tenants: Vec<TenantShare> = orders
+        .iter()
+        .flat_map(|(_, o)| o.summary(state.ledger()))
+        .collect();
     tenants.sort_by(|a, b| (&a.tenant_label, &a.tenant).cmp(&(&b.tenant_label, &b.tenant)));
     let out = state.into_output();
     Ok(EvictionPlan {

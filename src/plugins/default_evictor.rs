@@ -24,7 +24,7 @@
 //! cluster (those matching the `nodeSelector` arg, when given: as upstream, not the policy's
 //! nodeSelector), given what that node holds after the evictions planned so far.
 
-use crate::framework::{Constructor, EvictorPlugin, ExtensionPoint, PlanningState, PluginSpec};
+use crate::framework::{Constructor, EvictorPlugin, ExtensionPoint, Placement, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{selector_arg, PriorityThreshold};
 use crate::policy::{decode_args, parse_duration, ArgsError};
@@ -426,7 +426,7 @@ impl DefaultEvictor {
     /// PodGroup is not in the snapshot is not evictable; with `gangPolicy: SurplusOnly`,
     /// neither is a running member of a gang with no running member to spare. Evictions
     /// planned in the cycle are counted when each eviction is planned
-    /// ([`PlanningState::check_gangs`]). With `WholeGang` the whole gang goes together, so no
+    /// ([`crate::framework::Ledger::admit_by_gangs`]). With `WholeGang` the whole gang goes together, so no
     /// member has to be spared.
     fn gang_filter(&self, snap: &ClusterSnapshot, id: PodId) -> Result<(), String> {
         for &g in snap.gangs_of_pod(id) {
@@ -457,21 +457,21 @@ impl DefaultEvictor {
     /// that matches the `nodeSelector` arg (any, without it), given the evictions and
     /// simulated placements planned so far. With placementCheck, the simulator's predicted
     /// destination must be better than where the pod is ([`placement_check`]).
-    pub fn pre_eviction_filter(&self, state: &PlanningState<'_>, id: PodId) -> Result<(), String> {
+    pub fn pre_eviction_filter(&self, placement: &Placement<'_>, id: PodId) -> Result<(), String> {
         if self.args.node_fit {
-            let current = state.snap.pod_node(id);
-            let others: Vec<NodeId> = state
-                .snap
+            let current = placement.snap().pod_node(id);
+            let others: Vec<NodeId> = placement
+                .snap()
                 .ready_nodes(&self.fit_nodes)
                 .into_iter()
                 .filter(|&n| Some(n) != current)
                 .collect();
-            if let Err(e) = state.sim().any_feasible(id, &others) {
+            if let Err(e) = placement.sim().any_feasible(id, &others) {
                 return Err(format!("pod does not fit on any other node (nodeFit): {e}"));
             }
         }
         if self.args.placement_check {
-            placement_check(state, id)?;
+            placement_check(placement, id)?;
         }
         Ok(())
     }
@@ -482,8 +482,8 @@ impl EvictorPlugin for DefaultEvictor {
         DefaultEvictor::filter(self, snap, pod, now)
     }
 
-    fn pre_eviction_filter(&self, state: &PlanningState<'_>, pod: PodId) -> Result<(), String> {
-        DefaultEvictor::pre_eviction_filter(self, state, pod)
+    fn pre_eviction_filter(&self, placement: &Placement<'_>, pod: PodId) -> Result<(), String> {
+        DefaultEvictor::pre_eviction_filter(self, placement, pod)
     }
 
     fn evicts_whole_gangs(&self) -> bool {
@@ -501,13 +501,13 @@ impl EvictorPlugin for DefaultEvictor {
 
 /// `placementCheck`: where kube-scheduler would put the pod's replacement, as the plan so far
 /// leaves the cluster, must be another node; and, when the running plugin set placement
-/// targets ([`PlanningState::set_placement_targets`]), one of them that stays within its
+/// targets ([`Placement::set_targets`]), one of them that stays within its
 /// target with the pod's requests added. Returns the destination.
-pub fn placement_check(state: &PlanningState<'_>, id: PodId) -> Result<NodeId, String> {
-    let snap = state.snap;
-    let sim = state.sim();
+pub fn placement_check(placement: &Placement<'_>, id: PodId) -> Result<NodeId, String> {
+    let snap = placement.snap();
+    let sim = placement.sim();
     let dest = sim
-        .destination(id, state.sim_nodes())
+        .destination(id, placement.nodes())
         .map_err(|e| format!("no simulated destination for the pod (placementCheck): {e}"))?;
     let name = &snap.node(dest).name;
     if Some(dest) == snap.pod_node(id) {
@@ -515,7 +515,7 @@ pub fn placement_check(state: &PlanningState<'_>, id: PodId) -> Result<NodeId, S
             "the simulated destination is the pod's own node {name} (placementCheck)"
         ));
     }
-    if let Some(targets) = state.placement_targets() {
+    if let Some(targets) = placement.targets() {
         let Some((_, limit)) = targets.iter().find(|(n, _)| *n == dest) else {
             return Err(format!(
                 "the simulated destination {name} is not an underutilized node (placementCheck)"
@@ -537,7 +537,7 @@ pub fn placement_check(state: &PlanningState<'_>, id: PodId) -> Result<NodeId, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::Limits;
+    use crate::framework::{Limits, PlanningState};
     use crate::snapshot::builders::{
         namespace, node, pdb, pod, pod_group, volcano_group, PodBuilder, T0,
     };
@@ -808,7 +808,7 @@ mod tests {
         let ev = evictor(json!({"nodeFit": true}));
         let mut state = PlanningState::new(&snap, Limits::default());
         // a (600m) does not fit n2 (600m used of 1000m) and n3 is tainted.
-        let err = ev.pre_eviction_filter(&state, 0).unwrap_err();
+        let err = ev.pre_eviction_filter(state.placement(), 0).unwrap_err();
         assert!(
             err.contains("1 Insufficient cpu") && err.contains("1 node(s) had untolerated taint"),
             "{err}"
@@ -816,10 +816,10 @@ mod tests {
         state.plan_eviction(1, "p", "T", "r".into()).unwrap();
         // b is planned away, but its replacement can only go back to n2 (placements are
         // cumulative): still no room for a.
-        assert_eq!(state.evictions()[0].destination, Some(1));
-        assert!(ev.pre_eviction_filter(&state, 0).is_err());
+        assert_eq!(state.ledger().evictions()[0].destination, Some(1));
+        assert!(ev.pre_eviction_filter(state.placement(), 0).is_err());
         assert!(DefaultEvictor::default()
-            .pre_eviction_filter(&state, 0)
+            .pre_eviction_filter(state.placement(), 0)
             .is_ok());
     }
 
@@ -843,13 +843,13 @@ mod tests {
         });
         let state = PlanningState::new(&snap, Limits::default());
         assert!(evictor(json!({"nodeFit": true}))
-            .pre_eviction_filter(&state, 0)
+            .pre_eviction_filter(state.placement(), 0)
             .is_ok());
         assert!(evictor(json!({"nodeFit": true, "nodeSelector": "pool=b"}))
-            .pre_eviction_filter(&state, 0)
+            .pre_eviction_filter(state.placement(), 0)
             .is_ok());
         let err = evictor(json!({"nodeFit": true, "nodeSelector": "pool=a"}))
-            .pre_eviction_filter(&state, 0)
+            .pre_eviction_filter(state.placement(), 0)
             .unwrap_err();
         assert!(err.contains("Insufficient cpu"), "{err}");
         // A NotReady node does not count: b2 alone is no place.
@@ -863,7 +863,7 @@ mod tests {
         });
         let state = PlanningState::new(&snap, Limits::default());
         assert!(evictor(json!({"nodeFit": true}))
-            .pre_eviction_filter(&state, 0)
+            .pre_eviction_filter(state.placement(), 0)
             .is_err());
     }
 
@@ -893,10 +893,10 @@ mod tests {
         let ev = evictor(json!({"nodeFit": true}));
         let state = PlanningState::new(&snap, Limits::default());
         // w1 leaving a: a=0, b=2; moving it to b gives skew 3 > 1
-        let err = ev.pre_eviction_filter(&state, 0).unwrap_err();
+        let err = ev.pre_eviction_filter(state.placement(), 0).unwrap_err();
         assert!(err.contains("topology spread"), "{err}");
         // w2 leaving b: a=1, b=1: it may go to a
-        assert!(ev.pre_eviction_filter(&state, 1).is_ok());
+        assert!(ev.pre_eviction_filter(state.placement(), 1).is_ok());
     }
 
     #[test]
@@ -923,20 +923,24 @@ mod tests {
         let n = |name: &str| snap.node_id(name).unwrap();
         let p = |name: &str| snap.pod_id("d", name).unwrap();
         let mut state = PlanningState::new(&snap, Limits::default());
-        assert_eq!(placement_check(&state, p("a")), Ok(n("cold")));
-        assert!(ev.pre_eviction_filter(&state, p("a")).is_ok());
+        assert_eq!(placement_check(state.placement(), p("a")), Ok(n("cold")));
+        assert!(ev.pre_eviction_filter(state.placement(), p("a")).is_ok());
         // with targets: cold may reach 2500m
-        state.set_placement_targets(vec![(n("cold"), [("cpu".to_string(), 2500)].into())]);
-        assert!(ev.pre_eviction_filter(&state, p("a")).is_ok());
+        state
+            .placement_mut()
+            .set_targets(vec![(n("cold"), [("cpu".to_string(), 2500)].into())]);
+        assert!(ev.pre_eviction_filter(state.placement(), p("a")).is_ok());
         state.plan_eviction(p("a"), "p", "T", "r".into()).unwrap();
-        assert_eq!(state.evictions()[0].destination, Some(n("cold")));
+        assert_eq!(state.ledger().evictions()[0].destination, Some(n("cold")));
         // cold holds 2500m now: b's best place is hot itself (now the least allocated),
         // which is no better than where it is
-        let err = ev.pre_eviction_filter(&state, p("b")).unwrap_err();
+        let err = ev
+            .pre_eviction_filter(state.placement(), p("b"))
+            .unwrap_err();
         assert!(err.contains("placementCheck"), "{err}");
-        state.clear_placement_targets();
+        state.placement_mut().clear_targets();
         assert_eq!(
-            placement_check(&state, p("b")).unwrap_err(),
+            placement_check(state.placement(), p("b")).unwrap_err(),
             "the simulated destination is the pod's own node hot (placementCheck)"
         );
         // a target the destination would cross
@@ -955,11 +959,13 @@ mod tests {
         let mut state = PlanningState::new(&snap2, Limits::default());
         let cold = snap2.node_id("cold").unwrap();
         let a = snap2.pod_id("d", "a").unwrap();
-        state.set_placement_targets(vec![(cold, [("cpu".to_string(), 1200)].into())]);
-        let err = placement_check(&state, a).unwrap_err();
+        state
+            .placement_mut()
+            .set_targets(vec![(cold, [("cpu".to_string(), 1200)].into())]);
+        let err = placement_check(state.placement(), a).unwrap_err();
         assert!(err.contains("over its target cpu"), "{err}");
-        state.set_placement_targets(vec![]);
-        assert!(placement_check(&state, a)
+        state.placement_mut().set_targets(vec![]);
+        assert!(placement_check(state.placement(), a)
             .unwrap_err()
             .contains("not an underutilized node"));
     }
@@ -984,7 +990,7 @@ mod tests {
         assert!(cx.pre_eviction_filter(id("big")).is_err());
         assert!(cx.pre_eviction_filter(id("small")).is_ok());
         cx.evict(id("small"), "r").unwrap();
-        let notes = state.not_chosen_notes();
+        let notes = state.journal().not_chosen_notes();
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert_eq!(
             notes[0].kind,

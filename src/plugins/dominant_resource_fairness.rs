@@ -50,8 +50,8 @@
 #[cfg(doc)]
 use crate::framework::Context;
 use crate::framework::{
-    upstream_cmp, CandidateOrder, Constructor, ExtensionPoint, PlanningState, PluginSpec,
-    SortPlugin, TenantShare,
+    upstream_cmp, CandidateOrder, Constructor, ExtensionPoint, Ledger, PluginSpec, SortPlugin,
+    TenantShare,
 };
 use crate::policy::{decode_args, ArgsError};
 use crate::snapshot::{ClusterSnapshot, PodId, RESOURCE_PODS};
@@ -308,7 +308,7 @@ impl<'s> Fairness<'s> {
     }
 
     /// Takes the evictions planned since the last call off their tenants' usage.
-    fn sync(&self, state: &PlanningState<'_>) {
+    fn sync(&self, ledger: &Ledger<'_>) {
         let mut live = self.live();
         let live = &mut *live;
         let nr = self.resources.len();
@@ -332,13 +332,13 @@ impl<'s> Fairness<'s> {
                 .collect();
             // Pods gone before the first call: earlier in the cycle, or by earlier plugins.
             for pod in 0..self.snap.pods.len() as PodId {
-                if state.is_planned(pod) {
+                if ledger.is_planned(pod) {
                     take(live, pod);
                 }
             }
-            live.synced = state.evictions().len();
+            live.synced = ledger.evictions().len();
         }
-        let evictions = state.evictions();
+        let evictions = ledger.evictions();
         debug_assert!(
             live.synced <= evictions.len(),
             "one planning state per plan"
@@ -350,8 +350,8 @@ impl<'s> Fairness<'s> {
     }
 
     /// The tenant's dominant share now, with the plan so far.
-    pub fn share(&self, state: &PlanningState<'_>, tenant: &str) -> Option<Share> {
-        self.sync(state);
+    pub fn share(&self, ledger: &Ledger<'_>, tenant: &str) -> Option<Share> {
+        self.sync(ledger);
         let t = self.tenants.binary_search(&tenant).ok()?;
         Some(self.live().shares[t])
     }
@@ -374,15 +374,15 @@ impl<'s> Fairness<'s> {
 
 impl CandidateOrder for Fairness<'_> {
     /// Sorts candidates by their tenant's current dominant share, highest first.
-    fn sort(&self, state: &PlanningState<'_>, pods: &mut [PodId]) {
-        self.sync(state);
+    fn sort(&self, ledger: &Ledger<'_>, pods: &mut [PodId]) {
+        self.sync(ledger);
         let live = self.live();
         pods.sort_by(|&a, &b| self.cmp(&live.shares, a, b));
     }
 
     /// Removes and returns the candidate whose tenant has the highest share now.
-    fn take_next(&self, state: &PlanningState<'_>, pods: &mut Vec<PodId>) -> Option<PodId> {
-        self.sync(state);
+    fn take_next(&self, ledger: &Ledger<'_>, pods: &mut Vec<PodId>) -> Option<PodId> {
+        self.sync(ledger);
         let live = self.live();
         let (i, _) = pods
             .iter()
@@ -392,8 +392,8 @@ impl CandidateOrder for Fairness<'_> {
     }
 
     /// Every tenant that held something before the plan, with its share before and after.
-    fn summary(&self, state: &PlanningState<'_>) -> Vec<TenantShare> {
-        self.sync(state);
+    fn summary(&self, ledger: &Ledger<'_>) -> Vec<TenantShare> {
+        self.sync(ledger);
         let live = self.live();
         (0..self.tenants.len())
             .filter(|&t| self.holds[t])
@@ -445,7 +445,7 @@ mod tests {
 #[cfg(test)]
 mod order_tests {
     use super::*;
-    use crate::framework::Limits;
+    use crate::framework::{Limits, PlanningState};
     use crate::snapshot::builders::{node, pod, snapshot};
 
     const GPU: &str = "nvidia.com/gpu";
@@ -498,15 +498,15 @@ mod order_tests {
         let s = classic(30, 15);
         let f = Fairness::new(&s, None);
         let st = PlanningState::new(&s, Limits::default());
-        let a = f.share(&st, "a").unwrap();
-        let b = f.share(&st, "b").unwrap();
+        let a = f.share(st.ledger(), "a").unwrap();
+        let b = f.share(st.ledger(), "b").unwrap();
         assert_eq!(f.resource_name(&a), Some("cpu"));
         assert_eq!(a.fraction(), 0.6);
         assert_eq!(f.resource_name(&b), Some(GPU));
         assert_eq!(b.fraction(), 0.3);
-        assert_eq!(f.share(&st, "c").unwrap(), Share::ZERO);
-        assert_eq!(f.share(&st, "d").unwrap(), Share::ZERO);
-        let summary = f.summary(&st);
+        assert_eq!(f.share(st.ledger(), "c").unwrap(), Share::ZERO);
+        assert_eq!(f.share(st.ledger(), "d").unwrap(), Share::ZERO);
+        let summary = f.summary(st.ledger());
         let names: Vec<&str> = summary.iter().map(|t| t.tenant.as_str()).collect();
         assert_eq!(
             names,
@@ -521,7 +521,9 @@ mod order_tests {
         let f = Fairness::new(&s, None);
         let st = PlanningState::new(&s, Limits::default());
         assert_eq!(
-            f.share(&st, "a").unwrap().cmp(&f.share(&st, "b").unwrap()),
+            f.share(st.ledger(), "a")
+                .unwrap()
+                .cmp(&f.share(st.ledger(), "b").unwrap()),
             Ordering::Equal
         );
     }
@@ -534,24 +536,28 @@ mod order_tests {
         let a0 = s.pod_id("a", "a00").unwrap();
         let b0 = s.pod_id("b", "b00").unwrap();
         let mut pods = vec![b0, a0];
-        f.sort(&st, &mut pods);
+        f.sort(st.ledger(), &mut pods);
         assert_eq!(pods, [a0, b0], "A holds more");
         // Plan 15 of A's pods away: A falls to 30% cpu, level with B.
         for i in 1..=15 {
             let p = s.pod_id("a", &format!("a{i:02}")).unwrap();
             st.plan_eviction(p, "p", "T", "r".into()).unwrap();
         }
-        assert_eq!(f.share(&st, "a").unwrap().fraction(), 0.3);
+        assert_eq!(f.share(st.ledger(), "a").unwrap().fraction(), 0.3);
         // A tie: the upstream order (here namespace/name) decides.
         let mut pods = vec![b0, a0];
-        f.sort(&st, &mut pods);
+        f.sort(st.ledger(), &mut pods);
         assert_eq!(pods, [a0, b0]);
         st.plan_eviction(a0, "p", "T", "r".into()).unwrap();
         let a1 = s.pod_id("a", "a16").unwrap();
         let mut pods = vec![a1, b0];
-        assert_eq!(f.take_next(&st, &mut pods), Some(b0), "B holds more now");
+        assert_eq!(
+            f.take_next(st.ledger(), &mut pods),
+            Some(b0),
+            "B holds more now"
+        );
         assert_eq!(pods, [a1]);
-        let summary = f.summary(&st);
+        let summary = f.summary(st.ledger());
         assert_eq!(summary[0].before, 0.6);
         assert_eq!(summary[0].before_resource.as_deref(), Some("cpu"));
         assert!((summary[0].after - 0.28).abs() < 1e-9);
@@ -562,13 +568,13 @@ mod order_tests {
     fn pods_evicted_before_the_first_call_count() {
         let s = classic(30, 15);
         let mut st = PlanningState::new(&s, Limits::default());
-        st.record_evicted(s.pod_id("a", "a00").unwrap());
+        st.record_evicted_earlier(s.pod_id("a", "a00").unwrap());
         st.plan_eviction(s.pod_id("a", "a01").unwrap(), "p", "T", "r".into())
             .unwrap();
         let f = Fairness::new(&s, None);
-        assert!((f.share(&st, "a").unwrap().fraction() - 0.56).abs() < 1e-9);
+        assert!((f.share(st.ledger(), "a").unwrap().fraction() - 0.56).abs() < 1e-9);
         // ... and only once.
-        assert!((f.share(&st, "a").unwrap().fraction() - 0.56).abs() < 1e-9);
+        assert!((f.share(st.ledger(), "a").unwrap().fraction() - 0.56).abs() < 1e-9);
     }
 
     #[test]
@@ -598,15 +604,23 @@ mod order_tests {
         let st = PlanningState::new(&s, Limits::default());
         assert_eq!(f.tenant(s.pod_id("y", "p2").unwrap()), "red");
         assert_eq!(f.tenant(s.pod_id("y", "p5").unwrap()), "");
-        assert_eq!(f.share(&st, "red").unwrap().fraction(), 0.4);
-        assert_eq!(f.share(&st, "blue").unwrap().fraction(), 0.2);
+        assert_eq!(f.share(st.ledger(), "red").unwrap().fraction(), 0.4);
+        assert_eq!(f.share(st.ledger(), "blue").unwrap().fraction(), 0.2);
         assert_eq!(
-            f.share(&st, "").unwrap().fraction(),
+            f.share(st.ledger(), "").unwrap().fraction(),
             0.1,
             "pods without the label form one tenant, whatever their namespace"
         );
-        assert_eq!(f.share(&st, "x"), None, "namespaces are not tenants here");
-        let names: Vec<String> = f.summary(&st).into_iter().map(|t| t.tenant).collect();
+        assert_eq!(
+            f.share(st.ledger(), "x"),
+            None,
+            "namespaces are not tenants here"
+        );
+        let names: Vec<String> = f
+            .summary(st.ledger())
+            .into_iter()
+            .map(|t| t.tenant)
+            .collect();
         assert_eq!(names, ["", "blue", "red"]);
     }
 
@@ -626,7 +640,7 @@ mod order_tests {
         let s = snapshot(nodes, pods);
         let f = Fairness::new(&s, None);
         let st = PlanningState::new(&s, Limits::default());
-        let a = f.share(&st, "a").unwrap();
+        let a = f.share(st.ledger(), "a").unwrap();
         assert_eq!(f.resource_name(&a), Some("memory"));
         assert_eq!(a.fraction(), 0.3);
     }

@@ -579,7 +579,7 @@ mod tests {
         let nodes = snap.ready_nodes(&Default::default());
         let mut state = crate::framework::PlanningState::new(&snap, Limits::default());
         crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, 0);
-        let notes = state.not_chosen_notes();
+        let notes = state.journal().not_chosen_notes();
         assert!(
             notes.iter().any(|n| n
                 .message

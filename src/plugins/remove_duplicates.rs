@@ -577,6 +577,7 @@ mod tests {
         let mut state = PlanningState::new(snap, limits);
         crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
         state
+            .ledger()
             .evictions()
             .iter()
             .map(|e| snap.pod(e.pod).key())
@@ -644,7 +645,7 @@ mod tests {
         let nodes = s.ready_nodes(&Selector::default());
         let plugin = RemoveDuplicates::new(&Value::Null).unwrap();
         crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);
-        let e = &state.evictions()[0];
+        let e = &state.ledger().evictions()[0];
         assert_eq!(e.plugin, NAME);
         assert_eq!(
             e.reason,
@@ -1226,6 +1227,7 @@ mod tests {
         crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);
         // p1 and p2 remain: average 1 over 3 nodes, one more eviction.
         let planned: Vec<String> = state
+            .ledger()
             .evictions()
             .iter()
             .map(|e| s.pod(e.pod).key())

@@ -577,17 +577,21 @@ mod tests {
         let nodes = s.ready_nodes(&Default::default());
         let evictor = DefaultEvictor::default();
         let mut state = PlanningState::new(&s, Limits::default());
-        assert_eq!(state.requested(0).cpu, 300);
+        assert_eq!(state.ledger().requested(0).cpu, 300);
         crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, NOW);
-        assert_eq!(state.evictions().len(), 1);
-        assert_eq!(state.evictions()[0].plugin, NAME);
+        assert_eq!(state.ledger().evictions().len(), 1);
+        assert_eq!(state.ledger().evictions()[0].plugin, NAME);
         assert_eq!(
-            state.requested(0).cpu,
+            state.ledger().requested(0).cpu,
             300,
             "the running pod still holds its CPU"
         );
-        assert_eq!(state.requested(0).pods, 1);
-        assert_eq!(state.evicted_from_node(0), 1, "but the eviction counts");
+        assert_eq!(state.ledger().requested(0).pods, 1);
+        assert_eq!(
+            state.ledger().evicted_from_node(0),
+            1,
+            "but the eviction counts"
+        );
     }
 
     #[test]

@@ -342,8 +342,8 @@ mod tests {
             }
             crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
             state
-                .into_parts()
-                .0
+                .into_output()
+                .evictions
                 .into_iter()
                 .filter(|e| e.plugin == NAME)
                 .collect()

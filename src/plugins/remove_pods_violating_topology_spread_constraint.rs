@@ -789,6 +789,7 @@ mod tests {
         }
         crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
         let ev: Vec<_> = state
+            .ledger()
             .evictions()
             .iter()
             .filter(|e| e.plugin == NAME)

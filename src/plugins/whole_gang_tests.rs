@@ -55,7 +55,7 @@ fn evict(
     let mut cx = Context::new(&mut state, evictor, "p", "T", NOW, &nodes, None);
     let id = snap.pod_id("ml", pod).unwrap();
     let r = cx.evict(id, "chosen");
-    (r, state.evictions().to_vec())
+    (r, state.ledger().evictions().to_vec())
 }
 
 fn names(snap: &ClusterSnapshot, e: &[PlannedEviction]) -> Vec<String> {
@@ -239,7 +239,7 @@ fn a_refused_member_keeps_the_rest_of_the_gang() {
     assert!(planned.is_empty());
     // a member evicted earlier in the cycle (then another refused): the rest stays
     let (r, planned) = evict(&snap, &whole(), Limits::default(), "a", |s| {
-        s.record_evicted(b)
+        s.record_evicted_earlier(b)
     });
     let e = r.unwrap_err().to_string();
     assert!(

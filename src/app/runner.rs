@@ -1,17 +1,18 @@
-//! Live mode: read the cluster, plan, evict (or only report, with --dry-run), and repeat on
-//! the schedule. One cycle and exit for a Job or CronJob; a loop with watch caches and
-//! optional leader election for a Deployment. SIGTERM finishes the eviction in flight and
-//! stops.
+//! Live mode: the cycles of [`super::cycle`] against the API server (read, plan, evict or
+//! only report with --dry-run), repeated on the schedule. One cycle and exit for a Job or
+//! CronJob; a loop with watch caches and optional leader election for a Deployment. SIGTERM
+//! finishes the eviction in flight and stops. Every call to the API server goes through
+//! `live`.
 
-use super::admin;
-use super::client::ApiClient;
-use super::executor::{ExecutorConfig, Gate, LiveExecutor};
-use super::leader::{LeaderConfig, LeaderElector};
-use super::source::{list_snapshot, WatchSource};
-use super::LiveError;
-use crate::framework::Pipeline;
-use crate::metrics::{Metrics, StrategyLabels};
-use crate::plan::{plan_with, CycleMemory, PlanObserver};
+use super::cycle::{Act, Cluster, CycleError, Cycles, ReadError};
+use crate::framework::{History, Pipeline};
+use crate::live::admin;
+use crate::live::client::ApiClient;
+use crate::live::executor::{ExecutorConfig, Gate, LiveExecutor};
+use crate::live::leader::{LeaderConfig, LeaderElector};
+use crate::live::source::WatchSource;
+use crate::live::LiveError;
+use crate::metrics::Metrics;
 use crate::report::Format;
 use crate::schedule::Schedule;
 use crate::snapshot::ClusterSnapshot;
@@ -55,32 +56,14 @@ pub enum RunError {
     Usage(#[from] crate::usage::UsageError),
 }
 
-struct Timing<'m> {
-    metrics: &'m Metrics,
-    started: Option<Instant>,
-}
-
-impl PlanObserver for Timing<'_> {
-    fn plugin_started(&mut self, _profile: &str, _plugin: &'static str) {
-        self.started = Some(Instant::now());
-    }
-    fn plugin_finished(&mut self, profile: &str, plugin: &'static str, _planned: usize) {
-        if let Some(t) = self.started.take() {
-            self.metrics
-                .strategy_duration
-                .get_or_create(&StrategyLabels {
-                    strategy: plugin.to_string(),
-                    profile: profile.to_string(),
-                })
-                .observe(t.elapsed().as_secs_f64());
+impl From<ReadError> for RunError {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Live(e) => RunError::Live(e),
+            ReadError::Snapshot(e) => RunError::Live(LiveError::Decode(e)),
+            ReadError::UsageFiles(e) => RunError::Usage(e),
         }
     }
-}
-
-enum Source {
-    List,
-    /// Boxed: the source holds the whole model's store.
-    Watch(Box<WatchSource>),
 }
 
 fn watch_signals(shutdown: Arc<AtomicBool>) {
@@ -115,21 +98,13 @@ async fn sleep_unless(d: Duration, shutdown: &AtomicBool) -> bool {
     !shutdown.load(Ordering::SeqCst)
 }
 
-fn print(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
-}
-
-/// Counts the plugins that skipped the cycle.
-fn count_skips(metrics: &Metrics, report: &crate::report::Report) {
-    for n in report.notes.iter().filter(|n| n.skipped) {
-        metrics.strategy_skipped(&n.plugin, &n.profile);
-    }
-}
-
-/// Runs live mode until the schedule ends, a signal arrives or leadership is lost.
-pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError> {
+/// Runs live mode until the schedule ends, a signal arrives or leadership is lost; each
+/// cycle's report goes to `out`.
+pub async fn run(
+    pipeline: &Pipeline,
+    opts: LiveOptions,
+    out: &mut dyn Write,
+) -> Result<(), RunError> {
     let mut api = ApiClient::new(opts.kubeconfig.as_deref(), opts.qps, opts.burst).await?;
     api.protobuf = opts.protobuf;
     let mut registry = Registry::default();
@@ -157,29 +132,47 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
     };
     let gate = Gate::new(shutdown.clone(), leading.clone());
     let executor = LiveExecutor::new(api.clone(), opts.executor.clone(), metrics.clone(), gate);
-    let mut source = match opts.schedule {
-        Schedule::Once => Source::List,
-        // Every node: the policy's nodeSelector picks the nodes plugins work on (the planner
-        // applies it), but a pod evicted from them may land on any node of the cluster, which
-        // the DefaultEvictor's nodeFit and the placement simulator consider, as upstream's do.
-        _ => Source::Watch(Box::new(WatchSource::start(&api, ""))),
+    let act = if opts.dry_run {
+        Act::Report
+    } else {
+        Act::Execute(&executor)
     };
-
-    let continuous = !matches!(opts.schedule, Schedule::Once);
-    let mut usage = crate::usage::UsageFetcher::new(
+    let once = matches!(opts.schedule, Schedule::Once);
+    // Every node: the policy's nodeSelector picks the nodes plugins work on (the planner
+    // applies it), but a pod evicted from them may land on any node of the cluster, which
+    // the DefaultEvictor's nodeFit and the placement simulator consider, as upstream's do.
+    let mut cluster = if once {
+        Cluster::List {
+            api: api.clone(),
+            node_selector: String::new(),
+        }
+    } else {
+        Cluster::Watch {
+            source: Box::new(WatchSource::start(&api, "")),
+            sync_timeout: opts.sync_timeout,
+        }
+    };
+    let usage = crate::usage::UsageFetcher::new(
         pipeline,
         Some(api.client.clone()),
-        continuous,
+        !once,
         Some(metrics.clone()),
     )
     .await?;
     // Memory across cycles; a single cycle has none, so it has no cooldown either.
-    let cooldown = if continuous {
-        opts.eviction_cooldown.as_secs() as i64
-    } else {
+    let cooldown = if once {
         0
+    } else {
+        opts.eviction_cooldown.as_secs() as i64
     };
-    let mut history = crate::framework::History::with_cooldown(cooldown);
+    let mut cycles = Cycles {
+        pipeline,
+        usage,
+        history: History::with_cooldown(cooldown),
+        output: opts.output,
+        metrics: Some(metrics.clone()),
+        once,
+    };
     let result = loop {
         if shutdown.load(Ordering::SeqCst) {
             break Ok(());
@@ -203,74 +196,31 @@ pub async fn run(pipeline: &Pipeline, opts: LiveOptions) -> Result<(), RunError>
         let t0 = Instant::now();
         // One-shot: the snapshot listed now; continuous: the watched state, kept in the source.
         let mut listed: Option<ClusterSnapshot> = None;
-        let snap: Result<&mut ClusterSnapshot, LiveError> = match &mut source {
-            Source::List => match list_snapshot(&api, "").await {
-                Ok(s) => Ok(listed.insert(s)),
-                Err(e) => Err(e),
-            },
-            Source::Watch(w) => w.snapshot(opts.sync_timeout).await,
-        };
-        match snap {
-            Err(e) if matches!(opts.schedule, Schedule::Once) => break Err(e.into()),
+        match cluster.read(pipeline, &mut listed).await {
+            Err(e) if once => break Err(e.into()),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the cluster; nothing is evicted this cycle")
             }
             Ok(snap) => {
                 ready.store(true, Ordering::SeqCst);
-                if usage.is_needed() {
-                    usage.attach(pipeline, snap).await;
-                }
                 tracing::info!(
                     nodes = snap.nodes.len(),
                     pods = snap.pods.len(),
                     "cluster read"
                 );
                 let now = opts.now.unwrap_or_else(|| chrono::Utc::now().timestamp());
-                // Where the replacements of recently evicted workloads landed.
-                history = history.observe(snap, now);
-                let mut timing = Timing {
-                    metrics: &metrics,
-                    started: None,
-                };
-                if opts.dry_run {
-                    let memory = CycleMemory {
-                        history: history.clone(),
-                        ..CycleMemory::default()
-                    };
-                    match plan_with(pipeline, snap, now, &memory, &mut timing) {
-                        Ok(plan) => {
-                            // Nothing was evicted: no eviction to remember.
-                            history = history.advance(&plan.over);
-                            let report = crate::report::Report::new(snap, &plan);
-                            count_skips(&metrics, &report);
-                            print(&report.render(opts.output))
+                match cycles.run(snap, now, &act, out).await {
+                    Ok(end) => {
+                        // One cycle cannot go on: exit non-zero (the Job's controller
+                        // retries). Continuous mode tries again next cycle.
+                        if let (Some(why), true) = (end.stopped, once) {
+                            break Err(LiveError::Stopped(why).into());
                         }
-                        Err(e) => break Err(e.into()),
                     }
-                } else {
-                    match executor
-                        .run_cycle(pipeline, snap, now, &history, &mut timing)
-                        .await
-                    {
-                        Ok(r) => {
-                            history = history
-                                .record_evictions(snap, &r.evicted, now)
-                                .advance(&r.over);
-                            let evicted = r
-                                .outcomes
-                                .iter()
-                                .filter(|o| **o == crate::outcome::Outcome::Evicted)
-                                .count();
-                            tracing::info!(attempted = r.outcomes.len(), evicted, "cycle done");
-                            count_skips(&metrics, &r.report);
-                            print(&r.report.render(opts.output));
-                            // One cycle cannot go on: exit non-zero (the Job's controller
-                            // retries). Continuous mode tries again next cycle.
-                            if let (Some(why), Schedule::Once) = (r.stopped, &opts.schedule) {
-                                break Err(LiveError::Stopped(why).into());
-                            }
-                        }
-                        Err(e) => break Err(e.into()),
+                    Err(CycleError::Plan(e)) => break Err(e.into()),
+                    // A report that cannot be written does not stop the evictions.
+                    Err(e @ CycleError::Report(_)) => {
+                        tracing::warn!(error = %e, "the cycle's report was not printed")
                     }
                 }
                 metrics.loop_duration.observe(t0.elapsed().as_secs_f64());

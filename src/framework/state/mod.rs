@@ -1,0 +1,420 @@
+//! The planning state of one cycle, split by concern:
+//!
+//! - [`Ledger`], the safety ledger: what is planned, and what is spent of the limits per
+//!   node, per namespace and per cycle, of the disruption budgets and of the gangs;
+//! - [`Placement`], the placement simulation: the cluster as the plan so far leaves it, and
+//!   where the running plugin wants evicted pods to go;
+//! - [`Journal`]: the notes, the measured usage plugins planned with, and the candidates not
+//!   chosen and why;
+//! - [`History`], the memory of earlier cycles, read-only during a plan.
+//!
+//! [`PlanningState`] holds the four and plans through them: an eviction is admitted by the
+//! ledger (and, for a whole gang, placed by the simulation) before anything is recorded, and
+//! then recorded in every part at once.
+
+mod journal;
+mod ledger;
+mod placement;
+
+pub use journal::{Journal, MeasuredNode, NoteKind, PlanNote};
+pub use ledger::Ledger;
+pub use placement::{Placement, PlacementTargets};
+
+use super::History;
+use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};
+use std::collections::BTreeMap;
+
+/// Everything a cycle's planning produced.
+#[derive(Debug, Clone, Default)]
+pub struct PlanningOutput {
+    pub evictions: Vec<PlannedEviction>,
+    /// What each node requests after the plan, by node id.
+    pub requested: Vec<Resources>,
+    pub notes: Vec<PlanNote>,
+    /// Measured usage by node id, where a plugin planned with it.
+    pub measured: Vec<Option<MeasuredNode>>,
+    /// Nodes each plugin found overutilized this cycle (by `profile/plugin`), for
+    /// [`History::advance`].
+    pub over: BTreeMap<String, Vec<String>>,
+}
+
+/// The policy's eviction limits for one cycle (None: unlimited).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub per_node: Option<u32>,
+    pub per_namespace: Option<u32>,
+    pub total: Option<u32>,
+}
+
+/// Why an eviction could not be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvictError {
+    #[error("pod is already planned for eviction")]
+    AlreadyPlanned,
+    #[error("pod is not bound to a node in the snapshot")]
+    NotOnNode,
+    #[error("maximum number of evicted pods per node reached ({0})")]
+    NodeLimit(u32),
+    #[error("maximum number of evicted pods per namespace reached ({0})")]
+    NamespaceLimit(u32),
+    #[error("maximum number of evicted pods per cycle reached ({0})")]
+    TotalLimit(u32),
+    #[error("blocked by PodDisruptionBudget {0}: no disruptions left")]
+    DisruptionBudget(String),
+    #[error("pod is covered by more than one PodDisruptionBudget ({0}); the Eviction API refuses such pods")]
+    MultipleBudgets(String),
+    #[error("the API refused to evict this pod earlier in this cycle")]
+    Refused,
+    /// Evicting the pod would leave its gang below minMember running members.
+    #[error("{0}")]
+    GangMinMember(String),
+    /// The pod names a PodGroup the snapshot does not hold: its minMember is unknown.
+    #[error("{0}")]
+    GangUnknown(String),
+    /// `gangPolicy: WholeGang`: the whole gang cannot go (a member may not be evicted, the
+    /// limits or budgets do not allow every member, or the simulator cannot place them all).
+    #[error("{0}")]
+    WholeGang(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedEviction {
+    pub pod: PodId,
+    pub node: NodeId,
+    pub profile: String,
+    pub plugin: &'static str,
+    pub reason: String,
+    /// Where the simulator predicts kube-scheduler puts the pod's replacement, given every
+    /// eviction and placement planned before it (None: no node fits).
+    pub destination: Option<NodeId>,
+    /// The gang evicted whole with this pod (`gangPolicy: WholeGang`): its members are
+    /// planned together, one after the other, and the executor attempts all or none.
+    pub gang: Option<GangId>,
+}
+
+/// What earlier cycles left, for a plan that is given none.
+static NO_HISTORY: History = History::EMPTY;
+
+/// The planning state of one cycle: its four parts (see the module's documentation).
+pub struct PlanningState<'s> {
+    snap: &'s ClusterSnapshot,
+    ledger: Ledger<'s>,
+    placement: Placement<'s>,
+    journal: Journal,
+    history: &'s History,
+}
+
+impl<'s> PlanningState<'s> {
+    /// Nothing planned yet, within `limits`, with no memory of earlier cycles.
+    pub fn new(snap: &'s ClusterSnapshot, limits: Limits) -> Self {
+        PlanningState {
+            snap,
+            ledger: Ledger::new(snap, limits),
+            placement: Placement::new(snap),
+            journal: Journal::new(snap.nodes.len()),
+            history: &NO_HISTORY,
+        }
+    }
+
+    /// Plans with what earlier cycles left (continuous mode), read-only.
+    pub fn with_history(self, history: &'s History) -> Self {
+        PlanningState { history, ..self }
+    }
+
+    pub fn snap(&self) -> &'s ClusterSnapshot {
+        self.snap
+    }
+
+    /// The safety ledger: what is planned and what is spent.
+    pub fn ledger(&self) -> &Ledger<'s> {
+        &self.ledger
+    }
+
+    /// The placement simulation.
+    pub fn placement(&self) -> &Placement<'s> {
+        &self.placement
+    }
+
+    /// The placement simulation, to say whether it predicts destinations and where the
+    /// running plugin wants them.
+    pub fn placement_mut(&mut self) -> &mut Placement<'s> {
+        &mut self.placement
+    }
+
+    /// The journal: notes, measured usage, candidates not chosen.
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    pub fn journal_mut(&mut self) -> &mut Journal {
+        &mut self.journal
+    }
+
+    /// What earlier cycles observed (continuous mode).
+    pub fn history(&self) -> &'s History {
+        self.history
+    }
+
+    /// Marks a pod whose eviction the API refused: no plugin may plan it again this cycle.
+    pub fn pin(&mut self, pod: PodId) {
+        self.ledger.pin(pod);
+    }
+
+    /// Records a pod evicted earlier in this cycle (when re-planning after a refusal): it is
+    /// gone, its requests are off its node, its replacement placed (when predicting), and it
+    /// counts against the limits and its budget, but it is not part of the new plan.
+    pub fn record_evicted_earlier(&mut self, pod: PodId) {
+        if self.ledger.record_evicted_earlier(pod).is_some() {
+            self.journal.chosen(pod);
+            self.placement.evict(pod);
+        }
+    }
+
+    /// Plans the eviction of one pod, once the ledger admits it ([`Ledger::admit`]): spends
+    /// the limits and the budget, moves the pod's requests off its node and (when predicting)
+    /// places its replacement.
+    pub fn plan_eviction(
+        &mut self,
+        pod: PodId,
+        profile: &str,
+        plugin: &'static str,
+        reason: String,
+    ) -> Result<(), EvictError> {
+        let node = self.ledger.admit(pod)?;
+        let destination = self.placement.evict(pod);
+        self.journal.chosen(pod);
+        self.ledger.record(PlannedEviction {
+            pod,
+            node,
+            profile: profile.to_string(),
+            plugin,
+            reason,
+            destination,
+            gang: None,
+        });
+        Ok(())
+    }
+
+    /// Plans a whole gang at once, all or nothing (`gangPolicy: WholeGang`): `members` as
+    /// [`Ledger::gang_members`] gives them, each already through the evictor's filter. Only
+    /// when the ledger admits them together ([`Ledger::admit_whole_gang`]) and the simulator
+    /// places every member's replacement ([`Placement::place_whole_gang`]), the first one (the
+    /// pod a plugin chose) on a node other than its own. Nothing is planned otherwise.
+    pub fn plan_whole_gang(
+        &mut self,
+        members: &[PodId],
+        profile: &str,
+        plugin: &'static str,
+        reason: String,
+    ) -> Result<(), EvictError> {
+        let snap = self.snap;
+        let Some(&first) = members.first() else {
+            return Ok(());
+        };
+        let nodes = self.ledger.admit_whole_gang(members)?;
+        let gang_name = self.ledger.gang_description(first);
+        let gang = snap.gangs_of_pod(first).first().copied();
+        let placed = self.placement.place_whole_gang(members, &gang_name)?;
+        if placed.destinations[0] == nodes[0] {
+            return Err(EvictError::WholeGang(format!(
+                "with its whole gang {gang_name} evicted (gangPolicy WholeGang), the simulated destination of the pod is its own node {}",
+                snap.node(nodes[0]).name
+            )));
+        }
+        let first_key = snap.pod(first).key();
+        for (i, (&m, &n)) in members.iter().zip(&nodes).enumerate() {
+            let reason = if i == 0 {
+                format!("{reason}; its whole gang {gang_name} goes with it (gangPolicy WholeGang)")
+            } else {
+                format!("member of gang {gang_name}, evicted whole with {first_key} (gangPolicy WholeGang): {reason}")
+            };
+            self.journal.chosen(m);
+            self.ledger.record(PlannedEviction {
+                pod: m,
+                node: n,
+                profile: profile.to_string(),
+                plugin,
+                reason,
+                destination: Some(placed.destinations[i]),
+                gang,
+            });
+        }
+        self.placement.keep(placed);
+        Ok(())
+    }
+
+    /// Everything planned, for the report.
+    pub fn into_output(self) -> PlanningOutput {
+        let (evictions, requested) = self.ledger.into_parts();
+        self.journal.into_output(evictions, requested)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::builders::{node, pdb, pod};
+    use crate::snapshot::{ClusterSnapshot, SnapshotParts};
+
+    fn snap() -> ClusterSnapshot {
+        ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n1").build(), node("n2").build()],
+            pods: vec![
+                pod("a", "p1").node("n1").cpu(100).label("app", "x").build(),
+                pod("a", "p2").node("n1").cpu(100).label("app", "x").build(),
+                pod("b", "p3").node("n2").cpu(100).label("app", "y").build(),
+                pod("b", "p4")
+                    .node("n2")
+                    .cpu(100)
+                    .label("app", "y")
+                    .label("z", "1")
+                    .build(),
+            ],
+            pdbs: vec![
+                pdb("a", "x", "app", "x", 1),
+                pdb("b", "y", "app", "y", 5),
+                pdb("b", "z", "z", "1", 5),
+            ],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn budgets_are_spent() {
+        let s = snap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        assert!(st.plan_eviction(0, "p", "T", "r".into()).is_ok());
+        assert_eq!(st.ledger().requested(0).cpu, 100);
+        assert_eq!(st.ledger().requested(0).pods, 1);
+        assert!(matches!(
+            st.plan_eviction(1, "p", "T", "r".into()),
+            Err(EvictError::DisruptionBudget(_))
+        ));
+        assert_eq!(
+            st.plan_eviction(0, "p", "T", "r".into()),
+            Err(EvictError::AlreadyPlanned)
+        );
+        assert!(matches!(
+            st.plan_eviction(3, "p", "T", "r".into()),
+            Err(EvictError::MultipleBudgets(_))
+        ));
+        assert!(st.plan_eviction(2, "p", "T", "r".into()).is_ok());
+    }
+
+    #[test]
+    fn refused_and_earlier_evictions_when_replanning() {
+        let s = snap();
+        let mut st = PlanningState::new(
+            &s,
+            Limits {
+                per_node: Some(2),
+                ..Default::default()
+            },
+        );
+        st.record_evicted_earlier(0);
+        st.pin(2);
+        assert!(st.ledger().is_planned(0));
+        assert!(
+            st.ledger().evictions().is_empty(),
+            "earlier evictions are not part of the new plan"
+        );
+        assert_eq!(st.ledger().requested(0).cpu, 100);
+        // the budget of app=x (1 allowed) is spent by the earlier eviction
+        assert!(matches!(
+            st.ledger().admit(1),
+            Err(EvictError::DisruptionBudget(_))
+        ));
+        assert_eq!(st.ledger().admit(2), Err(EvictError::Refused));
+    }
+
+    fn gang_snap() -> ClusterSnapshot {
+        use crate::snapshot::builders::{pod_group, volcano_group};
+        use crate::snapshot::Phase;
+        let member = |name: &str| pod("ml", name).node("n1").pod_group("train");
+        ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n1").build()],
+            pods: vec![
+                member("t0").build(),
+                member("t1").build(),
+                member("t2").build(),
+                member("t3").build(),
+                member("t4-done").phase(Phase::Succeeded).build(),
+                member("t5-going").terminating().build(),
+                pod("ml", "v0").node("n1").volcano_group("sim").build(),
+                pod("ml", "v1").node("n1").volcano_group("sim").build(),
+                pod("ml", "x0").node("n1").volcano_group("lost").build(),
+            ],
+            pod_groups: vec![pod_group("ml", "train", 2), volcano_group("ml", "sim", 1)],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn gangs_keep_min_member_running() {
+        let s = gang_snap();
+        let id = |n: &str| s.pod_id("ml", n).unwrap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        // train: 4 running (t0..t3), minMember 2: two may go, in any plugin
+        st.plan_eviction(id("t0"), "p", "A", "r".into()).unwrap();
+        st.plan_eviction(id("t1"), "p", "B", "r".into()).unwrap();
+        let err = st.ledger().admit(id("t2")).unwrap_err();
+        assert!(matches!(err, EvictError::GangMinMember(_)), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("PodGroup ml/train (scheduling.x-k8s.io)"),
+            "{msg}"
+        );
+        assert!(msg.contains("minMember 2"), "{msg}");
+        assert!(msg.contains("2 running now"), "{msg}");
+        // members that do not run take nothing away
+        assert!(st.ledger().admit(id("t4-done")).is_ok());
+        // Volcano: 2 running, minMember 1
+        st.plan_eviction(id("v0"), "p", "A", "r".into()).unwrap();
+        assert!(matches!(
+            st.ledger().admit(id("v1")),
+            Err(EvictError::GangMinMember(_))
+        ));
+        // a PodGroup missing from the snapshot: every member stays
+        let err = st.ledger().admit(id("x0")).unwrap_err();
+        assert!(matches!(err, EvictError::GangUnknown(_)), "{err}");
+        assert!(err.to_string().contains("not in the snapshot"), "{err}");
+    }
+
+    #[test]
+    fn earlier_evictions_count_against_gangs() {
+        let s = gang_snap();
+        let id = |n: &str| s.pod_id("ml", n).unwrap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        st.record_evicted_earlier(id("t0"));
+        st.record_evicted_earlier(id("t1"));
+        assert_eq!(st.ledger().gang_running(s.gangs_of_pod(id("t2"))[0]), 2);
+        assert!(matches!(
+            st.ledger().admit(id("t3")),
+            Err(EvictError::GangMinMember(_))
+        ));
+    }
+
+    #[test]
+    fn limits_hold() {
+        let s = snap();
+        let limits = Limits {
+            per_node: Some(1),
+            per_namespace: None,
+            total: Some(2),
+        };
+        let mut st = PlanningState::new(&s, limits);
+        st.plan_eviction(0, "p", "T", "r".into()).unwrap();
+        assert_eq!(st.ledger().admit(1), Err(EvictError::NodeLimit(1)));
+        st.plan_eviction(2, "p", "T", "r".into()).unwrap();
+        assert_eq!(st.ledger().admit(3), Err(EvictError::TotalLimit(2)));
+        let mut st = PlanningState::new(
+            &s,
+            Limits {
+                per_namespace: Some(1),
+                ..Default::default()
+            },
+        );
+        st.plan_eviction(2, "p", "T", "r".into()).unwrap();
+        assert_eq!(st.ledger().admit(3), Err(EvictError::NamespaceLimit(1)));
+    }
+}

@@ -1,0 +1,151 @@
+//! The placement simulation of one cycle: the cluster as the plan so far leaves it, evicted
+//! pods gone and (when predicting) their replacements placed where kube-scheduler would put
+//! them, cumulatively; and where the running plugin wants evicted pods to go.
+
+use super::EvictError;
+use crate::sim::Simulation;
+use crate::snapshot::{ClusterSnapshot, NodeId, PodId};
+use std::collections::BTreeMap;
+
+/// Where a plugin wants destinations: each node with what it may request after a placement,
+/// by resource name.
+pub type PlacementTargets = Vec<(NodeId, BTreeMap<String, i64>)>;
+
+pub struct Placement<'s> {
+    snap: &'s ClusterSnapshot,
+    /// Whether each planned eviction's replacement is placed by the simulator (its
+    /// destination predicted, and later pods seeing it placed).
+    predict: bool,
+    /// The placement simulator: evicted pods gone, their replacements placed (cumulative).
+    sim: Simulation<'s>,
+    /// The nodes kube-scheduler may choose: every Ready node of the snapshot.
+    nodes: Vec<NodeId>,
+    /// Where a destination must be for `placementCheck` to admit an eviction, set by the
+    /// running plugin (for LowNodeUtilization: its underutilized nodes and the requests each
+    /// may reach, by resource name); None: any node other than the pod's own.
+    targets: Option<PlacementTargets>,
+}
+
+/// A whole gang placed on a trial copy of the simulation, not yet kept.
+pub struct GangPlacement<'s> {
+    trial: Simulation<'s>,
+    /// Each member's simulated destination, in member order.
+    pub destinations: Vec<NodeId>,
+}
+
+impl<'s> Placement<'s> {
+    /// The snapshot as it is, predicting destinations.
+    pub fn new(snap: &'s ClusterSnapshot) -> Self {
+        Placement {
+            snap,
+            predict: true,
+            sim: Simulation::new(snap),
+            nodes: snap.ready_nodes(&Default::default()),
+            targets: None,
+        }
+    }
+
+    pub fn snap(&self) -> &'s ClusterSnapshot {
+        self.snap
+    }
+
+    /// The placement simulator, as the plan so far leaves the cluster.
+    pub fn sim(&self) -> &Simulation<'s> {
+        &self.sim
+    }
+
+    /// The nodes kube-scheduler may choose (every Ready node).
+    pub fn nodes(&self) -> &[NodeId] {
+        &self.nodes
+    }
+
+    /// Turns destination prediction (and cumulative placements) on or off for this cycle.
+    pub fn set_predict(&mut self, predict: bool) {
+        self.predict = predict;
+    }
+
+    /// Sets where `placementCheck` wants destinations: each node with what it may request
+    /// after a placement, by resource name (`cpu` in millicores, `memory` in bytes, `pods` a
+    /// count; resources left out are not limited). LowNodeUtilization: its underutilized
+    /// nodes and their target thresholds as absolute amounts. Cleared after each plugin.
+    pub fn set_targets(&mut self, targets: PlacementTargets) {
+        self.targets = Some(targets);
+    }
+
+    pub fn clear_targets(&mut self) {
+        self.targets = None;
+    }
+
+    /// Where the running plugin wants destinations ([`Placement::set_targets`]).
+    pub fn targets(&self) -> Option<&[(NodeId, BTreeMap<String, i64>)]> {
+        self.targets.as_deref()
+    }
+
+    /// Takes an evicted pod off the simulated cluster and, when predicting, places its
+    /// replacement. Returns the predicted destination (None: not predicting, or no node fits).
+    pub(super) fn evict(&mut self, pod: PodId) -> Option<NodeId> {
+        self.sim.remove(pod);
+        if self.predict {
+            self.sim.schedule(pod, &self.nodes).ok()
+        } else {
+            None
+        }
+    }
+
+    /// Places a whole gang on a trial copy (`gangPolicy: WholeGang`): every member gone, then
+    /// each replacement placed, one after the other; and where the running plugin set
+    /// targets, every member's destination among them and within its target. `gang_name`
+    /// names the gang in the reasons. Nothing changes until [`Placement::keep`].
+    pub(super) fn place_whole_gang(
+        &self,
+        members: &[PodId],
+        gang_name: &str,
+    ) -> Result<GangPlacement<'s>, EvictError> {
+        let snap = self.snap;
+        let mut trial = self.sim.clone();
+        for &m in members {
+            trial.remove(m);
+        }
+        let mut destinations = Vec::with_capacity(members.len());
+        for &m in members {
+            match trial.schedule(m, &self.nodes) {
+                Ok(d) => destinations.push(d),
+                Err(e) => {
+                    return Err(EvictError::WholeGang(format!(
+                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and the simulator finds no node for member {}: {e}",
+                        snap.pod(m).key()
+                    )))
+                }
+            }
+        }
+        // Where the running plugin wants its pods to go (LowNodeUtilization: underutilized
+        // nodes, each within its target), every member must go.
+        if let Some(targets) = &self.targets {
+            for (&m, &d) in members.iter().zip(&destinations) {
+                let name = &snap.node(d).name;
+                let Some((_, limit)) = targets.iter().find(|(n, _)| *n == d) else {
+                    return Err(EvictError::WholeGang(format!(
+                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and the simulated destination of member {} is {name}, not an underutilized node",
+                        snap.pod(m).key()
+                    )));
+                };
+                let load = trial.load(d);
+                if let Some((r, max)) = limit.iter().find(|(r, max)| load.get(r) > **max) {
+                    return Err(EvictError::WholeGang(format!(
+                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and with its members placed {name} would go over its target {r} ({} > {max})",
+                        load.get(r)
+                    )));
+                }
+            }
+        }
+        Ok(GangPlacement {
+            trial,
+            destinations,
+        })
+    }
+
+    /// Keeps a gang's trial placement.
+    pub(super) fn keep(&mut self, placed: GangPlacement<'s>) {
+        self.sim = placed.trial;
+    }
+}
