@@ -224,35 +224,27 @@ async fn a_live_cycle_plans_what_the_offline_planner_plans_from_the_same_objects
     let dir = tempfile::tempdir().unwrap();
     let policy = write(dir.path(), "policy.yaml", POLICY);
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let (code, live, stderr) = run(&[
-        "--policy-config-file",
-        policy.to_str().unwrap(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--dry-run",
-        "-o",
-        "json",
-        "--now",
-        NOW,
-    ])
-    .await;
-    assert_eq!(code, Some(0), "{stderr}");
-    // Pods and nodes listed as JSON instead of protobuf: the same plan.
-    let (code, live_json, stderr) = run(&[
-        "--policy-config-file",
-        policy.to_str().unwrap(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--kube-api-content-type",
-        "application/json",
-        "--dry-run",
-        "-o",
-        "json",
-        "--now",
-        NOW,
-    ])
-    .await;
-    assert_eq!(code, Some(0), "{stderr}");
+    // Pods and nodes listed in protobuf (the default), then as JSON: the same plan.
+    let mut plans = Vec::new();
+    for content_type in ["application/vnd.kubernetes.protobuf", "application/json"] {
+        let (code, plan, stderr) = run(&[
+            "--policy-config-file",
+            policy.to_str().unwrap(),
+            "--kubeconfig",
+            &kubeconfig,
+            "--kube-api-content-type",
+            content_type,
+            "--dry-run",
+            "-o",
+            "json",
+            "--now",
+            NOW,
+        ])
+        .await;
+        assert_eq!(code, Some(0), "{content_type}: {stderr}");
+        plans.push(plan);
+    }
+    let (live, live_json) = (plans.remove(0), plans.remove(0));
 
     // The same objects, as a user dumps them.
     let kubectl = bin_dir().join("kubectl");
