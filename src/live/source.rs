@@ -23,7 +23,6 @@ use crate::snapshot::decode::stream::{
 use crate::snapshot::decode::SnapshotError;
 use crate::snapshot::store::{Change, ClusterStore, Resource};
 use crate::snapshot::{ClusterSnapshot, GangKind, SnapshotParts};
-use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -244,24 +243,28 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    // The body arrives in frames of a few kilobytes; they go to the decoder's thread a
-    // batch at a time (a wake-up per frame would cost more than decoding it).
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Bytes>>(8);
+    // The body arrives in frames of a few kilobytes; they are copied into batches that go to
+    // the decoder's thread (a wake-up per frame would cost more than decoding it). Each frame
+    // is let go at once, so the HTTP layer reads the next into the same memory, and the
+    // decoder hands each batch back to be filled again: reading a large list reuses a few
+    // buffers instead of faulting in fresh memory for every megabyte.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let (give_back, returned) = std::sync::mpsc::channel::<Vec<u8>>();
     let what = format!("the API's {} list", r.what());
     let object = r.object;
     let decoder = tokio::task::spawn_blocking(move || {
         let mut d = ListReader::new(what, object, &content_type);
-        while let Some(batch) = rx.blocking_recv() {
-            for bytes in batch {
-                d.push(&bytes)?;
-            }
+        while let Some(mut batch) = rx.blocking_recv() {
+            d.push(&batch)?;
+            batch.clear();
+            // The reader may be gone already (it has sent its last batch).
+            let _ = give_back.send(batch);
         }
         d.finish()
     });
     let mut body = response.into_body();
     let mut failed = None;
-    let mut batch = Vec::new();
-    let mut batched = 0;
+    let mut batch = Vec::with_capacity(BATCH);
     loop {
         // The API server writes a large list more slowly than it can be read: read on each
         // write and the process wakes up for every few kilobytes. After a frame that had to
@@ -274,8 +277,7 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
         let done = match frame {
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    batched += data.len();
-                    batch.push(data);
+                    batch.extend_from_slice(&data);
                 }
                 false
             }
@@ -285,10 +287,12 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
             }
             None => true,
         };
-        if (done || batched >= BATCH) && !batch.is_empty() {
-            batched = 0;
+        if (done || batch.len() >= BATCH) && !batch.is_empty() {
+            let next = returned
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(BATCH));
             // The decoder stops early only on an error, which it returns.
-            if tx.send(std::mem::take(&mut batch)).await.is_err() {
+            if tx.send(std::mem::replace(&mut batch, next)).await.is_err() {
                 break;
             }
         }

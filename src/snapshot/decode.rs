@@ -1309,6 +1309,14 @@ fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
     Quantity::parse(text)
 }
 
+/// A time of the input in seconds since the epoch.
+fn time(file: &str, object: Obj<'_>, field: &str, t: &RawTime<'_>) -> Result<i64, SnapshotError> {
+    match t {
+        RawTime::Seconds(s) => Ok(*s),
+        RawTime::Text(text) => timestamp(file, object, field, text),
+    }
+}
+
 fn timestamp(file: &str, object: Obj<'_>, field: &str, text: &str) -> Result<i64, SnapshotError> {
     if let Some(t) = utc_seconds(text) {
         return Ok(t);
@@ -1849,11 +1857,11 @@ fn convert_pod(
         ..
     } = obj;
     let created = match &metadata.creation_timestamp {
-        Some(t) => timestamp(file, label, "metadata.creationTimestamp", t)?,
+        Some(t) => time(file, label, "metadata.creationTimestamp", t)?,
         None => 0,
     };
     let started = match &status.start_time {
-        Some(t) => Some(timestamp(file, label, "status.startTime", t)?),
+        Some(t) => Some(time(file, label, "status.startTime", t)?),
         None => None,
     };
     let mut tolerations = Vec::with_capacity(spec.tolerations.len());
@@ -2095,7 +2103,7 @@ fn convert_pod_status(
             )
         })?;
         let last_transition = match &c.last_transition_time {
-            Some(t) => Some(timestamp(
+            Some(t) => Some(time(
                 file,
                 label,
                 &format!("status.conditions[{i}].lastTransitionTime"),
@@ -2168,6 +2176,21 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
             }
         }
         d.deserialize_str(V(PhantomData))
+    }
+}
+
+/// A time as the input gives it: RFC 3339 text (JSON, YAML) or, from protobuf's
+/// `metav1.Time`, seconds since the epoch (not written as text only to be parsed again).
+#[derive(Clone, PartialEq, Eq)]
+#[cfg_attr(test, derive(Debug))]
+enum RawTime<'a> {
+    Text(Str<'a>),
+    Seconds(i64),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawTime<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Str::deserialize(d).map(RawTime::Text)
     }
 }
 
@@ -2273,9 +2296,9 @@ struct RawMeta<'a> {
     #[serde(borrow, deserialize_with = "nullable")]
     owner_references: Vec<RawOwner<'a>>,
     #[serde(borrow)]
-    creation_timestamp: Option<Str<'a>>,
+    creation_timestamp: Option<RawTime<'a>>,
     #[serde(borrow)]
-    deletion_timestamp: Option<Str<'a>>,
+    deletion_timestamp: Option<RawTime<'a>>,
 }
 
 impl RawMeta<'_> {
@@ -2396,7 +2419,7 @@ struct RawStatus<'a> {
     #[serde(borrow, deserialize_with = "nullable")]
     phase: Str<'a>,
     #[serde(borrow)]
-    start_time: Option<Str<'a>>,
+    start_time: Option<RawTime<'a>>,
     #[serde(borrow, deserialize_with = "nullable")]
     conditions: Vec<RawCondition<'a>>,
     // Pod
@@ -2427,7 +2450,7 @@ struct RawCondition<'a> {
     #[serde(borrow)]
     reason: Option<Str<'a>>,
     #[serde(borrow)]
-    last_transition_time: Option<Str<'a>>,
+    last_transition_time: Option<RawTime<'a>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -15,7 +15,7 @@ use super::{
     RawContainerStatus, RawMeta, RawNodeAffinity, RawNodeSelector, RawNodeSelectorRequirement,
     RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity, RawPodAffinityTerm, RawPort,
     RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources, RawSpec, RawStatus,
-    RawTaint, RawTerminated, RawToleration, RawTopologySpreadConstraint, RawVolume,
+    RawTaint, RawTerminated, RawTime, RawToleration, RawTopologySpreadConstraint, RawVolume,
     RawWeightedPodAffinityTerm, Str,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
@@ -541,8 +541,8 @@ fn meta<'de>(r: &mut Reader<'de>, m: &mut RawMeta<'de>) -> R {
         "labels" => r.pairs(&mut m.labels),
         "annotations" => annotations(r, &mut m.annotations),
         "ownerReferences" => r.list(&mut m.owner_references, owner),
-        "creationTimestamp" => r.opt_string().map(|v| m.creation_timestamp = v),
-        "deletionTimestamp" => r.opt_string().map(|v| m.deletion_timestamp = v),
+        "creationTimestamp" => r.opt_string().map(|v| m.creation_timestamp = v.map(RawTime::Text)),
+        "deletionTimestamp" => r.opt_string().map(|v| m.deletion_timestamp = v.map(RawTime::Text)),
         "resourceVersion" => r.string().map(|v| m.resource_version = v),
     })
 }
@@ -884,7 +884,7 @@ fn status<'de>(r: &mut Reader<'de>, s: &mut RawStatus<'de>) -> R {
     clear_status(s);
     fields!(r, RawStatus, {
         "phase" => r.string().map(|v| s.phase = v),
-        "startTime" => r.opt_string().map(|v| s.start_time = v),
+        "startTime" => r.opt_string().map(|v| s.start_time = v.map(RawTime::Text)),
         "conditions" => r.list(&mut s.conditions, condition),
         "reason" => r.opt_string().map(|v| s.reason = v),
         "containerStatuses" => r.list(&mut s.container_statuses, container_status),
@@ -904,7 +904,7 @@ fn condition<'de>(r: &mut Reader<'de>, c: &mut RawCondition<'de>) -> R {
         "type" => r.string().map(|v| c.type_ = v),
         "status" => r.string().map(|v| c.status = v),
         "reason" => r.opt_string().map(|v| c.reason = v),
-        "lastTransitionTime" => r.opt_string().map(|v| c.last_transition_time = v),
+        "lastTransitionTime" => r.opt_string().map(|v| c.last_transition_time = v.map(RawTime::Text)),
     })
 }
 

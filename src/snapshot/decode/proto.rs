@@ -27,8 +27,9 @@ use super::{
     RawContainerState, RawContainerStatus, RawMeta, RawNodeAffinity, RawNodeSelector,
     RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
     RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
-    RawSpec, RawStatus, RawTaint, RawTerminated, RawToleration, RawTopologySpreadConstraint,
-    RawVolume, RawWeightedPodAffinityTerm, Shapes, SnapshotError, SnapshotParts, Str,
+    RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
+    RawTopologySpreadConstraint, RawVolume, RawWeightedPodAffinityTerm, Shapes, SnapshotError,
+    SnapshotParts, Str,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
 use serde::de::IgnoredAny;
@@ -66,7 +67,20 @@ const SHORT_NUMBER: Bad = Bad("the message ends inside a number");
 /// A length that goes past the bytes there are.
 const SHORT_LENGTH: Bad = Bad("a length past the end of its message");
 
+/// The number at `pos`, and `pos` moved past it.
+#[inline]
 fn varint(b: &[u8], pos: &mut usize) -> P<u64> {
+    // Most numbers of a pod (tags, short lengths, small values) are one byte.
+    match b.get(*pos) {
+        Some(&byte) if byte < 0x80 => {
+            *pos += 1;
+            Ok(u64::from(byte))
+        }
+        _ => varint_long(b, pos),
+    }
+}
+
+fn varint_long(b: &[u8], pos: &mut usize) -> P<u64> {
     let mut v = 0u64;
     let mut shift = 0;
     loop {
@@ -177,9 +191,9 @@ impl<'de> V<'de> {
         }
     }
 
-    /// A `metav1.Time`: an empty message is a time not set; else its seconds, written as
-    /// the JSON writes them (RFC 3339, UTC, whole seconds).
-    fn time(self) -> P<Option<Str<'de>>> {
+    /// A `metav1.Time`: an empty message is a time not set; else its seconds (within the
+    /// years 0 to 9999, as `metav1.Time` allows).
+    fn time(self) -> P<Option<RawTime<'de>>> {
         let b = self.bytes()?;
         if b.is_empty() {
             return Ok(None);
@@ -191,8 +205,9 @@ impl<'de> V<'de> {
             }
             Ok(())
         })?;
-        rfc3339(seconds)
-            .map(|t| Some(Str(Cow::Owned(t))))
+        TIMES
+            .contains(&seconds)
+            .then_some(Some(RawTime::Seconds(seconds)))
             .ok_or(Bad("a time out of range"))
     }
 
@@ -231,44 +246,8 @@ impl<'de> V<'de> {
     }
 }
 
-/// `seconds` since the epoch as the API's JSON writes a time, `2026-01-02T03:04:05Z`
-/// (years 0 to 9999, as `metav1.Time` allows), without a general formatter.
-fn rfc3339(seconds: i64) -> Option<String> {
-    let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
-    // Days to the civil date (proleptic Gregorian), after H. Hinnant's `civil_from_days`.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    if !(0..=9999).contains(&year) {
-        return None;
-    }
-    let mut out = String::with_capacity(20);
-    for (n, width, after) in [
-        (year, 4, '-'),
-        (month, 2, '-'),
-        (day, 2, 'T'),
-        (secs / 3600, 2, ':'),
-        (secs / 60 % 60, 2, ':'),
-        (secs % 60, 2, 'Z'),
-    ] {
-        let mut digits = [b'0'; 4];
-        let mut v = n;
-        for d in digits[..width].iter_mut().rev() {
-            *d = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-        out.extend(digits[..width].iter().map(|&d| d as char));
-        out.push(after);
-    }
-    Some(out)
-}
+/// The times `metav1.Time` can hold: 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
+const TIMES: std::ops::Range<i64> = -62_167_219_200..253_402_300_800;
 
 /// A message read by a table: each row a field number, the JSON key of the same field (of
 /// the wire struct `$ty`, which the JSON reader's table has too), and what reading it does
@@ -727,18 +706,14 @@ enum State {
     List(usize),
 }
 
-/// Bytes gathered before they are decoded.
-const WINDOW: usize = 1 << 20;
-
 /// Decodes one protobuf list response (a PodList or a NodeList) pushed in pieces, each item
 /// converted as soon as its last byte is in.
 pub struct ProtoListDecoder {
     what: String,
     defaults: ObjectType,
     message: Message,
+    /// The start of an item cut off by the end of the bytes pushed so far.
     buf: Vec<u8>,
-    /// Decode once `buf` holds this many bytes.
-    next_at: usize,
     /// Bytes of the response before `buf[0]`.
     read: usize,
     state: State,
@@ -760,7 +735,6 @@ impl ProtoListDecoder {
             defaults,
             message,
             buf: Vec::new(),
-            next_at: WINDOW,
             read: 0,
             state: State::Magic,
             list_seen: false,
@@ -772,13 +746,42 @@ impl ProtoListDecoder {
         })
     }
 
-    /// The next bytes of the response.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
-        self.buf.extend_from_slice(bytes);
-        if self.buf.len() >= self.next_at {
+    /// The next bytes of the response. They are read where they lie: only the start of an
+    /// item that `bytes` cuts off is copied, and completed from the next bytes with as many as
+    /// it lacks.
+    pub fn push(&mut self, mut bytes: &[u8]) -> Result<(), SnapshotError> {
+        while !self.buf.is_empty() && !bytes.is_empty() {
+            let take = self.wanted().min(bytes.len());
+            self.buf.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
             self.decode()?;
         }
+        if !bytes.is_empty() {
+            let used = self.decode_in(bytes)?;
+            self.read += used;
+            self.buf.extend_from_slice(&bytes[used..]);
+        }
         Ok(())
+    }
+
+    /// How many more bytes the field that `buf` starts needs to be whole (a few when its tag
+    /// or length is not in yet).
+    fn wanted(&self) -> usize {
+        /// Enough for any tag and length.
+        const HEAD: usize = 16;
+        let b = &self.buf;
+        let mut p = 0;
+        let end = (|| {
+            if !matches!(self.state, State::List(_)) || varint(b, &mut p).ok()? & 7 != 2 {
+                return None;
+            }
+            let n = usize::try_from(varint(b, &mut p).ok()?).ok()?;
+            n.checked_add(p)
+        })();
+        match end {
+            Some(end) if end > b.len() => end - b.len(),
+            _ => HEAD,
+        }
     }
 
     /// The response is over: all of it must have been read.
@@ -808,8 +811,6 @@ impl ProtoListDecoder {
         let used = result?;
         self.buf.drain(..used);
         self.read += used;
-        // An item larger than the window: wait for twice what is there before trying again.
-        self.next_at = WINDOW.max(2 * self.buf.len());
         Ok(())
     }
 
@@ -1383,31 +1384,57 @@ mod tests {
     }
 
     #[test]
-    fn times_are_written_as_the_json_writes_them() {
+    fn times_read_as_the_seconds_their_json_text_gives() {
+        fn time(m: &M) -> P<Option<RawTime<'_>>> {
+            V::Bytes(&m.0).time()
+        }
         for seconds in [
             0,
             T0,
             951_782_400,     // 2000-02-29
             4_107_542_399,   // 2100-02-28T23:59:59
             -62_135_596_800, // 0001-01-01
-            253_402_300_799, // 9999-12-31T23:59:59
+            -62_167_219_200, // 0000-01-01, the first metav1.Time
+            253_402_300_799, // 9999-12-31T23:59:59, the last
             -1,
             1_234_567_890,
         ] {
-            let want = chrono::DateTime::from_timestamp(seconds, 0)
+            let text = chrono::DateTime::from_timestamp(seconds, 0)
                 .unwrap()
                 .format("%Y-%m-%dT%H:%M:%SZ")
                 .to_string();
+            let from_json = RawTime::Text(Str(Cow::Owned(text.clone())));
+            let message = M::new().int(1, seconds);
+            let from_proto = time(&message).unwrap().unwrap();
+            assert_eq!(from_proto, RawTime::Seconds(seconds), "{text}");
+            let obj = super::super::Obj {
+                kind: "Pod",
+                namespace: "ns",
+                name: "p",
+            };
             assert_eq!(
-                rfc3339(seconds).as_deref(),
-                Some(want.as_str()),
-                "{seconds}"
+                super::super::time("f", obj, "x", &from_proto).unwrap(),
+                super::super::time("f", obj, "x", &from_json).unwrap(),
+                "{text}"
             );
         }
-        assert_eq!(rfc3339(253_402_300_800), None);
-        assert_eq!(rfc3339(-62_167_219_201), None);
-        assert_eq!(rfc3339(i64::MAX), None);
-        assert_eq!(rfc3339(i64::MIN), None);
+        // Nanoseconds (field 2) do not change the second.
+        assert_eq!(
+            time(&M::new().int(1, T0).int(2, 999_999_999)).unwrap(),
+            Some(RawTime::Seconds(T0))
+        );
+        assert_eq!(
+            time(&M::new()).unwrap(),
+            None,
+            "an empty message is no time"
+        );
+        for out in [253_402_300_800, -62_167_219_201, i64::MAX, i64::MIN] {
+            assert_eq!(
+                time(&M::new().int(1, out)),
+                Err(Bad("a time out of range")),
+                "{out}"
+            );
+        }
     }
 
     #[test]
