@@ -37,18 +37,32 @@ impl ApiClient {
         qps: f64,
         burst: u32,
     ) -> Result<ApiClient, LiveError> {
-        let config = match kubeconfig {
-            Some(path) => {
+        ApiClient::for_context(kubeconfig, None, qps, burst).await
+    }
+
+    /// [`ApiClient::new`] with the kubeconfig's `context` instead of its current one.
+    pub async fn for_context(
+        kubeconfig: Option<&Path>,
+        context: Option<&str>,
+        qps: f64,
+        burst: u32,
+    ) -> Result<ApiClient, LiveError> {
+        let options = kube::config::KubeConfigOptions {
+            context: context.map(str::to_string),
+            ..Default::default()
+        };
+        let config = match (kubeconfig, context) {
+            (Some(path), _) => {
                 let kc = kube::config::Kubeconfig::read_from(path)
                     .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))?;
-                kube::Config::from_custom_kubeconfig(
-                    kc,
-                    &kube::config::KubeConfigOptions::default(),
-                )
-                .await
-                .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))?
+                kube::Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))?
             }
-            None => kube::Config::infer()
+            (None, Some(context)) => kube::Config::from_kubeconfig(&options)
+                .await
+                .map_err(|e| LiveError::Config(format!("context {context:?}: {e}")))?,
+            (None, None) => kube::Config::infer()
                 .await
                 .map_err(|e| LiveError::Config(e.to_string()))?,
         };

@@ -11,6 +11,7 @@
 #[cfg(any(test, feature = "test-support"))]
 pub mod builders;
 pub mod decode;
+pub mod encode;
 mod pods;
 mod resources;
 pub(crate) mod shapes;
