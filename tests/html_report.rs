@@ -165,7 +165,7 @@ fn the_example_page_shows_the_plan_in_a_browser() {
     let dom = dom(&page, "");
 
     let evictions = json["evictions"].as_array().unwrap();
-    assert!(evictions.len() >= 2, "the example evicts: {json}");
+    assert!(!evictions.is_empty(), "the example evicts: {json}");
     let shown = section(&dom, "evictions");
     assert_eq!(count(shown, "<tr data-pod="), evictions.len());
     for e in evictions {
@@ -272,7 +272,8 @@ fn a_five_thousand_node_plan_opens_with_summaries_and_pages() {
     let dom = dom(&page, "");
     let nodes = json["nodes"].as_array().unwrap().len();
     let evictions = json["evictions"].as_array().unwrap().len();
-    assert_eq!(nodes, 5_000);
+    assert_eq!(json["read"]["nodes"], 5_000);
+    assert!(nodes > 4_900, "{nodes} nodes in the plan");
     assert!(evictions > 100, "{evictions} evictions");
     // Summaries first: the counts, then a page of rows of each table, the rest on demand.
     assert!(
