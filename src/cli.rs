@@ -327,13 +327,13 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn invalid(message: impl ToString) -> Self {
+    pub(crate) fn invalid(message: impl ToString) -> Self {
         Failure {
             code: 2,
             message: message.to_string(),
         }
     }
-    fn other(message: impl ToString) -> Self {
+    pub(crate) fn other(message: impl ToString) -> Self {
         Failure {
             code: 1,
             message: message.to_string(),
@@ -756,7 +756,12 @@ pub fn main() -> ExitCode {
             "an upstream flag with no effect here; ignored"
         );
     }
-    match run(&cli, &mut std::io::stdout()) {
+    exit(run(&cli, &mut std::io::stdout()))
+}
+
+/// The process's exit for how a run ended; a failure's message goes to stderr.
+pub(crate) fn exit(result: Result<(), Failure>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("error: {}", f.message);

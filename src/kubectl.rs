@@ -127,14 +127,11 @@ fn configmap_ref(text: &str) -> Result<(&str, &str), Failure> {
         Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
             Ok((ns, name))
         }
-        _ => Err(Failure {
-            code: 2,
-            message: format!(
-                "--policy-configmap {text:?}: give NAMESPACE/NAME, e.g. {}/{}",
-                policy_map::DEFAULT_NAMESPACE,
-                policy_map::DEFAULT_NAME
-            ),
-        }),
+        _ => Err(Failure::invalid(format!(
+            "--policy-configmap {text:?}: give NAMESPACE/NAME, e.g. {}/{}",
+            policy_map::DEFAULT_NAMESPACE,
+            policy_map::DEFAULT_NAME
+        ))),
     }
 }
 
@@ -151,10 +148,7 @@ pub fn plan(args: &PlanArgs, out: &mut dyn std::io::Write) -> Result<(), Failure
     let text = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure {
-            code: 1,
-            message: e.to_string(),
-        })?
+        .map_err(Failure::other)?
         .block_on(async {
             let api = crate::live::client::ApiClient::for_context(
                 args.kubeconfig.as_deref(),
@@ -165,25 +159,15 @@ pub fn plan(args: &PlanArgs, out: &mut dyn std::io::Write) -> Result<(), Failure
             .await?;
             policy_map::read(&api.client, namespace, name).await
         })
-        .map_err(|e| Failure {
-            code: 1,
-            message: e.to_string(),
-        })?;
+        .map_err(Failure::other)?;
     let (policy, pipeline) =
-        crate::app::policy_from_text(&source, &text, args.predict_destinations).map_err(|e| {
-            Failure {
-                code: 2,
-                message: e.to_string(),
-            }
-        })?;
+        crate::app::policy_from_text(&source, &text, args.predict_destinations)
+            .map_err(Failure::invalid)?;
     crate::cli::run_with_policy(&cli, &policy, pipeline, out)
 }
 
 fn descheduler_cli(args: &PlanArgs, policy: &str) -> Result<Cli, Failure> {
-    Cli::try_parse_from(args.descheduler_args(policy)).map_err(|e| Failure {
-        code: 2,
-        message: e.to_string(),
-    })
+    Cli::try_parse_from(args.descheduler_args(policy)).map_err(Failure::invalid)
 }
 
 /// The plugin's main.
@@ -195,13 +179,7 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     match &cli.command {
         Command::Plan(args) => {
             crate::cli::init_logging_at(args.verbosity, crate::cli::LogFormat::Text);
-            match plan(args, &mut std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(f) => {
-                    eprintln!("error: {}", f.message);
-                    ExitCode::from(f.code)
-                }
-            }
+            crate::cli::exit(plan(args, &mut std::io::stdout()))
         }
     }
 }

@@ -27,14 +27,14 @@ pub fn write(
 ) -> std::io::Result<()> {
     let data = serde_json::to_string(&PageData { report, thresholds })?;
     let data = data.replace('<', "\\u003c");
+    let n = report.evictions.len();
+    let evictions = format!("{n} eviction{}", if n == 1 { "" } else { "s" });
     let title = match &report.read {
         Some(r) => format!(
-            "Descheduler plan: {} evictions, {} nodes, {} pods",
-            report.evictions.len(),
-            r.nodes,
-            r.pods
+            "Descheduler plan: {evictions}, {} nodes, {} pods",
+            r.nodes, r.pods
         ),
-        None => format!("Descheduler plan: {} evictions", report.evictions.len()),
+        None => format!("Descheduler plan: {evictions}"),
     };
     out.write_all(HEAD.replace("{{TITLE}}", &escape(&title)).as_bytes())?;
     out.write_all(b"<script type=\"application/json\" id=\"report-data\">")?;
@@ -84,7 +84,7 @@ td.reason { max-width: 520px; }
 .bar .th { position: absolute; top: -2px; height: 20px; width: 2px; }
 .bar .th.low { background: var(--low); } .bar .th.high { background: var(--high); }
 .res { display: flex; align-items: center; gap: 8px; white-space: nowrap; }
-.res .name { width: 64px; color: #56606b; font-size: 12px; }
+.res .name { width: 120px; overflow: hidden; text-overflow: ellipsis; color: #56606b; font-size: 12px; }
 .res .val { font-variant-numeric: tabular-nums; font-size: 12px; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
 .legend i { display: inline-block; width: 14px; height: 8px; margin-right: 4px; vertical-align: middle; }
