@@ -350,6 +350,19 @@ async fn kubectl_descheduler_plan_reads_the_policy_configmap_and_evicts_nothing(
         );
     }
 
+    // The same plan as a page.
+    let page =
+        run_with_kubeconfig(&plugin, &["plan", "-o", "html"], kubeconfig, plugins.path()).await;
+    assert_eq!(page.code, Some(0), "{}", page.stderr);
+    assert!(
+        page.stdout.starts_with("<!DOCTYPE html>"),
+        "{}",
+        page.stdout
+    );
+    for [pod, ..] in &planned {
+        assert!(page.stdout.contains(&format!("\"pod\":\"{pod}\"")), "{pod}");
+    }
+
     // Through kubectl, which finds the plugin on PATH: the same plan, as a table.
     let table = run_with_kubeconfig(
         &kubectl(),
@@ -426,4 +439,57 @@ async fn kubectl_descheduler_plan_reads_the_policy_configmap_and_evicts_nothing(
     );
     // A plan is a dry run.
     assert_eq!(pod_uids(&client, &ns).await, before);
+}
+
+#[tokio::test]
+async fn a_live_cycle_reports_its_results_as_html_and_in_the_decision_log() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, nodes, ns) = hot_cluster(&client).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy_file = write_policy(dir.path(), &policy(&group));
+    let log = dir.path().join("decisions");
+    // One cycle that evicts.
+    let run = run_bin(&[
+        "--policy-config-file",
+        policy_file.to_str().unwrap(),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().unwrap(),
+        "--decision-log",
+        log.to_str().unwrap(),
+        "-o",
+        "html",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let kept = descheduler::app::decision_log::read_all(&log).unwrap();
+    assert_eq!(kept.len(), 1);
+    let (_, d) = &kept[0];
+    assert_eq!(d.mode, "evict");
+    assert!(d.snapshot.is_none(), "no snapshot unless asked");
+    let evicted: Vec<&str> = d
+        .report
+        .evictions
+        .iter()
+        .filter(|e| e.result.as_deref() == Some("evicted"))
+        .map(|e| e.pod.as_str())
+        .collect();
+    assert!(!evicted.is_empty(), "{:?}", d.report.evictions);
+    for e in &d.report.evictions {
+        assert_eq!(e.node, nodes[0]);
+        assert!(e.pod.starts_with(&format!("{ns}/")));
+    }
+    // The page carries the same results, and the policy's thresholds for its bars.
+    let page = &run.stdout;
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    for pod in &evicted {
+        assert!(page.contains(&format!("\"pod\":\"{pod}\"")), "{pod}");
+    }
+    assert!(page.contains("\"result\":\"evicted\""));
+    assert!(
+        page.contains(
+            "\"plugin\":\"LowNodeUtilization\",\"low\":{\"cpu\":20.0},\"high\":{\"cpu\":50.0}"
+        ),
+        "thresholds in the page"
+    );
 }
