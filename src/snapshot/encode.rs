@@ -10,7 +10,7 @@
 
 use super::{
     ClusterSnapshot, ContainerState, ContainerStatus, GangKind, InclusionPolicy, Node,
-    NodeSelectorTerm, Pdb, Phase, Pod, PodAffinityTerm, PodGroup, Qos, Resources, TaintEffect,
+    NodeSelectorTerm, Pdb, Pod, PodAffinityTerm, PodGroup, Qos, Resources, TaintEffect,
     WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION,
     PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
@@ -249,16 +249,6 @@ fn container_statuses(statuses: &[ContainerStatus]) -> Vec<Value> {
         .collect()
 }
 
-fn phase(p: Phase) -> &'static str {
-    match p {
-        Phase::Pending => "Pending",
-        Phase::Running => "Running",
-        Phase::Succeeded => "Succeeded",
-        Phase::Failed => "Failed",
-        Phase::Unknown => "Unknown",
-    }
-}
-
 /// The containers of a pod: one per image, and the resources that give its QoS class. A
 /// pod without containers carries those (and its host ports) on an init container, which
 /// adds no image.
@@ -428,7 +418,7 @@ fn pod_object(pod: &Pod) -> Value {
         })
         .collect();
     let mut status = json!({
-        "phase": phase(pod.phase),
+        "phase": pod.phase.as_str(),
         "reason": detail.reason.as_deref(),
         "conditions": conditions,
         "containerStatuses": container_statuses(&detail.containers),

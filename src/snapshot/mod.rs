@@ -151,6 +151,17 @@ impl Phase {
             _ => Phase::Unknown,
         }
     }
+
+    /// The phase as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Unknown => "Unknown",
+        }
+    }
 }
 
 /// QoS class, ordered from first-to-evict to last-to-evict.
