@@ -242,6 +242,63 @@ fn the_example_page_shows_the_plan_in_a_browser() {
 
     let png = screenshot(&page, "example.png", 1400);
     eprintln!("screenshot: {}", png.display());
+
+    // Printable: the overview prints to a PDF, without the page's controls.
+    let pdf = artifacts().join("example.pdf");
+    let _ = std::fs::remove_file(&pdf);
+    browse(
+        &format!("file://{}", page.display()),
+        &[
+            &format!("--print-to-pdf={}", pdf.display()),
+            "--no-pdf-header-footer",
+        ],
+    );
+    let bytes = std::fs::read(&pdf).unwrap();
+    assert!(bytes.starts_with(b"%PDF-"), "not a PDF");
+    assert!(bytes.len() > 10_000, "{} bytes", bytes.len());
+}
+
+#[test]
+fn tenants_shares_are_shown_when_a_profile_orders_by_drf() {
+    // The example's policy with DominantResourceFairness ordering its candidates.
+    let combined = std::fs::read_to_string("policies/combined.yaml").unwrap();
+    let with_drf = combined.replacen(
+        "    plugins:\n",
+        "    plugins:\n      sort:\n        enabled: [DominantResourceFairness]\n",
+        1,
+    );
+    assert_ne!(with_drf, combined);
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("drf.yaml");
+    std::fs::write(&policy, with_drf).unwrap();
+    let args = [
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--snapshot",
+        "examples/cluster-hotspot.yaml",
+        "--now",
+        "2026-12-01T00:00:00Z",
+    ];
+    let json: serde_json::Value = serde_json::from_slice(&report(&args, "json")).unwrap();
+    let tenants = json["tenants"].as_array().expect("tenants in the report");
+    assert!(!tenants.is_empty());
+    let page = artifacts().join("tenants.html");
+    std::fs::write(&page, report(&args, "html")).unwrap();
+    let dom = dom(&page, "");
+    let shown = section(&dom, "tenants");
+    assert!(!shown.contains(" hidden"), "the tenants section shows");
+    assert_eq!(count(shown, "<tr data-tenant="), tenants.len());
+    for t in tenants {
+        let name = t["tenant"].as_str().unwrap();
+        let r = row(shown, "data-tenant", name);
+        let (before, after) = (t["before"].as_f64().unwrap(), t["after"].as_f64().unwrap());
+        let want = if fixed1(before) == fixed1(after) {
+            fixed1(before)
+        } else {
+            format!("{} \u{2192} {}", fixed1(before), fixed1(after))
+        };
+        assert!(r.contains(&want), "{want} in {r}");
+    }
 }
 
 fn dom_with_hash(page: &Path, hash: &str) -> String {
