@@ -437,6 +437,52 @@ async fn kubectl_descheduler_plan_reads_the_policy_configmap_and_evicts_nothing(
         "{}",
         refused.stderr
     );
+    // The kubeconfig's current context is the cluster asked; --context picks another. Here
+    // the current one points where no API server listens.
+    let text = std::fs::read_to_string(kubeconfig).unwrap();
+    let elsewhere = text
+        .replacen(
+            "clusters:\n",
+            "clusters:\n- name: elsewhere\n  cluster:\n    server: https://127.0.0.1:1\n",
+            1,
+        )
+        .replacen(
+            "users:\n",
+            "users:\n- name: nobody\n  user:\n    token: none\n",
+            1,
+        )
+        .replacen(
+            "contexts:\n",
+            "contexts:\n- name: elsewhere\n  context:\n    cluster: elsewhere\n    user: nobody\n",
+            1,
+        )
+        .replace("current-context: test", "current-context: elsewhere");
+    assert!(
+        elsewhere.contains("current-context: elsewhere"),
+        "{elsewhere}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let two_contexts = dir.path().join("kubeconfig");
+    std::fs::write(&two_contexts, elsewhere).unwrap();
+    let current = run_with_kubeconfig(&plugin, &["plan"], &two_contexts, plugins.path()).await;
+    assert_eq!(current.code, Some(1), "{}", current.stderr);
+    assert!(
+        current
+            .stderr
+            .contains("ConfigMap kube-system/descheduler-policy"),
+        "{}",
+        current.stderr
+    );
+    let chosen = run_with_kubeconfig(
+        &plugin,
+        &["plan", "--context", "test", "-o", "json"],
+        &two_contexts,
+        plugins.path(),
+    )
+    .await;
+    assert_eq!(chosen.code, Some(0), "{}", chosen.stderr);
+    assert_eq!(evictions(&json(&chosen)), planned);
+
     // A plan is a dry run.
     assert_eq!(pod_uids(&client, &ns).await, before);
 }
