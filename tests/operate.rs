@@ -342,12 +342,14 @@ async fn kubectl_descheduler_plan_reads_the_policy_configmap_and_evicts_nothing(
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let planned = evictions(&json(&run));
     assert!(!planned.is_empty(), "{}", run.stdout);
-    for [pod, node, plugin_name, ..] in &planned {
+    for [pod, node, plugin_name, _, destination] in &planned {
         assert!(pod.starts_with(&format!("{ns}/")), "{pod}");
         assert_eq!(
             (node, plugin_name.as_str()),
             (&nodes[0], "LowNodeUtilization")
         );
+        // Predicted destinations are on: pods pinned to their node come back to it.
+        assert_eq!(destination, &nodes[0], "{pod}");
     }
 
     // The same plan as a page.
