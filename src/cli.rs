@@ -10,7 +10,7 @@ use crate::live::admin::{AdminServer, Certificate, Transport};
 use crate::live::executor::ExecutorConfig;
 use crate::live::leader::LeaderConfig;
 use crate::policy::Policy;
-use crate::report::Format;
+use crate::report::{Format, ThresholdRow};
 use crate::schedule::Schedule;
 use clap::Parser;
 use std::path::PathBuf;
@@ -83,6 +83,10 @@ pub struct Cli {
         alias = "client-connection-kubeconfig"
     )]
     pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use (live mode); default: its current context.
+    #[arg(long, env = "DESCHEDULER_CONTEXT", value_name = "NAME")]
+    pub context: Option<String>,
 
     /// Time between cycles in continuous mode, as a Go duration (0: run one cycle and exit).
     #[arg(
@@ -275,6 +279,44 @@ pub struct Cli {
         value_name = "DURATION"
     )]
     pub cache_sync_timeout: String,
+
+    /// Keep each cycle's report (the plan, what happened to each eviction, notes, candidates
+    /// not chosen, the snapshot's counts) as one JSON file named by its time in this
+    /// directory (made when missing).
+    #[arg(
+        long = "decision-log",
+        env = "DESCHEDULER_DECISION_LOG",
+        value_name = "DIR"
+    )]
+    pub decision_log: Option<PathBuf>,
+
+    /// With --decision-log: keep the snapshot each cycle planned from beside its record,
+    /// gzip-compressed, so that `--snapshot FILE --now TIME` (TIME: the record's
+    /// nowRfc3339) plans the cycle again.
+    #[arg(long = "decision-log-snapshot", env = "DESCHEDULER_DECISION_LOG_SNAPSHOT",
+        num_args = 0..=1, require_equals = true, default_value = "false",
+        default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub decision_log_snapshot: bool,
+
+    /// With --decision-log: the most records kept; the oldest go first (with their
+    /// snapshots).
+    #[arg(
+        long = "decision-log-max-files",
+        env = "DESCHEDULER_DECISION_LOG_MAX_FILES",
+        default_value_t = 100,
+        value_name = "N"
+    )]
+    pub decision_log_max_files: usize,
+
+    /// With --decision-log: the most bytes the records and snapshots take together, as a
+    /// quantity (`512Mi`, `2Gi`, or bytes); the newest record always stays.
+    #[arg(
+        long = "decision-log-max-bytes",
+        env = "DESCHEDULER_DECISION_LOG_MAX_BYTES",
+        default_value = "1Gi",
+        value_name = "QUANTITY"
+    )]
+    pub decision_log_max_bytes: String,
 }
 
 /// A failure with the exit code it maps to.
@@ -285,13 +327,13 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn invalid(message: impl ToString) -> Self {
+    pub(crate) fn invalid(message: impl ToString) -> Self {
         Failure {
             code: 2,
             message: message.to_string(),
         }
     }
-    fn other(message: impl ToString) -> Self {
+    pub(crate) fn other(message: impl ToString) -> Self {
         Failure {
             code: 1,
             message: message.to_string(),
@@ -300,7 +342,12 @@ impl Failure {
 }
 
 fn init_logging(cli: &Cli) {
-    let level = match cli.verbosity {
+    init_logging_at(cli.verbosity, cli.log_format)
+}
+
+/// Logs on stderr at upstream's klog `verbosity`, in `format`.
+pub(crate) fn init_logging_at(verbosity: u8, format: LogFormat) {
+    let level = match verbosity {
         0 => "warn",
         1 | 2 => "info",
         3 | 4 => "debug",
@@ -314,7 +361,7 @@ fn init_logging(cli: &Cli) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    let _ = match cli.log_format {
+    let _ = match format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
@@ -322,6 +369,26 @@ fn init_logging(cli: &Cli) {
 
 /// Runs one invocation; a plan's report goes to `out`.
 pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
+    let given_now = check_flags(cli)?;
+    // Nothing runs on an invalid policy.
+    let (policy, pipeline) = app::load_policy(&cli.policy_config_file, cli.predict_destinations)
+        .map_err(Failure::invalid)?;
+    run_with(cli, given_now, &policy, pipeline, out)
+}
+
+/// [`run`] with a policy already loaded (the kubectl plugin's, from a ConfigMap).
+pub(crate) fn run_with_policy(
+    cli: &Cli,
+    policy: &Policy,
+    pipeline: Pipeline,
+    out: &mut dyn std::io::Write,
+) -> Result<(), Failure> {
+    let given_now = check_flags(cli)?;
+    run_with(cli, given_now, policy, pipeline, out)
+}
+
+/// Checks every flag that does not need the policy; returns `--now` (unix seconds).
+fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
     let given_now = match &cli.now {
         Some(t) => Some(
             chrono::DateTime::parse_from_rfc3339(t)
@@ -334,7 +401,6 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
         ),
         None => None,
     };
-    let now = given_now.unwrap_or_else(|| chrono::Utc::now().timestamp());
     crate::policy::parse_duration(&cli.descheduling_interval)
         .map_err(|e| Failure::invalid(format!("--descheduling-interval: {e}")))?;
     crate::policy::parse_duration(&cli.eviction_cooldown)
@@ -344,24 +410,79 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     rate_flag("--eviction-qps", cli.eviction_qps)?;
     rate_flag("--node-eviction-qps", cli.node_eviction_qps)?;
     leader_durations(cli)?;
-    // Nothing runs on an invalid policy.
-    let (policy, pipeline) = app::load_policy(&cli.policy_config_file, cli.predict_destinations)
-        .map_err(Failure::invalid)?;
+    Ok(given_now)
+}
+
+fn run_with(
+    cli: &Cli,
+    given_now: Option<i64>,
+    policy: &Policy,
+    pipeline: Pipeline,
+    out: &mut dyn std::io::Write,
+) -> Result<(), Failure> {
+    let now = given_now.unwrap_or_else(|| chrono::Utc::now().timestamp());
+    let decision_log = decision_log(cli)?;
     let Some(snapshot) = &cli.snapshot else {
-        return run_live(cli, &policy, pipeline, given_now, out);
+        return run_live(cli, policy, pipeline, given_now, decision_log, out);
     };
     let files = SnapshotFiles {
         snapshot: snapshot.clone(),
         node_metrics: cli.node_metrics.clone(),
         pod_metrics: cli.pod_metrics.clone(),
     };
-    app::run_offline(&pipeline, files, now, cli.output, out).map_err(|e| {
+    app::run_offline(
+        &pipeline,
+        files,
+        now,
+        cli.output,
+        decision_log,
+        ThresholdRow::of_policy(policy),
+        out,
+    )
+    .map_err(|e| {
         if e.is_invalid_input() {
             Failure::invalid(e)
         } else {
             Failure::other(e)
         }
     })
+}
+
+/// The decision log the flags ask for, its directory made and checked.
+fn decision_log(cli: &Cli) -> Result<Option<app::DecisionLog>, Failure> {
+    let Some(dir) = &cli.decision_log else {
+        if cli.decision_log_snapshot {
+            return Err(Failure::invalid(
+                "--decision-log-snapshot keeps snapshots beside the decision log's records: \
+                 give --decision-log DIR too",
+            ));
+        }
+        return Ok(None);
+    };
+    if cli.decision_log_max_files == 0 {
+        return Err(Failure::invalid(
+            "--decision-log-max-files 0: keep at least 1 record",
+        ));
+    }
+    let text = &cli.decision_log_max_bytes;
+    let max_bytes = crate::quantity::Quantity::parse(text)
+        .ok()
+        .and_then(|q| q.checked_value())
+        .filter(|b| *b > 0)
+        .ok_or_else(|| {
+            Failure::invalid(format!(
+                "--decision-log-max-bytes {text:?}: give a positive size in bytes or as a \
+                 quantity such as 512Mi or 2Gi"
+            ))
+        })?;
+    let log = app::DecisionLog {
+        dir: dir.clone(),
+        keep_snapshot: cli.decision_log_snapshot,
+        max_files: cli.decision_log_max_files,
+        max_bytes: max_bytes as u64,
+    };
+    log.open().map_err(Failure::invalid)?;
+    Ok(Some(log))
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
@@ -431,6 +552,7 @@ fn run_live(
     policy: &Policy,
     pipeline: Pipeline,
     now: Option<i64>,
+    decision_log: Option<app::DecisionLog>,
     out: &mut dyn std::io::Write,
 ) -> Result<(), Failure> {
     let schedule = Schedule::from_flags(&cli.descheduling_interval, cli.schedule.as_deref())
@@ -464,6 +586,7 @@ fn run_live(
     let admin = admin_servers(cli)?;
     let opts = LiveOptions {
         kubeconfig: cli.kubeconfig.clone(),
+        context: cli.context.clone(),
         qps: rate_flag("--client-connection-qps", cli.client_connection_qps)?,
         burst: cli.client_connection_burst,
         protobuf: cli.kube_api_content_type != "application/json",
@@ -491,6 +614,8 @@ fn run_live(
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,
         eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,
         now,
+        decision_log,
+        thresholds: ThresholdRow::of_policy(policy),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -538,7 +663,7 @@ fn admin_servers(cli: &Cli) -> Result<Vec<AdminServer>, Failure> {
 }
 
 /// A boolean as Go's flags read one (`strconv.ParseBool`), and clap's `yes`/`no`/`on`/`off`.
-fn go_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn go_bool(text: &str) -> Result<bool, String> {
     match text {
         "1" | "t" | "T" | "true" | "TRUE" | "True" | "yes" | "on" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" | "no" | "off" => Ok(false),
@@ -618,6 +743,10 @@ fn without_upstream_only_flags(
 }
 
 pub fn main() -> ExitCode {
+    // Installed as kubectl-descheduler, the binary is a kubectl plugin.
+    if crate::kubectl::started_as_plugin(std::env::args_os().next().as_deref()) {
+        return crate::kubectl::main(std::env::args_os());
+    }
     let (args, ignored) = without_upstream_only_flags(std::env::args_os());
     let cli = Cli::parse_from(args);
     init_logging(&cli);
@@ -627,7 +756,12 @@ pub fn main() -> ExitCode {
             "an upstream flag with no effect here; ignored"
         );
     }
-    match run(&cli, &mut std::io::stdout()) {
+    exit(run(&cli, &mut std::io::stdout()))
+}
+
+/// The process's exit for how a run ended; a failure's message goes to stderr.
+pub(crate) fn exit(result: Result<(), Failure>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
             eprintln!("error: {}", f.message);

@@ -17,7 +17,7 @@ pub const METRICS_LIMIT: u64 = 1 << 30;
 
 /// The whole file at `path`, at most `limit` bytes of text (any file: a pipe, a device).
 pub fn read_text_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
+    let file = std::fs::File::open(path)?;
     // A regular file says its size: too large is known before reading.
     let size = file.metadata()?;
     if size.is_file() && size.len() > limit {
@@ -28,10 +28,31 @@ pub fn read_text_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     } else {
         0
     };
+    read_text(file, limit, capacity)
+}
+
+/// Whether the file at `path` is gzip-compressed (starts with gzip's magic bytes).
+pub fn is_gzip(path: &Path) -> std::io::Result<bool> {
+    let mut magic = [0u8; 2];
+    match std::fs::File::open(path)?.read_exact(&mut magic) {
+        Ok(()) => Ok(magic == [0x1f, 0x8b]),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The text a gzip-compressed file at `path` holds, at most `limit` bytes of it.
+pub fn read_gzip_text_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    read_text(flate2::read::MultiGzDecoder::new(file), limit, 0)
+}
+
+/// What `reader` gives, at most `limit` bytes of text.
+fn read_text(mut reader: impl Read, limit: u64, capacity: usize) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(capacity);
     let mut piece = vec![0; 1 << 16];
     loop {
-        let n = match file.read(&mut piece) {
+        let n = match reader.read(&mut piece) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

@@ -226,6 +226,16 @@ impl Selector {
         }
     }
 
+    /// The requirements, all of which must hold.
+    pub fn requirements(&self) -> &[Requirement] {
+        &self.reqs
+    }
+
+    /// Whether this is the selector that matches nothing.
+    pub fn matches_nothing(&self) -> bool {
+        self.nothing
+    }
+
     pub fn from_requirements(reqs: Vec<Requirement>) -> Self {
         Selector {
             reqs,

@@ -17,6 +17,7 @@ pub mod app;
 pub mod cli;
 pub mod framework;
 pub mod input;
+pub mod kubectl;
 pub mod labels;
 pub mod live;
 pub mod metrics;

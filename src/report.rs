@@ -23,6 +23,8 @@
 //! before the plan, or after it when the tenant held nothing before; with `tenantLabel` each row
 //! also names the label as `"tenantLabel"`). Without it the field is absent.
 
+mod html;
+
 use crate::plan::EvictionPlan;
 use crate::snapshot::{ClusterSnapshot, Node, Resources};
 use rayon::iter::{
@@ -175,6 +177,72 @@ pub enum Format {
     Table,
     Json,
     Yaml,
+    /// One self-contained HTML page (styles, script and data inline).
+    Html,
+}
+
+/// The utilization thresholds of one profile's LowNodeUtilization or HighNodeUtilization, as
+/// the HTML page draws them on the node bars: `low` is "underutilized below", `high`
+/// "overutilized above" (percent of allocatable, by resource).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThresholdRow {
+    pub profile: String,
+    pub plugin: String,
+    pub low: BTreeMap<String, f64>,
+    pub high: BTreeMap<String, f64>,
+    /// `useDeviationThresholds`: the figures are relative to the nodes' mean.
+    pub deviation: bool,
+}
+
+impl ThresholdRow {
+    /// The thresholds of every enabled LowNodeUtilization and HighNodeUtilization in
+    /// `policy` (a validated policy: the figures are numbers).
+    pub fn of_policy(policy: &crate::policy::Policy) -> Vec<ThresholdRow> {
+        let figures = |v: &serde_json::Value| -> BTreeMap<String, f64> {
+            v.as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut out = Vec::new();
+        for profile in &policy.profiles {
+            for (plugin, high_key) in [
+                ("LowNodeUtilization", Some("targetThresholds")),
+                ("HighNodeUtilization", None),
+            ] {
+                if !profile.plugins.balance.enabled.iter().any(|p| p == plugin) {
+                    continue;
+                }
+                let args = profile
+                    .plugin_config
+                    .iter()
+                    .find(|c| c.name == plugin)
+                    .map(|c| &c.args);
+                let Some(args) = args else { continue };
+                out.push(ThresholdRow {
+                    profile: profile.name.clone(),
+                    plugin: plugin.to_string(),
+                    low: figures(&args["thresholds"]),
+                    high: high_key.map(|k| figures(&args[k])).unwrap_or_default(),
+                    deviation: args["useDeviationThresholds"].as_bool().unwrap_or(false),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Writes `report` as the HTML page, with `thresholds` drawn on the node bars.
+pub fn write_html(
+    report: &Report,
+    thresholds: &[ThresholdRow],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    html::write(report, thresholds, out)
 }
 
 fn round2(v: f64) -> f64 {
@@ -276,7 +344,9 @@ pub fn write_plan(
             )?;
             w.flush()
         }
-        Format::Yaml | Format::Table => Report::new(snap, plan).write_to(format, out),
+        Format::Yaml | Format::Table | Format::Html => {
+            Report::new(snap, plan).write_to(format, out)
+        }
     }
 }
 
@@ -469,6 +539,11 @@ impl Report {
             }
             Format::Yaml => serde_saphyr::to_string(self).expect("report serializes"),
             Format::Table => escape_for_terminal(&self.table()),
+            Format::Html => {
+                let mut buf = Vec::new();
+                html::write(self, &[], &mut buf).expect("report serializes");
+                String::from_utf8(buf).expect("the page is UTF-8")
+            }
         }
     }
 
@@ -482,6 +557,7 @@ impl Report {
                 self.write_json(&mut w)?;
                 w.flush()
             }
+            Format::Html => html::write(self, &[], out),
             Format::Yaml | Format::Table => out.write_all(self.render(format).as_bytes()),
         }
     }

@@ -2,6 +2,7 @@
 //! measure, plan with what earlier cycles left, then report the plan or execute it ([`Act`])
 //! and report what happened, and remember the cycle for the next.
 
+use super::decision_log::DecisionLog;
 use crate::framework::{History, Pipeline, PlanNote};
 use crate::live::executor::LiveExecutor;
 use crate::live::source::{list_snapshot, WatchSource};
@@ -9,7 +10,7 @@ use crate::live::{client::ApiClient, LiveError};
 use crate::metrics::{Metrics, StrategyLabels};
 use crate::outcome::Outcome;
 use crate::plan::{plan_with, CycleMemory, PlanError, PlanObserver};
-use crate::report::Format;
+use crate::report::{Format, Report, ThresholdRow};
 use crate::snapshot::decode::SnapshotError;
 use crate::snapshot::ClusterSnapshot;
 use crate::usage::{UsageError, UsageFetcher};
@@ -132,6 +133,10 @@ pub struct Cycles<'p> {
     /// Whether the process exits after this run's only cycle (its large allocations are then
     /// left to the exit).
     pub once: bool,
+    /// Where each cycle's report is kept (`--decision-log`).
+    pub decision_log: Option<DecisionLog>,
+    /// The policy's utilization thresholds, drawn on the HTML report's node bars.
+    pub thresholds: Vec<ThresholdRow>,
 }
 
 impl Cycles<'_> {
@@ -173,14 +178,26 @@ impl Cycles<'_> {
                 self.count_skips(&plan.notes);
                 let rendering = Instant::now();
                 let mut counted = Counted { out, bytes: 0 };
-                crate::report::write_plan(snap, &plan, self.output, &mut counted)
-                    .and_then(|_| counted.flush())
-                    .map_err(CycleError::Report)?;
+                // The report is built whole only where it is needed (a large plan's JSON is
+                // written row by row without it).
+                let report = (self.output == Format::Html || self.decision_log.is_some())
+                    .then(|| Report::new(snap, &plan));
+                match &report {
+                    Some(report) if self.output == Format::Html => {
+                        crate::report::write_html(report, &self.thresholds, &mut counted)
+                    }
+                    _ => crate::report::write_plan(snap, &plan, self.output, &mut counted),
+                }
+                .and_then(|_| counted.flush())
+                .map_err(CycleError::Report)?;
                 tracing::info!(
                     bytes = counted.bytes,
                     seconds = rendering.elapsed().as_secs_f64(),
                     "report rendered"
                 );
+                if let (Some(log), Some(report)) = (&self.decision_log, &report) {
+                    keep_decision(log, snap, now, true, None, report);
+                }
                 if self.once {
                     // The process exits right after: handing millions of small allocations
                     // back one by one would take longer than the exit that reclaims them all
@@ -210,12 +227,15 @@ impl Cycles<'_> {
                 }
                 // The evictions are done: a report that cannot be written does not hide how
                 // the cycle ended.
-                if let Err(e) = r
-                    .report
-                    .write_to(self.output, out)
-                    .and_then(|_| out.flush())
-                {
+                let written = match self.output {
+                    Format::Html => crate::report::write_html(&r.report, &self.thresholds, out),
+                    format => r.report.write_to(format, out),
+                };
+                if let Err(e) = written.and_then(|_| out.flush()) {
                     tracing::warn!(error = %e, "the cycle's report was not printed");
+                }
+                if let Some(log) = &self.decision_log {
+                    keep_decision(log, snap, now, false, r.stopped.clone(), &r.report);
                 }
                 Ok(CycleEnd { stopped: r.stopped })
             }
@@ -229,6 +249,27 @@ impl Cycles<'_> {
                 m.strategy_skipped(n.plugin, &n.profile);
             }
         }
+    }
+}
+
+/// Writes the cycle's record to the decision log; a record that cannot be written is
+/// logged, and does not stop the cycles (as a report that cannot be printed).
+fn keep_decision(
+    log: &DecisionLog,
+    snap: &ClusterSnapshot,
+    now: i64,
+    dry_run: bool,
+    stopped: Option<String>,
+    report: &Report,
+) {
+    let started = Instant::now();
+    match log.write(snap, now, dry_run, stopped, report) {
+        Ok(path) => tracing::info!(
+            file = %path.display(),
+            seconds = started.elapsed().as_secs_f64(),
+            "decision recorded"
+        ),
+        Err(e) => tracing::warn!(error = %e, "the cycle's decision was not recorded"),
     }
 }
 

@@ -12,9 +12,11 @@
 //! server; the planner (`framework`, `plan`, `plugins`, `sim`) knows nothing of this module.
 
 pub mod cycle;
+pub mod decision_log;
 pub mod runner;
 
 pub use cycle::{Act, Cluster, CycleEnd, CycleError, Cycles, ReadError, SnapshotFiles};
+pub use decision_log::{DecisionLog, DecisionLogError};
 pub use runner::{LiveOptions, RunError};
 
 use crate::framework::{History, Pipeline};
@@ -31,11 +33,25 @@ pub fn load_policy(
     predict_destinations: bool,
 ) -> Result<(Policy, Pipeline), PolicyError> {
     let policy = Policy::load(path)?;
-    let mut pipeline = Pipeline::build(
-        &policy,
-        &path.display().to_string(),
-        &crate::plugins::REGISTRY,
-    )?;
+    with_pipeline(policy, &path.display().to_string(), predict_destinations)
+}
+
+/// [`load_policy`] for a policy given as text (a ConfigMap's); `source` names it in errors.
+pub fn policy_from_text(
+    source: &str,
+    text: &str,
+    predict_destinations: bool,
+) -> Result<(Policy, Pipeline), PolicyError> {
+    let policy = Policy::from_yaml(source, text)?;
+    with_pipeline(policy, source, predict_destinations)
+}
+
+fn with_pipeline(
+    policy: Policy,
+    source: &str,
+    predict_destinations: bool,
+) -> Result<(Policy, Pipeline), PolicyError> {
+    let mut pipeline = Pipeline::build(&policy, source, &crate::plugins::REGISTRY)?;
     pipeline.predict_destinations = predict_destinations;
     Ok((policy, pipeline))
 }
@@ -72,6 +88,8 @@ pub fn run_offline(
     files: SnapshotFiles,
     now: i64,
     output: Format,
+    decision_log: Option<DecisionLog>,
+    thresholds: Vec<crate::report::ThresholdRow>,
     out: &mut dyn Write,
 ) -> Result<(), OfflineError> {
     // Offline planning may still read live Prometheus figures: the queries run now.
@@ -93,6 +111,8 @@ pub fn run_offline(
             output,
             metrics: None,
             once: true,
+            decision_log,
+            thresholds,
         };
         cycles.run(snap, now, &Act::Report, out).await?;
         // The process exits right after printing (see `Cycles`).

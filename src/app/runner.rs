@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct LiveOptions {
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig's context to use; None: its current context.
+    pub context: Option<String>,
     pub qps: f64,
     pub burst: u32,
     pub dry_run: bool,
@@ -43,6 +45,10 @@ pub struct LiveOptions {
     pub now: Option<i64>,
     /// Lists of pods and nodes in the API's protobuf encoding (else JSON).
     pub protobuf: bool,
+    /// Where each cycle's report (and snapshot) is kept.
+    pub decision_log: Option<super::DecisionLog>,
+    /// The policy's utilization thresholds, for the HTML report.
+    pub thresholds: Vec<crate::report::ThresholdRow>,
 }
 
 /// Why live mode stopped with an error.
@@ -105,7 +111,13 @@ pub async fn run(
     opts: LiveOptions,
     out: &mut dyn Write,
 ) -> Result<(), RunError> {
-    let mut api = ApiClient::new(opts.kubeconfig.as_deref(), opts.qps, opts.burst).await?;
+    let mut api = ApiClient::for_context(
+        opts.kubeconfig.as_deref(),
+        opts.context.as_deref(),
+        opts.qps,
+        opts.burst,
+    )
+    .await?;
     api.protobuf = opts.protobuf;
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
@@ -172,6 +184,8 @@ pub async fn run(
         output: opts.output,
         metrics: Some(metrics.clone()),
         once,
+        decision_log: opts.decision_log.clone(),
+        thresholds: opts.thresholds.clone(),
     };
     let result = loop {
         if shutdown.load(Ordering::SeqCst) {

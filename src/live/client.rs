@@ -29,6 +29,26 @@ pub fn quota(qps: f64, burst: u32) -> Option<Quota> {
         .map(|q| q.allow_burst(NonZeroU32::new(burst.max(1)).expect("at least 1")))
 }
 
+/// A kubeconfig file, or a list of them as KUBECONFIG gives it (`a:b`), merged as kubectl
+/// merges them (the first file's settings win).
+fn read_kubeconfig(path: &Path) -> Result<kube::config::Kubeconfig, LiveError> {
+    use kube::config::Kubeconfig;
+    let read = |p: &Path| {
+        Kubeconfig::read_from(p).map_err(|e| LiveError::Config(format!("{}: {e}", p.display())))
+    };
+    let paths: Vec<std::path::PathBuf> = std::env::split_paths(path.as_os_str())
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    if paths.len() <= 1 || path.is_file() {
+        return read(path);
+    }
+    paths.iter().try_fold(Kubeconfig::default(), |merged, p| {
+        merged
+            .merge(read(p)?)
+            .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))
+    })
+}
+
 impl ApiClient {
     /// From a kubeconfig file, or else the usual inference (KUBECONFIG, ~/.kube/config,
     /// in-cluster service account).
@@ -37,18 +57,31 @@ impl ApiClient {
         qps: f64,
         burst: u32,
     ) -> Result<ApiClient, LiveError> {
-        let config = match kubeconfig {
-            Some(path) => {
-                let kc = kube::config::Kubeconfig::read_from(path)
-                    .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))?;
-                kube::Config::from_custom_kubeconfig(
-                    kc,
-                    &kube::config::KubeConfigOptions::default(),
-                )
-                .await
-                .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))?
+        ApiClient::for_context(kubeconfig, None, qps, burst).await
+    }
+
+    /// [`ApiClient::new`] with the kubeconfig's `context` instead of its current one.
+    pub async fn for_context(
+        kubeconfig: Option<&Path>,
+        context: Option<&str>,
+        qps: f64,
+        burst: u32,
+    ) -> Result<ApiClient, LiveError> {
+        let options = kube::config::KubeConfigOptions {
+            context: context.map(str::to_string),
+            ..Default::default()
+        };
+        let config = match (kubeconfig, context) {
+            (Some(path), _) => {
+                let kc = read_kubeconfig(path)?;
+                kube::Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))?
             }
-            None => kube::Config::infer()
+            (None, Some(context)) => kube::Config::from_kubeconfig(&options)
+                .await
+                .map_err(|e| LiveError::Config(format!("context {context:?}: {e}")))?,
+            (None, None) => kube::Config::infer()
                 .await
                 .map_err(|e| LiveError::Config(e.to_string()))?,
         };
@@ -229,5 +262,38 @@ mod buffered {
         fn connected(&self) -> Connected {
             self.inner.connected()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kubeconfig(context: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: {context}\nclusters:\n- name: {context}\n  cluster:\n    server: https://127.0.0.1:6443\ncontexts:\n- name: {context}\n  context:\n    cluster: {context}\n    user: {context}\nusers:\n- name: {context}\n  user:\n    token: t\n"
+        )
+    }
+
+    #[test]
+    fn a_list_of_kubeconfigs_is_merged_as_kubectl_merges_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, kubeconfig("one")).unwrap();
+        std::fs::write(&b, kubeconfig("two")).unwrap();
+        let list = std::env::join_paths([&a, &b]).unwrap();
+        let merged = read_kubeconfig(Path::new(&list)).unwrap();
+        let names: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["one", "two"]);
+        assert_eq!(
+            merged.current_context.as_deref(),
+            Some("one"),
+            "the first file wins"
+        );
+        assert_eq!(read_kubeconfig(&b).unwrap().contexts.len(), 1);
+        let missing = read_kubeconfig(&dir.path().join("none"))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("none"), "{missing}");
     }
 }

@@ -6,6 +6,7 @@ pub mod admin;
 pub mod client;
 pub mod executor;
 pub mod leader;
+pub mod policy_map;
 pub mod source;
 
 /// Errors of the live room; each says what to check.

@@ -297,7 +297,7 @@ impl PodLifeTime {
     /// Where a `states` entry matches the pod, if one does.
     fn matched_state(&self, pod: &Pod) -> Option<String> {
         let listed = |s: &str| self.args.states.iter().any(|x| x == s);
-        let phase = phase_name(pod.phase);
+        let phase = pod.phase.as_str();
         if listed(phase) {
             return Some(format!("phase {phase}"));
         }
@@ -427,17 +427,6 @@ impl PodLifeTime {
             .filter_map(|c| c.last_transition)
             .max()
             .unwrap_or(pod.created)
-    }
-}
-
-/// The phase as the API spells it.
-fn phase_name(p: Phase) -> &'static str {
-    match p {
-        Phase::Pending => "Pending",
-        Phase::Running => "Running",
-        Phase::Succeeded => "Succeeded",
-        Phase::Failed => "Failed",
-        Phase::Unknown => "Unknown",
     }
 }
 

@@ -97,6 +97,14 @@ pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
         file: file.clone(),
         source,
     };
+    // A snapshot kept compressed (the decision log's), or any list gzip'ed.
+    if crate::input::is_gzip(path).map_err(read_error)? {
+        let bytes = crate::input::read_gzip_text_file(path, crate::input::SNAPSHOT_LIMIT)
+            .map_err(read_error)?;
+        let (parts, more) = decode_parts(&file, &bytes)?;
+        drop(bytes);
+        return Ok(ClusterSnapshot::build_with(parts, more));
+    }
     #[cfg(unix)]
     {
         // A large JSON List is decoded as it is read, on two threads.

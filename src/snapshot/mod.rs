@@ -11,6 +11,7 @@
 #[cfg(any(test, feature = "test-support"))]
 pub mod builders;
 pub mod decode;
+pub mod encode;
 mod pods;
 mod resources;
 pub(crate) mod shapes;
@@ -148,6 +149,17 @@ impl Phase {
             "Succeeded" => Phase::Succeeded,
             "Failed" => Phase::Failed,
             _ => Phase::Unknown,
+        }
+    }
+
+    /// The phase as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+            Phase::Unknown => "Unknown",
         }
     }
 }
