@@ -75,6 +75,26 @@ pub struct Cli {
         default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub predict_destinations: bool,
 
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), as given to
+    /// kube-scheduler's --config: predicted destinations are scored with its profile's score
+    /// plugins, weights and args instead of kube-scheduler's defaults.
+    #[arg(
+        long = "scheduler-config",
+        env = "DESCHEDULER_SCHEDULER_CONFIG",
+        value_name = "FILE"
+    )]
+    pub scheduler_config: Option<PathBuf>,
+
+    /// The profile of --scheduler-config to score with, by its schedulerName.
+    #[arg(
+        long = "scheduler-name",
+        env = "DESCHEDULER_SCHEDULER_NAME",
+        value_name = "NAME",
+        default_value = "default-scheduler",
+        requires = "scheduler_config"
+    )]
+    pub scheduler_name: String,
+
     /// Path to a kubeconfig (live mode); also upstream's `--client-connection-kubeconfig`.
     #[arg(
         long,
@@ -345,8 +365,13 @@ pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     rate_flag("--node-eviction-qps", cli.node_eviction_qps)?;
     leader_durations(cli)?;
     // Nothing runs on an invalid policy.
-    let (policy, pipeline) = app::load_policy(&cli.policy_config_file, cli.predict_destinations)
-        .map_err(Failure::invalid)?;
+    let (policy, mut pipeline) =
+        app::load_policy(&cli.policy_config_file, cli.predict_destinations)
+            .map_err(Failure::invalid)?;
+    if let Some(path) = &cli.scheduler_config {
+        app::load_scheduler_config(&mut pipeline, path, &cli.scheduler_name)
+            .map_err(Failure::invalid)?;
+    }
     let Some(snapshot) = &cli.snapshot else {
         return run_live(cli, &policy, pipeline, given_now, out);
     };

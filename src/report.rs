@@ -6,7 +6,8 @@
 //!   "nodes":[{"name":"..","before":{"cpu":12.5,..},"after":{..}}]}`
 //! where before/after are requests as a percentage of allocatable, per resource, and
 //! `destination` is the node the placement simulator predicts for the pod's replacement
-//! (absent when no node fits). A pod evicted with its whole gang (`gangPolicy: WholeGang`)
+//! (absent when no node fits), and `alternatives` the other nodes with the same best
+//! kube-scheduler score, any of which kube-scheduler is as likely to pick (absent when none). A pod evicted with its whole gang (`gangPolicy: WholeGang`)
 //! also carries `"gang":"PodGroup <ns>/<name> (<api group>)"`; the gang's members follow one
 //! another in the list.
 //! When a plugin planned with measured usage, a node also carries
@@ -151,6 +152,10 @@ pub struct EvictionRow {
     /// fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination: Option<String>,
+    /// The other nodes with the same best kube-scheduler score as `destination` (it picks
+    /// among them at random), sorted by name; absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<String>,
     /// The gang evicted whole with the pod (`gangPolicy: WholeGang`), as
     /// `PodGroup <ns>/<name> (<api group>)`; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,6 +232,11 @@ fn eviction_row(snap: &ClusterSnapshot, e: &crate::framework::PlannedEviction) -
         plugin: e.plugin.to_string(),
         reason: e.reason.clone(),
         destination: e.destination.map(|d| snap.node(d).name.to_string()),
+        alternatives: e
+            .alternatives
+            .iter()
+            .map(|&d| snap.node(d).name.to_string())
+            .collect(),
         gang: e.gang.map(|g| snap.gang(g).describe()),
         result: None,
     }
@@ -509,6 +519,7 @@ impl Report {
                     + e.plugin.len()
                     + e.reason.len()
                     + e.destination.as_ref().map_or(0, |d| d.len() + 30)
+                    + e.alternatives.iter().map(|a| a.len() + 12).sum::<usize>()
                     + e.gang.as_ref().map_or(0, |g| g.len() + 20)
             })
             .sum();
@@ -527,14 +538,27 @@ impl Report {
         }
         let _ = writeln!(out, "Planned evictions: {}", self.evictions.len());
         if !self.evictions.is_empty() {
-            let rows: Vec<[&str; 6]> = self
+            let alternatives: Vec<String> = self
                 .evictions
                 .iter()
                 .map(|e| {
+                    if e.alternatives.is_empty() {
+                        "-".to_string()
+                    } else {
+                        e.alternatives.join(",")
+                    }
+                })
+                .collect();
+            let rows: Vec<[&str; 7]> = self
+                .evictions
+                .iter()
+                .zip(&alternatives)
+                .map(|(e, alt)| {
                     [
                         e.pod.as_str(),
                         e.node.as_str(),
                         e.destination.as_deref().unwrap_or("-"),
+                        alt.as_str(),
                         e.profile.as_str(),
                         e.plugin.as_str(),
                         e.reason.as_str(),
@@ -543,7 +567,15 @@ impl Report {
                 .collect();
             write_table(
                 &mut out,
-                ["POD", "NODE", "DESTINATION", "PROFILE", "PLUGIN", "REASON"],
+                [
+                    "POD",
+                    "NODE",
+                    "DESTINATION",
+                    "ALTERNATIVES",
+                    "PROFILE",
+                    "PLUGIN",
+                    "REASON",
+                ],
                 &rows,
             );
         }
@@ -808,6 +840,11 @@ mod tests {
             // Escaped characters, a newline among them: indentation must not touch them.
             reason: format!("line \"{i}\"\nnext\ttab \u{e9}"),
             destination: (i % 3 == 0).then(|| "n2".into()),
+            alternatives: if i % 6 == 0 {
+                vec!["n3".into(), "n4".into()]
+            } else {
+                Vec::new()
+            },
             gang: (i % 5 == 0).then(|| "PodGroup ns/g (scheduling.x-k8s.io)".into()),
             result: (i % 7 == 0).then(|| "evicted".into()),
         };
@@ -890,6 +927,7 @@ mod tests {
                 plugin: "PodLifeTime".into(),
                 reason: "tab\there\r\u{7f}\u{9b}".into(),
                 destination: None,
+                alternatives: Vec::new(),
                 gang: None,
                 result: None,
             }],

@@ -94,6 +94,9 @@ pub fn plan_with(
     }
     let nodes = snap.ready_nodes(&pipeline.node_selector);
     let mut state = PlanningState::new(snap, pipeline.limits).with_history(&memory.history);
+    if let Some(profile) = &pipeline.scheduler_profile {
+        state.placement_mut().set_profile(profile.clone());
+    }
     state
         .placement_mut()
         .set_predict(pipeline.needs_placement());

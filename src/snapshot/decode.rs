@@ -1422,6 +1422,7 @@ fn convert_node(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Node,
         taints,
         allocatable,
         ready,
+        images: Default::default(),
     })
 }
 

@@ -87,6 +87,9 @@ pub struct PlannedEviction {
     /// Where the simulator predicts kube-scheduler puts the pod's replacement, given every
     /// eviction and placement planned before it (None: no node fits).
     pub destination: Option<NodeId>,
+    /// The other nodes kube-scheduler is as likely to pick for the replacement (the same
+    /// best score), sorted by name; empty when there are none or nothing is predicted.
+    pub alternatives: Vec<NodeId>,
     /// The gang evicted whole with this pod (`gangPolicy: WholeGang`): its members are
     /// planned together, one after the other, and the executor attempts all or none.
     pub gang: Option<GangId>,
@@ -181,8 +184,10 @@ impl<'s> PlanningState<'s> {
         reason: String,
     ) -> Result<(), EvictError> {
         let node = self.ledger.admit(pod)?;
-        let destination = self.placement.evict(pod);
+        let prediction = self.placement.evict(pod);
         self.journal.chosen(pod);
+        let (destination, alternatives) =
+            prediction.map_or((None, Vec::new()), |p| (Some(p.node), p.alternatives));
         self.ledger.record(PlannedEviction {
             pod,
             node,
@@ -190,6 +195,7 @@ impl<'s> PlanningState<'s> {
             plugin,
             reason,
             destination,
+            alternatives,
             gang: None,
         });
         Ok(())
@@ -236,6 +242,7 @@ impl<'s> PlanningState<'s> {
                 plugin,
                 reason,
                 destination: Some(placed.destinations[i]),
+                alternatives: placed.alternatives[i].clone(),
                 gang,
             });
         }
