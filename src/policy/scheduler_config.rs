@@ -542,7 +542,7 @@ impl Reader<'_> {
                             .any(|o| *o.topology_key == *key && o.when_unsatisfiable == when)
                         {
                             return Err(self.err(
-                                format!("{cp}"),
+                                cp.clone(),
                                 format!("a second constraint on {key:?} with the same whenUnsatisfiable; keep one"),
                             ));
                         }
