@@ -538,27 +538,29 @@ impl Report {
         }
         let _ = writeln!(out, "Planned evictions: {}", self.evictions.len());
         if !self.evictions.is_empty() {
-            let alternatives: Vec<String> = self
+            // The destination, and the nodes kube-scheduler is as likely to pick:
+            // `node-b2 (or node-c1, node-c2)`.
+            let destinations: Vec<String> = self
                 .evictions
                 .iter()
                 .map(|e| {
+                    let d = e.destination.as_deref().unwrap_or("-");
                     if e.alternatives.is_empty() {
-                        "-".to_string()
+                        d.to_string()
                     } else {
-                        e.alternatives.join(",")
+                        format!("{d} (or {})", e.alternatives.join(", "))
                     }
                 })
                 .collect();
-            let rows: Vec<[&str; 7]> = self
+            let rows: Vec<[&str; 6]> = self
                 .evictions
                 .iter()
-                .zip(&alternatives)
-                .map(|(e, alt)| {
+                .zip(&destinations)
+                .map(|(e, d)| {
                     [
                         e.pod.as_str(),
                         e.node.as_str(),
-                        e.destination.as_deref().unwrap_or("-"),
-                        alt.as_str(),
+                        d.as_str(),
                         e.profile.as_str(),
                         e.plugin.as_str(),
                         e.reason.as_str(),
@@ -567,15 +569,7 @@ impl Report {
                 .collect();
             write_table(
                 &mut out,
-                [
-                    "POD",
-                    "NODE",
-                    "DESTINATION",
-                    "ALTERNATIVES",
-                    "PROFILE",
-                    "PLUGIN",
-                    "REASON",
-                ],
+                ["POD", "NODE", "DESTINATION", "PROFILE", "PLUGIN", "REASON"],
                 &rows,
             );
         }
@@ -953,5 +947,44 @@ mod tests {
         assert!(table.contains("n\\u{202e}1"), "{table}");
         // Other text, accents included, is left as it is.
         assert_eq!(escape_for_terminal("é ünï\nx"), "é ünï\nx");
+    }
+
+    #[test]
+    fn alternatives_in_json_yaml_and_table() {
+        let row = |alternatives: Vec<String>| EvictionRow {
+            pod: "shop/web-1".into(),
+            node: "n1".into(),
+            profile: "p".into(),
+            plugin: "LowNodeUtilization".into(),
+            reason: "r".into(),
+            destination: Some("n2".into()),
+            alternatives,
+            gang: None,
+            result: None,
+        };
+        let report = |rows: Vec<EvictionRow>| Report {
+            evictions: rows,
+            nodes: Vec::new(),
+            notes: Vec::new(),
+            not_chosen: Vec::new(),
+            tenants: Vec::new(),
+            read: None,
+        };
+        let tied = report(vec![row(vec!["n3".into(), "n4".into()])]);
+        let json: serde_json::Value = serde_json::from_str(&tied.render(Format::Json)).unwrap();
+        assert_eq!(
+            json["evictions"][0]["alternatives"],
+            serde_json::json!(["n3", "n4"])
+        );
+        let yaml = tied.render(Format::Yaml);
+        assert!(yaml.contains("alternatives:"), "{yaml}");
+        assert!(yaml.contains("- n3") && yaml.contains("- n4"), "{yaml}");
+        let table = tied.render(Format::Table);
+        assert!(table.contains("n2 (or n3, n4)"), "{table}");
+        // none: the field is absent and the cell is the destination alone
+        let alone = report(vec![row(Vec::new())]);
+        assert!(!alone.render(Format::Json).contains("alternatives"));
+        assert!(!alone.render(Format::Yaml).contains("alternatives"));
+        assert!(!alone.render(Format::Table).contains("(or"));
     }
 }

@@ -1,7 +1,7 @@
 //! Predictions you can hold us to, on a real control plane (etcd, kube-apiserver,
-//! kube-controller-manager, kube-scheduler and a fake kubelet from tests/support): nodes in
-//! three zones of three sizes, one tainted, Deployments placed by kube-scheduler (some with
-//! zone spread, one under a disruption budget), then empty nodes added. RemoveDuplicates,
+//! kube-controller-manager, kube-scheduler and a fake kubelet from tests/support): 30 nodes in
+//! three zones of three sizes, one tainted, ten Deployments placed by kube-scheduler (some
+//! with zone spread, one under a disruption budget), then six empty nodes added. RemoveDuplicates,
 //! RemovePodsViolatingTopologySpreadConstraint and LowNodeUtilization with nodeFit plan a
 //! rebalance; the dry-run must name exactly the pods the real run evicts, and kube-scheduler
 //! must put the replacements on the predicted node or one of its alternatives.
@@ -83,89 +83,75 @@ async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
     let client = cluster.client();
     let group = unique("g");
     let ns = create_namespace(&client, "predict").await;
-    // Three zones of a small (2 cpu), a medium (4) and a large (8) node, and a medium node
-    // in zone a with a taint no pod tolerates.
+    // 30 nodes: in each of three zones three small (2 cpu), three medium (4) and three large
+    // (8) ones; and a medium node in each zone, the one in zone a with a taint no pod
+    // tolerates.
     let mut nodes: Vec<(String, i64)> = Vec::new();
+    let mut specs: Vec<(&str, &str, &str, bool)> = Vec::new();
     for zone in ["a", "b", "c"] {
         for (cpu, memory) in [("2", "8Gi"), ("4", "16Gi"), ("8", "32Gi")] {
-            let name = unique("n");
-            create_node(
-                &client,
-                NodeConfig::new(&name)
-                    .label(GROUP_LABEL, &group)
-                    .label(ZONE, zone)
-                    .cpu(cpu)
-                    .memory(memory),
-            )
-            .await;
-            nodes.push((name, cpu.parse::<i64>().unwrap() * 1000));
+            for _ in 0..3 {
+                specs.push((zone, cpu, memory, false));
+            }
         }
+        specs.push((zone, "4", "16Gi", zone == "a"));
     }
-    let tainted = unique("n");
-    create_node(
-        &client,
-        NodeConfig::new(&tainted)
+    for (zone, cpu, memory, tainted) in specs {
+        let name = unique("n");
+        let mut config = NodeConfig::new(&name)
             .label(GROUP_LABEL, &group)
-            .label(ZONE, "a")
-            .memory("16Gi")
-            .taint("dedicated", "infra", "NoSchedule"),
-    )
-    .await;
-    nodes.push((tainted.clone(), 4000));
-    // Deployments, placed by kube-scheduler: about 60% of the schedulable cpu.
+            .label(ZONE, zone)
+            .cpu(cpu)
+            .memory(memory);
+        if tainted {
+            config = config.taint("dedicated", "infra", "NoSchedule");
+        }
+        create_node(&client, config).await;
+        nodes.push((name, cpu.parse::<i64>().unwrap() * 1000));
+    }
+    // Ten Deployments, placed by kube-scheduler: about 60% of the schedulable cpu; some spread
+    // over zones, hard or soft.
     let base = || PodConfig::new().node_selector(GROUP_LABEL, &group);
+    let hard = |p: PodConfig| p.spread(1, ZONE, "DoNotSchedule");
+    let soft = |p: PodConfig| p.spread(1, ZONE, "ScheduleAnyway");
     let workloads: Vec<(&str, i32, PodConfig)> = vec![
-        (
-            "web",
-            6,
-            base()
-                .cpu("800m")
-                .memory("256Mi")
-                .spread(1, ZONE, "DoNotSchedule"),
-        ),
-        (
-            "api",
-            6,
-            base()
-                .cpu("600m")
-                .memory("256Mi")
-                .spread(1, ZONE, "ScheduleAnyway"),
-        ),
-        ("worker", 8, base().cpu("800m").memory("512Mi")),
-        ("cache", 4, base().cpu("500m").memory("1Gi")),
-        ("batch", 6, base().cpu("1000m").memory("512Mi")),
-        ("front", 4, base().cpu("400m").memory("128Mi")),
+        ("web", 12, hard(base().cpu("800m").memory("256Mi"))),
+        ("api", 12, soft(base().cpu("600m").memory("256Mi"))),
+        ("worker", 16, base().cpu("1000m").memory("512Mi")),
+        ("cache", 8, base().cpu("500m").memory("1Gi")),
+        ("batch", 12, base().cpu("1200m").memory("512Mi")),
+        ("front", 8, base().cpu("400m").memory("128Mi")),
+        ("search", 10, soft(base().cpu("1000m").memory("1Gi"))),
+        ("queue", 8, base().cpu("700m").memory("256Mi")),
+        ("auth", 6, hard(base().cpu("500m").memory("128Mi"))),
+        ("report", 6, base().cpu("1500m").memory("1Gi")),
     ];
     for (name, replicas, pod) in &workloads {
         run_deployment(&client, &ns, name, *replicas, pod).await;
     }
+    // A budget over the cache: two of its eight may be down.
     create_pdb(
         &client,
         &ns,
         "cache",
         &[("app", "cache")],
-        Budget::MinAvailable(IntOrString::Int(3)),
+        Budget::MinAvailable(IntOrString::Int(6)),
     )
     .await;
-    wait_pdb(&client, &ns, "cache", 4, 1).await;
-    // Then empty nodes join: a large one in each zone and a medium one in zone b.
-    for (zone, cpu, memory) in [
-        ("a", "8", "32Gi"),
-        ("b", "8", "32Gi"),
-        ("c", "8", "32Gi"),
-        ("b", "4", "16Gi"),
-    ] {
+    wait_pdb(&client, &ns, "cache", 8, 2).await;
+    // Then six empty nodes join: two large ones in each zone.
+    for zone in ["a", "a", "b", "b", "c", "c"] {
         let name = unique("n");
         create_node(
             &client,
             NodeConfig::new(&name)
                 .label(GROUP_LABEL, &group)
                 .label(ZONE, zone)
-                .cpu(cpu)
-                .memory(memory),
+                .cpu("8")
+                .memory("32Gi"),
         )
         .await;
-        nodes.push((name, cpu.parse::<i64>().unwrap() * 1000));
+        nodes.push((name, 8000));
     }
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let before = pods.list(&ListParams::default()).await.unwrap().items;
