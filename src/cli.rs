@@ -123,6 +123,23 @@ pub struct Cli {
     )]
     pub eviction_cooldown: String,
 
+    /// Live mode, a closed loop: after each eviction wait until the replacement is bound,
+    /// compare its node with the prediction, and plan the rest of the cycle from where it
+    /// landed; a replacement back on its source node stops its workload for the cycle.
+    #[arg(long = "await-placement", env = "DESCHEDULER_AWAIT_PLACEMENT",
+        num_args = 0..=1, require_equals = true, default_value = "false",
+        default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub await_placement: bool,
+
+    /// How long --await-placement waits for one replacement (a Go duration).
+    #[arg(
+        long = "await-placement-timeout",
+        env = "DESCHEDULER_AWAIT_PLACEMENT_TIMEOUT",
+        default_value = "60s",
+        value_name = "DURATION"
+    )]
+    pub await_placement_timeout: String,
+
     /// The planning time (RFC 3339), for reproducible runs; defaults to now.
     #[arg(long, env = "DESCHEDULER_NOW", value_name = "RFC3339")]
     pub now: Option<String>,
@@ -511,6 +528,14 @@ fn run_live(
                 .leader_elect_identity
                 .clone()
                 .or_else(|| Some(identity())),
+            await_placement: if cli.await_placement {
+                Some(duration_flag(
+                    "--await-placement-timeout",
+                    &cli.await_placement_timeout,
+                )?)
+            } else {
+                None
+            },
         },
         output: cli.output,
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,

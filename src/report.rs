@@ -164,6 +164,9 @@ pub struct EvictionRow {
     /// dry-run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// With `--await-placement`: the node the replacement was bound to; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -239,6 +242,7 @@ fn eviction_row(snap: &ClusterSnapshot, e: &crate::framework::PlannedEviction) -
             .collect(),
         gang: e.gang.map(|g| snap.gang(g).describe()),
         result: None,
+        landed: None,
     }
 }
 
@@ -841,6 +845,7 @@ mod tests {
             },
             gang: (i % 5 == 0).then(|| "PodGroup ns/g (scheduling.x-k8s.io)".into()),
             result: (i % 7 == 0).then(|| "evicted".into()),
+            landed: (i % 11 == 0).then(|| "n3".into()),
         };
         let percent = |cpu: f64| BTreeMap::from([("cpu".to_string(), cpu)]);
         let full = Report {
@@ -924,6 +929,7 @@ mod tests {
                 alternatives: Vec::new(),
                 gang: None,
                 result: None,
+                landed: None,
             }],
             nodes: Vec::new(),
             notes: vec![NoteRow {
@@ -961,6 +967,7 @@ mod tests {
             alternatives,
             gang: None,
             result: None,
+            landed: None,
         };
         let report = |rows: Vec<EvictionRow>| Report {
             evictions: rows,

@@ -173,6 +173,15 @@ impl<'s> PlanningState<'s> {
         }
     }
 
+    /// [`PlanningState::record_evicted_earlier`] for a pod whose replacement was seen bound to
+    /// `node`: the replacement is placed there, whatever the simulator would predict.
+    pub fn record_landed(&mut self, pod: PodId, node: NodeId) {
+        if self.ledger.record_evicted_earlier(pod).is_some() {
+            self.journal.chosen(pod);
+            self.placement.evict_to(pod, node);
+        }
+    }
+
     /// Plans the eviction of one pod, once the ledger admits it ([`Ledger::admit`]): spends
     /// the limits and the budget, moves the pod's requests off its node and (when predicting)
     /// places its replacement.

@@ -101,6 +101,13 @@ impl<'s> Placement<'s> {
         }
     }
 
+    /// Takes an evicted pod off the simulated cluster and puts its replacement where it really
+    /// landed.
+    pub(super) fn evict_to(&mut self, pod: PodId, node: NodeId) {
+        self.sim.remove(pod);
+        self.sim.place(pod, node);
+    }
+
     /// Places a whole gang on a trial copy (`gangPolicy: WholeGang`): every member gone, then
     /// each replacement placed, one after the other; and where the running plugin set
     /// targets, every member's destination among them and within its target. `gang_name`
