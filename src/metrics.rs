@@ -212,7 +212,9 @@ mod tests {
         assert!(text.contains("descheduler_build_info{version="), "{text}");
         m.usage_source_error("prometheus");
         m.strategy_skipped("LowNodeUtilization", "default");
+        m.prediction("missed", "LowNodeUtilization", "default");
         let text = encode(&r);
+        assert!(text.contains("descheduler_predictions_total{result=\"missed\",strategy=\"LowNodeUtilization\",profile=\"default\"} 1"), "{text}");
         assert!(
             text.contains("descheduler_usage_source_errors_total{source=\"prometheus\"} 1"),
             "{text}"

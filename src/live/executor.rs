@@ -583,3 +583,31 @@ fn truncate(s: &str) -> String {
     }
     format!("{}…", &s[..end])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_landing_is_exact_an_alternative_or_missed() {
+        let e = PlannedEviction {
+            pod: 0,
+            node: 0,
+            profile: "p".into(),
+            plugin: "LowNodeUtilization",
+            reason: "r".into(),
+            destination: Some(1),
+            alternatives: vec![2, 3],
+            gang: None,
+        };
+        assert_eq!(placement_result(&e, 1), "exact");
+        assert_eq!(placement_result(&e, 3), "alternative");
+        assert_eq!(placement_result(&e, 0), "missed");
+        let none = PlannedEviction {
+            destination: None,
+            alternatives: Vec::new(),
+            ..e
+        };
+        assert_eq!(placement_result(&none, 1), "missed");
+    }
+}

@@ -318,6 +318,24 @@ mod tests {
     }
 
     #[test]
+    fn a_replacement_that_landed_is_placed_where_it_landed() {
+        let s = snap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        let to = s.pod_node(0).unwrap();
+        st.record_landed(0, to);
+        assert!(st.ledger().is_planned(0));
+        assert!(st.ledger().evictions().is_empty());
+        // the simulation holds the replacement on the node it landed on (here its source),
+        // whatever the scores would say
+        assert_eq!(st.placement().sim().placed(to), &[0]);
+        assert_eq!(
+            st.placement().sim().load(to).cpu,
+            s.node_requested(to).cpu,
+            "gone and back: the node requests what it did"
+        );
+    }
+
+    #[test]
     fn refused_and_earlier_evictions_when_replanning() {
         let s = snap();
         let mut st = PlanningState::new(
