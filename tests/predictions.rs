@@ -171,14 +171,10 @@ async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
         .iter()
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
-    let app_by_name: BTreeMap<String, String> = before
+    // The pods before the run, by `<namespace>/<name>` as the report names them.
+    let by_name: BTreeMap<String, &Pod> = before
         .iter()
-        .map(|p| {
-            (
-                format!("{ns}/{}", p.metadata.name.clone().unwrap()),
-                app_of(p),
-            )
-        })
+        .map(|p| (format!("{ns}/{}", p.metadata.name.clone().unwrap()), p))
         .collect();
 
     let dir = tempfile::tempdir().unwrap();
@@ -237,7 +233,7 @@ async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
     // replacement takes a prediction of its workload naming its node, exactly first.
     let mut predictions: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
     for e in evictions {
-        let app = app_by_name[e["pod"].as_str().unwrap()].clone();
+        let app = app_of(by_name[e["pod"].as_str().unwrap()]);
         let dest = e["destination"].as_str().unwrap_or("-").to_string();
         let alts = e["alternatives"]
             .as_array()
@@ -277,19 +273,11 @@ async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
     for p in &after {
         *real_cpu.entry(node_of(p)).or_default() += cpu_milli(p);
     }
-    let cpu_by_name: BTreeMap<String, i64> = before
-        .iter()
-        .map(|p| {
-            (
-                format!("{ns}/{}", p.metadata.name.clone().unwrap()),
-                cpu_milli(p),
-            )
-        })
-        .collect();
     let mut landing: BTreeMap<String, i64> = BTreeMap::new();
     for e in evictions {
         if let Some(d) = e["destination"].as_str() {
-            *landing.entry(d.to_string()).or_default() += cpu_by_name[e["pod"].as_str().unwrap()];
+            *landing.entry(d.to_string()).or_default() +=
+                cpu_milli(by_name[e["pod"].as_str().unwrap()]);
         }
     }
     let predicted_after: BTreeMap<String, f64> = real["nodes"]
