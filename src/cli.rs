@@ -125,7 +125,8 @@ pub struct Cli {
 
     /// Live mode, a closed loop: after each eviction wait until the replacement is bound,
     /// compare its node with the prediction, and plan the rest of the cycle from where it
-    /// landed; a replacement back on its source node stops its workload for the cycle.
+    /// landed; a replacement back on its source node (or on an overutilized node) stops its
+    /// workload for the cycle.
     #[arg(long = "await-placement", env = "DESCHEDULER_AWAIT_PLACEMENT",
         num_args = 0..=1, require_equals = true, default_value = "false",
         default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]

@@ -20,8 +20,9 @@
 //!   bounded time, until the pod's replacement (a new pod of the same controller) is bound,
 //!   compares its node with the prediction (metrics, and an event on the replacement when it
 //!   landed elsewhere), and re-plans the rest of the cycle with the replacement where it
-//!   really is. A replacement back on its source node stops that workload for the cycle
-//!   (the cooldown then keeps it still in the next cycles).
+//!   really is. A replacement back on its source node, or on a node the plan counts as
+//!   overutilized, stops that workload for the cycle (the cooldown then keeps it still in the
+//!   next cycles).
 
 use super::client::ApiClient;
 use crate::framework::{History, Ledger, Limits, Pipeline, PlannedEviction};
@@ -107,6 +108,27 @@ pub struct CycleResult {
     pub evicted: Vec<crate::snapshot::PodId>,
     /// Why the cycle stopped before its plan's end, when the API kept failing.
     pub stopped: Option<String>,
+}
+
+/// Whether a replacement's landing stops its workload for the cycle, and why: back on its
+/// source node, or on a node a plugin of the plan counts as overutilized (`over`, node names
+/// by `profile/plugin`), where moving more of it would feed a ping-pong.
+pub fn stops_workload(
+    e: &PlannedEviction,
+    landed: crate::snapshot::NodeId,
+    landed_name: &str,
+    over: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Option<&'static str> {
+    if landed == e.node {
+        Some("back on its source node")
+    } else if over
+        .values()
+        .any(|nodes| nodes.iter().any(|n| n == landed_name))
+    {
+        Some("on a node the plan counts as overutilized")
+    } else {
+        None
+    }
 }
 
 /// Where an awaited replacement landed, against the prediction.
@@ -233,9 +255,11 @@ impl LiveExecutor {
                                 if let Some(landed) = snap.node_id(&name) {
                                     self.compare(snap, e, landed, &replacement).await;
                                     memory.landed.push((e.pod, landed));
-                                    if landed == e.node {
+                                    if let Some(why) =
+                                        stops_workload(e, landed, &name, &last_plan.over)
+                                    {
                                         let pod = snap.pod(e.pod);
-                                        tracing::warn!(pod = %pod.key(), node = %name, "the replacement landed back on its source node: its workload is not moved again this cycle");
+                                        tracing::warn!(pod = %pod.key(), node = %name, "the replacement landed {why}: its workload is not moved again this cycle");
                                         if let Some(owner) =
                                             pod.owners.iter().find(|o| o.controller)
                                         {
@@ -609,5 +633,19 @@ mod tests {
             ..e
         };
         assert_eq!(placement_result(&none, 1), "missed");
+        // back on its source, or on a node a plugin found overutilized: the workload stops
+        let over = std::collections::BTreeMap::from([(
+            "p/LowNodeUtilization".to_string(),
+            vec!["hot".to_string()],
+        )]);
+        assert_eq!(
+            stops_workload(&none, 0, "n0", &over),
+            Some("back on its source node")
+        );
+        assert_eq!(
+            stops_workload(&none, 5, "hot", &over),
+            Some("on a node the plan counts as overutilized")
+        );
+        assert_eq!(stops_workload(&none, 1, "cold", &over), None);
     }
 }
