@@ -75,6 +75,26 @@ pub struct Cli {
         default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub predict_destinations: bool,
 
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1), as given to
+    /// kube-scheduler's --config: predicted destinations are scored with its profile's score
+    /// plugins, weights and args instead of kube-scheduler's defaults.
+    #[arg(
+        long = "scheduler-config",
+        env = "DESCHEDULER_SCHEDULER_CONFIG",
+        value_name = "FILE"
+    )]
+    pub scheduler_config: Option<PathBuf>,
+
+    /// The profile of --scheduler-config to score with, by its schedulerName.
+    #[arg(
+        long = "scheduler-name",
+        env = "DESCHEDULER_SCHEDULER_NAME",
+        value_name = "NAME",
+        default_value = "default-scheduler",
+        requires = "scheduler_config"
+    )]
+    pub scheduler_name: String,
+
     /// Path to a kubeconfig (live mode); also upstream's `--client-connection-kubeconfig`.
     #[arg(
         long,
@@ -106,6 +126,24 @@ pub struct Cli {
         value_name = "DURATION"
     )]
     pub eviction_cooldown: String,
+
+    /// Live mode, a closed loop: after each eviction wait until the replacement is bound,
+    /// compare its node with the prediction, and plan the rest of the cycle from where it
+    /// landed; a replacement back on its source node (or on an overutilized node) stops its
+    /// workload for the cycle.
+    #[arg(long = "await-placement", env = "DESCHEDULER_AWAIT_PLACEMENT",
+        num_args = 0..=1, require_equals = true, default_value = "false",
+        default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub await_placement: bool,
+
+    /// How long --await-placement waits for one replacement (a Go duration).
+    #[arg(
+        long = "await-placement-timeout",
+        env = "DESCHEDULER_AWAIT_PLACEMENT_TIMEOUT",
+        default_value = "60s",
+        value_name = "DURATION"
+    )]
+    pub await_placement_timeout: String,
 
     /// The planning time (RFC 3339), for reproducible runs; defaults to now.
     #[arg(long, env = "DESCHEDULER_NOW", value_name = "RFC3339")]
@@ -417,9 +455,13 @@ fn run_with(
     cli: &Cli,
     given_now: Option<i64>,
     policy: &Policy,
-    pipeline: Pipeline,
+    mut pipeline: Pipeline,
     out: &mut dyn std::io::Write,
 ) -> Result<(), Failure> {
+    if let Some(path) = &cli.scheduler_config {
+        app::load_scheduler_config(&mut pipeline, path, &cli.scheduler_name)
+            .map_err(Failure::invalid)?;
+    }
     let now = given_now.unwrap_or_else(|| chrono::Utc::now().timestamp());
     let decision_log = decision_log(cli)?;
     let Some(snapshot) = &cli.snapshot else {
@@ -609,6 +651,14 @@ fn run_live(
                 .leader_elect_identity
                 .clone()
                 .or_else(|| Some(identity())),
+            await_placement: if cli.await_placement {
+                Some(duration_flag(
+                    "--await-placement-timeout",
+                    &cli.await_placement_timeout,
+                )?)
+            } else {
+                None
+            },
         },
         output: cli.output,
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,

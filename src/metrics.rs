@@ -8,7 +8,10 @@
 //! - `descheduler_build_info{version}`: always 1.
 //! - Beyond upstream: `descheduler_usage_source_errors_total{source}` (a metrics source that
 //!   was down, slow or answered garbage) and `descheduler_strategy_skipped_total{strategy,profile}`
-//!   (a plugin that skipped a cycle, for example because its metrics source failed).
+//!   (a plugin that skipped a cycle, for example because its metrics source failed), and
+//!   `descheduler_predictions_total{result,strategy,profile}` with `--await-placement`: each
+//!   awaited replacement by where it landed against the prediction (`exact`, `alternative`,
+//!   `missed`).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -28,6 +31,13 @@ pub struct EvictionLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StrategyLabels {
+    pub strategy: String,
+    pub profile: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PredictionLabels {
+    pub result: String,
     pub strategy: String,
     pub profile: String,
 }
@@ -54,6 +64,7 @@ pub struct Metrics {
     pub build_info: Family<BuildLabels, Gauge>,
     pub usage_source_errors: Family<SourceLabels, Counter>,
     pub strategy_skipped: Family<StrategyLabels, Counter>,
+    pub predictions: Family<PredictionLabels, Counter>,
 }
 
 impl Metrics {
@@ -66,6 +77,7 @@ impl Metrics {
             build_info: Family::default(),
             usage_source_errors: Family::default(),
             strategy_skipped: Family::default(),
+            predictions: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix("descheduler");
         sub.register(
@@ -98,6 +110,11 @@ impl Metrics {
             "Cycles a strategy plugin skipped, for example because its metrics source failed",
             m.strategy_skipped.clone(),
         );
+        sub.register(
+            "predictions",
+            "Awaited replacements (--await-placement) by where they landed against the prediction: exact, alternative or missed",
+            m.predictions.clone(),
+        );
         m.build_info
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION").to_string(),
@@ -117,6 +134,17 @@ impl Metrics {
     pub fn strategy_skipped(&self, strategy: &str, profile: &str) {
         self.strategy_skipped
             .get_or_create(&StrategyLabels {
+                strategy: strategy.to_string(),
+                profile: profile.to_string(),
+            })
+            .inc();
+    }
+
+    /// An awaited replacement landed: `exact`, `alternative` or `missed`.
+    pub fn prediction(&self, result: &str, strategy: &str, profile: &str) {
+        self.predictions
+            .get_or_create(&PredictionLabels {
+                result: result.to_string(),
                 strategy: strategy.to_string(),
                 profile: profile.to_string(),
             })
@@ -184,7 +212,9 @@ mod tests {
         assert!(text.contains("descheduler_build_info{version="), "{text}");
         m.usage_source_error("prometheus");
         m.strategy_skipped("LowNodeUtilization", "default");
+        m.prediction("missed", "LowNodeUtilization", "default");
         let text = encode(&r);
+        assert!(text.contains("descheduler_predictions_total{result=\"missed\",strategy=\"LowNodeUtilization\",profile=\"default\"} 1"), "{text}");
         assert!(
             text.contains("descheduler_usage_source_errors_total{source=\"prometheus\"} 1"),
             "{text}"

@@ -6,7 +6,8 @@
 //!   "nodes":[{"name":"..","before":{"cpu":12.5,..},"after":{..}}]}`
 //! where before/after are requests as a percentage of allocatable, per resource, and
 //! `destination` is the node the placement simulator predicts for the pod's replacement
-//! (absent when no node fits). A pod evicted with its whole gang (`gangPolicy: WholeGang`)
+//! (absent when no node fits), and `alternatives` the other nodes with the same best
+//! kube-scheduler score, any of which kube-scheduler is as likely to pick (absent when none). A pod evicted with its whole gang (`gangPolicy: WholeGang`)
 //! also carries `"gang":"PodGroup <ns>/<name> (<api group>)"`; the gang's members follow one
 //! another in the list.
 //! When a plugin planned with measured usage, a node also carries
@@ -153,6 +154,10 @@ pub struct EvictionRow {
     /// fits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination: Option<String>,
+    /// The other nodes with the same best kube-scheduler score as `destination` (it picks
+    /// among them at random), sorted by name; absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<String>,
     /// The gang evicted whole with the pod (`gangPolicy: WholeGang`), as
     /// `PodGroup <ns>/<name> (<api group>)`; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +166,9 @@ pub struct EvictionRow {
     /// dry-run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// With `--await-placement`: the node the replacement was bound to; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -295,8 +303,14 @@ fn eviction_row(snap: &ClusterSnapshot, e: &crate::framework::PlannedEviction) -
         plugin: e.plugin.to_string(),
         reason: e.reason.clone(),
         destination: e.destination.map(|d| snap.node(d).name.to_string()),
+        alternatives: e
+            .alternatives
+            .iter()
+            .map(|&d| snap.node(d).name.to_string())
+            .collect(),
         gang: e.gang.map(|g| snap.gang(g).describe()),
         result: None,
+        landed: None,
     }
 }
 
@@ -585,6 +599,7 @@ impl Report {
                     + e.plugin.len()
                     + e.reason.len()
                     + e.destination.as_ref().map_or(0, |d| d.len() + 30)
+                    + e.alternatives.iter().map(|a| a.len() + 12).sum::<usize>()
                     + e.gang.as_ref().map_or(0, |g| g.len() + 20)
             })
             .sum();
@@ -603,14 +618,29 @@ impl Report {
         }
         let _ = writeln!(out, "Planned evictions: {}", self.evictions.len());
         if !self.evictions.is_empty() {
-            let rows: Vec<[&str; 6]> = self
+            // The destination, and the nodes kube-scheduler is as likely to pick:
+            // `node-b2 (or node-c1, node-c2)`.
+            let destinations: Vec<String> = self
                 .evictions
                 .iter()
                 .map(|e| {
+                    let d = e.destination.as_deref().unwrap_or("-");
+                    if e.alternatives.is_empty() {
+                        d.to_string()
+                    } else {
+                        format!("{d} (or {})", e.alternatives.join(", "))
+                    }
+                })
+                .collect();
+            let rows: Vec<[&str; 6]> = self
+                .evictions
+                .iter()
+                .zip(&destinations)
+                .map(|(e, d)| {
                     [
                         e.pod.as_str(),
                         e.node.as_str(),
-                        e.destination.as_deref().unwrap_or("-"),
+                        d.as_str(),
                         e.profile.as_str(),
                         e.plugin.as_str(),
                         e.reason.as_str(),
@@ -884,8 +914,14 @@ mod tests {
             // Escaped characters, a newline among them: indentation must not touch them.
             reason: format!("line \"{i}\"\nnext\ttab \u{e9}"),
             destination: (i % 3 == 0).then(|| "n2".into()),
+            alternatives: if i % 6 == 0 {
+                vec!["n3".into(), "n4".into()]
+            } else {
+                Vec::new()
+            },
             gang: (i % 5 == 0).then(|| "PodGroup ns/g (scheduling.x-k8s.io)".into()),
             result: (i % 7 == 0).then(|| "evicted".into()),
+            landed: (i % 11 == 0).then(|| "n3".into()),
         };
         let percent = |cpu: f64| BTreeMap::from([("cpu".to_string(), cpu)]);
         let full = Report {
@@ -966,8 +1002,10 @@ mod tests {
                 plugin: "PodLifeTime".into(),
                 reason: "tab\there\r\u{7f}\u{9b}".into(),
                 destination: None,
+                alternatives: Vec::new(),
                 gang: None,
                 result: None,
+                landed: None,
             }],
             nodes: Vec::new(),
             notes: vec![NoteRow {
@@ -991,5 +1029,45 @@ mod tests {
         assert!(table.contains("n\\u{202e}1"), "{table}");
         // Other text, accents included, is left as it is.
         assert_eq!(escape_for_terminal("é ünï\nx"), "é ünï\nx");
+    }
+
+    #[test]
+    fn alternatives_in_json_yaml_and_table() {
+        let row = |alternatives: Vec<String>| EvictionRow {
+            pod: "shop/web-1".into(),
+            node: "n1".into(),
+            profile: "p".into(),
+            plugin: "LowNodeUtilization".into(),
+            reason: "r".into(),
+            destination: Some("n2".into()),
+            alternatives,
+            gang: None,
+            result: None,
+            landed: None,
+        };
+        let report = |rows: Vec<EvictionRow>| Report {
+            evictions: rows,
+            nodes: Vec::new(),
+            notes: Vec::new(),
+            not_chosen: Vec::new(),
+            tenants: Vec::new(),
+            read: None,
+        };
+        let tied = report(vec![row(vec!["n3".into(), "n4".into()])]);
+        let json: serde_json::Value = serde_json::from_str(&tied.render(Format::Json)).unwrap();
+        assert_eq!(
+            json["evictions"][0]["alternatives"],
+            serde_json::json!(["n3", "n4"])
+        );
+        let yaml = tied.render(Format::Yaml);
+        assert!(yaml.contains("alternatives:"), "{yaml}");
+        assert!(yaml.contains("- n3") && yaml.contains("- n4"), "{yaml}");
+        let table = tied.render(Format::Table);
+        assert!(table.contains("n2 (or n3, n4)"), "{table}");
+        // none: the field is absent and the cell is the destination alone
+        let alone = report(vec![row(Vec::new())]);
+        assert!(!alone.render(Format::Json).contains("alternatives"));
+        assert!(!alone.render(Format::Yaml).contains("alternatives"));
+        assert!(!alone.render(Format::Table).contains("(or"));
     }
 }

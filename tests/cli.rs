@@ -331,3 +331,75 @@ fn an_unknown_api_content_type_is_refused_with_the_choices() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// The destination predicted for one pod in a JSON report.
+fn destination_of(o: &Output, pod: &str) -> String {
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = v["evictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["pod"] == pod)
+        .unwrap_or_else(|| panic!("{pod} not planned: {v}"));
+    e["destination"].as_str().unwrap_or("-").to_string()
+}
+
+#[test]
+fn a_scheduler_config_scores_destinations_as_that_scheduler_and_bad_ones_exit_two() {
+    let base = [
+        "--policy-config-file",
+        "policies/lownodeutilization.yaml",
+        "--snapshot",
+        SNAP,
+        "--now",
+        NOW,
+        "--predict-destinations",
+        "-o",
+        "json",
+    ];
+    let pod = "shop/api-7c9d8f6b4-b8d2f";
+    let default = run(&base);
+    assert_eq!(default.status.code(), Some(0), "{}", stderr(&default));
+    // kube-scheduler's default profile (LeastAllocated) spreads to the emptier node-b2
+    assert_eq!(destination_of(&default, pod), "node-b2");
+    // the example profile packs (MostAllocated, weight 5): back to the fuller node-a1
+    let mut args = base.to_vec();
+    args.extend(["--scheduler-config", "examples/scheduler-config.yaml"]);
+    let packed = run(&args);
+    assert_eq!(packed.status.code(), Some(0), "{}", stderr(&packed));
+    assert_eq!(destination_of(&packed, pod), "node-a1");
+    // a profile the file does not have
+    let mut args = base.to_vec();
+    args.extend([
+        "--scheduler-config",
+        "examples/scheduler-config.yaml",
+        "--scheduler-name",
+        "batch",
+    ]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("scheduler config examples/scheduler-config.yaml: profiles: no profile has schedulerName \"batch\" (there are: default-scheduler)"),
+        "{}",
+        stderr(&o)
+    );
+    // a bad field: the file, the field's path and the fix
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("sched.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: Fancy}}\n",
+    )
+    .unwrap();
+    let mut args = base.to_vec();
+    let bad_path = bad.display().to_string();
+    args.extend(["--scheduler-config", &bad_path]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("scheduler config {bad_path}: profiles[0].pluginConfig[0].args.scoringStrategy.type: \"Fancy\" is not a scoring strategy; use LeastAllocated, MostAllocated or RequestedToCapacityRatio")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty(), "nothing is planned on a bad file");
+}

@@ -20,6 +20,7 @@ pub use decision_log::{DecisionLog, DecisionLogError};
 pub use runner::{LiveOptions, RunError};
 
 use crate::framework::{History, Pipeline};
+use crate::policy::scheduler_config::{SchedulerConfig, SchedulerConfigError};
 use crate::policy::{Policy, PolicyError};
 use crate::report::Format;
 use crate::usage::{UsageError, UsageFetcher};
@@ -54,6 +55,19 @@ fn with_pipeline(
     let mut pipeline = Pipeline::build(&policy, source, &crate::plugins::REGISTRY)?;
     pipeline.predict_destinations = predict_destinations;
     Ok((policy, pipeline))
+}
+
+/// Reads a KubeSchedulerConfiguration (`--scheduler-config`) and gives the pipeline the
+/// profile of `scheduler_name`, so that destinations are scored as that scheduler scores.
+pub fn load_scheduler_config(
+    pipeline: &mut Pipeline,
+    path: &Path,
+    scheduler_name: &str,
+) -> Result<(), SchedulerConfigError> {
+    let config = SchedulerConfig::load(path)?;
+    let profile = config.profile(&path.display().to_string(), scheduler_name)?;
+    pipeline.scheduler_profile = Some(profile);
+    Ok(())
 }
 
 /// Why an offline run failed.

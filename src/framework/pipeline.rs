@@ -30,6 +30,9 @@ pub struct Pipeline {
     /// no evictor needs it (`--predict-destinations`). The simulator always runs for
     /// profiles with `nodeFit` or `placementCheck`.
     pub predict_destinations: bool,
+    /// The scheduler profile the simulator scores destinations with (`--scheduler-config`);
+    /// None: kube-scheduler's default profile.
+    pub scheduler_profile: Option<std::sync::Arc<crate::sim::ScoreProfile>>,
 }
 
 fn limit(v: Option<i64>) -> Option<u32> {
@@ -159,6 +162,7 @@ impl Pipeline {
             node_selector,
             metrics_providers: providers,
             predict_destinations: false,
+            scheduler_profile: None,
         })
     }
 

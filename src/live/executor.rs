@@ -16,6 +16,13 @@
 //!   re-plan never takes up the rest of that gang.
 //! - A global and a per-node rate limit pace the calls; a closed gate (shutdown, lost
 //!   leadership) stops before the next call, never in the middle of one.
+//! - With `--await-placement` (a closed loop), after each eviction the executor waits, for a
+//!   bounded time, until the pod's replacement (a new pod of the same controller) is bound,
+//!   compares its node with the prediction (metrics, and an event on the replacement when it
+//!   landed elsewhere), and re-plans the rest of the cycle with the replacement where it
+//!   really is. A replacement back on its source node, or on a node the plan counts as
+//!   overutilized, stops that workload for the cycle (the cooldown then keeps it still in the
+//!   next cycles).
 
 use super::client::ApiClient;
 use crate::framework::{History, Ledger, Limits, Pipeline, PlannedEviction};
@@ -26,7 +33,7 @@ use crate::report::Report;
 use crate::snapshot::ClusterSnapshot;
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -76,6 +83,9 @@ pub struct ExecutorConfig {
     pub node_rate: Option<Quota>,
     /// This instance's name in events.
     pub instance: Option<String>,
+    /// `--await-placement`: how long to wait for each evicted pod's replacement to be bound
+    /// (None: do not wait).
+    pub await_placement: Option<Duration>,
 }
 
 pub struct LiveExecutor {
@@ -98,6 +108,38 @@ pub struct CycleResult {
     pub evicted: Vec<crate::snapshot::PodId>,
     /// Why the cycle stopped before its plan's end, when the API kept failing.
     pub stopped: Option<String>,
+}
+
+/// Whether a replacement's landing stops its workload for the cycle, and why: back on its
+/// source node, or on a node a plugin of the plan counts as overutilized (`over`, node names
+/// by `profile/plugin`), where moving more of it would feed a ping-pong.
+pub fn stops_workload(
+    e: &PlannedEviction,
+    landed: crate::snapshot::NodeId,
+    landed_name: &str,
+    over: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Option<&'static str> {
+    if landed == e.node {
+        Some("back on its source node")
+    } else if over
+        .values()
+        .any(|nodes| nodes.iter().any(|n| n == landed_name))
+    {
+        Some("on a node the plan counts as overutilized")
+    } else {
+        None
+    }
+}
+
+/// Where an awaited replacement landed, against the prediction.
+pub fn placement_result(e: &PlannedEviction, landed: crate::snapshot::NodeId) -> &'static str {
+    if e.destination == Some(landed) {
+        "exact"
+    } else if e.alternatives.contains(&landed) {
+        "alternative"
+    } else {
+        "missed"
+    }
 }
 
 /// Consecutive failed calls (the API unreachable, or answering errors that are not about the
@@ -138,6 +180,9 @@ impl LiveExecutor {
             ..CycleMemory::default()
         };
         let mut attempted: Vec<(PlannedEviction, Outcome)> = Vec::new();
+        // With --await-placement: where each awaited replacement landed, by attempt.
+        let mut landings: Vec<(usize, String)> = Vec::new();
+        let mut claimed: std::collections::BTreeSet<String> = Default::default();
         let mut failures = 0;
         let mut stopped = None;
         let mut last_plan: EvictionPlan;
@@ -203,6 +248,37 @@ impl LiveExecutor {
                     }
                     if outcome == Outcome::Evicted {
                         memory.evicted.push(e.pod);
+                        if let (Some(timeout), None) = (self.config.await_placement, e.gang) {
+                            let seen = self.await_replacement(snap, e, timeout, &mut claimed).await;
+                            if let Some((name, replacement)) = seen {
+                                landings.push((attempted.len() - 1, name.clone()));
+                                if let Some(landed) = snap.node_id(&name) {
+                                    self.compare(snap, e, landed, &replacement).await;
+                                    memory.landed.push((e.pod, landed));
+                                    if let Some(why) =
+                                        stops_workload(e, landed, &name, &last_plan.over)
+                                    {
+                                        let pod = snap.pod(e.pod);
+                                        tracing::warn!(pod = %pod.key(), node = %name, "the replacement landed {why}: its workload is not moved again this cycle");
+                                        if let Some(owner) =
+                                            pod.owners.iter().find(|o| o.controller)
+                                        {
+                                            memory.refused.extend(
+                                                snap.pods_in_namespace(&pod.namespace).filter(
+                                                    |&q| {
+                                                        snap.pod(q).owners.iter().any(|o| {
+                                                            o.controller && o.uid == owner.uid
+                                                        })
+                                                    },
+                                                ),
+                                            );
+                                        }
+                                    }
+                                }
+                                // The rest of the cycle is planned from where it really landed.
+                                continue 'replan;
+                            }
+                        }
                     } else {
                         // The rest of a gang is never attempted after a refusal.
                         for m in &group[k + 1..] {
@@ -235,6 +311,9 @@ impl LiveExecutor {
         let mut report = Report::new(snap, &plan);
         for (row, (_, outcome)) in report.evictions.iter_mut().zip(&attempted) {
             row.result = Some(outcome.as_str().to_string());
+        }
+        for (i, node) in landings {
+            report.evictions[i].landed = Some(node);
         }
         Ok(CycleResult {
             report,
@@ -360,6 +439,103 @@ impl LiveExecutor {
         }
     }
 
+    /// Waits until the replacement of an evicted pod is bound: a pod of the same controller
+    /// that the snapshot does not hold and no earlier wait claimed. Returns its node's name and
+    /// a reference to it, or None when the time runs out (or the pod has no controller).
+    async fn await_replacement(
+        &self,
+        snap: &ClusterSnapshot,
+        e: &PlannedEviction,
+        timeout: Duration,
+        claimed: &mut std::collections::BTreeSet<String>,
+    ) -> Option<(String, ObjectReference)> {
+        let pod = snap.pod(e.pod);
+        let owner = pod.owners.iter().find(|o| o.controller)?;
+        let known: std::collections::BTreeSet<&str> = snap
+            .pods_in_namespace(&pod.namespace)
+            .map(|q| &*snap.pod(q).uid)
+            .collect();
+        // A ReplicaSet's pods share their pod-template-hash (other labels may be added to a
+        // pod once it runs, such as its node's zone); otherwise every pod of the namespace.
+        let params = match pod.labels.get("pod-template-hash") {
+            Some(hash) => ListParams::default().labels(&format!("pod-template-hash={hash}")),
+            None => ListParams::default(),
+        };
+        let pods: Api<Pod> = Api::namespaced(self.api.client.clone(), &pod.namespace);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            self.api.throttle().await;
+            if let Ok(list) = pods.list(&params).await {
+                for p in list.items {
+                    let uid = p.metadata.uid.clone().unwrap_or_default();
+                    if known.contains(uid.as_str()) || claimed.contains(&uid) {
+                        continue;
+                    }
+                    let owned = p.metadata.owner_references.as_ref().is_some_and(|refs| {
+                        refs.iter()
+                            .any(|r| r.controller == Some(true) && *r.uid == *owner.uid)
+                    });
+                    let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+                    if let (true, Some(node)) = (owned, node) {
+                        claimed.insert(uid.clone());
+                        let reference = ObjectReference {
+                            api_version: Some("v1".into()),
+                            kind: Some("Pod".into()),
+                            name: p.metadata.name.clone(),
+                            namespace: Some(pod.namespace.to_string()),
+                            uid: Some(uid),
+                            ..Default::default()
+                        };
+                        return Some((node, reference));
+                    }
+                }
+            }
+            if tokio::time::Instant::now() >= deadline || !self.gate.open() {
+                tracing::warn!(pod = %pod.key(), "no replacement bound within --await-placement-timeout; planning on with the prediction");
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Compares where a replacement landed with the prediction: a metric, and an event on the
+    /// replacement when it landed elsewhere.
+    async fn compare(
+        &self,
+        snap: &ClusterSnapshot,
+        e: &PlannedEviction,
+        landed: crate::snapshot::NodeId,
+        replacement: &ObjectReference,
+    ) {
+        let result = placement_result(e, landed);
+        self.metrics.prediction(result, e.plugin, &e.profile);
+        let pod = snap.pod(e.pod);
+        let landed = &snap.node(landed).name;
+        let predicted = e
+            .destination
+            .map_or("no node".to_string(), |d| snap.node(d).name.to_string());
+        tracing::info!(pod = %pod.key(), landed = %landed, predicted = %predicted, result, "replacement bound");
+        if result != "missed" {
+            return;
+        }
+        let event = Event {
+            type_: EventType::Normal,
+            reason: "PredictionMissed".into(),
+            note: Some(truncate(&format!(
+                "replacement of {} (evicted by {}/{}) was bound to node {landed}; the descheduler predicted {predicted}",
+                pod.key(),
+                e.profile,
+                e.plugin
+            ))),
+            action: "Descheduling".into(),
+            secondary: None,
+        };
+        self.api.throttle().await;
+        if let Err(err) = self.recorder.publish(&event, replacement).await {
+            tracing::warn!(pod = %pod.key(), error = %err, "publishing the event failed");
+        }
+    }
+
     async fn record(&self, snap: &ClusterSnapshot, e: &PlannedEviction, outcome: Outcome) {
         let pod = snap.pod(e.pod);
         let node = &snap.node(e.node).name;
@@ -430,4 +606,46 @@ fn truncate(s: &str) -> String {
         end -= 1;
     }
     format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_landing_is_exact_an_alternative_or_missed() {
+        let e = PlannedEviction {
+            pod: 0,
+            node: 0,
+            profile: "p".into(),
+            plugin: "LowNodeUtilization",
+            reason: "r".into(),
+            destination: Some(1),
+            alternatives: vec![2, 3],
+            gang: None,
+        };
+        assert_eq!(placement_result(&e, 1), "exact");
+        assert_eq!(placement_result(&e, 3), "alternative");
+        assert_eq!(placement_result(&e, 0), "missed");
+        let none = PlannedEviction {
+            destination: None,
+            alternatives: Vec::new(),
+            ..e
+        };
+        assert_eq!(placement_result(&none, 1), "missed");
+        // back on its source, or on a node a plugin found overutilized: the workload stops
+        let over = std::collections::BTreeMap::from([(
+            "p/LowNodeUtilization".to_string(),
+            vec!["hot".to_string()],
+        )]);
+        assert_eq!(
+            stops_workload(&none, 0, "n0", &over),
+            Some("back on its source node")
+        );
+        assert_eq!(
+            stops_workload(&none, 5, "hot", &over),
+            Some("on a node the plan counts as overutilized")
+        );
+        assert_eq!(stops_workload(&none, 1, "cold", &over), None);
+    }
 }

@@ -53,6 +53,9 @@ pub struct CycleMemory {
     pub evicted: Vec<PodId>,
     /// Pods whose eviction the API refused: never planned again this cycle.
     pub refused: Vec<PodId>,
+    /// Evicted pods whose replacement was seen bound (`--await-placement`), with its node:
+    /// the plan places the replacement there instead of where the simulator would.
+    pub landed: Vec<(PodId, NodeId)>,
     /// What earlier cycles observed (continuous mode).
     pub history: History,
 }
@@ -94,11 +97,17 @@ pub fn plan_with(
     }
     let nodes = snap.ready_nodes(&pipeline.node_selector);
     let mut state = PlanningState::new(snap, pipeline.limits).with_history(&memory.history);
+    if let Some(profile) = &pipeline.scheduler_profile {
+        state.placement_mut().set_profile(profile.clone());
+    }
     state
         .placement_mut()
         .set_predict(pipeline.needs_placement());
     for &p in &memory.evicted {
-        state.record_evicted_earlier(p);
+        match memory.landed.iter().find(|(q, _)| *q == p) {
+            Some(&(_, node)) => state.record_landed(p, node),
+            None => state.record_evicted_earlier(p),
+        }
     }
     for &p in &memory.refused {
         state.pin(p);

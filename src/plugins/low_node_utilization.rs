@@ -616,9 +616,11 @@ mod tests {
         };
         snap_parts.pods.push(member("gang-a").build());
         snap_parts.pods.push(member("gang-b").build());
+        // Mid (37.5%, between the thresholds) is busy enough that kube-scheduler's scores
+        // prefer cold for both members (at 25% BalancedAllocation would tip the second to mid).
         snap_parts
             .pods
-            .push(pod("web", "busy").node("mid").cpu(2000).build());
+            .push(pod("web", "busy").node("mid").cpu(3000).build());
         let snap = ClusterSnapshot::build(snap_parts);
         let planned = run_evictor(
             cpu_args(20.0, 50.0),

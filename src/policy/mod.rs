@@ -5,6 +5,7 @@
 //! what is allowed.
 
 mod duration;
+pub mod scheduler_config;
 
 pub use duration::{parse_duration, parse_go_duration};
 

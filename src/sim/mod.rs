@@ -2,14 +2,18 @@
 //! and required node affinity, resources, pod count and host ports; and the pieces of
 //! inter-pod (anti-)affinity and preferred node affinity the plugins share.
 //!
+//! [`score`] holds kube-scheduler's score plugins, which pick among the nodes that pass.
+//!
 //! These are the checks kube-scheduler's Filter plugins make (TaintToleration, NodeAffinity,
 //! NodeResourcesFit, NodePorts, NodeUnschedulable, InterPodAffinity). Callers pass in what a
 //! node holds now, so the same functions answer for the cluster as it is and as a plan
 //! leaves it.
 
 pub mod placement;
+pub mod score;
 
-pub use placement::{NoFit, Simulation};
+pub use placement::{NoFit, Prediction, Simulation};
+pub use score::ScoreProfile;
 
 use crate::labels::Labels;
 use crate::snapshot::{

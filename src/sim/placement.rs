@@ -15,17 +15,17 @@
 //! [`feasible_nodes_to_find`] feasible nodes (all of them below 100 nodes; 10% of 5,000), and
 //! the next search starts where the last one stopped.
 //!
-//! The pick among the nodes that pass ([`Simulation::destination`]) approximates
-//! kube-scheduler's default scores: NodeResourcesFit LeastAllocated and
-//! NodeResourcesBalancedAllocation over cpu and memory (weight 1 each, with the scheduler's
-//! non-zero defaults for pods without requests), NodeAffinity preferred terms (weight 2) and
-//! TaintToleration on PreferNoSchedule taints (weight 3); ties go to the first node by name
-//! (the scheduler picks among ties at random). Preferred inter-pod affinity, soft topology
-//! spread and image locality are not scored.
+//! The pick among the nodes that pass ([`Simulation::predict`]) scores them as kube-scheduler's
+//! score plugins do ([`super::score`]: every default plugin with its weight and normalisation,
+//! or those of the profile given by `--scheduler-config`). kube-scheduler picks among the
+//! nodes with the best score at random; the simulator takes the first by name and gives the
+//! others as alternatives. With one feasible node there is nothing to score, as in
+//! kube-scheduler.
 //!
 //! The pod being placed is the replacement of a pod the plan evicts: the simulator reads its
 //! spec from that pod, and never counts the evicted pod itself at its old place.
 
+use super::score::{self, Ranking, ScoreProfile};
 use super::{matches_node_inclusion_policies, matches_node_selector, term_matches_pod, tolerated};
 use crate::snapshot::{
     ClusterSnapshot, Node, NodeId, Pod, PodAffinityTerm, PodId, Resources, Taint, TaintEffect,
@@ -39,9 +39,33 @@ type DomainCache<'s> = FxHashMap<(Option<&'s str>, PodId, usize), Arc<Domains<'s
 /// The taint kube-scheduler's NodeUnschedulable filter lets a pod tolerate.
 pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
-/// kube-scheduler's defaults for a pod without cpu or memory requests, used in scoring only.
-const DEFAULT_MILLI_CPU: i64 = 100;
-const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
+/// What a pod counts for in scoring: its cpu and memory requests, with kube-scheduler's
+/// defaults (100m, 200Mi) for what it does not request.
+fn non_zero(pod: &Pod) -> (i64, i64) {
+    let r = &pod.requests;
+    (
+        if r.cpu == 0 {
+            score::DEFAULT_MILLI_CPU_REQUEST
+        } else {
+            r.cpu
+        },
+        if r.memory == 0 {
+            score::DEFAULT_MEMORY_REQUEST
+        } else {
+            r.memory
+        },
+    )
+}
+
+/// Whether a pod has any pod affinity or anti-affinity term (required or preferred).
+fn has_pod_affinity(pod: &Pod) -> bool {
+    pod.affinity.as_ref().is_some_and(|a| {
+        !a.pod_affinity_required.is_empty()
+            || !a.pod_affinity_preferred.is_empty()
+            || !a.pod_anti_affinity_required.is_empty()
+            || !a.pod_anti_affinity_preferred.is_empty()
+    })
+}
 
 /// The cluster as a plan leaves it: pods gone, replacements placed, what each node requests.
 #[derive(Debug, Clone)]
@@ -52,6 +76,10 @@ pub struct Simulation<'s> {
     placed: Vec<Vec<PodId>>,
     /// What each node's pods request, placements included (`pods` counts them).
     load: Vec<Resources>,
+    /// Each node's cpu and memory requests as scoring counts them ([`non_zero`]).
+    non_zero: Vec<(i64, i64)>,
+    /// The score plugins and their weights.
+    profile: Arc<ScoreProfile>,
     /// Every placement, in order.
     placed_all: Vec<(PodId, NodeId)>,
     /// The placements of pods with required pod anti-affinity.
@@ -66,6 +94,19 @@ pub struct Simulation<'s> {
     /// The snapshot's bound pods with required pod anti-affinity (the only ones that can
     /// refuse an incoming pod).
     anti_holders: Vec<PodId>,
+    /// The snapshot's bound pods with any pod (anti-)affinity term (the only ones that score
+    /// an incoming pod without terms of its own).
+    affinity_holders: Vec<PodId>,
+}
+
+/// Where the simulator predicts a replacement lands: the node and the others kube-scheduler
+/// is as likely to pick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prediction {
+    pub node: NodeId,
+    /// The other feasible nodes with the same final score (kube-scheduler picks among them
+    /// at random), sorted by name.
+    pub alternatives: Vec<NodeId>,
 }
 
 /// Why the simulator found no node for a pod: each node and the first filter it failed.
@@ -155,6 +196,22 @@ struct Domains<'s> {
 
 impl<'s> Simulation<'s> {
     pub fn new(snap: &'s ClusterSnapshot) -> Self {
+        Self::with_profile(snap, Arc::new(ScoreProfile::default()))
+    }
+
+    /// The simulation scoring with a scheduler profile's plugins and weights.
+    pub fn with_profile(snap: &'s ClusterSnapshot, profile: Arc<ScoreProfile>) -> Self {
+        let mut non_zero_load = vec![(0i64, 0i64); snap.nodes.len()];
+        for (n, load) in non_zero_load.iter_mut().enumerate() {
+            for &p in snap.pods_on_node(n as NodeId) {
+                let pod = snap.pod(p);
+                if pod.is_active() {
+                    let (c, m) = non_zero(pod);
+                    load.0 += c;
+                    load.1 += m;
+                }
+            }
+        }
         Simulation {
             snap,
             gone: vec![false; snap.pods.len()],
@@ -162,6 +219,8 @@ impl<'s> Simulation<'s> {
             load: (0..snap.nodes.len() as NodeId)
                 .map(|n| snap.node_requested(n).clone())
                 .collect(),
+            non_zero: non_zero_load,
+            profile,
             placed_all: Vec::new(),
             placed_anti: Vec::new(),
             next_start: 0,
@@ -176,7 +235,15 @@ impl<'s> Simulation<'s> {
                             .is_some_and(|a| !a.pod_anti_affinity_required.is_empty())
                 })
                 .collect(),
+            affinity_holders: (0..snap.pods.len() as PodId)
+                .filter(|&p| snap.pod_node(p).is_some() && has_pod_affinity(snap.pod(p)))
+                .collect(),
         }
+    }
+
+    /// The score profile the simulation picks nodes with.
+    pub fn profile(&self) -> &ScoreProfile {
+        &self.profile
     }
 
     /// Where a snapshot pod is as the plan leaves it: its node, unless it is gone or done.
@@ -200,6 +267,9 @@ impl<'s> Simulation<'s> {
         if let Some(n) = self.snap.pod_node(pod) {
             if p.is_active() {
                 self.load[n as usize].sub_pod(&p.requests);
+                let (c, m) = non_zero(p);
+                self.non_zero[n as usize].0 -= c;
+                self.non_zero[n as usize].1 -= m;
             }
         }
     }
@@ -222,6 +292,9 @@ impl<'s> Simulation<'s> {
             self.placed_anti.push((pod, node));
         }
         self.load[node as usize].add_pod(&self.snap.pod(pod).requests);
+        let (c, m) = non_zero(self.snap.pod(pod));
+        self.non_zero[node as usize].0 += c;
+        self.non_zero[node as usize].1 += m;
     }
 
     /// The replacements placed on a node so far.
@@ -304,10 +377,19 @@ impl<'s> Simulation<'s> {
     /// it has found [`feasible_nodes_to_find`] of them, and takes the best score (see the
     /// module docs).
     pub fn destination(&self, pod: PodId, nodes: &[NodeId]) -> Result<NodeId, NoFit> {
-        self.pick(pod, nodes).map(|(n, _)| n)
+        self.pick(pod, nodes).map(|(r, _)| r.best)
     }
 
-    fn pick(&self, pod: PodId, nodes: &[NodeId]) -> Result<(NodeId, usize), NoFit> {
+    /// [`Simulation::destination`] with the alternatives: the other nodes with the same best
+    /// score.
+    pub fn predict(&self, pod: PodId, nodes: &[NodeId]) -> Result<Prediction, NoFit> {
+        self.pick(pod, nodes).map(|(r, _)| Prediction {
+            node: r.best,
+            alternatives: r.alternatives,
+        })
+    }
+
+    fn pick(&self, pod: PodId, nodes: &[NodeId]) -> Result<(Ranking, usize), NoFit> {
         let start = if nodes.is_empty() {
             0
         } else {
@@ -315,93 +397,99 @@ impl<'s> Simulation<'s> {
         };
         let (feasible, processed) =
             self.search(pod, nodes, start, feasible_nodes_to_find(nodes.len()))?;
-        let p = self.snap.pod(pod);
-        let statics: Vec<(NodeId, i64, i64)> = feasible
-            .iter()
-            .map(|&n| {
-                (
-                    n,
-                    super::preferred_node_affinity_score(p, self.snap.node(n)),
-                    self.untolerated_soft_taints(p, n),
-                )
-            })
-            .collect();
-        let max_pref = statics.iter().map(|s| s.1).max().unwrap_or(0);
-        let max_soft = statics.iter().map(|s| s.2).max().unwrap_or(0);
-        let mut best: Option<(i64, NodeId)> = None;
-        for &(n, pref, soft) in &statics {
-            let mut score = self.resource_score(pod, n);
-            if max_pref > 0 {
-                score += 2 * 100 * pref / max_pref;
-            }
-            if max_soft > 0 {
-                score += 3 * (100 - 100 * soft / max_soft);
-            } else {
-                score += 3 * 100;
-            }
-            // ties: the first node by name
-            if best.is_none_or(|(s, b)| score > s || (score == s && n < b)) {
-                best = Some((score, n));
-            }
+        if feasible.len() == 1 {
+            // kube-scheduler does not score a single feasible node
+            let ranking = Ranking {
+                best: feasible[0],
+                alternatives: Vec::new(),
+                score: 0,
+            };
+            return Ok((ranking, processed));
         }
-        Ok((best.expect("feasible is not empty").1, processed))
+        let scores = score::total_scores(self, &self.profile, pod, &feasible);
+        Ok((score::rank(self, &feasible, &scores), processed))
     }
 
     /// [`Simulation::destination`], then places the pod there (and, as kube-scheduler, starts
     /// the next search where this one stopped).
     pub fn schedule(&mut self, pod: PodId, nodes: &[NodeId]) -> Result<NodeId, NoFit> {
-        let (n, processed) = self.pick(pod, nodes)?;
+        self.schedule_predicted(pod, nodes).map(|p| p.node)
+    }
+
+    /// [`Simulation::predict`], then places the pod on the predicted node.
+    pub fn schedule_predicted(
+        &mut self,
+        pod: PodId,
+        nodes: &[NodeId],
+    ) -> Result<Prediction, NoFit> {
+        let (r, processed) = self.pick(pod, nodes)?;
         self.next_start = self.next_start.wrapping_add(processed);
-        self.place(pod, n);
-        Ok(n)
+        self.place(pod, r.best);
+        Ok(Prediction {
+            node: r.best,
+            alternatives: r.alternatives,
+        })
     }
 
     /// What the node requests without `pod` (when the pod is still counted on it).
-    fn load_without(&self, pod: PodId, node: NodeId) -> Resources {
+    pub(crate) fn load_without(&self, pod: PodId, node: NodeId) -> Resources {
         let mut load = self.load[node as usize].clone();
-        let p = self.snap.pod(pod);
-        if !self.gone[pod as usize] && self.snap.pod_node(pod) == Some(node) && p.is_active() {
-            load.sub_pod(&p.requests);
+        if self.counted_on(pod, node) {
+            load.sub_pod(&self.snap.pod(pod).requests);
         }
         load
     }
 
-    fn untolerated_soft_taints(&self, pod: &Pod, node: NodeId) -> i64 {
-        self.snap
-            .node(node)
-            .taints
-            .iter()
-            .filter(|t| {
-                t.effect == TaintEffect::PreferNoSchedule && !tolerated(&pod.tolerations, t)
-            })
-            .count() as i64
+    /// The node's cpu and memory requests as scoring counts them, without `pod`.
+    pub(crate) fn non_zero_without(&self, pod: PodId, node: NodeId) -> (i64, i64) {
+        let (mut c, mut m) = self.non_zero[node as usize];
+        if self.counted_on(pod, node) {
+            let (pc, pm) = non_zero(self.snap.pod(pod));
+            c -= pc;
+            m -= pm;
+        }
+        (c, m)
     }
 
-    /// LeastAllocated plus BalancedAllocation over cpu and memory, each 0..=100, with the pod.
-    fn resource_score(&self, pod: PodId, node: NodeId) -> i64 {
-        let p = self.snap.pod(pod);
-        let alloc = &self.snap.node(node).allocatable;
-        let mut load = self.load_without(pod, node);
-        let mut req = p.requests.clone();
-        if req.cpu == 0 {
-            req.cpu = DEFAULT_MILLI_CPU;
-        }
-        if req.memory == 0 {
-            req.memory = DEFAULT_MEMORY;
-        }
-        load.add(&req);
-        let frac = |used: i64, cap: i64| {
-            if cap <= 0 {
-                1.0
-            } else {
-                (used as f64 / cap as f64).min(1.0)
-            }
-        };
-        let c = frac(load.cpu, alloc.cpu);
-        let m = frac(load.memory, alloc.memory);
-        let least = ((1.0 - c) * 100.0 + (1.0 - m) * 100.0) / 2.0;
-        let balanced = (1.0 - (c - m).abs() / 2.0) * 100.0;
-        (least + balanced) as i64
+    /// Whether the pod is still counted on the node (not gone, bound there, active).
+    fn counted_on(&self, pod: PodId, node: NodeId) -> bool {
+        !self.gone[pod as usize]
+            && self.snap.pod_node(pod) == Some(node)
+            && self.snap.pod(pod).is_active()
+    }
+
+    /// The pods of a namespace where the plan leaves them (each with its node).
+    pub(crate) fn namespace_pods(
+        &self,
+        ns: &str,
+    ) -> impl Iterator<Item = (PodId, NodeId)> + use<'_, 's> {
+        let range = self.snap.pods_in_namespace(ns);
+        let placed = self
+            .placed_all
+            .iter()
+            .copied()
+            .filter(move |&(q, _)| range.contains(&q));
+        self.snap
+            .pods_in_namespace(ns)
+            .filter_map(|q| self.present(q).map(|n| (q, n)))
+            .chain(placed)
+    }
+
+    /// The pods with pod (anti-)affinity terms where the plan leaves them, without `skip`.
+    pub(crate) fn affinity_pods(
+        &self,
+        skip: PodId,
+    ) -> impl Iterator<Item = (PodId, NodeId)> + use<'_, 's> {
+        self.affinity_holders
+            .iter()
+            .filter_map(|&e| self.present(e).map(|n| (e, n)))
+            .chain(
+                self.placed_all
+                    .iter()
+                    .copied()
+                    .filter(|&(p, _)| has_pod_affinity(self.snap.pod(p))),
+            )
+            .filter(move |&(p, _)| p != skip)
     }
 
     fn ns_labels(&self, ns: &str) -> Option<&'s crate::labels::Labels> {
@@ -409,7 +497,10 @@ impl<'s> Simulation<'s> {
     }
 
     /// Every (pod, node) of the cluster as the plan leaves it, without `skip`.
-    fn all_pods(&self, skip: PodId) -> impl Iterator<Item = (PodId, NodeId)> + use<'_, 's> {
+    pub(crate) fn all_pods(
+        &self,
+        skip: PodId,
+    ) -> impl Iterator<Item = (PodId, NodeId)> + use<'_, 's> {
         (0..self.snap.nodes.len() as NodeId)
             .flat_map(move |n| self.pods_on(n).map(move |p| (p, n)))
             .filter(move |&(p, _)| p != skip)
@@ -539,17 +630,7 @@ impl<'s> Simulation<'s> {
             let eligible = self.domains.lock().entry(key).or_insert_with(build).clone();
             let mut counts = vec![0i64; eligible.values.len()];
             // the matching pods of the pod's namespace, where the plan leaves them
-            let range = snap.pods_in_namespace(&pod.namespace);
-            let placed_here = self
-                .placed_all
-                .iter()
-                .copied()
-                .filter(|&(q, _)| range.contains(&q));
-            let here = range
-                .clone()
-                .filter_map(|q| self.present(q).map(|n| (q, n)))
-                .chain(placed_here);
-            for (q, n) in here {
+            for (q, n) in self.namespace_pods(&pod.namespace) {
                 let qp = snap.pod(q);
                 if q == id || qp.terminating || !selects(qp) {
                     continue;

@@ -21,6 +21,7 @@ pub fn node(name: &str) -> NodeBuilder {
         taints: Vec::new(),
         allocatable: Resources::new(4000, 16 * GIB, 110),
         ready: true,
+        images: Arc::new([]),
     })
 }
 
@@ -67,6 +68,14 @@ impl NodeBuilder {
     }
     pub fn not_ready(mut self) -> Self {
         self.0.ready = false;
+        self
+    }
+    /// Adds an image the node has, by one name, with its size in bytes.
+    pub fn image(mut self, name: &str, size: i64) -> Self {
+        let mut images: Vec<(Box<str>, i64)> = self.0.images.to_vec();
+        images.push((name.into(), size));
+        images.sort();
+        self.0.images = images.into();
         self
     }
     pub fn build(self) -> Node {

@@ -1431,6 +1431,18 @@ fn convert_node(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Node,
         .conditions
         .iter()
         .any(|c| &*c.type_ == "Ready" && &*c.status == "True");
+    // Every name of every image, with its size (what ImageLocality scores), sorted by name.
+    let mut images: Vec<(Box<str>, i64)> = status
+        .images
+        .iter()
+        .flat_map(|i| {
+            i.names
+                .iter()
+                .map(move |n| (n.boxed(), i.size_bytes.unwrap_or(0)))
+        })
+        .collect();
+    images.sort();
+    images.dedup_by(|a, b| a.0 == b.0);
     Ok(Node {
         name: metadata.name.boxed(),
         labels: metadata.labels.to_labels(),
@@ -1438,6 +1450,7 @@ fn convert_node(file: &str, label: Obj<'_>, obj: &RawObject<'_>) -> Result<Node,
         taints,
         allocatable,
         ready,
+        images: images.into(),
     })
 }
 
@@ -2444,7 +2457,19 @@ struct RawStatus<'a> {
     capacity: Pairs<'a>,
     #[serde(borrow, deserialize_with = "nullable")]
     allocatable: Pairs<'a>,
+    #[serde(borrow, deserialize_with = "nullable")]
+    images: Vec<RawImage<'a>>,
     disruptions_allowed: Option<i32>,
+}
+
+/// A node's image (`status.images[]`): its names and size.
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
+#[serde(default, rename_all = "camelCase")]
+struct RawImage<'a> {
+    #[serde(borrow, deserialize_with = "nullable")]
+    names: Vec<Str<'a>>,
+    size_bytes: Option<i64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -2838,6 +2863,9 @@ items:
   status:
     allocatable: {cpu: "4", memory: 8Gi, pods: "110", nvidia.com/gpu: "2"}
     conditions: [{type: Ready, status: "True"}]
+    images:
+    - {names: ["registry.example/app@sha256:ab", "registry.example/app:1"], sizeBytes: 52428800}
+    - {names: [busybox], sizeBytes: null}
 - apiVersion: v1
   kind: Pod
   metadata:
@@ -2884,6 +2912,14 @@ items:
         assert_eq!(n.allocatable.pods, 110);
         assert_eq!(n.allocatable.get("nvidia.com/gpu"), 2);
         assert_eq!(n.taints[0].effect, TaintEffect::NoSchedule);
+        // every name of every image, with its size (ImageLocality)
+        assert_eq!(n.image_size("registry.example/app:1"), Some(50 << 20));
+        assert_eq!(
+            n.image_size("registry.example/app@sha256:ab"),
+            Some(50 << 20)
+        );
+        assert_eq!(n.image_size("busybox"), Some(0));
+        assert_eq!(n.image_size("nginx"), None);
         let p = &snap.pods[0];
         // containers 500m + sidecar 100m = 600m; init peak max(2000+0, 100) = 2000; + 10m overhead
         assert_eq!(p.requests.cpu, 2010);

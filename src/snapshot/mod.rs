@@ -130,6 +130,19 @@ pub struct Node {
     /// `status.allocatable`, or `status.capacity` when allocatable is empty.
     pub allocatable: Resources,
     pub ready: bool,
+    /// `status.images`: every name of every image on the node with its size in bytes, sorted
+    /// by name (what kube-scheduler's ImageLocality scores).
+    pub images: Arc<[(Box<str>, i64)]>,
+}
+
+impl Node {
+    /// The size of an image the node has, by one of its names.
+    pub fn image_size(&self, name: &str) -> Option<i64> {
+        self.images
+            .binary_search_by(|(n, _)| (**n).cmp(name))
+            .ok()
+            .map(|i| self.images[i].1)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

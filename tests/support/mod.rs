@@ -43,7 +43,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{
     Container, Namespace, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec,
-    PodTemplateSpec, ResourceRequirements, ServiceAccount, Taint,
+    PodTemplateSpec, ResourceRequirements, ServiceAccount, Taint, TopologySpreadConstraint,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -1648,6 +1648,8 @@ pub struct PodConfig {
     pub node_selector: BTreeMap<String, String>,
     pub priority_class: Option<String>,
     pub termination_grace_period_seconds: Option<i64>,
+    /// Topology spread constraints over the pod's own `app` label (see [`PodConfig::spread`]).
+    pub spread: Vec<(i32, String, String)>,
 }
 
 impl PodConfig {
@@ -1686,6 +1688,14 @@ impl PodConfig {
         self
     }
 
+    /// A topology spread constraint over the pods of the same workload (its `app` label):
+    /// `max_skew` over `topology_key`, `when` ScheduleAnyway or DoNotSchedule.
+    pub fn spread(mut self, max_skew: i32, topology_key: &str, when: &str) -> Self {
+        self.spread
+            .push((max_skew, topology_key.to_string(), when.to_string()));
+        self
+    }
+
     fn spec(&self, node_name: Option<&str>) -> PodSpec {
         let requests: BTreeMap<String, Quantity> = [("cpu", &self.cpu), ("memory", &self.memory)]
             .into_iter()
@@ -1708,6 +1718,22 @@ impl PodConfig {
             priority_class_name: self.priority_class.clone(),
             termination_grace_period_seconds: self.termination_grace_period_seconds,
             automount_service_account_token: Some(false),
+            topology_spread_constraints: (!self.spread.is_empty()).then(|| {
+                let app = self.labels.get("app").cloned().unwrap_or_default();
+                self.spread
+                    .iter()
+                    .map(|(max_skew, key, when)| TopologySpreadConstraint {
+                        max_skew: *max_skew,
+                        topology_key: key.clone(),
+                        when_unsatisfiable: when.clone(),
+                        label_selector: Some(LabelSelector {
+                            match_labels: Some([("app".to_string(), app.clone())].into()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })
+                    .collect()
+            }),
             ..Default::default()
         }
     }

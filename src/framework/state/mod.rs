@@ -87,6 +87,9 @@ pub struct PlannedEviction {
     /// Where the simulator predicts kube-scheduler puts the pod's replacement, given every
     /// eviction and placement planned before it (None: no node fits).
     pub destination: Option<NodeId>,
+    /// The other nodes kube-scheduler is as likely to pick for the replacement (the same
+    /// best score), sorted by name; empty when there are none or nothing is predicted.
+    pub alternatives: Vec<NodeId>,
     /// The gang evicted whole with this pod (`gangPolicy: WholeGang`): its members are
     /// planned together, one after the other, and the executor attempts all or none.
     pub gang: Option<GangId>,
@@ -170,6 +173,15 @@ impl<'s> PlanningState<'s> {
         }
     }
 
+    /// [`PlanningState::record_evicted_earlier`] for a pod whose replacement was seen bound to
+    /// `node`: the replacement is placed there, whatever the simulator would predict.
+    pub fn record_landed(&mut self, pod: PodId, node: NodeId) {
+        if self.ledger.record_evicted_earlier(pod).is_some() {
+            self.journal.chosen(pod);
+            self.placement.evict_to(pod, node);
+        }
+    }
+
     /// Plans the eviction of one pod, once the ledger admits it ([`Ledger::admit`]): spends
     /// the limits and the budget, moves the pod's requests off its node and (when predicting)
     /// places its replacement.
@@ -181,8 +193,10 @@ impl<'s> PlanningState<'s> {
         reason: String,
     ) -> Result<(), EvictError> {
         let node = self.ledger.admit(pod)?;
-        let destination = self.placement.evict(pod);
+        let prediction = self.placement.evict(pod);
         self.journal.chosen(pod);
+        let (destination, alternatives) =
+            prediction.map_or((None, Vec::new()), |p| (Some(p.node), p.alternatives));
         self.ledger.record(PlannedEviction {
             pod,
             node,
@@ -190,6 +204,7 @@ impl<'s> PlanningState<'s> {
             plugin,
             reason,
             destination,
+            alternatives,
             gang: None,
         });
         Ok(())
@@ -236,6 +251,7 @@ impl<'s> PlanningState<'s> {
                 plugin,
                 reason,
                 destination: Some(placed.destinations[i]),
+                alternatives: placed.alternatives[i].clone(),
                 gang,
             });
         }
@@ -299,6 +315,24 @@ mod tests {
             Err(EvictError::MultipleBudgets(_))
         ));
         assert!(st.plan_eviction(2, "p", "T", "r".into()).is_ok());
+    }
+
+    #[test]
+    fn a_replacement_that_landed_is_placed_where_it_landed() {
+        let s = snap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        let to = s.pod_node(0).unwrap();
+        st.record_landed(0, to);
+        assert!(st.ledger().is_planned(0));
+        assert!(st.ledger().evictions().is_empty());
+        // the simulation holds the replacement on the node it landed on (here its source),
+        // whatever the scores would say
+        assert_eq!(st.placement().sim().placed(to), &[0]);
+        assert_eq!(
+            st.placement().sim().load(to).cpu,
+            s.node_requested(to).cpu,
+            "gone and back: the node requests what it did"
+        );
     }
 
     #[test]

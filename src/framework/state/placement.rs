@@ -3,7 +3,7 @@
 //! them, cumulatively; and where the running plugin wants evicted pods to go.
 
 use super::EvictError;
-use crate::sim::Simulation;
+use crate::sim::{Prediction, ScoreProfile, Simulation};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId};
 use std::collections::BTreeMap;
 
@@ -31,6 +31,8 @@ pub struct GangPlacement<'s> {
     trial: Simulation<'s>,
     /// Each member's simulated destination, in member order.
     pub destinations: Vec<NodeId>,
+    /// Each member's alternatives (other nodes with the same best score), in member order.
+    pub alternatives: Vec<Vec<NodeId>>,
 }
 
 impl<'s> Placement<'s> {
@@ -43,6 +45,12 @@ impl<'s> Placement<'s> {
             nodes: snap.ready_nodes(&Default::default()),
             targets: None,
         }
+    }
+
+    /// Scores destinations with a scheduler profile (`--scheduler-config`) instead of
+    /// kube-scheduler's default one. Call before anything is planned.
+    pub fn set_profile(&mut self, profile: std::sync::Arc<ScoreProfile>) {
+        self.sim = Simulation::with_profile(self.snap, profile);
     }
 
     pub fn snap(&self) -> &'s ClusterSnapshot {
@@ -82,14 +90,22 @@ impl<'s> Placement<'s> {
     }
 
     /// Takes an evicted pod off the simulated cluster and, when predicting, places its
-    /// replacement. Returns the predicted destination (None: not predicting, or no node fits).
-    pub(super) fn evict(&mut self, pod: PodId) -> Option<NodeId> {
+    /// replacement. Returns the predicted destination and its alternatives (None: not
+    /// predicting, or no node fits).
+    pub(super) fn evict(&mut self, pod: PodId) -> Option<Prediction> {
         self.sim.remove(pod);
         if self.predict {
-            self.sim.schedule(pod, &self.nodes).ok()
+            self.sim.schedule_predicted(pod, &self.nodes).ok()
         } else {
             None
         }
+    }
+
+    /// Takes an evicted pod off the simulated cluster and puts its replacement where it really
+    /// landed.
+    pub(super) fn evict_to(&mut self, pod: PodId, node: NodeId) {
+        self.sim.remove(pod);
+        self.sim.place(pod, node);
     }
 
     /// Places a whole gang on a trial copy (`gangPolicy: WholeGang`): every member gone, then
@@ -107,9 +123,13 @@ impl<'s> Placement<'s> {
             trial.remove(m);
         }
         let mut destinations = Vec::with_capacity(members.len());
+        let mut alternatives = Vec::with_capacity(members.len());
         for &m in members {
-            match trial.schedule(m, &self.nodes) {
-                Ok(d) => destinations.push(d),
+            match trial.schedule_predicted(m, &self.nodes) {
+                Ok(d) => {
+                    destinations.push(d.node);
+                    alternatives.push(d.alternatives);
+                }
                 Err(e) => {
                     return Err(EvictError::WholeGang(format!(
                         "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and the simulator finds no node for member {}: {e}",
@@ -141,6 +161,7 @@ impl<'s> Placement<'s> {
         Ok(GangPlacement {
             trial,
             destinations,
+            alternatives,
         })
     }
 

@@ -12,11 +12,11 @@
 
 use super::{
     AnnotationKey, Annotations, Pairs, RawAffinity, RawCondition, RawContainer, RawContainerState,
-    RawContainerStatus, RawMeta, RawNodeAffinity, RawNodeSelector, RawNodeSelectorRequirement,
-    RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity, RawPodAffinityTerm, RawPort,
-    RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources, RawSpec, RawStatus,
-    RawTaint, RawTerminated, RawTime, RawToleration, RawTopologySpreadConstraint, RawVolume,
-    RawWeightedPodAffinityTerm, Str,
+    RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
+    RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
+    RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
+    RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
+    RawTopologySpreadConstraint, RawVolume, RawWeightedPodAffinityTerm, Str,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
 use serde::de::IgnoredAny;
@@ -877,6 +877,7 @@ fn clear_status(s: &mut RawStatus<'_>) {
     s.ephemeral_container_statuses.clear();
     s.capacity.0.clear();
     s.allocatable.0.clear();
+    s.images.clear();
     s.disruptions_allowed = None;
 }
 
@@ -894,7 +895,23 @@ fn status<'de>(r: &mut Reader<'de>, s: &mut RawStatus<'de>) -> R {
         },
         "capacity" => r.pairs(&mut s.capacity),
         "allocatable" => r.pairs(&mut s.allocatable),
+        "images" => r.list(&mut s.images, image),
         "disruptionsAllowed" => r.opt_i32().map(|v| s.disruptions_allowed = v),
+    })
+}
+
+fn image<'de>(r: &mut Reader<'de>, i: &mut RawImage<'de>) -> R {
+    i.names.clear();
+    i.size_bytes = None;
+    fields!(r, RawImage, {
+        "names" => r.array(|r| r.string().map(|n| i.names.push(n))),
+        "sizeBytes" => {
+            if r.null()? {
+                Some(())
+            } else {
+                r.int().map(|v| i.size_bytes = Some(v))
+            }
+        },
     })
 }
 
@@ -980,6 +997,7 @@ pub(super) mod tables {
             RawOwner,
             RawSpec,
             RawStatus,
+            RawImage,
             RawContainer,
             RawResources,
             RawPort,
@@ -1154,6 +1172,7 @@ mod tests {
         "RawContainer",
         "RawContainerState",
         "RawContainerStatus",
+        "RawImage",
         "RawMeta",
         "RawNodeAffinity",
         "RawNodeSelector",

@@ -24,7 +24,7 @@
 use super::stream::{DecodedList, ObjectType};
 use super::{
     add_object, AnnotationKey, Annotations, RawAffinity, RawCondition, RawContainer,
-    RawContainerState, RawContainerStatus, RawMeta, RawNodeAffinity, RawNodeSelector,
+    RawContainerState, RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
     RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
     RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
     RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
@@ -593,7 +593,18 @@ fn node_status<'de>(b: &'de [u8], s: &mut RawStatus<'de>) -> P {
         2 "allocatable" => s.allocatable.0.push(v.quantity_entry()?),
         3 "phase" => s.phase = v.string()?,
         4 "conditions" => s.conditions.push(condition(v.bytes()?)?),
+        8 "images" => s.images.push(image(v.bytes()?)?),
     })
+}
+
+/// A node's ContainerImage: its names and size.
+fn image(b: &[u8]) -> P<RawImage<'_>> {
+    let mut i = RawImage::default();
+    table!(b, RawImage, |v| {
+        1 "names" => i.names.push(v.string()?),
+        2 "sizeBytes" => i.size_bytes = Some(v.int()? as i64),
+    })?;
+    Ok(i)
 }
 
 /// A PodCondition or a NodeCondition (the same numbers for what is read).

@@ -1,0 +1,1584 @@
+//! kube-scheduler's score plugins (v1.36), ported: each plugin's raw score for a node, its
+//! normalisation over the feasible nodes, and its weight in the sum that picks the node.
+//!
+//! | plugin | raw score | normalised | default weight |
+//! |---|---|---|---|
+//! | NodeResourcesFit | LeastAllocated (default), MostAllocated or RequestedToCapacityRatio over its resources (cpu and memory, weight 1 each), with non-zero requests (100m cpu, 200Mi memory for a pod that asks for none) | as is | 1 |
+//! | NodeResourcesBalancedAllocation | how much the node's balance across the resources improves with the pod (real requests) | as is | 1 |
+//! | TaintToleration | untolerated PreferNoSchedule taints | reversed: fewest gets 100 | 3 |
+//! | NodeAffinity | sum of the matching preferred terms' weights | max gets 100 | 2 |
+//! | InterPodAffinity | preferred (anti-)affinity of the pod to existing pods and of existing pods to the pod, plus existing pods' required affinity (`hardPodAffinityWeight`) | min-max to 0..100 | 2 |
+//! | PodTopologySpread | ScheduleAnyway constraints, or the default constraints (hostname 3, zone 5) for a pod without its own | fewest matching pods gets 100 | 2 |
+//! | ImageLocality | sizes of the pod's images already on the node, scaled by how many nodes have them | as is | 1 |
+//!
+//! The sum ranks the nodes; kube-scheduler takes one of the best at random, so every node
+//! with the best sum is an equally likely destination ([`Ranking`]).
+//!
+//! What kube-scheduler knows that the snapshot does not, and what is used instead: requests
+//! per container (the non-zero defaults are applied per pod), Services selecting a pod (the
+//! default spread selector is the pod's controller: ReplicaSet, StatefulSet or
+//! ReplicationController), image volumes.
+
+use super::placement::Simulation;
+use super::{term_matches_pod, tolerated};
+use crate::snapshot::{
+    InclusionPolicy, NodeId, Pod, PodId, TaintEffect, TopologySpreadConstraint, WhenUnsatisfiable,
+};
+use rustc_hash::FxHashMap;
+
+/// kube-scheduler's `MaxNodeScore`.
+pub const MAX_NODE_SCORE: i64 = 100;
+/// The most a RequestedToCapacityRatio shape point may score (`MaxCustomPriorityScore`).
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+/// What kube-scheduler counts for a pod without cpu or memory requests, in scoring only.
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+/// kube-scheduler's well-known topology labels.
+pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+/// ImageLocality's thresholds: 23 MB and 1000 MB per container.
+const IMAGE_MIN_THRESHOLD: i64 = 23 * 1024 * 1024;
+const IMAGE_MAX_CONTAINER_THRESHOLD: i64 = 1000 * 1024 * 1024;
+
+/// The names of the score plugins, as kube-scheduler names them.
+pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
+pub const BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
+pub const TAINT_TOLERATION: &str = "TaintToleration";
+pub const NODE_AFFINITY: &str = "NodeAffinity";
+pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+pub const IMAGE_LOCALITY: &str = "ImageLocality";
+
+/// Every score plugin, in kube-scheduler's default order.
+pub const SCORE_PLUGINS: [&str; 7] = [
+    TAINT_TOLERATION,
+    NODE_AFFINITY,
+    NODE_RESOURCES_FIT,
+    POD_TOPOLOGY_SPREAD,
+    INTER_POD_AFFINITY,
+    BALANCED_ALLOCATION,
+    IMAGE_LOCALITY,
+];
+
+/// One resource a resource scorer looks at, with its weight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceSpec {
+    pub name: Box<str>,
+    pub weight: i64,
+}
+
+impl ResourceSpec {
+    pub fn new(name: &str, weight: i64) -> Self {
+        ResourceSpec {
+            name: name.into(),
+            weight,
+        }
+    }
+}
+
+/// cpu and memory, weight 1 each: both resource scorers' default.
+pub fn default_resources() -> Vec<ResourceSpec> {
+    vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]
+}
+
+/// NodeResourcesFit's `scoringStrategy.type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScoringStrategy {
+    LeastAllocated,
+    MostAllocated,
+    /// The shape: (utilization 0..=100, score 0..=10) points, utilization increasing.
+    RequestedToCapacityRatio(Vec<(i64, i64)>),
+}
+
+/// The default topology spread constraints for pods without their own
+/// (`PodTopologySpreadArgs.defaultingType`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DefaultConstraints {
+    /// kube-scheduler's built-in ones: hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway.
+    System,
+    /// `defaultingType: List` with these `defaultConstraints` (possibly none).
+    List(Vec<TopologySpreadConstraint>),
+}
+
+/// What one scheduler profile scores with: each plugin's weight (0: disabled) and args.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreProfile {
+    pub fit_weight: i64,
+    pub fit_strategy: ScoringStrategy,
+    pub fit_resources: Vec<ResourceSpec>,
+    pub balanced_weight: i64,
+    pub balanced_resources: Vec<ResourceSpec>,
+    pub taint_toleration_weight: i64,
+    pub node_affinity_weight: i64,
+    pub inter_pod_affinity_weight: i64,
+    /// `InterPodAffinityArgs.hardPodAffinityWeight` (default 1).
+    pub hard_pod_affinity_weight: i64,
+    /// `InterPodAffinityArgs.ignorePreferredTermsOfExistingPods`.
+    pub ignore_preferred_terms_of_existing_pods: bool,
+    pub topology_spread_weight: i64,
+    pub default_constraints: DefaultConstraints,
+    pub image_locality_weight: i64,
+}
+
+impl Default for ScoreProfile {
+    /// kube-scheduler's default profile.
+    fn default() -> Self {
+        ScoreProfile {
+            fit_weight: 1,
+            fit_strategy: ScoringStrategy::LeastAllocated,
+            fit_resources: default_resources(),
+            balanced_weight: 1,
+            balanced_resources: default_resources(),
+            taint_toleration_weight: 3,
+            node_affinity_weight: 2,
+            inter_pod_affinity_weight: 2,
+            hard_pod_affinity_weight: 1,
+            ignore_preferred_terms_of_existing_pods: false,
+            topology_spread_weight: 2,
+            default_constraints: DefaultConstraints::System,
+            image_locality_weight: 1,
+        }
+    }
+}
+
+impl ScoreProfile {
+    /// A plugin's weight by its name (0: disabled or not a score plugin).
+    pub fn weight(&self, plugin: &str) -> i64 {
+        match plugin {
+            NODE_RESOURCES_FIT => self.fit_weight,
+            BALANCED_ALLOCATION => self.balanced_weight,
+            TAINT_TOLERATION => self.taint_toleration_weight,
+            NODE_AFFINITY => self.node_affinity_weight,
+            INTER_POD_AFFINITY => self.inter_pod_affinity_weight,
+            POD_TOPOLOGY_SPREAD => self.topology_spread_weight,
+            IMAGE_LOCALITY => self.image_locality_weight,
+            _ => 0,
+        }
+    }
+
+    /// Sets a plugin's weight by its name; false when it is not a score plugin.
+    pub fn set_weight(&mut self, plugin: &str, weight: i64) -> bool {
+        let w = match plugin {
+            NODE_RESOURCES_FIT => &mut self.fit_weight,
+            BALANCED_ALLOCATION => &mut self.balanced_weight,
+            TAINT_TOLERATION => &mut self.taint_toleration_weight,
+            NODE_AFFINITY => &mut self.node_affinity_weight,
+            INTER_POD_AFFINITY => &mut self.inter_pod_affinity_weight,
+            POD_TOPOLOGY_SPREAD => &mut self.topology_spread_weight,
+            IMAGE_LOCALITY => &mut self.image_locality_weight,
+            _ => return false,
+        };
+        *w = weight;
+        true
+    }
+}
+
+// ---- the arithmetic, as kube-scheduler has it ----
+
+/// `leastRequestedScore`: the share of the node left free, 0..=100.
+pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    (capacity - requested) * MAX_NODE_SCORE / capacity
+}
+
+/// `mostRequestedScore`: the share of the node requested, 0..=100.
+pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    requested.min(capacity) * MAX_NODE_SCORE / capacity
+}
+
+/// `BuildBrokenLinearFunction`: the shape's points joined by straight lines, flat outside.
+pub fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
+    for (i, &(u, s)) in shape.iter().enumerate() {
+        if p <= u {
+            if i == 0 {
+                return s;
+            }
+            let (pu, ps) = shape[i - 1];
+            return ps + (s - ps) * (p - pu) / (u - pu);
+        }
+    }
+    shape.last().map_or(0, |&(_, s)| s)
+}
+
+/// A resource scorer's score of a node: `requested` (with the pod) and `allocatable` per
+/// resource, weighted; resources the node has none of are left out.
+pub fn resource_strategy_score(
+    strategy: &ScoringStrategy,
+    weights: &[i64],
+    requested: &[i64],
+    allocatable: &[i64],
+) -> i64 {
+    let (mut score, mut weight_sum) = (0i64, 0i64);
+    match strategy {
+        ScoringStrategy::LeastAllocated | ScoringStrategy::MostAllocated => {
+            for i in 0..requested.len() {
+                if allocatable[i] == 0 {
+                    continue;
+                }
+                let s = if *strategy == ScoringStrategy::LeastAllocated {
+                    least_requested_score(requested[i], allocatable[i])
+                } else {
+                    most_requested_score(requested[i], allocatable[i])
+                };
+                score += s * weights[i];
+                weight_sum += weights[i];
+            }
+            if weight_sum == 0 {
+                return 0;
+            }
+            score / weight_sum
+        }
+        ScoringStrategy::RequestedToCapacityRatio(shape) => {
+            // the shape's scores scaled from 0..=10 to 0..=100
+            let scaled: Vec<(i64, i64)> = shape
+                .iter()
+                .map(|&(u, s)| (u, s * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE)))
+                .collect();
+            for i in 0..requested.len() {
+                if allocatable[i] == 0 {
+                    continue;
+                }
+                let s = if requested[i] > allocatable[i] {
+                    broken_linear(&scaled, 100)
+                } else {
+                    broken_linear(&scaled, requested[i] * 100 / allocatable[i])
+                };
+                if s > 0 {
+                    score += s * weights[i];
+                    weight_sum += weights[i];
+                }
+            }
+            if weight_sum == 0 {
+                return 0;
+            }
+            (score as f64 / weight_sum as f64).round() as i64
+        }
+    }
+}
+
+/// `balancedResourceScore`: 100 times one minus the standard deviation of the requested
+/// fractions (each at most 1).
+pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+    let fractions: Vec<f64> = requested
+        .iter()
+        .zip(allocatable)
+        .filter(|(_, a)| **a != 0)
+        .map(|(r, a)| (*r as f64 / *a as f64).min(1.0))
+        .collect();
+    let std = match fractions.len() {
+        0 | 1 => 0.0,
+        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        n => {
+            let mean = fractions.iter().sum::<f64>() / n as f64;
+            let sum: f64 = fractions.iter().map(|f| (f - mean) * (f - mean)).sum();
+            (sum / n as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// `balancedResourceScorer`: how the node's balance changes with the pod, 50..=100 (75: no
+/// change).
+pub fn balanced_allocation_score(requested: &[i64], allocated: &[i64], allocatable: &[i64]) -> i64 {
+    let with = balanced_resource_score(requested, allocatable);
+    let without = balanced_resource_score(allocated, allocatable);
+    MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with - without) / 2
+}
+
+/// `DefaultNormalizeScore`: scaled so that the highest is `max` (reversed: the highest gets
+/// 0, the lowest `max`); all zero stays zero (reversed: all `max`).
+pub fn default_normalize(max: i64, reverse: bool, scores: &mut [i64]) {
+    let top = scores.iter().copied().max().unwrap_or(0).max(0);
+    if top == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = max);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        let v = max * *s / top;
+        *s = if reverse { max - v } else { v };
+    }
+}
+
+/// InterPodAffinity's normalisation: min to 0, max to 100, linearly (truncated).
+pub fn min_max_normalize(scores: &mut [i64]) {
+    let (Some(&min), Some(&max)) = (scores.iter().min(), scores.iter().max()) else {
+        return;
+    };
+    let diff = max - min;
+    for s in scores.iter_mut() {
+        *s = if diff > 0 {
+            (MAX_NODE_SCORE as f64 * ((*s - min) as f64 / diff as f64)) as i64
+        } else {
+            0
+        };
+    }
+}
+
+/// PodTopologySpread's normalisation: the fewest matching pods gets 100; ignored nodes
+/// (None) get 0.
+pub fn spread_normalize(scores: &[Option<i64>]) -> Vec<i64> {
+    let valid = scores.iter().flatten();
+    let min = valid.clone().min().copied().unwrap_or(i64::MAX);
+    let max = valid.max().copied().unwrap_or(0).max(0);
+    scores
+        .iter()
+        .map(|s| match *s {
+            None => 0,
+            Some(_) if max == 0 => MAX_NODE_SCORE,
+            Some(s) => MAX_NODE_SCORE * (max + min - s) / max,
+        })
+        .collect()
+}
+
+/// `topologyNormalizingWeight`: ln(domains + 2).
+pub fn topology_normalizing_weight(size: usize) -> f64 {
+    ((size + 2) as f64).ln()
+}
+
+/// `scoreForCount`.
+pub fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
+    count as f64 * weight + f64::from(max_skew - 1)
+}
+
+/// `normalizedImageName`: `:latest` added to an image without a tag.
+pub fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
+    let colon = name.rfind(':').map_or(-1, |i| i as i64);
+    let slash = name.rfind('/').map_or(-1, |i| i as i64);
+    if colon <= slash {
+        format!("{name}:latest").into()
+    } else {
+        name.into()
+    }
+}
+
+/// `scaledImageScore`: an image's size times the share of nodes that have it.
+pub fn scaled_image_score(size: i64, nodes_with_image: usize, total_nodes: usize) -> i64 {
+    (size as f64 * (nodes_with_image as f64 / total_nodes as f64)) as i64
+}
+
+/// `calculatePriority`: the summed image scores, clamped to 23 MB ..= 1000 MB per container,
+/// scaled to 0..=100.
+pub fn image_priority(sum: i64, containers: usize) -> i64 {
+    let max = IMAGE_MAX_CONTAINER_THRESHOLD * containers as i64;
+    let sum = if sum < IMAGE_MIN_THRESHOLD {
+        IMAGE_MIN_THRESHOLD
+    } else if sum > max {
+        max
+    } else {
+        sum
+    };
+    MAX_NODE_SCORE * (sum - IMAGE_MIN_THRESHOLD) / (max - IMAGE_MIN_THRESHOLD)
+}
+
+// ---- the plugins over the simulation ----
+
+/// Each enabled plugin's weighted, normalised score of each feasible node, in the order of
+/// `feasible`; plugins with weight 0 are left out.
+pub fn plugin_scores(
+    sim: &Simulation<'_>,
+    profile: &ScoreProfile,
+    pod: PodId,
+    feasible: &[NodeId],
+) -> Vec<(&'static str, Vec<i64>)> {
+    let mut out = Vec::new();
+    for plugin in SCORE_PLUGINS {
+        let weight = profile.weight(plugin);
+        if weight == 0 {
+            continue;
+        }
+        let mut scores = match plugin {
+            NODE_RESOURCES_FIT => fit_scores(sim, profile, pod, feasible),
+            BALANCED_ALLOCATION => balanced_scores(sim, profile, pod, feasible),
+            TAINT_TOLERATION => taint_scores(sim, pod, feasible),
+            NODE_AFFINITY => node_affinity_scores(sim, pod, feasible),
+            INTER_POD_AFFINITY => inter_pod_affinity_scores(sim, profile, pod, feasible),
+            POD_TOPOLOGY_SPREAD => spread_scores(sim, profile, pod, feasible),
+            _ => image_scores(sim, pod, feasible),
+        };
+        scores.iter_mut().for_each(|s| *s *= weight);
+        out.push((plugin, scores));
+    }
+    out
+}
+
+/// The final score of each feasible node: the sum of [`plugin_scores`].
+pub fn total_scores(
+    sim: &Simulation<'_>,
+    profile: &ScoreProfile,
+    pod: PodId,
+    feasible: &[NodeId],
+) -> Vec<i64> {
+    let mut total = vec![0i64; feasible.len()];
+    for (_, scores) in plugin_scores(sim, profile, pod, feasible) {
+        for (t, s) in total.iter_mut().zip(scores) {
+            *t += s;
+        }
+    }
+    total
+}
+
+/// The nodes ranked: the destination (the best score; among equals, the first by name, as
+/// the simulator must pick one) and the alternatives (every other node with the same best
+/// score, which kube-scheduler is as likely to pick).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ranking {
+    pub best: NodeId,
+    pub alternatives: Vec<NodeId>,
+    pub score: i64,
+}
+
+/// Ranks scored nodes ([`Ranking`]); `scored` is not empty.
+pub fn rank(sim: &Simulation<'_>, feasible: &[NodeId], scores: &[i64]) -> Ranking {
+    let top = scores.iter().copied().max().expect("feasible is not empty");
+    let snap = sim.snap();
+    let mut tied: Vec<NodeId> = feasible
+        .iter()
+        .zip(scores)
+        .filter(|(_, s)| **s == top)
+        .map(|(n, _)| *n)
+        .collect();
+    tied.sort_by(|a, b| snap.node(*a).name.cmp(&snap.node(*b).name));
+    let best = tied.remove(0);
+    Ranking {
+        best,
+        alternatives: tied,
+        score: top,
+    }
+}
+
+/// Whether a resource is a scalar one (extended, hugepages, ...): scored only when the pod
+/// asks for it.
+fn is_scalar(name: &str) -> bool {
+    !matches!(name, "cpu" | "memory" | "ephemeral-storage" | "pods")
+}
+
+/// The pod's requests for `resources`: with kube-scheduler's non-zero defaults for cpu and
+/// memory when `non_zero`.
+fn pod_requests(pod: &Pod, resources: &[ResourceSpec], non_zero: bool) -> Vec<i64> {
+    resources
+        .iter()
+        .map(|r| {
+            let v = pod.requests.get(&r.name);
+            match &*r.name {
+                "cpu" if non_zero && v == 0 => DEFAULT_MILLI_CPU_REQUEST,
+                "memory" if non_zero && v == 0 => DEFAULT_MEMORY_REQUEST,
+                _ => v,
+            }
+        })
+        .collect()
+}
+
+/// `calculateNodeAllocatableRequest`: (requested with the pod, allocated, allocatable) per
+/// resource; a resource left at 0 allocatable is not scored.
+fn node_vectors(
+    sim: &Simulation<'_>,
+    pod: PodId,
+    node: NodeId,
+    resources: &[ResourceSpec],
+    pod_req: &[i64],
+    non_zero: bool,
+) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+    let n = resources.len();
+    let (mut requested, mut allocated, mut allocatable) = (vec![0; n], vec![0; n], vec![0; n]);
+    let alloc = &sim.snap().node(node).allocatable;
+    let load = sim.load_without(pod, node);
+    let nz = sim.non_zero_without(pod, node);
+    for (i, r) in resources.iter().enumerate() {
+        if pod_req[i] == 0 && is_scalar(&r.name) {
+            continue;
+        }
+        let a = alloc.get(&r.name);
+        if a == 0 {
+            continue;
+        }
+        let used = match &*r.name {
+            "cpu" if non_zero => nz.0,
+            "memory" if non_zero => nz.1,
+            name => load.get(name),
+        };
+        allocatable[i] = a;
+        allocated[i] = used;
+        requested[i] = used + pod_req[i];
+    }
+    (requested, allocated, allocatable)
+}
+
+fn fit_scores(sim: &Simulation<'_>, p: &ScoreProfile, pod: PodId, feasible: &[NodeId]) -> Vec<i64> {
+    let spec = sim.snap().pod(pod);
+    let req = pod_requests(spec, &p.fit_resources, true);
+    let weights: Vec<i64> = p.fit_resources.iter().map(|r| r.weight).collect();
+    feasible
+        .iter()
+        .map(|&n| {
+            let (requested, _, allocatable) =
+                node_vectors(sim, pod, n, &p.fit_resources, &req, true);
+            resource_strategy_score(&p.fit_strategy, &weights, &requested, &allocatable)
+        })
+        .collect()
+}
+
+fn balanced_scores(
+    sim: &Simulation<'_>,
+    p: &ScoreProfile,
+    pod: PodId,
+    feasible: &[NodeId],
+) -> Vec<i64> {
+    let spec = sim.snap().pod(pod);
+    let req = pod_requests(spec, &p.balanced_resources, false);
+    if req.iter().all(|&r| r == 0) {
+        // a best-effort pod: the plugin skips it
+        return vec![0; feasible.len()];
+    }
+    feasible
+        .iter()
+        .map(|&n| {
+            let (requested, allocated, allocatable) =
+                node_vectors(sim, pod, n, &p.balanced_resources, &req, false);
+            balanced_allocation_score(&requested, &allocated, &allocatable)
+        })
+        .collect()
+}
+
+fn taint_scores(sim: &Simulation<'_>, pod: PodId, feasible: &[NodeId]) -> Vec<i64> {
+    let spec = sim.snap().pod(pod);
+    let tolerations: Vec<_> = spec
+        .tolerations
+        .iter()
+        .filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule))
+        .cloned()
+        .collect();
+    let mut scores: Vec<i64> = feasible
+        .iter()
+        .map(|&n| {
+            sim.snap()
+                .node(n)
+                .taints
+                .iter()
+                .filter(|t| {
+                    t.effect == TaintEffect::PreferNoSchedule && !tolerated(&tolerations, t)
+                })
+                .count() as i64
+        })
+        .collect();
+    default_normalize(MAX_NODE_SCORE, true, &mut scores);
+    scores
+}
+
+fn node_affinity_scores(sim: &Simulation<'_>, pod: PodId, feasible: &[NodeId]) -> Vec<i64> {
+    let spec = sim.snap().pod(pod);
+    let mut scores: Vec<i64> = feasible
+        .iter()
+        .map(|&n| super::preferred_node_affinity_score(spec, sim.snap().node(n)))
+        .collect();
+    default_normalize(MAX_NODE_SCORE, false, &mut scores);
+    scores
+}
+
+fn inter_pod_affinity_scores<'s>(
+    sim: &Simulation<'s>,
+    p: &ScoreProfile,
+    pod: PodId,
+    feasible: &[NodeId],
+) -> Vec<i64> {
+    let snap = sim.snap();
+    let spec = snap.pod(pod);
+    let ns_labels = |ns: &str| snap.namespace(ns).map(|n| &n.labels);
+    let (pref, anti) = spec.affinity.as_ref().map_or((&[][..], &[][..]), |a| {
+        (
+            a.pod_affinity_preferred.as_slice(),
+            a.pod_anti_affinity_preferred.as_slice(),
+        )
+    });
+    let has_constraints = !pref.is_empty() || !anti.is_empty();
+    if p.ignore_preferred_terms_of_existing_pods && !has_constraints {
+        return vec![0; feasible.len()];
+    }
+    let pod_ns_labels = ns_labels(&spec.namespace);
+    // (topology key, value) -> score
+    let mut topo: FxHashMap<(&'s str, &'s str), i64> = FxHashMap::default();
+    let mut add = |key: &'s str, node: NodeId, w: i64| {
+        if let Some(v) = snap.node(node).labels.get(key) {
+            *topo.entry((key, v)).or_insert(0) += w;
+        }
+    };
+    let mut process = |e: PodId, n: NodeId| {
+        if snap.node(n).labels.is_empty() {
+            return;
+        }
+        let ep = snap.pod(e);
+        let e_ns = ns_labels(&ep.namespace);
+        for t in pref {
+            if term_matches_pod(&t.term, &spec.namespace, ep, e_ns) {
+                add(&t.term.topology_key, n, i64::from(t.weight));
+            }
+        }
+        for t in anti {
+            if term_matches_pod(&t.term, &spec.namespace, ep, e_ns) {
+                add(&t.term.topology_key, n, -i64::from(t.weight));
+            }
+        }
+        let Some(a) = &ep.affinity else { return };
+        if p.hard_pod_affinity_weight > 0 {
+            for t in &a.pod_affinity_required {
+                if term_matches_pod(t, &ep.namespace, spec, pod_ns_labels) {
+                    add(&t.topology_key, n, p.hard_pod_affinity_weight);
+                }
+            }
+        }
+        for t in &a.pod_affinity_preferred {
+            if term_matches_pod(&t.term, &ep.namespace, spec, pod_ns_labels) {
+                add(&t.term.topology_key, n, i64::from(t.weight));
+            }
+        }
+        for t in &a.pod_anti_affinity_preferred {
+            if term_matches_pod(&t.term, &ep.namespace, spec, pod_ns_labels) {
+                add(&t.term.topology_key, n, -i64::from(t.weight));
+            }
+        }
+    };
+    if has_constraints {
+        for (e, n) in sim.all_pods(pod) {
+            process(e, n);
+        }
+    } else {
+        for (e, n) in sim.affinity_pods(pod) {
+            process(e, n);
+        }
+    }
+    if topo.is_empty() {
+        // no pod gave any node a score: the plugin skips the pod
+        return vec![0; feasible.len()];
+    }
+    let mut scores: Vec<i64> = feasible
+        .iter()
+        .map(|&n| {
+            snap.node(n)
+                .labels
+                .iter()
+                .map(|(k, v)| topo.get(&(k, v)).copied().unwrap_or(0))
+                .sum()
+        })
+        .collect();
+    min_max_normalize(&mut scores);
+    scores
+}
+
+/// A soft spread constraint as PodTopologySpread scores it.
+struct SoftConstraint<'a> {
+    key: &'a str,
+    max_skew: i32,
+    node_affinity_policy: InclusionPolicy,
+    node_taints_policy: InclusionPolicy,
+    selects: Selects<'a>,
+}
+
+/// Which pods a soft constraint counts.
+enum Selects<'a> {
+    /// The constraint's labelSelector (None: no pod), and the pod's values of its
+    /// matchLabelKeys.
+    Labels(Option<&'a crate::labels::Selector>, Vec<(&'a str, &'a str)>),
+    /// A default constraint: the pods of the same controller.
+    Controller(&'a str),
+}
+
+impl Selects<'_> {
+    fn matches(&self, q: &Pod) -> bool {
+        match self {
+            Selects::Labels(sel, keys) => {
+                sel.is_some_and(|s| s.matches(&q.labels))
+                    && keys.iter().all(|(k, v)| q.labels.get(k) == Some(*v))
+            }
+            Selects::Controller(uid) => q.owners.iter().any(|o| o.controller && &*o.uid == *uid),
+        }
+    }
+}
+
+/// kube-scheduler's built-in default constraints.
+fn system_default_constraints() -> [(&'static str, i32); 2] {
+    [(LABEL_HOSTNAME, 3), (LABEL_ZONE, 5)]
+}
+
+/// The soft constraints PodTopologySpread scores a pod with, and whether every node must have
+/// all their keys (the pod's own constraints, or defaults given as a list).
+fn soft_constraints<'a>(p: &'a ScoreProfile, spec: &'a Pod) -> (Vec<SoftConstraint<'a>>, bool) {
+    let own = |c: &'a TopologySpreadConstraint| SoftConstraint {
+        key: &c.topology_key,
+        max_skew: c.max_skew,
+        node_affinity_policy: c.node_affinity_policy,
+        node_taints_policy: c.node_taints_policy,
+        selects: Selects::Labels(
+            c.label_selector.as_ref(),
+            c.match_label_keys
+                .iter()
+                .filter_map(|k| spec.labels.get(k).map(|v| (&**k, v)))
+                .collect(),
+        ),
+    };
+    if !spec.topology_spread.is_empty() {
+        let cs = spec
+            .topology_spread
+            .iter()
+            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway)
+            .map(own)
+            .collect();
+        return (cs, true);
+    }
+    // the default selector: the pod's controller, when kube-scheduler knows its selector
+    let Some(owner) = spec.owners.iter().find(|o| {
+        o.controller
+            && matches!(
+                &*o.kind,
+                "ReplicaSet" | "StatefulSet" | "ReplicationController"
+            )
+    }) else {
+        return (Vec::new(), false);
+    };
+    let defaulted = |key: &'a str, max_skew: i32| SoftConstraint {
+        key,
+        max_skew,
+        node_affinity_policy: InclusionPolicy::Honor,
+        node_taints_policy: InclusionPolicy::Ignore,
+        selects: Selects::Controller(&owner.uid),
+    };
+    match &p.default_constraints {
+        DefaultConstraints::System => (
+            system_default_constraints()
+                .into_iter()
+                .map(|(k, s)| defaulted(k, s))
+                .collect(),
+            false,
+        ),
+        DefaultConstraints::List(list) => (
+            list.iter()
+                .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway)
+                .map(|c| SoftConstraint {
+                    node_affinity_policy: c.node_affinity_policy,
+                    node_taints_policy: c.node_taints_policy,
+                    ..defaulted(&c.topology_key, c.max_skew)
+                })
+                .collect(),
+            true,
+        ),
+    }
+}
+
+fn spread_scores(
+    sim: &Simulation<'_>,
+    p: &ScoreProfile,
+    pod: PodId,
+    feasible: &[NodeId],
+) -> Vec<i64> {
+    let snap = sim.snap();
+    let spec = snap.pod(pod);
+    let (cs, require_all) = soft_constraints(p, spec);
+    if cs.is_empty() {
+        return vec![0; feasible.len()];
+    }
+    let has_keys = |n: NodeId| {
+        let labels = &snap.node(n).labels;
+        cs.iter().all(|c| labels.get(c.key).is_some())
+    };
+    let ignored: Vec<bool> = feasible
+        .iter()
+        .map(|&n| require_all && !has_keys(n))
+        .collect();
+    let value = |n: NodeId, key: &str| snap.node(n).labels.get(key).unwrap_or("");
+    // the domains: the values among the feasible nodes not ignored
+    let mut domains: Vec<FxHashMap<&str, i64>> = vec![FxHashMap::default(); cs.len()];
+    for (&n, _) in feasible.iter().zip(&ignored).filter(|(_, i)| !**i) {
+        for (i, c) in cs.iter().enumerate() {
+            if c.key != LABEL_HOSTNAME {
+                domains[i].entry(value(n, c.key)).or_insert(0);
+            }
+        }
+    }
+    let kept = ignored.iter().filter(|i| !**i).count();
+    let weights: Vec<f64> = cs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            topology_normalizing_weight(if c.key == LABEL_HOSTNAME {
+                kept
+            } else {
+                domains[i].len()
+            })
+        })
+        .collect();
+    // matching pods per node, per constraint (the pod's namespace, not terminating)
+    let nodes = snap.nodes.len();
+    let mut per_node: Vec<Vec<i64>> = vec![vec![0; nodes]; cs.len()];
+    for (q, n) in sim.namespace_pods(&spec.namespace) {
+        let qp = snap.pod(q);
+        if q == pod || qp.terminating {
+            continue;
+        }
+        for (i, c) in cs.iter().enumerate() {
+            if c.selects.matches(qp) {
+                per_node[i][n as usize] += 1;
+            }
+        }
+    }
+    // each domain's count, over every node the constraint counts
+    for n in 0..nodes as NodeId {
+        if require_all && !has_keys(n) {
+            continue;
+        }
+        let node = snap.node(n);
+        for (i, c) in cs.iter().enumerate() {
+            if c.key == LABEL_HOSTNAME
+                || !super::matches_node_inclusion_policies(
+                    spec,
+                    node,
+                    c.node_affinity_policy,
+                    c.node_taints_policy,
+                )
+            {
+                continue;
+            }
+            if let Some(count) = domains[i].get_mut(value(n, c.key)) {
+                *count += per_node[i][n as usize];
+            }
+        }
+    }
+    let raw: Vec<Option<i64>> = feasible
+        .iter()
+        .zip(&ignored)
+        .map(|(&n, &ign)| {
+            if ign {
+                return None;
+            }
+            let labels = &snap.node(n).labels;
+            let mut score = 0.0;
+            for (i, c) in cs.iter().enumerate() {
+                let Some(v) = labels.get(c.key) else { continue };
+                let count = if c.key == LABEL_HOSTNAME {
+                    per_node[i][n as usize]
+                } else {
+                    domains[i].get(v).copied().unwrap_or(0)
+                };
+                score += score_for_count(count, c.max_skew, weights[i]);
+            }
+            Some(score.round() as i64)
+        })
+        .collect();
+    spread_normalize(&raw)
+}
+
+fn image_scores(sim: &Simulation<'_>, pod: PodId, feasible: &[NodeId]) -> Vec<i64> {
+    let snap = sim.snap();
+    let spec = snap.pod(pod);
+    let total = snap.nodes.len();
+    let containers = spec.images.len();
+    if containers == 0 || total == 0 {
+        return vec![0; feasible.len()];
+    }
+    let names: Vec<_> = spec
+        .images
+        .iter()
+        .map(|i| normalized_image_name(i))
+        .collect();
+    // how many nodes have each of the pod's images
+    let spread: Vec<usize> = names
+        .iter()
+        .map(|name| {
+            snap.nodes
+                .iter()
+                .filter(|n| n.image_size(name).is_some())
+                .count()
+        })
+        .collect();
+    feasible
+        .iter()
+        .map(|&n| {
+            let node = snap.node(n);
+            let sum = names
+                .iter()
+                .zip(&spread)
+                .filter_map(|(name, &k)| {
+                    node.image_size(name)
+                        .map(|size| scaled_image_score(size, k, total))
+                })
+                .sum();
+            image_priority(sum, containers)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    //! Cases from kube-scheduler v1.36's own unit tests (the test and case names are given),
+    //! with cpu in millicores as this model keeps it.
+    use super::*;
+    use crate::snapshot::builders::{affinity_term, node, pod, snapshot, PodBuilder};
+    use crate::snapshot::{Affinity, ClusterSnapshot, Node, WeightedPodAffinityTerm};
+    use WhenUnsatisfiable::ScheduleAnyway;
+
+    /// A profile with only `plugin`, weight 1.
+    fn only(plugin: &str) -> ScoreProfile {
+        let mut p = ScoreProfile::default();
+        for name in SCORE_PLUGINS {
+            p.set_weight(name, i64::from(name == plugin));
+        }
+        p
+    }
+
+    /// The incoming pod (unbound, named "in") among `pods`, scored on every node.
+    fn scores_with(
+        profile: &ScoreProfile,
+        nodes: Vec<Node>,
+        pods: Vec<PodBuilder>,
+        incoming: PodBuilder,
+    ) -> Vec<i64> {
+        let mut all: Vec<_> = pods.into_iter().map(PodBuilder::build).collect();
+        all.push(incoming.build());
+        let s = snapshot(nodes, all);
+        scored(&s, profile)
+    }
+
+    fn scored(s: &ClusterSnapshot, profile: &ScoreProfile) -> Vec<i64> {
+        let id = s.pods.iter().position(|p| &*p.name == "in").unwrap() as PodId;
+        let sim = Simulation::new(s);
+        let feasible: Vec<NodeId> = (0..s.nodes.len() as NodeId).collect();
+        total_scores(&sim, profile, id, &feasible)
+    }
+
+    fn scores(
+        plugin: &str,
+        nodes: Vec<Node>,
+        pods: Vec<PodBuilder>,
+        incoming: PodBuilder,
+    ) -> Vec<i64> {
+        scores_with(&only(plugin), nodes, pods, incoming)
+    }
+
+    #[test]
+    fn default_normalize_score() {
+        // TestDefaultNormalizeScore, every case
+        let cases: &[(bool, [i64; 4], [i64; 4])] = &[
+            (false, [1, 2, 3, 4], [25, 50, 75, 100]),
+            (true, [1, 2, 3, 4], [75, 50, 25, 0]),
+            (false, [1000, 10, 20, 30], [100, 1, 2, 3]),
+            (true, [1000, 10, 20, 30], [0, 99, 98, 97]),
+            (false, [1, 1, 1, 1], [100, 100, 100, 100]),
+            (false, [1000, 1, 1, 1], [100, 0, 0, 0]),
+            (true, [0, 1, 1, 1], [100, 0, 0, 0]),
+            (false, [0, 0, 0, 0], [0, 0, 0, 0]),
+            (true, [0, 0, 0, 0], [100, 100, 100, 100]),
+        ];
+        for (reverse, input, want) in cases {
+            let mut s = input.to_vec();
+            default_normalize(MAX_NODE_SCORE, *reverse, &mut s);
+            assert_eq!(s, want.to_vec(), "{input:?} reverse {reverse}");
+        }
+    }
+
+    #[test]
+    fn broken_linear_function() {
+        // TestBrokenLinearFunction, every case
+        // (the shape's points, then (utilization, expected score) pairs)
+        type Points = &'static [(i64, i64)];
+        let cases: &[(Points, Points)] = &[
+            (
+                &[(10, 1), (90, 9)],
+                &[
+                    (-10, 1),
+                    (0, 1),
+                    (9, 1),
+                    (10, 1),
+                    (15, 1),
+                    (19, 1),
+                    (20, 2),
+                    (89, 8),
+                    (90, 9),
+                    (99, 9),
+                    (100, 9),
+                    (110, 9),
+                ],
+            ),
+            (
+                &[(0, 2), (40, 10), (100, 0)],
+                &[
+                    (-10, 2),
+                    (0, 2),
+                    (20, 6),
+                    (30, 8),
+                    (40, 10),
+                    (70, 5),
+                    (100, 0),
+                    (110, 0),
+                ],
+            ),
+            (
+                &[(0, 2), (40, 2), (100, 2)],
+                &[
+                    (-10, 2),
+                    (0, 2),
+                    (20, 2),
+                    (30, 2),
+                    (40, 2),
+                    (70, 2),
+                    (100, 2),
+                    (110, 2),
+                ],
+            ),
+        ];
+        for (shape, points) in cases {
+            for &(p, want) in *points {
+                assert_eq!(broken_linear(shape, p), want, "{shape:?} at {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn least_and_most_allocated() {
+        // TestLeastAllocatedScoringStrategy "nothing scheduled, resources requested,
+        // differently sized nodes": 37 and 50
+        let nodes = || {
+            vec![
+                node("node1").cpu(4000).memory(10000).build(),
+                node("node2").cpu(6000).memory(10000).build(),
+            ]
+        };
+        let incoming = || pod("d", "in").cpu(3000).memory(5000);
+        assert_eq!(
+            scores(NODE_RESOURCES_FIT, nodes(), vec![], incoming()),
+            vec![37, 50]
+        );
+        // TestMostAllocatedScoringStrategy, the same case: 62 and 50
+        let mut most = only(NODE_RESOURCES_FIT);
+        most.fit_strategy = ScoringStrategy::MostAllocated;
+        assert_eq!(
+            scores_with(&most, nodes(), vec![], incoming()),
+            vec![62, 50]
+        );
+        // TestLeastAllocatedScoringStrategy "resources requested, pods scheduled with
+        // resources, differently sized nodes", with memory 5000 requested on node1 as on
+        // node2 (this model has no explicit zero request: a pod without one counts 200Mi):
+        // cpu 40 on both, memory 50 and 80: 45 and 60
+        let nodes = vec![
+            node("node1").cpu(10000).memory(20000).build(),
+            node("node2").cpu(10000).memory(50000).build(),
+        ];
+        let existing = vec![
+            pod("d", "e1").node("node1").cpu(3000).memory(5000),
+            pod("d", "e2").node("node2").cpu(3000).memory(5000),
+        ];
+        assert_eq!(
+            scores(NODE_RESOURCES_FIT, nodes, existing, incoming()),
+            vec![45, 60]
+        );
+        // a pod without requests counts as 100m and 200Mi
+        let big = vec![node("node1").cpu(1000).memory(400 << 20).build()];
+        assert_eq!(
+            scores(NODE_RESOURCES_FIT, big, vec![], pod("d", "in")),
+            vec![(90 + 50) / 2]
+        );
+    }
+
+    #[test]
+    fn requested_to_capacity_ratio() {
+        // TestRequestedToCapacityRatioScoringStrategy "nothing scheduled, resources
+        // requested, differently sized nodes", shape (0,10),(100,0): 38 and 50
+        let mut p = only(NODE_RESOURCES_FIT);
+        p.fit_strategy = ScoringStrategy::RequestedToCapacityRatio(vec![(0, 10), (100, 0)]);
+        let nodes = vec![
+            node("node1").cpu(4000).memory(10000).build(),
+            node("node2").cpu(6000).memory(10000).build(),
+        ];
+        assert_eq!(
+            scores_with(&p, nodes, vec![], pod("d", "in").cpu(3000).memory(5000)),
+            vec![38, 50]
+        );
+        // the arithmetic alone: weights, the 0..=10 shape scaled to 0..=100, rounding
+        let s = ScoringStrategy::RequestedToCapacityRatio(vec![(0, 0), (100, 10)]);
+        assert_eq!(resource_strategy_score(&s, &[1, 3], &[1, 3], &[4, 4]), 63);
+        assert_eq!(resource_strategy_score(&s, &[1], &[5], &[4]), 100);
+    }
+
+    #[test]
+    fn balanced_allocation() {
+        // TestNodeResourcesBalancedAllocation
+        let pod35 = || pod("d", "in").cpu(3000).memory(5000);
+        // "nothing scheduled, resources requested, differently sized nodes": 68, 75
+        let nodes = vec![
+            node("node1").cpu(4000).memory(10000).build(),
+            node("node2").cpu(6000).memory(10000).build(),
+        ];
+        assert_eq!(
+            scores(BALANCED_ALLOCATION, nodes, vec![], pod35()),
+            vec![68, 75]
+        );
+        // "resources requested, pods scheduled with resources": 73, 74
+        let nodes = || {
+            vec![
+                node("node1").cpu(10000).memory(20000).build(),
+                node("node2").cpu(10000).memory(20000).build(),
+            ]
+        };
+        let existing = || {
+            vec![
+                pod("d", "e1").node("node1").cpu(3000),
+                pod("d", "e2").node("node2").cpu(3000).memory(5000),
+            ]
+        };
+        assert_eq!(
+            scores(BALANCED_ALLOCATION, nodes(), existing(), pod35()),
+            vec![73, 74]
+        );
+        // "... nodes to reach min/max score": 100, 50
+        let nodes = vec![
+            node("node1").cpu(3000).memory(5000).build(),
+            node("node2").cpu(3000).memory(5000).build(),
+        ];
+        assert_eq!(
+            scores(
+                BALANCED_ALLOCATION,
+                nodes,
+                vec![pod("d", "e1").node("node1").cpu(3000)],
+                pod("d", "in").memory(5000)
+            ),
+            vec![100, 50]
+        );
+        // "scalar resource is included in the score computation if pod requests the scalar
+        // resource": 75, 76
+        let mut p = only(BALANCED_ALLOCATION);
+        p.balanced_resources = vec![
+            ResourceSpec::new("cpu", 1),
+            ResourceSpec::new("memory", 1),
+            ResourceSpec::new("nvidia.com/gpu", 1),
+        ];
+        let gpu_node = |n: &str| {
+            node(n)
+                .cpu(3500)
+                .memory(40000)
+                .resource("nvidia.com/gpu", 8)
+                .build()
+        };
+        let existing = vec![
+            pod("d", "e1")
+                .node("node1")
+                .cpu(3000)
+                .memory(5000)
+                .resource("nvidia.com/gpu", 3),
+            pod("d", "e2").node("node2").cpu(3000).memory(5000),
+        ];
+        assert_eq!(
+            scores_with(
+                &p,
+                vec![gpu_node("node1"), gpu_node("node2")],
+                existing,
+                pod("d", "in").resource("nvidia.com/gpu", 1)
+            ),
+            vec![75, 76]
+        );
+        // "nothing scheduled, nothing requested": a best-effort pod is skipped
+        let nodes = vec![node("node1").build(), node("node2").cpu(1000).build()];
+        assert_eq!(
+            scores(BALANCED_ALLOCATION, nodes, vec![], pod("d", "in")),
+            vec![0, 0]
+        );
+    }
+
+    #[test]
+    fn taint_toleration() {
+        use TaintEffect::{NoSchedule, PreferNoSchedule};
+        // TestTaintTolerationScore "the more intolerable taints a node has, the lower score
+        // it gets": 100, 50, 0
+        let nodes = vec![
+            node("nodeA").build(),
+            node("nodeB")
+                .taint("cpu-type", "arm64", PreferNoSchedule)
+                .build(),
+            node("nodeC")
+                .taint("cpu-type", "arm64", PreferNoSchedule)
+                .taint("disk-type", "ssd", PreferNoSchedule)
+                .build(),
+        ];
+        let incoming = pod("d", "in").toleration("foo", "bar", Some(PreferNoSchedule));
+        assert_eq!(
+            scores(TAINT_TOLERATION, nodes, vec![], incoming),
+            vec![100, 50, 0]
+        );
+        // "node with taints tolerated by the pod, gets a higher score ...": 100, 0
+        let nodes = vec![
+            node("nodeA").taint("foo", "bar", PreferNoSchedule).build(),
+            node("nodeB").taint("foo", "blah", PreferNoSchedule).build(),
+        ];
+        let incoming = pod("d", "in").toleration("foo", "bar", Some(PreferNoSchedule));
+        assert_eq!(
+            scores(TAINT_TOLERATION, nodes, vec![], incoming),
+            vec![100, 0]
+        );
+        // "only taints and tolerations that have effect PreferNoSchedule are checked": a
+        // NoSchedule toleration does not tolerate a PreferNoSchedule taint
+        let nodes = vec![
+            node("nodeA").build(),
+            node("nodeB")
+                .taint("cpu-type", "arm64", PreferNoSchedule)
+                .build(),
+        ];
+        let incoming = pod("d", "in").toleration("cpu-type", "arm64", Some(NoSchedule));
+        assert_eq!(
+            scores(TAINT_TOLERATION, nodes, vec![], incoming),
+            vec![100, 0]
+        );
+    }
+
+    #[test]
+    fn node_affinity_preferred_terms() {
+        use crate::snapshot::builders::node_term;
+        // TestNodeAffinityPriority "only node1 matches the preferred scheduling requirements
+        // of pod" and the weighted sum: 100 for the best, the rest scaled
+        let nodes = vec![
+            node("node1").label("foo", "bar").build(),
+            node("node2").label("key", "value").build(),
+            node("node3")
+                .label("foo", "bar")
+                .label("key", "value")
+                .build(),
+        ];
+        let incoming = pod("d", "in")
+            .preferred_node_affinity(2, node_term("foo", &["bar"]))
+            .preferred_node_affinity(4, node_term("key", &["value"]));
+        assert_eq!(
+            scores(NODE_AFFINITY, nodes, vec![], incoming),
+            vec![33, 66, 100]
+        );
+    }
+
+    fn preferred(weight: i32, key: &str, label: &str, value: &str) -> WeightedPodAffinityTerm {
+        WeightedPodAffinityTerm {
+            weight,
+            term: affinity_term(key, label, value),
+        }
+    }
+
+    #[test]
+    fn inter_pod_affinity_both_directions() {
+        let china = |n: &str| node(n).label("region", "China").build();
+        let india = |n: &str| node(n).label("region", "India").build();
+        let az1 = |n: &str| node(n).label("az", "az1").build();
+        let s1 = |n: &str, on: &str| pod("d", n).node(on).label("security", "S1");
+        let s2 = |n: &str, on: &str| pod("d", n).node(on).label("security", "S2");
+        // TestPreferredAffinity "Affinity: pod that matches topology key & pods in nodes will
+        // get high score ...": 100, 0, 0
+        let stay_with_s1 = Affinity {
+            pod_affinity_preferred: vec![preferred(5, "region", "security", "S1")],
+            ..Default::default()
+        };
+        let incoming = pod("d", "in")
+            .label("security", "S1")
+            .affinity(stay_with_s1.clone());
+        assert_eq!(
+            scores(
+                INTER_POD_AFFINITY,
+                vec![china("node1"), india("node2"), az1("node3")],
+                vec![s1("a", "node1"), s2("b", "node2"), s1("c", "node3")],
+                incoming
+            ),
+            vec![100, 0, 0]
+        );
+        // "nodes in one region has more matching pods ...": China 100, India 0
+        let stay_with_s2 = Affinity {
+            pod_affinity_preferred: vec![preferred(6, "region", "security", "S2")],
+            ..Default::default()
+        };
+        let nodes = vec![
+            china("node1"),
+            india("node2"),
+            china("node3"),
+            china("node4"),
+            india("node5"),
+        ];
+        let existing = vec![
+            s2("a", "node1"),
+            s2("b", "node1"),
+            s2("c", "node2"),
+            s2("d", "node3"),
+            s2("e", "node4"),
+            s2("f", "node5"),
+        ];
+        let incoming = pod("d", "in")
+            .label("security", "S1")
+            .affinity(stay_with_s2);
+        assert_eq!(
+            scores(INTER_POD_AFFINITY, nodes, existing, incoming),
+            vec![100, 0, 100, 100, 0]
+        );
+        // "Anti Affinity: one node has more matching pods comparing to other node ...": 0, 100
+        let away_from_s1 = Affinity {
+            pod_anti_affinity_preferred: vec![preferred(5, "az", "security", "S1")],
+            ..Default::default()
+        };
+        let incoming = pod("d", "in")
+            .label("security", "S1")
+            .affinity(away_from_s1.clone());
+        assert_eq!(
+            scores(
+                INTER_POD_AFFINITY,
+                vec![az1("node1"), india("node2")],
+                vec![s1("a", "node1"), s1("b", "node1"), s2("c", "node2")],
+                incoming
+            ),
+            vec![0, 100]
+        );
+        // "Anti Affinity symmetry: the existing pods in node which has anti affinity match
+        // will get high score": the existing pods' terms score the incoming pod
+        let away_from_s2 = Affinity {
+            pod_anti_affinity_preferred: vec![preferred(5, "az", "security", "S2")],
+            ..Default::default()
+        };
+        let az2 = node("node2").label("az", "az2").build();
+        let existing = vec![
+            s1("a", "node1").affinity(away_from_s2),
+            s2("b", "node2").affinity(away_from_s1),
+        ];
+        assert_eq!(
+            scores(
+                INTER_POD_AFFINITY,
+                vec![az1("node1"), az2],
+                existing,
+                pod("d", "in").label("security", "S2")
+            ),
+            vec![0, 100]
+        );
+        // TestPreferredAffinityWithHardPodAffinitySymmetricWeight "with default weight" and
+        // "with zero weight": existing pods' required affinity scores by hardPodAffinityWeight
+        let hard = Affinity {
+            pod_affinity_required: vec![affinity_term("region", "service", "S1")],
+            ..Default::default()
+        };
+        let nodes = || vec![china("node1"), india("node2"), az1("node3")];
+        let existing = || {
+            vec![
+                pod("d", "a").node("node1").affinity(hard.clone()),
+                pod("d", "b").node("node2").affinity(hard.clone()),
+            ]
+        };
+        let incoming = || pod("d", "in").label("service", "S1");
+        assert_eq!(
+            scores(INTER_POD_AFFINITY, nodes(), existing(), incoming()),
+            vec![100, 100, 0]
+        );
+        let mut zero = only(INTER_POD_AFFINITY);
+        zero.hard_pod_affinity_weight = 0;
+        assert_eq!(
+            scores_with(&zero, nodes(), existing(), incoming()),
+            vec![0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn pod_topology_spread_soft_constraints() {
+        let host = |n: &str| node(n).build();
+        let foo = |n: &str, on: &str| pod("d", n).node(on).label("foo", "");
+        let incoming = |skew: i32| {
+            pod("d", "in")
+                .label("foo", "")
+                .spread(skew, LABEL_HOSTNAME, ScheduleAnyway, "foo", "")
+        };
+        // TestPodTopologySpreadScore "one constraint on node, all 4 nodes are candidates"
+        // (2/1/0/3): 20, 60, 100, 0; and with maxSkew 2: 33, 66, 100, 16
+        let nodes = || {
+            vec![
+                host("node-a"),
+                host("node-b"),
+                host("node-c"),
+                host("node-d"),
+            ]
+        };
+        let existing = || {
+            vec![
+                foo("a1", "node-a"),
+                foo("a2", "node-a"),
+                foo("b1", "node-b"),
+                foo("d1", "node-d"),
+                foo("d2", "node-d"),
+                foo("d3", "node-d"),
+            ]
+        };
+        assert_eq!(
+            scores(POD_TOPOLOGY_SPREAD, nodes(), existing(), incoming(1)),
+            vec![20, 60, 100, 0]
+        );
+        assert_eq!(
+            scores(POD_TOPOLOGY_SPREAD, nodes(), existing(), incoming(2)),
+            vec![33, 66, 100, 16]
+        );
+        // "one constraint on node, all 4 nodes are candidates, maxSkew=3" (4/3/2/1): 44, 66,
+        // 77, 100
+        let spread4321 = || {
+            let mut v = Vec::new();
+            for (node_name, count) in [("node-a", 4), ("node-b", 3), ("node-c", 2), ("node-d", 1)] {
+                for i in 0..count {
+                    v.push(foo(&format!("{node_name}-{i}"), node_name));
+                }
+            }
+            v
+        };
+        assert_eq!(
+            scores(POD_TOPOLOGY_SPREAD, nodes(), spread4321(), incoming(3)),
+            vec![44, 66, 77, 100]
+        );
+        // "system defaulting, nodes don't have zone, pods match service": the same scores from
+        // the default constraints alone (here the pods share their ReplicaSet)
+        assert_eq!(
+            scores(
+                POD_TOPOLOGY_SPREAD,
+                nodes(),
+                spread4321(),
+                pod("d", "in").label("foo", "")
+            ),
+            vec![44, 66, 77, 100]
+        );
+        // ... and with defaultingType List and no constraints, nothing to score
+        let mut list = only(POD_TOPOLOGY_SPREAD);
+        list.default_constraints = DefaultConstraints::List(Vec::new());
+        assert_eq!(
+            scores_with(&list, nodes(), spread4321(), pod("d", "in")),
+            vec![0, 0, 0, 0]
+        );
+        // "one constraint on zone, 3 out of 4 nodes are candidates" (4/2/1/~3~): 75, 75, 100
+        let zone = |n: &str, z: &str| node(n).label("zone", z).build();
+        let nodes = vec![
+            zone("node-a", "zone1"),
+            zone("node-b", "zone1"),
+            zone("node-x", "zone2"),
+            zone("node-y", "zone2"),
+        ];
+        let mut existing = Vec::new();
+        for (node_name, count) in [("node-a", 4), ("node-b", 2), ("node-x", 1), ("node-y", 3)] {
+            for i in 0..count {
+                existing.push(foo(&format!("{node_name}-{i}"), node_name));
+            }
+        }
+        let incoming = pod("d", "in")
+            .label("foo", "")
+            .spread(1, "zone", ScheduleAnyway, "foo", "");
+        let mut all: Vec<_> = existing.into_iter().map(PodBuilder::build).collect();
+        all.push(incoming.build());
+        let s = snapshot(nodes, all);
+        let sim = Simulation::new(&s);
+        let id = s.pods.iter().position(|p| &*p.name == "in").unwrap() as PodId;
+        assert_eq!(
+            total_scores(&sim, &only(POD_TOPOLOGY_SPREAD), id, &[0, 1, 2]),
+            vec![75, 75, 100]
+        );
+    }
+
+    #[test]
+    fn image_locality() {
+        const MB: i64 = 1024 * 1024;
+        // TestImageLocalityPriority "two images on one node, prefer this node": 7, 0
+        let nodes = vec![
+            node("node1")
+                .image("gcr.io/40:latest", 40 * MB)
+                .image("gcr.io/300:latest", 300 * MB)
+                .image("gcr.io/300:v1", 300 * MB)
+                .build(),
+            node("node2")
+                .image("gcr.io/250:latest", 250 * MB)
+                .image("gcr.io/10:latest", 10 * MB)
+                .build(),
+        ];
+        let incoming = pod("d", "in").images(&["gcr.io/40", "gcr.io/300"]);
+        assert_eq!(scores(IMAGE_LOCALITY, nodes, vec![], incoming), vec![7, 0]);
+        // "two images spread on two nodes, prefer the larger image one": 0, 5
+        let nodes = vec![
+            node("node1")
+                .image("gcr.io/40:latest", 40 * MB)
+                .image("gcr.io/300:latest", 300 * MB)
+                .build(),
+            node("node2")
+                .image("gcr.io/250:latest", 250 * MB)
+                .image("gcr.io/10:latest", 10 * MB)
+                .build(),
+        ];
+        let incoming = pod("d", "in").images(&["gcr.io/40", "gcr.io/250"]);
+        assert_eq!(scores(IMAGE_LOCALITY, nodes, vec![], incoming), vec![0, 5]);
+        // TestNormalizedImageName
+        assert_eq!(normalized_image_name("root"), "root:latest");
+        assert_eq!(
+            normalized_image_name("gcr.io:5000/root"),
+            "gcr.io:5000/root:latest"
+        );
+        assert_eq!(normalized_image_name("root:tag"), "root:tag");
+        assert_eq!(
+            normalized_image_name("gcr.io:5000/root:tag"),
+            "gcr.io:5000/root:tag"
+        );
+    }
+
+    #[test]
+    fn weights_sum_and_ties_are_alternatives() {
+        use TaintEffect::PreferNoSchedule;
+        // three equal empty nodes, one with a PreferNoSchedule taint: the two others tie
+        let nodes = vec![
+            node("a").build(),
+            node("b").taint("x", "", PreferNoSchedule).build(),
+            node("c").build(),
+        ];
+        let s = snapshot(nodes, vec![pod("d", "in").cpu(500).memory(1 << 30).build()]);
+        let sim = Simulation::new(&s);
+        let p = ScoreProfile::default();
+        let totals = total_scores(&sim, &p, 0, &[0, 1, 2]);
+        // TaintToleration weight 3: 300 for a and c, 0 for b; the rest equal
+        assert_eq!(totals[0] - totals[1], 300);
+        assert_eq!(totals[0], totals[2]);
+        let prediction = sim.predict(0, &[0, 1, 2]).unwrap();
+        assert_eq!(prediction.node, 0);
+        assert_eq!(prediction.alternatives, vec![2]);
+        // with the taint's weight set to 0 all three tie
+        let mut flat = p.clone();
+        flat.taint_toleration_weight = 0;
+        let sim = Simulation::with_profile(&s, std::sync::Arc::new(flat));
+        assert_eq!(sim.predict(0, &[0, 1, 2]).unwrap().alternatives, vec![1, 2]);
+        // one feasible node: nothing to score, no alternatives
+        assert_eq!(
+            sim.predict(0, &[1]).unwrap(),
+            crate::sim::Prediction {
+                node: 1,
+                alternatives: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn default_spreading_spreads_a_replica_set_over_new_nodes() {
+        // the case the issue measured: three replicas leave a full node; three equal empty
+        // nodes: kube-scheduler's default spreading puts one on each
+        let mut nodes = vec![node("full").cpu(4000).unschedulable().build()];
+        for n in ["new-1", "new-2", "new-3"] {
+            nodes.push(node(n).label(LABEL_ZONE, "z1").build());
+        }
+        let pods = (0..3)
+            .map(|i| {
+                pod("d", &format!("r{i}"))
+                    .node("full")
+                    .cpu(100)
+                    .memory(64 << 20)
+                    .label("app", "web")
+                    .build()
+            })
+            .collect();
+        let s = snapshot(nodes, pods);
+        let mut sim = Simulation::new(&s);
+        let targets = [1, 2, 3];
+        let mut got = Vec::new();
+        for p in 0..3 {
+            sim.remove(p);
+        }
+        for p in 0..3 {
+            got.push(sim.schedule(p, &targets).unwrap());
+        }
+        got.sort();
+        assert_eq!(got, vec![1, 2, 3]);
+    }
+}
