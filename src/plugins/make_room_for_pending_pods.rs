@@ -395,13 +395,20 @@ impl MakeRoomForPendingPods {
             && p.is_active()
             && !p.terminating
             && (self.args.move_higher_priority || priority(snap, pod) <= unit.priority)
-            && !(cx.evicts_whole_gangs() && !snap.gangs_of_pod(pod).is_empty())
+            && (!cx.evicts_whole_gangs() || snap.gangs_of_pod(pod).is_empty())
     }
 
     /// The candidates to move for a unit, in search order: the movable pods of the nodes
     /// where a pod of the unit would fit once they are gone, the nodes that need the fewest
-    /// moves first (nodes where it fits already last), each node's pods by [`move_cost`].
-    fn candidates(&self, cx: &Context<'_, '_>, planning: &[bool], unit: &Unit) -> Vec<PodId> {
+    /// moves first (nodes where it fits already last), each node's pods by [`move_cost`];
+    /// then, from the returned index on, the movable pods of the other nodes (moving one of
+    /// them can make room for a replacement: a chain of moves).
+    fn candidates(
+        &self,
+        cx: &Context<'_, '_>,
+        planning: &[bool],
+        unit: &Unit,
+    ) -> (Vec<PodId>, usize) {
         let snap = cx.snap();
         let sim = cx.placement().sim();
         let mut ranked: Vec<(usize, NodeId, Vec<PodId>)> = Vec::new();
@@ -436,16 +443,37 @@ impl MakeRoomForPendingPods {
                 load.sub_pod(&snap.pod(movable[needed]).requests);
                 needed += 1;
             }
-            let rank = if needed == 0 { usize::MAX } else { needed };
+            let rank = if needed == 0 { usize::MAX - 1 } else { needed };
             ranked.push((rank, n, movable));
+        }
+        // Then the movable pods of the other nodes: moving one may make room there for a
+        // replacement from the nodes above (a chain of moves).
+        for &n in cx.nodes() {
+            if ranked.iter().any(|(_, m, _)| *m == n) {
+                continue;
+            }
+            let mut movable: Vec<PodId> = snap
+                .pods_on_node(n)
+                .iter()
+                .copied()
+                .filter(|&q| !sim.is_gone(q) && self.may_move(cx, planning, unit, q))
+                .collect();
+            if !movable.is_empty() {
+                movable.sort_by_key(|&q| move_cost(snap, q));
+                ranked.push((usize::MAX, n, movable));
+            }
         }
         ranked.sort_by_key(|(rank, n, _)| (*rank, *n));
         let max = self.args.max_candidates as usize;
         let mut out = Vec::new();
-        'nodes: for (_, _, movable) in ranked {
+        let mut chain_start = None;
+        'nodes: for (rank, _, movable) in ranked {
             for q in movable {
                 if out.len() >= max {
                     break 'nodes;
+                }
+                if rank == usize::MAX && chain_start.is_none() {
+                    chain_start = Some(out.len());
                 }
                 if cx.filter(q).is_ok()
                     && cx.ledger().admit(q).is_ok()
@@ -455,7 +483,8 @@ impl MakeRoomForPendingPods {
                 }
             }
         }
-        out
+        let chain_start = chain_start.unwrap_or(out.len()).min(out.len());
+        (out, chain_start)
     }
 
     /// Whether, with `moves` gone, some node of theirs has the resources for a pod of the
@@ -486,6 +515,7 @@ impl MakeRoomForPendingPods {
         cx: &Context<'_, '_>,
         unit: &Unit,
         pool: &[PodId],
+        chain_start: usize,
         budget: &mut u32,
     ) -> Search {
         let sim = cx.placement().sim();
@@ -494,16 +524,32 @@ impl MakeRoomForPendingPods {
         for k in 1..=max_k {
             let mut idx: Vec<usize> = (0..k).collect();
             loop {
-                let moves: Vec<PodId> = idx.iter().map(|&i| pool[i]).collect();
+                // pods of a chain go first: their room is what the others' replacements need
+                let moves: Vec<PodId> = idx
+                    .iter()
+                    .filter(|&&i| i >= chain_start)
+                    .chain(idx.iter().filter(|&&i| i < chain_start))
+                    .map(|&i| pool[i])
+                    .collect();
                 if Self::frees_a_node(cx, unit, &moves)
                     && cx.ledger().admit_together(&moves).is_ok()
                 {
-                    if *budget == 0 {
-                        return Search::NotFound { budget_spent: true };
-                    }
-                    *budget -= 1;
-                    if let Some(t) = simulate(sim, nodes, &moves, &unit.pods) {
-                        return Search::Found(moves, t);
+                    // in search order, then (for two or more) the other way round: which
+                    // replacement takes which room depends on the order
+                    let reversed: Vec<PodId> = moves.iter().rev().copied().collect();
+                    let orders = if k > 1 {
+                        vec![moves, reversed]
+                    } else {
+                        vec![moves]
+                    };
+                    for order in orders {
+                        if *budget == 0 {
+                            return Search::NotFound { budget_spent: true };
+                        }
+                        *budget -= 1;
+                        if let Some(t) = simulate(sim, nodes, &order, &unit.pods) {
+                            return Search::Found(order, t);
+                        }
                     }
                 }
                 if !next_combination(&mut idx, pool.len()) {
@@ -624,13 +670,13 @@ impl Plugin for MakeRoomForPendingPods {
                 );
                 continue;
             }
-            let pool = self.candidates(cx, &planning, unit);
+            let (pool, chain_start) = self.candidates(cx, &planning, unit);
             let found = if pool.is_empty() {
                 Search::NotFound {
                     budget_spent: false,
                 }
             } else {
-                self.search(cx, unit, &pool, &mut budget)
+                self.search(cx, unit, &pool, chain_start, &mut budget)
             };
             match found {
                 Search::Found(moves, trial) => {
@@ -793,8 +839,21 @@ mod tests {
         ev: &DefaultEvictor,
         limits: Limits,
     ) -> Outcome {
+        run_scored(snap, p, ev, limits, None)
+    }
+
+    fn run_scored(
+        snap: &ClusterSnapshot,
+        p: &MakeRoomForPendingPods,
+        ev: &DefaultEvictor,
+        limits: Limits,
+        profile: Option<std::sync::Arc<crate::sim::ScoreProfile>>,
+    ) -> Outcome {
         let nodes = snap.ready_nodes(&Default::default());
         let mut state = PlanningState::new(snap, limits);
+        if let Some(profile) = profile {
+            state.placement_mut().set_profile(profile);
+        }
         run_on(p, &mut state, ev, &nodes, NOW);
         let out = state.into_output();
         Outcome {
@@ -1126,15 +1185,16 @@ mod tests {
         }
         parts.pod_groups.push(pod_group("ml", "train", 4));
         let snap = ClusterSnapshot::build(parts);
-        // sets of 1, 2 and 3 (14) fail before the set of 4
-        let out = run(&snap, json!({"maxSimulations": 10}));
+        // sets of 1 (4 simulations), of 2 and 3 (each in two orders: 12 and 8) fail before
+        // the set of 4 (the 25th)
+        let out = run(&snap, json!({"maxSimulations": 24}));
         assert!(out.evicted.is_empty());
         let why = out.pending[0].reason.as_deref().unwrap();
         assert!(
-            why.contains("within the search budget (maxSimulations 10)"),
+            why.contains("within the search budget (maxSimulations 24)"),
             "{why}"
         );
-        assert_eq!(run(&snap, json!({"maxSimulations": 15})).evicted.len(), 4);
+        assert_eq!(run(&snap, json!({"maxSimulations": 25})).evicted.len(), 4);
     }
 
     #[test]
@@ -1168,5 +1228,286 @@ mod tests {
         assert!(json["pending"][1].get("reason").is_none());
         let table = report.render(crate::report::Format::Table);
         assert!(table.contains("Pending pods and gangs:"), "{table}");
+    }
+
+    /// A small deterministic generator (splitmix64) for the random clusters below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn chance(&mut self, percent: u64) -> bool {
+            self.below(100) < percent
+        }
+    }
+
+    /// A small random cluster: GPU nodes with movable and pinned pods (some GPU, some cpu
+    /// only, some of a higher priority, some under a budget), and a pending pod or gang.
+    fn random_cluster(rng: &mut Rng) -> SnapshotParts {
+        let mut parts = SnapshotParts::default();
+        let nodes = 3 + rng.below(2);
+        for n in 0..nodes {
+            let name = format!("n{n}");
+            let gpus = if rng.chance(25) { 4 } else { 2 };
+            parts.nodes.push(
+                node(&name)
+                    .cpu(4000)
+                    .memory(16 * GI)
+                    .resource(GPU, gpus)
+                    .build(),
+            );
+            let mut free = gpus;
+            for i in 0..1 + rng.below(3) {
+                let pname = format!("p{n}-{i}");
+                let cpu = 100 * (1 + rng.below(25) as i64);
+                let mut b = pod("w", &pname).node(&name).cpu(cpu).memory(GI);
+                if free > 0 && rng.chance(75) {
+                    let g = (1 + rng.below(2) as i64).min(free);
+                    free -= g;
+                    b = b.resource(GPU, g);
+                }
+                if rng.chance(20) {
+                    b = b.bare();
+                }
+                if rng.chance(15) {
+                    b = b.priority(100);
+                }
+                if rng.chance(20) {
+                    b = b.label("app", "guarded");
+                }
+                parts.pods.push(b.build());
+            }
+        }
+        if rng.chance(50) {
+            parts
+                .pdbs
+                .push(pdb("w", "guarded", "app", "guarded", rng.below(2) as i32));
+        }
+        let gang = 1 + rng.below(3);
+        for g in 0..gang {
+            let mut b = pending("ml", &format!("m{g}"))
+                .cpu(100 * (1 + rng.below(10) as i64))
+                .resource(GPU, if rng.chance(70) { 2 } else { 1 });
+            if gang > 1 {
+                b = b.pod_group("job");
+            }
+            parts.pods.push(b.build());
+        }
+        if gang > 1 {
+            parts.pod_groups.push(pod_group("ml", "job", gang as i32));
+        }
+        parts
+    }
+
+    /// The fewest moves (at most `max`) after which the simulator places the whole unit, by
+    /// trying every set of movable pods in every order; None when no such set exists.
+    fn brute_force_minimum(
+        snap: &ClusterSnapshot,
+        profile: &std::sync::Arc<crate::sim::ScoreProfile>,
+        unit: &Unit,
+        max: usize,
+    ) -> Option<usize> {
+        let ev = evictor();
+        let sim = Simulation::with_profile(snap, profile.clone());
+        let nodes = snap.ready_nodes(&Default::default());
+        let ledger = crate::framework::Ledger::new(snap, Limits::default());
+        let movable: Vec<PodId> = (0..snap.pods.len() as PodId)
+            .filter(|&p| {
+                snap.pod_node(p).is_some()
+                    && priority(snap, p) <= unit.priority
+                    && crate::framework::EvictorPlugin::filter(&ev, snap, p, NOW).is_ok()
+                    && ledger.admit(p).is_ok()
+            })
+            .collect();
+        fn permutations(
+            items: &mut Vec<PodId>,
+            k: usize,
+            f: &mut dyn FnMut(&[PodId]) -> bool,
+        ) -> bool {
+            if k == items.len() {
+                return f(items);
+            }
+            for i in k..items.len() {
+                items.swap(k, i);
+                if permutations(items, k + 1, f) {
+                    return true;
+                }
+                items.swap(k, i);
+            }
+            false
+        }
+        for size in 0..=max.min(movable.len()) {
+            let mut idx: Vec<usize> = (0..size).collect();
+            loop {
+                let mut set: Vec<PodId> = idx.iter().map(|&i| movable[i]).collect();
+                let found = permutations(&mut set, 0, &mut |order| {
+                    ledger.admit_together(order).is_ok()
+                        && simulate(&sim, &nodes, order, &unit.pods).is_some()
+                });
+                if found {
+                    return Some(size);
+                }
+                if size == 0 || !next_combination(&mut idx, movable.len()) {
+                    break;
+                }
+            }
+        }
+        None
+    }
+
+    /// On small random clusters: every plan is sound (every moved pod placed elsewhere, the
+    /// unit placed, budgets kept, no gang broken), never smaller than the brute-force
+    /// minimum (which would be a bug in one of the two), and equal to it in most cases.
+    #[test]
+    fn plans_are_sound_and_usually_minimal_on_random_clusters() {
+        let cases: u64 = std::env::var("DESCHEDULER_FUZZ_ITERATIONS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(400);
+        let max = 3;
+        // kube-scheduler's default scoring, and a bin-packing profile (MostAllocated, GPUs
+        // weighed most), as GPU clusters often run
+        let default = std::sync::Arc::new(crate::sim::ScoreProfile::default());
+        let packing = std::sync::Arc::new(crate::sim::ScoreProfile {
+            fit_strategy: crate::sim::score::ScoringStrategy::MostAllocated,
+            fit_resources: vec![
+                crate::sim::score::ResourceSpec::new("cpu", 1),
+                crate::sim::score::ResourceSpec::new("memory", 1),
+                crate::sim::score::ResourceSpec::new(GPU, 3),
+            ],
+            balanced_weight: 0,
+            ..crate::sim::ScoreProfile::default()
+        });
+        let mut missed_seeds = Vec::new();
+        let p =
+            plugin(json!({"maxPodsToMove": max, "maxCandidates": 64, "maxSimulations": 100000}));
+        let (mut solvable, mut minimal, mut missed, mut placed_units) = (0, 0, 0, 0);
+        let mut needing_moves = 0;
+        for seed in 0..cases {
+            let mut rng = Rng(seed);
+            let profile = if seed % 2 == 0 { &default } else { &packing };
+            // a cluster where the unit does not fit as it is
+            let snap = loop {
+                let snap = ClusterSnapshot::build(random_cluster(&mut rng));
+                let unit = &pending_units(&snap, NOW, 60)[0];
+                let sim = Simulation::with_profile(&snap, profile.clone());
+                let nodes = snap.ready_nodes(&Default::default());
+                let free: i64 = (0..snap.nodes.len() as NodeId)
+                    .map(|n| snap.node(n).allocatable.get(GPU) - sim.load(n).get(GPU))
+                    .sum();
+                let wanted: i64 = unit
+                    .pods
+                    .iter()
+                    .map(|&p| snap.pod(p).requests.get(GPU))
+                    .sum();
+                if free >= wanted && simulate(&sim, &nodes, &[], &unit.pods).is_none() {
+                    break snap;
+                }
+            };
+            let units = pending_units(&snap, NOW, 60);
+            assert_eq!(units.len(), 1, "seed {seed}");
+            let unit = &units[0];
+            let out = run_scored(
+                &snap,
+                &p,
+                &evictor(),
+                Limits::default(),
+                Some(profile.clone()),
+            );
+            let u = &out.pending[0];
+            let moved = u.made_room_by.clone();
+            let planned = u.reason.is_none();
+            // soundness
+            if planned {
+                placed_units += 1;
+                assert!(u.destinations.iter().all(Option::is_some), "seed {seed}");
+                assert_eq!(
+                    out.evicted.len(),
+                    moved.len(),
+                    "seed {seed}: only the moves are planned"
+                );
+                for (pod, from, to) in &out.evicted {
+                    let to = to
+                        .as_deref()
+                        .unwrap_or_else(|| panic!("seed {seed}: {pod} has no place"));
+                    assert_ne!(to, from, "seed {seed}: {pod} moved to its own node");
+                }
+                let sim = Simulation::with_profile(&snap, profile.clone());
+                let nodes = snap.ready_nodes(&Default::default());
+                let trial = simulate(&sim, &nodes, &moved, &unit.pods)
+                    .unwrap_or_else(|| panic!("seed {seed}: the plan does not place the unit"));
+                assert_eq!(
+                    trial.placed_on.iter().map(|&n| Some(n)).collect::<Vec<_>>(),
+                    u.destinations,
+                    "seed {seed}"
+                );
+                let ledger = crate::framework::Ledger::new(&snap, Limits::default());
+                assert!(
+                    ledger.admit_together(&moved).is_ok(),
+                    "seed {seed}: budgets or gangs broken"
+                );
+                for &m in &moved {
+                    assert!(priority(&snap, m) <= unit.priority, "seed {seed}");
+                    assert!(
+                        snap.pod(m).controller().is_some(),
+                        "seed {seed}: a bare pod moved"
+                    );
+                }
+            } else {
+                assert!(
+                    out.evicted.is_empty(),
+                    "seed {seed}: moves for a unit that stays pending"
+                );
+            }
+            let best = brute_force_minimum(&snap, profile, unit, max as usize);
+            match (best, planned) {
+                (Some(b), true) => {
+                    solvable += 1;
+                    needing_moves += usize::from(b > 0);
+                    assert!(
+                        moved.len() >= b,
+                        "seed {seed}: fewer moves than the minimum"
+                    );
+                    if moved.len() == b {
+                        minimal += 1;
+                    } else {
+                        missed_seeds.push(seed);
+                    }
+                }
+                (Some(b), false) => {
+                    solvable += 1;
+                    needing_moves += usize::from(b > 0);
+                    missed += 1;
+                    missed_seeds.push(seed);
+                }
+                (None, true) => panic!("seed {seed}: planned where no set of moves works"),
+                (None, false) => {}
+            }
+        }
+        let rate = minimal as f64 / solvable.max(1) as f64;
+        eprintln!(
+            "{cases} random clusters: {solvable} solvable within {max} moves ({needing_moves} of them only with moves), {placed_units} placed, {minimal} with the brute-force minimum ({:.1}%), {missed} missed (seeds not minimal: {missed_seeds:?})",
+            100.0 * rate
+        );
+        assert_eq!(needing_moves, solvable, "every case needs moves");
+        assert!(
+            solvable * 5 >= cases as usize,
+            "the generator makes too few solvable cases"
+        );
+        // 100% of the 400 cases by default; 98.8% of 3,000 (the misses find no set, none
+        // finds a larger one)
+        assert!(
+            rate >= 0.9,
+            "minimal in {:.1}% of the solvable cases",
+            100.0 * rate
+        );
     }
 }
