@@ -124,6 +124,12 @@ fn node_object(node: &Node) -> Value {
         "status": {
             "allocatable": resource_list(node.allocatable.iter()),
             "conditions": [{"type": "Ready", "status": if node.ready { "True" } else { "False" }}],
+            // One entry per name: the model keeps each name with its image's size.
+            "images": node
+                .images
+                .iter()
+                .map(|(name, size)| json!({"names": [&**name], "sizeBytes": size}))
+                .collect::<Vec<_>>(),
         },
     })
 }
@@ -492,6 +498,7 @@ items:
   status:
     allocatable: {cpu: "4", memory: 8Gi, pods: "110", nvidia.com/gpu: "2"}
     conditions: [{type: Ready, status: "False"}]
+    images: [{names: [img/b@sha256:1, img/b:2], sizeBytes: 300}, {names: [img/a:1], sizeBytes: 5}]
 - apiVersion: v1
   kind: Pod
   metadata:
@@ -591,6 +598,8 @@ items:
         let snap = crate::snapshot::decode::load_bytes("fields.yaml", text.as_bytes()).unwrap();
         let back = round_trip(&snap);
         assert_eq!(model(&snap), model(&back));
+        assert_eq!(back.nodes[0].image_size("img/b:2"), Some(300));
+        assert_eq!(back.nodes[0].images.len(), 3);
         let p = &snap.pods.iter().find(|p| &*p.name == "p1").unwrap();
         // What the round trip is checked on: the figures the decoder computes.
         assert_eq!((p.requests.cpu, p.qos), (760, Qos::Burstable));
