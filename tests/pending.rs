@@ -303,3 +303,64 @@ async fn one_cycle_makes_room_for_a_pending_gpu_gang() {
         }
     }
 }
+
+/// The shipped example (`examples/pending/`): the four inference pods move to the notebook
+/// nodes and the training gang goes to the nodes they leave; the evaluation pod that no node
+/// can hold is reported with the scheduler's reason; the notebooks (a higher priority than
+/// the gang) and the feature caches (local storage) stay.
+#[test]
+fn the_pending_example_makes_room_for_the_gang() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pending");
+    let out = std::process::Command::new(bin())
+        .args([
+            "--policy-config-file",
+            root.join("policy.yaml").to_str().unwrap(),
+        ])
+        .args(["--snapshot", root.join("cluster.yaml").to_str().unwrap()])
+        .args(["--now", "2026-12-01T00:00:00Z", "-o", "json"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let moved: Vec<(&str, &str, &str)> = report["evictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["pod"].as_str().unwrap(),
+                r["node"].as_str().unwrap(),
+                r["destination"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moved,
+        [
+            ("serve/serve-7c9d8-q7x2k", "gpu-1", "gpu-5"),
+            ("serve/serve-7c9d8-m4d9s", "gpu-2", "gpu-6"),
+            ("serve/serve-7c9d8-p2w8f", "gpu-3", "gpu-7"),
+            ("serve/serve-7c9d8-z6c3n", "gpu-4", "gpu-8"),
+        ]
+    );
+    assert_eq!(
+        report["pending"],
+        serde_json::json!([
+            {"pod": "ml/eval-large", "destination": null, "madeRoomBy": [],
+             "reason": "0/8 nodes are available: 8 Insufficient nvidia.com/gpu; no set of at most 4 running pods to move makes room (no node would have room for it even with every pod that may move gone)"},
+            {"group": "ml/train",
+             "pods": ["ml/train-worker-0", "ml/train-worker-1", "ml/train-worker-2", "ml/train-worker-3"],
+             "destinations": {"ml/train-worker-0": "gpu-1", "ml/train-worker-1": "gpu-2",
+                              "ml/train-worker-2": "gpu-3", "ml/train-worker-3": "gpu-4"},
+             "madeRoomBy": ["serve/serve-7c9d8-q7x2k", "serve/serve-7c9d8-m4d9s",
+                            "serve/serve-7c9d8-p2w8f", "serve/serve-7c9d8-z6c3n"]}
+        ])
+    );
+}

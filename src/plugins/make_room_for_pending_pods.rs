@@ -447,8 +447,13 @@ impl MakeRoomForPendingPods {
             ranked.push((rank, n, movable));
         }
         // Then the movable pods of the other nodes: moving one may make room there for a
-        // replacement from the nodes above (a chain of moves).
+        // replacement from the nodes above (a chain of moves). None when no node would have
+        // room for the unit even with all its movable pods gone.
+        let relevant = ranked.len();
         for &n in cx.nodes() {
+            if relevant == 0 {
+                break;
+            }
             if ranked.iter().any(|(_, m, _)| *m == n) {
                 continue;
             }
@@ -725,7 +730,7 @@ impl Plugin for MakeRoomForPendingPods {
                         self.args.max_pods_to_move
                     );
                     if pool.is_empty() {
-                        why.push_str(" (no running pod near it may move)");
+                        why.push_str(" (no node would have room for it even with every pod that may move gone)");
                     }
                     if budget_spent {
                         why.push_str(&format!(
@@ -1060,7 +1065,7 @@ mod tests {
             .reason
             .as_deref()
             .unwrap()
-            .contains("no running pod near it may move"));
+            .contains("even with every pod that may move gone"));
         let out = run(&snap, json!({"moveHigherPriority": true}));
         assert_eq!(out.evicted.len(), 1);
         // the same priority may move
