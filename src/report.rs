@@ -1230,6 +1230,10 @@ mod tests {
         assert!(table.contains("t0=n1,t1=n3"), "{table}");
         assert!(table.contains("web/b,web/c"), "{table}");
         assert!(table.contains("3 Insufficient cpu"), "{table}");
+        // the page carries the list and the section that shows it
+        let page = report.render(Format::Html);
+        assert!(page.contains(r#"<section id="pending" hidden>"#));
+        assert!(page.contains("ml/train") && page.contains("madeRoomBy"));
     }
 
     #[test]

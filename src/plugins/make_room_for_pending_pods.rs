@@ -355,6 +355,92 @@ fn next_combination(idx: &mut [usize], n: usize) -> bool {
     false
 }
 
+/// For a unit of several pods of one shape (a gang's workers): how many of them each node has
+/// the resources for, as the plan leaves the cluster. A set of moves after which the nodes
+/// have room for fewer pods than the unit holds cannot place it (replacements only add load,
+/// and the other filters only refuse more), so it is not simulated.
+struct Capacity {
+    /// By node id; nodes kube-scheduler may not choose count nothing.
+    on_node: Vec<usize>,
+    total: usize,
+    /// The unit's first pod (all have its shape) and how many the unit holds.
+    shape: PodId,
+    want: usize,
+}
+
+impl Capacity {
+    fn of(cx: &Context<'_, '_>, unit: &Unit) -> Option<Capacity> {
+        let snap = cx.snap();
+        let first = snap.pod(unit.pods[0]);
+        let same_shape = unit.pods.iter().all(|&p| {
+            let q = snap.pod(p);
+            q.requests == first.requests
+                && q.node_selector == first.node_selector
+                && q.tolerations == first.tolerations
+                && q.affinity == first.affinity
+        });
+        if unit.pods.len() < 2 || !same_shape {
+            return None;
+        }
+        let want = unit.pods.len();
+        let sim = cx.placement().sim();
+        let mut on_node = vec![0; snap.nodes.len()];
+        for &n in cx.placement().nodes() {
+            on_node[n as usize] = Self::copies(cx, unit.pods[0], want, n, sim.load(n).clone());
+        }
+        let total = on_node.iter().sum();
+        Some(Capacity {
+            on_node,
+            total,
+            shape: unit.pods[0],
+            want,
+        })
+    }
+
+    /// How many pods of the unit's shape fit on a node requesting `load` (at most the unit's).
+    fn copies(
+        cx: &Context<'_, '_>,
+        shape: PodId,
+        want: usize,
+        n: NodeId,
+        mut load: crate::snapshot::Resources,
+    ) -> usize {
+        let snap = cx.snap();
+        let pod = snap.pod(shape);
+        let node = snap.node(n);
+        let mut count = 0;
+        while count < want && node_fits(pod, node, &load).is_ok() {
+            load.add_pod(&pod.requests);
+            count += 1;
+        }
+        count
+    }
+
+    /// Whether, with `moves` gone, the nodes have the resources for the whole unit.
+    fn enough(&self, cx: &Context<'_, '_>, moves: &[PodId]) -> bool {
+        let snap = cx.snap();
+        let sim = cx.placement().sim();
+        let mut nodes: Vec<NodeId> = moves.iter().filter_map(|&m| snap.pod_node(m)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut total = self.total;
+        for n in nodes {
+            if !cx.placement().nodes().contains(&n) {
+                continue;
+            }
+            let mut load = sim.load(n).clone();
+            for &m in moves {
+                if snap.pod_node(m) == Some(n) {
+                    load.sub_pod(&snap.pod(m).requests);
+                }
+            }
+            total =
+                total - self.on_node[n as usize] + Self::copies(cx, self.shape, self.want, n, load);
+        }
+        total >= self.want
+    }
+}
+
 /// How the search for one unit ended.
 enum Search {
     Found(Vec<PodId>, Trial),
@@ -525,6 +611,7 @@ impl MakeRoomForPendingPods {
     ) -> Search {
         let sim = cx.placement().sim();
         let nodes = cx.placement().nodes();
+        let capacity = Capacity::of(cx, unit);
         let max_k = (self.args.max_pods_to_move as usize).min(pool.len());
         for k in 1..=max_k {
             let mut idx: Vec<usize> = (0..k).collect();
@@ -537,6 +624,7 @@ impl MakeRoomForPendingPods {
                     .map(|&i| pool[i])
                     .collect();
                 if Self::frees_a_node(cx, unit, &moves)
+                    && capacity.as_ref().is_none_or(|c| c.enough(cx, &moves))
                     && cx.ledger().admit_together(&moves).is_ok()
                 {
                     // in search order, then (for two or more) the other way round: which
@@ -1189,17 +1277,38 @@ mod tests {
                 .push(pending("ml", &format!("t{i}")).pod_group("train").build());
         }
         parts.pod_groups.push(pod_group("ml", "train", 4));
+        let snap = ClusterSnapshot::build(parts.clone());
+        // sets of 1, 2 and 3 moves leave room for fewer than four workers: refused without a
+        // simulation, so the first simulated set (of 4) is the one
+        assert_eq!(run(&snap, json!({"maxSimulations": 1})).evicted.len(), 4);
+        // three spare GPUs only: the set of 4 is simulated in both orders and fails
+        parts.nodes.retain(|n| &*n.name != "spare-4");
+        parts.pods.retain(|p| &*p.name != "gpu-4");
         let snap = ClusterSnapshot::build(parts);
-        // sets of 1 (4 simulations), of 2 and 3 (each in two orders: 12 and 8) fail before
-        // the set of 4 (the 25th)
-        let out = run(&snap, json!({"maxSimulations": 24}));
+        let out = run(&snap, json!({"maxSimulations": 1}));
         assert!(out.evicted.is_empty());
         let why = out.pending[0].reason.as_deref().unwrap();
         assert!(
-            why.contains("within the search budget (maxSimulations 24)"),
+            why.contains("within the search budget (maxSimulations 1)"),
             "{why}"
         );
-        assert_eq!(run(&snap, json!({"maxSimulations": 25})).evicted.len(), 4);
+        let out = run(&snap, json!({"maxSimulations": 2}));
+        let why = out.pending[0].reason.as_deref().unwrap();
+        assert!(!why.contains("budget"), "{why}");
+        // a budget spent by one unit leaves none for the next
+        let mut two = fragmented(4, 3);
+        for i in 0..4 {
+            two.pods
+                .push(pending("ml", &format!("t{i}")).pod_group("train").build());
+        }
+        two.pod_groups.push(pod_group("ml", "train", 4));
+        two.pods.push(pending_at("ml", "later", NOW - 120).build());
+        let snap = ClusterSnapshot::build(two);
+        let out = run(&snap, json!({"maxSimulations": 2}));
+        assert_eq!(out.pending.len(), 2);
+        let why = out.pending[1].reason.as_deref().unwrap();
+        assert!(why.contains("within the search budget"), "{why}");
+        assert!(run(&snap, json!({"maxSimulations": 3})).evicted.len() == 1);
     }
 
     #[test]
