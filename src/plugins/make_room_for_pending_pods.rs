@@ -486,7 +486,8 @@ impl MakeRoomForPendingPods {
 
     /// The candidates to move for a unit, in search order: the movable pods of the nodes
     /// where a pod of the unit would fit once they are gone, the nodes that need the fewest
-    /// moves first (nodes where it fits already last), each node's pods by [`move_cost`];
+    /// moves first (nodes where it fits already last), each node's pods by [`move_cost`], the
+    /// pods that make room on each node (as many as it needs) before all others;
     /// then, from the returned index on, the movable pods of the other nodes (moving one of
     /// them can make room for a replacement: a chain of moves).
     fn candidates(
@@ -556,7 +557,28 @@ impl MakeRoomForPendingPods {
         }
         ranked.sort_by_key(|(rank, n, _)| (*rank, *n));
         let max = self.args.max_candidates as usize;
+        let admitted = |q: PodId| {
+            cx.filter(q).is_ok() && cx.ledger().admit(q).is_ok() && cx.check_pre_eviction(q).is_ok()
+        };
         let mut out = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<PodId> = Default::default();
+        // First the pods that make room on each node needing moves (as many as it needs), so
+        // that a gang finds room on several nodes among few candidates; then the rest.
+        let limit = self.args.max_pods_to_move as usize;
+        'first: for (rank, _, movable) in &ranked {
+            if *rank > limit {
+                continue;
+            }
+            for &q in &movable[..*rank] {
+                if out.len() >= max {
+                    break 'first;
+                }
+                seen.insert(q);
+                if admitted(q) {
+                    out.push(q);
+                }
+            }
+        }
         let mut chain_start = None;
         'nodes: for (rank, _, movable) in ranked {
             for q in movable {
@@ -566,10 +588,7 @@ impl MakeRoomForPendingPods {
                 if rank == usize::MAX && chain_start.is_none() {
                     chain_start = Some(out.len());
                 }
-                if cx.filter(q).is_ok()
-                    && cx.ledger().admit(q).is_ok()
-                    && cx.check_pre_eviction(q).is_ok()
-                {
+                if seen.insert(q) && admitted(q) {
                     out.push(q);
                 }
             }
