@@ -1635,7 +1635,7 @@ mod tests {
             solvable * 5 >= cases as usize,
             "the generator makes too few solvable cases"
         );
-        // 100% of the 400 cases by default; 98.8% of 3,000 (the misses find no set, none
+        // 100% of the 400 cases by default; 98.7% of 3,000 (the misses find no set, none
         // finds a larger one)
         assert!(
             rate >= 0.9,
