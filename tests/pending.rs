@@ -364,3 +364,47 @@ fn the_pending_example_makes_room_for_the_gang() {
         ])
     );
 }
+
+/// Bad args stop the binary before anything is read or evicted, with the file, the field's
+/// path and what to write instead.
+#[test]
+fn bad_args_name_the_file_the_field_and_the_fix() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pending");
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root.join("policy.yaml")).unwrap();
+    for (from, to, field, fix) in [
+        (
+            "maxPodsToMove: 4",
+            "maxPodsToMove: 0",
+            "profiles[0].pluginConfig[0].args.maxPodsToMove",
+            "must be between 1 and 64",
+        ),
+        (
+            "minPendingSeconds: 300",
+            "minPendingSeconds: -5",
+            "profiles[0].pluginConfig[0].args.minPendingSeconds",
+            "must be 0 or more seconds",
+        ),
+        (
+            "maxSimulations: 500",
+            "maxSimulation: 500",
+            "profiles[0].pluginConfig[0].args",
+            "unknown field `maxSimulation`",
+        ),
+    ] {
+        assert!(text.contains(from));
+        let policy = write_policy(dir.path(), &text.replace(from, to));
+        let out = std::process::Command::new(bin())
+            .args(["--policy-config-file", policy.to_str().unwrap()])
+            .args(["--snapshot", root.join("cluster.yaml").to_str().unwrap()])
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{stderr}");
+        assert!(out.stdout.is_empty(), "no plan is printed");
+        assert!(stderr.contains(policy.to_str().unwrap()), "{stderr}");
+        assert!(stderr.contains(field), "{stderr}");
+        assert!(stderr.contains(fix), "{stderr}");
+    }
+}
