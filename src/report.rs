@@ -23,6 +23,11 @@
 //! percentage of the Ready nodes' allocatable; `dominantResource` is the resource of the share
 //! before the plan, or after it when the tenant held nothing before; with `tenantLabel` each row
 //! also names the label as `"tenantLabel"`). Without it the field is absent.
+//! When MakeRoomForPendingPods runs, `"pending"` lists each pending unit it looked at, in plan
+//! order: `{"pod":"<ns>/<name>","destination":"..","madeRoomBy":["<ns>/<name>",..]}` for a
+//! pod, `{"group":"<ns>/<name>","pods":[..],"destinations":{"<ns>/<name>":".."},"madeRoomBy":[..]}`
+//! for the pending members of a gang; a unit no set of moves can place has
+//! `"destination":null` and a `"reason"` (the scheduler's). Absent when there are none.
 
 mod html;
 
@@ -48,6 +53,9 @@ pub struct Report {
     /// Tenants' dominant shares, when a profile orders by DominantResourceFairness.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantRow>,
+    /// Pending pods and gangs MakeRoomForPendingPods made room for (or could not).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingRow>,
     /// How many objects of each kind the plan was made from (a short read shows here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<ReadRow>,
@@ -107,6 +115,107 @@ pub struct TenantRow {
     /// The resource of the dominant share (`cpu`, `memory`, `nvidia.com/gpu`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dominant_resource: Option<String>,
+}
+
+/// A pending pod, or the pending members of a gang, and the moves that make its room: where
+/// the simulator places it (`destination` for a pod, `destinations` for a gang's pods), or,
+/// when no set of moves can, `"destination": null` and the scheduler's `reason`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingRow {
+    /// The pending pod (`ns/name`), for a unit of one pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The gang (`ns/name` of its PodGroup), for a gang's pending members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The gang's pending pods placed together (`ns/name`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<String>,
+    /// A pod's node; `null` when the unit (pod or gang) cannot be placed, absent for a gang
+    /// that can.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present_or_null"
+    )]
+    pub destination: Option<Option<String>>,
+    /// Each gang pod's node.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub destinations: BTreeMap<String, String>,
+    /// The planned moves (`ns/name`) that make the room, in plan order.
+    pub made_room_by: Vec<String>,
+    /// Why the unit cannot be placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A field that is present: its value, `null` included.
+fn present_or_null<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+impl PendingRow {
+    fn of(snap: &ClusterSnapshot, u: &crate::framework::PendingUnit) -> PendingRow {
+        let key = |p: crate::snapshot::PodId| snap.pod(p).key();
+        let node = |n: crate::snapshot::NodeId| snap.node(n).name.to_string();
+        let placed = u.reason.is_none() && u.destinations.iter().all(Option::is_some);
+        let made_room_by = u.made_room_by.iter().map(|&p| key(p)).collect();
+        match u.gang {
+            Some(g) => {
+                let gang = snap.gang(g);
+                PendingRow {
+                    pod: None,
+                    group: Some(format!("{}/{}", gang.namespace, gang.name)),
+                    pods: u.pods.iter().map(|&p| key(p)).collect(),
+                    destination: (!placed).then_some(None),
+                    destinations: u
+                        .pods
+                        .iter()
+                        .zip(&u.destinations)
+                        .filter_map(|(&p, d)| d.map(|d| (key(p), node(d))))
+                        .collect(),
+                    made_room_by,
+                    reason: u.reason.clone(),
+                }
+            }
+            None => PendingRow {
+                pod: u.pods.first().map(|&p| key(p)),
+                group: None,
+                pods: Vec::new(),
+                destination: Some(u.destinations.first().copied().flatten().map(node)),
+                destinations: BTreeMap::new(),
+                made_room_by,
+                reason: u.reason.clone(),
+            },
+        }
+    }
+
+    /// The unit's name: the pod, or `group ns/name`.
+    fn unit(&self) -> String {
+        match (&self.pod, &self.group) {
+            (Some(p), _) => p.clone(),
+            (None, Some(g)) => format!("group {g}"),
+            (None, None) => "-".into(),
+        }
+    }
+
+    /// Where the unit goes: the pod's node, or each gang pod's `name=node`; `-` when nowhere.
+    fn where_to(&self) -> String {
+        if let Some(Some(d)) = &self.destination {
+            return d.clone();
+        }
+        if self.destinations.is_empty() {
+            return "-".into();
+        }
+        self.destinations
+            .iter()
+            .map(|(p, n)| format!("{}={n}", p.rsplit('/').next().unwrap_or(p)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
 }
 
 /// A plugin that skipped the cycle, or a node a plugin left out, and why.
@@ -389,6 +498,7 @@ where
     list("notes", &rest.notes, w)?;
     list("notChosen", &rest.not_chosen, w)?;
     list("tenants", &rest.tenants, w)?;
+    list("pending", &rest.pending, w)?;
     if let Some(read) = &rest.read {
         w.write_all(b",\n  \"read\": ")?;
         write_object_field(read, w)?;
@@ -532,12 +642,18 @@ impl Report {
                     .or_else(|| t.after_resource.clone()),
             })
             .collect();
+        let pending = plan
+            .pending
+            .iter()
+            .map(|u| PendingRow::of(snap, u))
+            .collect();
         Report {
             evictions: Vec::new(),
             nodes: Vec::new(),
             notes,
             not_chosen,
             tenants,
+            pending,
             read: Some(ReadRow::of(snap)),
         }
     }
@@ -608,7 +724,10 @@ impl Report {
             .iter()
             .map(|n| 100 + n.name.len() + 60 * (n.before.len() + n.after.len()))
             .sum();
-        1024 + evictions + nodes + 300 * (self.notes.len() + self.not_chosen.len())
+        1024 + evictions
+            + nodes
+            + 300 * (self.notes.len() + self.not_chosen.len())
+            + 400 * self.pending.len()
     }
 
     fn table(&self) -> String {
@@ -775,6 +894,35 @@ impl Report {
                 .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str()])
                 .collect();
             write_table(&mut out, ["TENANT", "DOMINANT", "SHARE"], &rows);
+        }
+        if !self.pending.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "Pending pods and gangs:");
+            let rows: Vec<[String; 4]> = self
+                .pending
+                .iter()
+                .map(|p| {
+                    [
+                        p.unit(),
+                        p.where_to(),
+                        if p.made_room_by.is_empty() {
+                            "-".into()
+                        } else {
+                            p.made_room_by.join(",")
+                        },
+                        p.reason.clone().unwrap_or_else(|| "-".into()),
+                    ]
+                })
+                .collect();
+            let rows: Vec<[&str; 4]> = rows
+                .iter()
+                .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str(), r[3].as_str()])
+                .collect();
+            write_table(
+                &mut out,
+                ["PENDING", "DESTINATION", "MADE ROOM BY", "WHY NOT"],
+                &rows,
+            );
         }
         if !self.notes.is_empty() {
             let _ = writeln!(out);
@@ -965,6 +1113,26 @@ mod tests {
                 after: 26.5,
                 dominant_resource: Some("cpu".into()),
             }],
+            pending: vec![
+                PendingRow {
+                    pod: Some("ml/solo".into()),
+                    group: None,
+                    pods: Vec::new(),
+                    destination: Some(Some("n2".into())),
+                    destinations: BTreeMap::new(),
+                    made_room_by: vec!["ns/q".into()],
+                    reason: None,
+                },
+                PendingRow {
+                    pod: None,
+                    group: Some("ml/train".into()),
+                    pods: vec!["ml/t0".into()],
+                    destination: Some(None),
+                    destinations: BTreeMap::new(),
+                    made_room_by: Vec::new(),
+                    reason: Some("0/2 nodes are available".into()),
+                },
+            ],
             read: Some(ReadRow {
                 nodes: 2,
                 pods: 300,
@@ -977,19 +1145,95 @@ mod tests {
             notes: Vec::new(),
             not_chosen: Vec::new(),
             tenants: Vec::new(),
+            pending: Vec::new(),
             read: None,
         };
         let only_tenants = Report {
             tenants: full.tenants.clone(),
             ..empty.clone()
         };
-        for report in [&full, &empty, &only_tenants] {
+        let only_pending = Report {
+            pending: full.pending.clone(),
+            ..empty.clone()
+        };
+        for report in [&full, &empty, &only_tenants, &only_pending] {
             let expected = serde_json::to_string_pretty(report).unwrap() + "\n";
             assert_eq!(report.render(Format::Json), expected);
             let mut streamed = Vec::new();
             report.write_to(Format::Json, &mut streamed).unwrap();
             assert_eq!(String::from_utf8(streamed).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn pending_units_in_json_yaml_and_table() {
+        let report = Report {
+            evictions: Vec::new(),
+            nodes: Vec::new(),
+            notes: Vec::new(),
+            not_chosen: Vec::new(),
+            tenants: Vec::new(),
+            pending: vec![
+                PendingRow {
+                    pod: Some("ml/solo".into()),
+                    group: None,
+                    pods: Vec::new(),
+                    destination: Some(Some("n2".into())),
+                    destinations: BTreeMap::new(),
+                    made_room_by: vec!["web/a".into()],
+                    reason: None,
+                },
+                PendingRow {
+                    pod: None,
+                    group: Some("ml/train".into()),
+                    pods: vec!["ml/t0".into(), "ml/t1".into()],
+                    destination: None,
+                    destinations: BTreeMap::from([
+                        ("ml/t0".into(), "n1".into()),
+                        ("ml/t1".into(), "n3".into()),
+                    ]),
+                    made_room_by: vec!["web/b".into(), "web/c".into()],
+                    reason: None,
+                },
+                PendingRow {
+                    pod: Some("ml/huge".into()),
+                    group: None,
+                    pods: Vec::new(),
+                    destination: Some(None),
+                    destinations: BTreeMap::new(),
+                    made_room_by: Vec::new(),
+                    reason: Some("0/3 nodes are available: 3 Insufficient cpu".into()),
+                },
+            ],
+            read: None,
+        };
+        let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
+        assert_eq!(
+            json["pending"],
+            serde_json::json!([
+                {"pod": "ml/solo", "destination": "n2", "madeRoomBy": ["web/a"]},
+                {"group": "ml/train", "pods": ["ml/t0", "ml/t1"],
+                 "destinations": {"ml/t0": "n1", "ml/t1": "n3"}, "madeRoomBy": ["web/b", "web/c"]},
+                {"pod": "ml/huge", "destination": null, "madeRoomBy": [],
+                 "reason": "0/3 nodes are available: 3 Insufficient cpu"}
+            ])
+        );
+        // read back as written, `null` destination included
+        let back: Report = serde_json::from_str(&report.render(Format::Json)).unwrap();
+        assert_eq!(back, report);
+        let yaml = report.render(Format::Yaml);
+        assert!(yaml.contains("madeRoomBy:"), "{yaml}");
+        assert!(yaml.contains("destination: null"), "{yaml}");
+        let table = report.render(Format::Table);
+        assert!(table.contains("Pending pods and gangs:"), "{table}");
+        assert!(table.contains("group ml/train"), "{table}");
+        assert!(table.contains("t0=n1,t1=n3"), "{table}");
+        assert!(table.contains("web/b,web/c"), "{table}");
+        assert!(table.contains("3 Insufficient cpu"), "{table}");
+        // the page carries the list and the section that shows it
+        let page = report.render(Format::Html);
+        assert!(page.contains(r#"<section id="pending" hidden>"#));
+        assert!(page.contains("ml/train") && page.contains("madeRoomBy"));
     }
 
     #[test]
@@ -1017,6 +1261,7 @@ mod tests {
             }],
             not_chosen: Vec::new(),
             tenants: Vec::new(),
+            pending: Vec::new(),
             read: None,
         };
         let table = report.render(Format::Table);
@@ -1051,6 +1296,7 @@ mod tests {
             notes: Vec::new(),
             not_chosen: Vec::new(),
             tenants: Vec::new(),
+            pending: Vec::new(),
             read: None,
         };
         let tied = report(vec![row(vec!["n3".into(), "n4".into()])]);

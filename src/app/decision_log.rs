@@ -290,6 +290,7 @@ mod tests {
             notes: Vec::new(),
             not_chosen: Vec::new(),
             tenants: Vec::new(),
+            pending: Vec::new(),
             read: None,
         }
     }

@@ -25,8 +25,8 @@ pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
 pub use sort::{sort_by_eviction_order, upstream_cmp, CandidateOrder, SortPlugin, TenantShare};
 pub use state::{
-    EvictError, Journal, Ledger, Limits, MeasuredNode, NoteKind, Placement, PlacementTargets,
-    PlanNote, PlannedEviction, PlanningOutput, PlanningState,
+    EvictError, Journal, Ledger, Limits, MeasuredNode, NoteKind, PendingUnit, Placement,
+    PlacementTargets, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
@@ -58,6 +58,11 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
     /// What the plugin needs measured before it runs (real usage); nothing by default.
     fn usage_needs(&self) -> Vec<crate::snapshot::usage::UsageNeed> {
         Vec::new()
+    }
+    /// Whether the plugin relies on the placement simulation (every planned eviction's
+    /// replacement placed); false by default.
+    fn needs_placement(&self) -> bool {
+        false
     }
 }
 
@@ -161,6 +166,38 @@ impl<'a, 's> Context<'a, 's> {
         self.state.snap()
     }
 
+    /// The placement simulation, as the plan so far leaves the cluster.
+    pub fn placement(&self) -> &Placement<'s> {
+        self.state.placement()
+    }
+
+    /// The safety ledger: what is planned and what is spent so far.
+    pub fn ledger(&self) -> &Ledger<'s> {
+        self.state.ledger()
+    }
+
+    /// Whether the profile's evictor moves a running gang member only with its whole gang.
+    pub fn evicts_whole_gangs(&self) -> bool {
+        self.evictor.evicts_whole_gangs()
+    }
+
+    /// Places a pending pod where the simulator predicts kube-scheduler puts it
+    /// ([`PlanningState::place_pending`]); later plugins see it there.
+    pub fn place_pending(
+        &mut self,
+        pod: PodId,
+    ) -> Result<crate::sim::Prediction, crate::sim::NoFit> {
+        self.state.place_pending(pod)
+    }
+
+    /// Records a pending unit this plugin made room for, or found no room for (as this
+    /// profile's and this plugin's).
+    pub fn record_pending(&mut self, mut unit: PendingUnit) {
+        unit.profile = self.profile.to_string();
+        unit.plugin = self.plugin;
+        self.state.journal_mut().pending(unit);
+    }
+
     /// Whether an earlier plugin (or this one) already planned to evict the pod.
     pub fn is_planned(&self, pod: PodId) -> bool {
         self.state.ledger().is_planned(pod)
@@ -209,6 +246,13 @@ impl<'a, 's> Context<'a, 's> {
             self.not_chosen(pod, why.clone());
         }
         r
+    }
+
+    /// The evictor's PreEvictionFilter, asked about a pod the plugin only considers: a refusal
+    /// is not recorded as a candidate not chosen.
+    pub fn check_pre_eviction(&self, pod: PodId) -> Result<(), String> {
+        self.evictor
+            .pre_eviction_filter(self.state.placement(), pod)
     }
 
     /// Records in the journal that this plugin did not choose a candidate, and why.

@@ -82,9 +82,22 @@ impl Pipeline {
             let build_point = |names: Vec<String>| -> Result<Vec<Box<dyn Plugin>>, PolicyError> {
                 let mut out = Vec::with_capacity(names.len());
                 for name in names {
-                    let (ci, cfg) = profile
-                        .plugin_config(&name)
-                        .expect("validation requires a pluginConfig for every enabled plugin");
+                    // Validation requires a pluginConfig for every enabled plugin, unless all
+                    // of its args have defaults.
+                    let Some((ci, cfg)) = profile.plugin_config(&name) else {
+                        match registry
+                            .get(&name)
+                            .map(|s| (s, s.build(&serde_json::Value::Null)))
+                        {
+                            Some((spec, Ok(Built::Strategy(p)))) if spec.args_optional => {
+                                out.push(p);
+                                continue;
+                            }
+                            _ => unreachable!(
+                                "validation requires a pluginConfig for {name}, enabled without one"
+                            ),
+                        }
+                    };
                     let plugin = match registry.get(&name) {
                         Some(spec) => match spec.build(&cfg.args).map_err(|e| at(ci, e))? {
                             Built::Strategy(p) => p,
@@ -167,9 +180,16 @@ impl Pipeline {
     }
 
     /// Whether the planning state must simulate placements: asked for, or an evictor's
-    /// `nodeFit` / `placementCheck` relies on them.
+    /// `nodeFit` / `placementCheck` or a plugin (MakeRoomForPendingPods) relies on them.
     pub fn needs_placement(&self) -> bool {
-        self.predict_destinations || self.profiles.iter().any(|p| p.evictor.needs_placement())
+        self.predict_destinations
+            || self.profiles.iter().any(|p| {
+                p.evictor.needs_placement()
+                    || p.deschedule
+                        .iter()
+                        .chain(&p.balance)
+                        .any(|pl| pl.needs_placement())
+            })
     }
 
     /// Everything the plugins need measured this cycle, without repeats.

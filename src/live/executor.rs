@@ -301,6 +301,7 @@ impl LiveExecutor {
         let plan = EvictionPlan {
             // The tenants' shares as the last plan left them (after the earlier evictions).
             tenants: last_plan.tenants,
+            pending: last_plan.pending,
             evictions: attempted.iter().map(|(e, _)| e.clone()).collect(),
             nodes: last_plan.nodes,
             requested_after,

@@ -14,8 +14,8 @@
 #[cfg(doc)]
 use crate::framework::SortPlugin;
 use crate::framework::{
-    CandidateOrder, Context, History, MeasuredNode, Pipeline, PlanNote, PlannedEviction,
-    PlanningState, TenantShare,
+    CandidateOrder, Context, History, MeasuredNode, PendingUnit, Pipeline, PlanNote,
+    PlannedEviction, PlanningState, TenantShare,
 };
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 use std::collections::BTreeMap;
@@ -38,6 +38,8 @@ pub struct EvictionPlan {
     /// Each tenant's dominant share before and after the plan, when a profile orders by
     /// DominantResourceFairness (empty otherwise); sorted by tenant label, then tenant.
     pub tenants: Vec<TenantShare>,
+    /// Pending units a plugin (MakeRoomForPendingPods) made room for, or found no room for.
+    pub pending: Vec<PendingUnit>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -176,5 +178,6 @@ pub fn plan_with(
         measured: out.measured,
         over: out.over,
         tenants,
+        pending: out.pending,
     })
 }

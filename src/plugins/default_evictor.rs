@@ -1007,6 +1007,7 @@ mod tests {
             measured: out.measured,
             over: Default::default(),
             tenants: Vec::new(),
+            pending: Vec::new(),
         };
         let report = crate::report::Report::new(&snap, &plan);
         assert!(report.notes.is_empty());

@@ -5,6 +5,7 @@ pub mod default_evictor;
 pub mod dominant_resource_fairness;
 pub mod high_node_utilization;
 pub mod low_node_utilization;
+pub mod make_room_for_pending_pods;
 pub mod node_utilization;
 pub mod pod_lifetime;
 pub mod remove_duplicates;
@@ -37,4 +38,5 @@ pub const REGISTRY: Registry = Registry::new(&[
     pod_lifetime::SPEC,
     remove_failed_pods::SPEC,
     dominant_resource_fairness::SPEC,
+    make_room_for_pending_pods::SPEC,
 ]);

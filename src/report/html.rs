@@ -124,6 +124,10 @@ button { padding: 4px 10px; border: 1px solid #9aa6b2; background: #fff; border-
   <table><thead><tr><th data-key="tenant">Tenant</th><th data-key="dominantResource">Dominant resource</th><th data-key="before">Share</th></tr></thead><tbody></tbody></table>
   <div class="more"></div>
 </section>
+<section id="pending" hidden><h2>Pending pods and gangs</h2>
+  <table><thead><tr><th data-key="unit">Pending</th><th data-key="namespace">Namespace</th><th data-key="destination">Destination</th><th data-key="madeRoomBy">Made room by</th><th data-key="reason">Why not</th></tr></thead><tbody></tbody></table>
+  <div class="more"></div>
+</section>
 <section id="notes" hidden><h2>Notes</h2>
   <table><thead><tr><th data-key="profile">Profile</th><th data-key="plugin">Plugin</th><th data-key="node">Node</th><th data-key="message">Note</th></tr></thead><tbody></tbody></table>
   <div class="more"></div>
@@ -325,6 +329,26 @@ const SCRIPT: &str = r#"
         }
       };
     }), "before", true);
+  }
+  var pending = report.pending || [];
+  if (pending.length) {
+    document.getElementById("pending").hidden = false;
+    new Table("pending", pending.map(function (u, i) {
+      var unit = u.pod || ("group " + u.group);
+      var key = u.pod || u.group;
+      var nodes = u.destination ? [u.destination] : Object.keys(u.destinations || {}).map(function (p) { return u.destinations[p]; });
+      var where = u.destination || Object.keys(u.destinations || {}).map(function (p) { return name(p) + "=" + u.destinations[p]; }).join(", ");
+      return {
+        filter: { nodes: nodes.length ? nodes : undefined, namespace: ns(key) },
+        keys: { unit: unit, namespace: ns(key), destination: where, madeRoomBy: u.madeRoomBy.join(", "), reason: u.reason || "", order: i },
+        make: function () {
+          return el("tr", { "data-pending": key }, [el("td", { text: u.pod ? name(u.pod) : "group " + name(u.group) }),
+            el("td", { text: ns(key) }), el("td", { text: where || "(no node fits)" }),
+            el("td", { text: u.madeRoomBy.length ? u.madeRoomBy.join(", ") : "-" }),
+            el("td", { "class": "reason", text: u.reason || "-" })]);
+        }
+      };
+    }), "order", false);
   }
   var notes = report.notes || [];
   if (notes.length) {

@@ -1454,6 +1454,9 @@ pub struct NodeConfig {
     pub pods: String,
     pub taints: Vec<Taint>,
     pub unschedulable: bool,
+    /// Extended resources in status.capacity and status.allocatable, such as
+    /// `nvidia.com/gpu: "2"`.
+    pub extended: BTreeMap<String, String>,
 }
 
 impl NodeConfig {
@@ -1470,7 +1473,15 @@ impl NodeConfig {
             pods: "110".to_string(),
             taints: Vec::new(),
             unschedulable: false,
+            extended: BTreeMap::new(),
         }
+    }
+
+    /// An extended resource (such as `nvidia.com/gpu`) the node has, in capacity and
+    /// allocatable.
+    pub fn resource(mut self, name: &str, quantity: &str) -> Self {
+        self.extended.insert(name.to_string(), quantity.to_string());
+        self
     }
 
     pub fn label(mut self, key: &str, value: &str) -> Self {
@@ -1519,6 +1530,12 @@ fn node_status(config: &NodeConfig, ip: &str) -> NodeStatus {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), Quantity(v.clone())))
+    .chain(
+        config
+            .extended
+            .iter()
+            .map(|(k, v)| (k.clone(), Quantity(v.clone()))),
+    )
     .collect();
     let now = Time(Timestamp::now());
     let condition = |type_: &str, status: &str, reason: &str| NodeCondition {
@@ -1650,6 +1667,8 @@ pub struct PodConfig {
     pub termination_grace_period_seconds: Option<i64>,
     /// Topology spread constraints over the pod's own `app` label (see [`PodConfig::spread`]).
     pub spread: Vec<(i32, String, String)>,
+    /// Extended resources requested (and limited to the same), such as `nvidia.com/gpu`.
+    pub extended: BTreeMap<String, String>,
 }
 
 impl PodConfig {
@@ -1688,6 +1707,12 @@ impl PodConfig {
         self
     }
 
+    /// Requests (and limits) an extended resource, such as `nvidia.com/gpu`.
+    pub fn resource(mut self, name: &str, quantity: &str) -> Self {
+        self.extended.insert(name.to_string(), quantity.to_string());
+        self
+    }
+
     /// A topology spread constraint over the pods of the same workload (its `app` label):
     /// `max_skew` over `topology_key`, `when` ScheduleAnyway or DoNotSchedule.
     pub fn spread(mut self, max_skew: i32, topology_key: &str, when: &str) -> Self {
@@ -1700,6 +1725,11 @@ impl PodConfig {
         let requests: BTreeMap<String, Quantity> = [("cpu", &self.cpu), ("memory", &self.memory)]
             .into_iter()
             .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), Quantity(v.clone()))))
+            .chain(
+                self.extended
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Quantity(v.clone()))),
+            )
             .collect();
         let resources = (!requests.is_empty()).then(|| ResourceRequirements {
             requests: Some(requests.clone()),

@@ -5,7 +5,7 @@
 
 use super::{PlannedEviction, PlanningOutput};
 use crate::snapshot::usage::UsageSource;
-use crate::snapshot::{NodeId, PodId, Resources};
+use crate::snapshot::{GangId, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +48,26 @@ impl PlanNote {
     }
 }
 
+/// A pending unit (a pod, or the pending members of a gang) a plugin made room for, or
+/// found no room for: where the simulator places each pod, and which planned evictions make
+/// the room.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingUnit {
+    pub profile: String,
+    pub plugin: &'static str,
+    /// The gang, when the unit is the pending members of one.
+    pub gang: Option<GangId>,
+    /// The pending pods of the unit, in the order they are placed.
+    pub pods: Vec<PodId>,
+    /// Where the simulator places each pod of `pods` (None for all when the unit cannot be
+    /// placed).
+    pub destinations: Vec<Option<NodeId>>,
+    /// The planned evictions (moves) that make the room, in plan order.
+    pub made_room_by: Vec<PodId>,
+    /// Why the unit cannot be placed (the scheduler's reason), when it cannot.
+    pub reason: Option<String>,
+}
+
 /// The measured usage a plugin planned with on a node: before the plan and after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MeasuredNode {
@@ -68,6 +88,8 @@ pub struct Journal {
     notes: Vec<PlanNote>,
     measured: Vec<Option<MeasuredNode>>,
     over: BTreeMap<String, Vec<String>>,
+    /// Pending units a plugin made room for (or found no room for), in plan order.
+    pending: Vec<PendingUnit>,
     /// Candidates a plugin did not choose, and why; at most one per pod (the latest), and
     /// none for a pod planned in the end. Behind a lock: recorded from the evictor's
     /// checks, which read the state (from several threads, while a plugin only chooses).
@@ -91,6 +113,16 @@ impl Journal {
 
     pub fn notes(&self) -> &[PlanNote] {
         &self.notes
+    }
+
+    /// Records a pending unit and where it goes (or why it cannot).
+    pub fn pending(&mut self, unit: PendingUnit) {
+        self.pending.push(unit);
+    }
+
+    /// The pending units recorded so far.
+    pub fn pending_units(&self) -> &[PendingUnit] {
+        &self.pending
     }
 
     /// The candidates not chosen so far (behind their lock).
@@ -192,6 +224,7 @@ impl Journal {
             notes,
             measured: self.measured,
             over: self.over,
+            pending: self.pending,
         }
     }
 }

@@ -335,6 +335,85 @@ impl<'s> Ledger<'s> {
         Ok(nodes)
     }
 
+    /// Whether `pods` may all be planned, one after the other, as far as the ledger goes: each
+    /// passes [`Ledger::admit`] as the ledger would stand once the ones before it are planned
+    /// (the limits, each budget and each gang's minMember counted jointly). Records nothing.
+    /// Returns the first pod refused, and why.
+    pub fn admit_together(&self, pods: &[PodId]) -> Result<(), (PodId, EvictError)> {
+        let snap = self.snap;
+        let mut on_node: FxHashMap<NodeId, u32> = FxHashMap::default();
+        let mut in_namespace: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut of_budget: FxHashMap<u32, i32> = FxHashMap::default();
+        let mut of_gang: FxHashMap<GangId, u32> = FxHashMap::default();
+        for (i, &p) in pods.iter().enumerate() {
+            if pods[..i].contains(&p) {
+                return Err((p, EvictError::AlreadyPlanned));
+            }
+            let node = self.admit(p).map_err(|e| (p, e))?;
+            let pod = snap.pod(p);
+            if let Some(t) = self.limits.total {
+                if (self.evictions.len() + i) as u32 >= t {
+                    return Err((p, EvictError::TotalLimit(t)));
+                }
+            }
+            let here = on_node.entry(node).or_default();
+            if let Some(n) = self.limits.per_node {
+                if self.per_node[node as usize] + *here >= n {
+                    return Err((p, EvictError::NodeLimit(n)));
+                }
+            }
+            *here += 1;
+            let ns = in_namespace.entry(&pod.namespace).or_default();
+            if let Some(n) = self.limits.per_namespace {
+                if self
+                    .per_namespace
+                    .get(&*pod.namespace)
+                    .copied()
+                    .unwrap_or(0)
+                    + *ns
+                    >= n
+                {
+                    return Err((p, EvictError::NamespaceLimit(n)));
+                }
+            }
+            *ns += 1;
+            if let Some(&b) = snap.pdbs_of_pod(p).first() {
+                let spent = of_budget.entry(b).or_default();
+                if self.pdb_left[b as usize] - *spent <= 0 {
+                    return Err((
+                        p,
+                        EvictError::DisruptionBudget(format!(
+                            "{}/{}",
+                            pod.namespace, snap.pdbs[b as usize].name
+                        )),
+                    ));
+                }
+                *spent += 1;
+            }
+            if snap.counts_as_running(p) {
+                for &g in snap.gangs_of_pod(p) {
+                    let gang = snap.gang(g);
+                    let spent = of_gang.entry(g).or_default();
+                    let running = self.gang_running(g).saturating_sub(*spent);
+                    if let Some(min) = gang.min_member {
+                        if i64::from(running) - 1 < i64::from(min) {
+                            return Err((
+                                p,
+                                EvictError::GangMinMember(format!(
+                                    "evicting the pod with the others would leave gang {} with {} running members, below its minMember {min}",
+                                    gang.describe(),
+                                    running.saturating_sub(1),
+                                )),
+                            ));
+                        }
+                    }
+                    *spent += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records a planned eviction (admitted first): the pod is gone, its requests are off its
     /// node, and it counts against the limits, its budget and its gangs.
     pub(super) fn record(&mut self, eviction: PlannedEviction) {

@@ -16,7 +16,7 @@ mod journal;
 mod ledger;
 mod placement;
 
-pub use journal::{Journal, MeasuredNode, NoteKind, PlanNote};
+pub use journal::{Journal, MeasuredNode, NoteKind, PendingUnit, PlanNote};
 pub use ledger::Ledger;
 pub use placement::{Placement, PlacementTargets};
 
@@ -36,6 +36,8 @@ pub struct PlanningOutput {
     /// Nodes each plugin found overutilized this cycle (by `profile/plugin`), for
     /// [`History::advance`].
     pub over: BTreeMap<String, Vec<String>>,
+    /// Pending units a plugin made room for, or found no room for.
+    pub pending: Vec<PendingUnit>,
 }
 
 /// The policy's eviction limits for one cycle (None: unlimited).
@@ -257,6 +259,16 @@ impl<'s> PlanningState<'s> {
         }
         self.placement.keep(placed);
         Ok(())
+    }
+
+    /// Places a pending pod (one that has never run) where the simulator predicts
+    /// kube-scheduler puts it, as the plan so far leaves the cluster; later placements see it
+    /// there.
+    pub fn place_pending(
+        &mut self,
+        pod: PodId,
+    ) -> Result<crate::sim::Prediction, crate::sim::NoFit> {
+        self.placement.place_pending(pod)
     }
 
     /// Everything planned, for the report.

@@ -101,6 +101,16 @@ impl<'s> Placement<'s> {
         }
     }
 
+    /// Places a pending pod (one bound to no node) where kube-scheduler would put it.
+    pub(super) fn place_pending(&mut self, pod: PodId) -> Result<Prediction, crate::sim::NoFit> {
+        self.sim.schedule_predicted(pod, &self.nodes)
+    }
+
+    /// Whether planned evictions' replacements are placed by the simulator.
+    pub fn predicts(&self) -> bool {
+        self.predict
+    }
+
     /// Takes an evicted pod off the simulated cluster and puts its replacement where it really
     /// landed.
     pub(super) fn evict_to(&mut self, pod: PodId, node: NodeId) {

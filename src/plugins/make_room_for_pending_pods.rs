@@ -1,0 +1,1365 @@
+//! MakeRoomForPendingPods (balance): moves a few running pods so that a pod, or a whole gang,
+//! that kube-scheduler leaves Pending although the cluster has room in total finds a place.
+//! Not an upstream plugin; its args follow upstream's conventions.
+//!
+//! - A **pending unit** is a pod that is Pending, bound to no node, not terminating, and whose
+//!   `PodScheduled` condition is `False` with reason `Unschedulable` since at least
+//!   `minPendingSeconds` (its `lastTransitionTime`; its creation time when that is absent).
+//!   The pending members of a gang (a scheduler-plugins or Volcano PodGroup) are one unit:
+//!   as many of them as the gang needs to reach its minMember with the members already bound
+//!   (all of them when the PodGroup is not in the snapshot), placed all together or not at all.
+//! - Units go by priority (highest first), then the longest pending first, at most
+//!   `maxPendingUnits` a cycle. With `pendingPriorityThreshold`, only units of at least that
+//!   priority are looked at.
+//! - **Moves, not kills**: a running pod is chosen only if the evictor's Filter and
+//!   PreEvictionFilter admit it, the limits, its disruption budget and its gang allow it
+//!   (jointly with the other pods of the set), its priority is at most the unit's (unless
+//!   `moveHigherPriority`), and the simulator places its replacement on a node other than its
+//!   own. Its eviction is planned through the same path every plugin uses.
+//! - The placement simulator (kube-scheduler's filters and scores, cumulative) decides: each
+//!   moved pod's replacement is placed where kube-scheduler would put it, one after the other,
+//!   and then every pod of the unit; the unit fits only when all of them are placed.
+//! - **Search**: the fewest moves first (sets of 1, 2, ... up to `maxPodsToMove` pods), and
+//!   within a size the lowest priority and disruption cost first (priority, the
+//!   `prefer-no-eviction` annotation, then the most recently started). Candidates are the
+//!   movable pods of the nodes where a unit's pod would fit once they are gone, the nodes that
+//!   need the fewest moves first, at most `maxCandidates` of them per unit. Every set tried
+//!   costs one simulation, and a cycle runs at most `maxSimulations`: the search is bounded
+//!   whatever the cluster's size, and deterministic.
+//! - The report lists each unit (`pending`): where its pods go and which moves make the room,
+//!   or, when no set of moves within the bounds can place it, the scheduler's reason.
+//!
+//! A unit that fits without any move is placed in the simulation (later units see it) and
+//! reported with no moves: kube-scheduler places it on its next attempt.
+
+use crate::framework::{
+    Attempt, Constructor, Context, ExtensionPoint, PendingUnit, Plugin, PluginSpec,
+};
+use crate::plugins::shared::PriorityThreshold;
+use crate::policy::{decode_args, ArgsError};
+use crate::sim::{node_fits, Simulation};
+use crate::snapshot::{ClusterSnapshot, ConditionStatus, GangId, NodeId, Phase, PodId};
+use serde::{Deserialize, Serialize};
+
+pub const NAME: &str = "MakeRoomForPendingPods";
+
+/// The registry entry: a `balance` plugin whose args all have defaults.
+pub const SPEC: PluginSpec = PluginSpec {
+    name: NAME,
+    points: &[ExtensionPoint::Balance],
+    args_optional: true,
+    constructor: Constructor::Strategy(|args| Ok(Box::new(MakeRoomForPendingPods::new(args)?))),
+};
+
+/// The most pods one unit may move (`maxPodsToMove`).
+pub const MAX_PODS_TO_MOVE: u32 = 64;
+
+/// `MakeRoomForPendingPodsArgs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MakeRoomForPendingPodsArgs {
+    /// How long a pod must have been unschedulable before room is made for it (seconds).
+    #[serde(default = "default_min_pending_seconds")]
+    pub min_pending_seconds: i64,
+    /// The most running pods moved for one pending pod or gang.
+    #[serde(default = "default_max_pods_to_move")]
+    pub max_pods_to_move: u32,
+    /// The most candidate pods the search considers for one unit.
+    #[serde(default = "default_max_candidates")]
+    pub max_candidates: u32,
+    /// The most sets of moves simulated in one cycle, over all units: the search budget.
+    #[serde(default = "default_max_simulations")]
+    pub max_simulations: u32,
+    /// The most pending units looked at in one cycle.
+    #[serde(default = "default_max_pending_units")]
+    pub max_pending_units: u32,
+    /// Only pending pods of at least this priority (`value` or priority class `name`).
+    #[serde(default)]
+    pub pending_priority_threshold: Option<PriorityThreshold>,
+    /// Whether pods of higher priority than the pending pod may be moved.
+    #[serde(default)]
+    pub move_higher_priority: bool,
+}
+
+fn default_min_pending_seconds() -> i64 {
+    60
+}
+fn default_max_pods_to_move() -> u32 {
+    4
+}
+fn default_max_candidates() -> u32 {
+    24
+}
+fn default_max_simulations() -> u32 {
+    500
+}
+fn default_max_pending_units() -> u32 {
+    10
+}
+
+impl Default for MakeRoomForPendingPodsArgs {
+    fn default() -> Self {
+        MakeRoomForPendingPodsArgs {
+            min_pending_seconds: default_min_pending_seconds(),
+            max_pods_to_move: default_max_pods_to_move(),
+            max_candidates: default_max_candidates(),
+            max_simulations: default_max_simulations(),
+            max_pending_units: default_max_pending_units(),
+            pending_priority_threshold: None,
+            move_higher_priority: false,
+        }
+    }
+}
+
+impl MakeRoomForPendingPodsArgs {
+    /// Every bound in range, with the field's path in every error.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        if self.min_pending_seconds < 0 {
+            return Err(ArgsError::new(
+                "minPendingSeconds",
+                format!(
+                    "must be 0 or more seconds, got {}; give how long a pod must have been unschedulable, such as 300",
+                    self.min_pending_seconds
+                ),
+            ));
+        }
+        if self.max_pods_to_move == 0 || self.max_pods_to_move > MAX_PODS_TO_MOVE {
+            return Err(ArgsError::new(
+                "maxPodsToMove",
+                format!(
+                    "must be between 1 and {MAX_PODS_TO_MOVE}, got {}; it bounds the running pods moved for one pending pod or gang",
+                    self.max_pods_to_move
+                ),
+            ));
+        }
+        for (field, v) in [
+            ("maxCandidates", self.max_candidates),
+            ("maxSimulations", self.max_simulations),
+            ("maxPendingUnits", self.max_pending_units),
+        ] {
+            if v == 0 {
+                return Err(ArgsError::new(
+                    field,
+                    "must be at least 1; leave it out for the default, or disable the plugin",
+                ));
+            }
+        }
+        if let Some(t) = &self.pending_priority_threshold {
+            t.validate("pendingPriorityThreshold")?;
+        }
+        Ok(())
+    }
+}
+
+/// A validated MakeRoomForPendingPods plugin.
+#[derive(Debug, Clone)]
+pub struct MakeRoomForPendingPods {
+    pub args: MakeRoomForPendingPodsArgs,
+}
+
+impl MakeRoomForPendingPods {
+    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
+        let args: MakeRoomForPendingPodsArgs = decode_args(args)?;
+        args.validate()?;
+        Ok(MakeRoomForPendingPods { args })
+    }
+}
+
+/// Since when a pod has been pending and unschedulable (unix seconds), if it is: Pending,
+/// bound to no node, not terminating, `PodScheduled=False` with reason `Unschedulable`.
+pub fn unschedulable_since(snap: &ClusterSnapshot, pod: PodId) -> Option<i64> {
+    let p = snap.pod(pod);
+    if p.phase != Phase::Pending || p.node_name.is_some() || p.terminating {
+        return None;
+    }
+    let c = p.status().conditions.iter().find(|c| {
+        &*c.kind == "PodScheduled"
+            && c.status == ConditionStatus::False
+            && c.reason.as_deref() == Some("Unschedulable")
+    })?;
+    Some(c.last_transition.unwrap_or(p.created))
+}
+
+/// A pending pod, or the pending members of a gang, to place together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    pub gang: Option<GangId>,
+    /// The pods to place, in id order.
+    pub pods: Vec<PodId>,
+    pub priority: i32,
+    /// Unschedulable since (the latest of its pods), unix seconds.
+    pub since: i64,
+}
+
+impl Unit {
+    fn describe(&self, snap: &ClusterSnapshot) -> String {
+        match self.gang {
+            Some(g) => format!(
+                "gang {} ({} pending pods)",
+                snap.gang(g).describe(),
+                self.pods.len()
+            ),
+            None => format!("pod {}", snap.pod(self.pods[0]).key()),
+        }
+    }
+}
+
+fn priority(snap: &ClusterSnapshot, pod: PodId) -> i32 {
+    snap.pod(pod).priority.unwrap_or(0)
+}
+
+/// The pending units of the snapshot that have been unschedulable since `now - min_pending`
+/// at least, highest priority first, then the longest pending, then by pod.
+pub fn pending_units(snap: &ClusterSnapshot, now: i64, min_pending: i64) -> Vec<Unit> {
+    let mut units = Vec::new();
+    let mut gang_seen = vec![false; snap.gangs.len()];
+    for pod in 0..snap.pods.len() as PodId {
+        let Some(since) = unschedulable_since(snap, pod) else {
+            continue;
+        };
+        match snap.gangs_of_pod(pod).first() {
+            None => {
+                if since <= now - min_pending {
+                    units.push(Unit {
+                        gang: None,
+                        pods: vec![pod],
+                        priority: priority(snap, pod),
+                        since,
+                    });
+                }
+            }
+            Some(&g) => {
+                if std::mem::replace(&mut gang_seen[g as usize], true) {
+                    continue;
+                }
+                let gang = snap.gang(g);
+                let mut pending: Vec<(PodId, i64)> = gang
+                    .members
+                    .iter()
+                    .filter_map(|&m| unschedulable_since(snap, m).map(|s| (m, s)))
+                    .collect();
+                let bound = gang
+                    .members
+                    .iter()
+                    .filter(|&&m| {
+                        let p = snap.pod(m);
+                        snap.pod_node(m).is_some() && p.is_active() && !p.terminating
+                    })
+                    .count() as i64;
+                let need = match gang.min_member {
+                    Some(min) => (i64::from(min) - bound).max(1) as usize,
+                    None => pending.len(),
+                };
+                pending.truncate(need.min(pending.len()));
+                let since = pending.iter().map(|&(_, s)| s).max().unwrap_or(since);
+                if since > now - min_pending {
+                    continue;
+                }
+                let pods: Vec<PodId> = pending.iter().map(|&(m, _)| m).collect();
+                units.push(Unit {
+                    gang: Some(g),
+                    priority: pods.iter().map(|&m| priority(snap, m)).max().unwrap_or(0),
+                    pods,
+                    since,
+                });
+            }
+        }
+    }
+    units.sort_by_key(|u| (std::cmp::Reverse(u.priority), u.since, u.pods[0]));
+    units
+}
+
+/// What moving a pod costs, lowest first: its priority, whether it asks not to be evicted,
+/// and how long it has run (the most recently started loses the least).
+fn move_cost(snap: &ClusterSnapshot, pod: PodId) -> (i32, bool, std::cmp::Reverse<i64>, PodId) {
+    let p = snap.pod(pod);
+    (
+        priority(snap, pod),
+        p.has_prefer_no_eviction_annotation,
+        std::cmp::Reverse(p.started.unwrap_or(p.created)),
+        pod,
+    )
+}
+
+/// Where a set of moves leaves the unit: each moved pod's replacement and each unit pod
+/// placed, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trial {
+    pub moved_to: Vec<NodeId>,
+    pub placed_on: Vec<NodeId>,
+}
+
+/// Simulates a set of moves on a copy of `sim`: each pod of `moves` gone and its replacement
+/// placed where kube-scheduler would put it (on another node, or the set fails), one after
+/// the other as the plan records them, then every pod of `unit` placed. None when something
+/// finds no place.
+///
+/// kube-scheduler may also take the pending pods first (they wait in its queue while the
+/// replacements are created), so the set must work that way too: with the moved pods gone,
+/// every pod of the unit placed, and then every replacement placed somewhere. A set that
+/// would leave a replacement with no node if the unit went first is refused: nothing is
+/// killed to make room.
+pub fn simulate(
+    sim: &Simulation<'_>,
+    nodes: &[NodeId],
+    moves: &[PodId],
+    unit: &[PodId],
+) -> Option<Trial> {
+    let snap = sim.snap();
+    let mut t = sim.clone();
+    let mut moved_to = Vec::with_capacity(moves.len());
+    for &m in moves {
+        t.remove(m);
+        let d = t.schedule_predicted(m, nodes).ok()?;
+        if Some(d.node) == snap.pod_node(m) {
+            return None;
+        }
+        moved_to.push(d.node);
+    }
+    let mut placed_on = Vec::with_capacity(unit.len());
+    for &p in unit {
+        placed_on.push(t.schedule_predicted(p, nodes).ok()?.node);
+    }
+    if !moves.is_empty() {
+        let mut first = sim.clone();
+        for &m in moves {
+            first.remove(m);
+        }
+        for &p in unit {
+            first.schedule_predicted(p, nodes).ok()?;
+        }
+        for &m in moves {
+            first.schedule_predicted(m, nodes).ok()?;
+        }
+    }
+    Some(Trial {
+        moved_to,
+        placed_on,
+    })
+}
+
+/// The next k-combination of `0..n` in lexicographic order; false after the last.
+fn next_combination(idx: &mut [usize], n: usize) -> bool {
+    let k = idx.len();
+    let mut i = k;
+    while i > 0 {
+        i -= 1;
+        if idx[i] < n - k + i {
+            idx[i] += 1;
+            for j in i + 1..k {
+                idx[j] = idx[j - 1] + 1;
+            }
+            return true;
+        }
+    }
+    false
+}
+
+/// For a unit of several pods of one shape (a gang's workers): how many of them each node has
+/// the resources for, as the plan leaves the cluster. A set of moves after which the nodes
+/// have room for fewer pods than the unit holds cannot place it (replacements only add load,
+/// and the other filters only refuse more), so it is not simulated.
+struct Capacity {
+    /// By node id; nodes kube-scheduler may not choose count nothing.
+    on_node: Vec<usize>,
+    total: usize,
+    /// The unit's first pod (all have its shape) and how many the unit holds.
+    shape: PodId,
+    want: usize,
+}
+
+impl Capacity {
+    fn of(cx: &Context<'_, '_>, unit: &Unit) -> Option<Capacity> {
+        let snap = cx.snap();
+        let first = snap.pod(unit.pods[0]);
+        let same_shape = unit.pods.iter().all(|&p| {
+            let q = snap.pod(p);
+            q.requests == first.requests
+                && q.node_selector == first.node_selector
+                && q.tolerations == first.tolerations
+                && q.affinity == first.affinity
+        });
+        if unit.pods.len() < 2 || !same_shape {
+            return None;
+        }
+        let want = unit.pods.len();
+        let sim = cx.placement().sim();
+        let mut on_node = vec![0; snap.nodes.len()];
+        for &n in cx.placement().nodes() {
+            on_node[n as usize] = Self::copies(cx, unit.pods[0], want, n, sim.load(n).clone());
+        }
+        let total = on_node.iter().sum();
+        Some(Capacity {
+            on_node,
+            total,
+            shape: unit.pods[0],
+            want,
+        })
+    }
+
+    /// How many pods of the unit's shape fit on a node requesting `load` (at most the unit's).
+    fn copies(
+        cx: &Context<'_, '_>,
+        shape: PodId,
+        want: usize,
+        n: NodeId,
+        mut load: crate::snapshot::Resources,
+    ) -> usize {
+        let snap = cx.snap();
+        let pod = snap.pod(shape);
+        let node = snap.node(n);
+        let mut count = 0;
+        while count < want && node_fits(pod, node, &load).is_ok() {
+            load.add_pod(&pod.requests);
+            count += 1;
+        }
+        count
+    }
+
+    /// Whether, with `moves` gone, the nodes have the resources for the whole unit.
+    fn enough(&self, cx: &Context<'_, '_>, moves: &[PodId]) -> bool {
+        let snap = cx.snap();
+        let sim = cx.placement().sim();
+        let mut nodes: Vec<NodeId> = moves.iter().filter_map(|&m| snap.pod_node(m)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut total = self.total;
+        for n in nodes {
+            if !cx.placement().nodes().contains(&n) {
+                continue;
+            }
+            let mut load = sim.load(n).clone();
+            for &m in moves {
+                if snap.pod_node(m) == Some(n) {
+                    load.sub_pod(&snap.pod(m).requests);
+                }
+            }
+            total =
+                total - self.on_node[n as usize] + Self::copies(cx, self.shape, self.want, n, load);
+        }
+        total >= self.want
+    }
+}
+
+/// How the search for one unit ended.
+enum Search {
+    Found(Vec<PodId>, Trial),
+    /// No set within the bounds; whether the simulation budget cut the search short.
+    NotFound {
+        budget_spent: bool,
+    },
+}
+
+impl MakeRoomForPendingPods {
+    /// The lowest priority a pending unit must have (None: any), or why it cannot be known.
+    fn threshold(&self, snap: &ClusterSnapshot) -> Result<Option<i32>, String> {
+        let Some(t) = &self.args.pending_priority_threshold else {
+            return Ok(None);
+        };
+        if let Some(v) = t.value {
+            return Ok(Some(v));
+        }
+        match t.name.as_deref().filter(|n| !n.is_empty()) {
+            None => Ok(None),
+            Some(name) => snap.priority_class(name).map(|c| Some(c.value)).ok_or_else(|| {
+                format!("pendingPriorityThreshold names priority class {name}, which the snapshot does not hold; nothing is moved")
+            }),
+        }
+    }
+
+    /// Whether a running pod may be considered for a move at all, before the evictor is
+    /// asked: on a planning node, not planned, active, and not above the unit's priority
+    /// (unless allowed); with `gangPolicy: WholeGang`, no gang member (it would take its gang).
+    fn may_move(&self, cx: &Context<'_, '_>, planning: &[bool], unit: &Unit, pod: PodId) -> bool {
+        let snap = cx.snap();
+        let p = snap.pod(pod);
+        let Some(n) = snap.pod_node(pod) else {
+            return false;
+        };
+        planning[n as usize]
+            && !cx.is_planned(pod)
+            && p.is_active()
+            && !p.terminating
+            && (self.args.move_higher_priority || priority(snap, pod) <= unit.priority)
+            && (!cx.evicts_whole_gangs() || snap.gangs_of_pod(pod).is_empty())
+    }
+
+    /// The candidates to move for a unit, in search order: the movable pods of the nodes
+    /// where a pod of the unit would fit once they are gone, the nodes that need the fewest
+    /// moves first (nodes where it fits already last), each node's pods by [`move_cost`], the
+    /// pods that make room on each node (as many as it needs) before all others;
+    /// then, from the returned index on, the movable pods of the other nodes (moving one of
+    /// them can make room for a replacement: a chain of moves).
+    fn candidates(
+        &self,
+        cx: &Context<'_, '_>,
+        planning: &[bool],
+        unit: &Unit,
+    ) -> (Vec<PodId>, usize) {
+        let snap = cx.snap();
+        let sim = cx.placement().sim();
+        let mut ranked: Vec<(usize, NodeId, Vec<PodId>)> = Vec::new();
+        for &n in cx.nodes() {
+            let node = snap.node(n);
+            let mut movable: Vec<PodId> = snap
+                .pods_on_node(n)
+                .iter()
+                .copied()
+                .filter(|&q| !sim.is_gone(q) && self.may_move(cx, planning, unit, q))
+                .collect();
+            if movable.is_empty() {
+                continue;
+            }
+            movable.sort_by_key(|&q| move_cost(snap, q));
+            let mut relaxed = sim.load(n).clone();
+            for &q in &movable {
+                relaxed.sub_pod(&snap.pod(q).requests);
+            }
+            let fits_once_empty = unit
+                .pods
+                .iter()
+                .any(|&p| node_fits(snap.pod(p), node, &relaxed).is_ok());
+            if !fits_once_empty {
+                continue;
+            }
+            // the moves this node needs for the unit's first pod, cheapest first
+            let first = snap.pod(unit.pods[0]);
+            let mut load = sim.load(n).clone();
+            let mut needed = 0;
+            while node_fits(first, node, &load).is_err() && needed < movable.len() {
+                load.sub_pod(&snap.pod(movable[needed]).requests);
+                needed += 1;
+            }
+            let rank = if needed == 0 { usize::MAX - 1 } else { needed };
+            ranked.push((rank, n, movable));
+        }
+        // Then the movable pods of the other nodes: moving one may make room there for a
+        // replacement from the nodes above (a chain of moves). None when no node would have
+        // room for the unit even with all its movable pods gone.
+        let relevant = ranked.len();
+        for &n in cx.nodes() {
+            if relevant == 0 {
+                break;
+            }
+            if ranked.iter().any(|(_, m, _)| *m == n) {
+                continue;
+            }
+            let mut movable: Vec<PodId> = snap
+                .pods_on_node(n)
+                .iter()
+                .copied()
+                .filter(|&q| !sim.is_gone(q) && self.may_move(cx, planning, unit, q))
+                .collect();
+            if !movable.is_empty() {
+                movable.sort_by_key(|&q| move_cost(snap, q));
+                ranked.push((usize::MAX, n, movable));
+            }
+        }
+        ranked.sort_by_key(|(rank, n, _)| (*rank, *n));
+        let max = self.args.max_candidates as usize;
+        let admitted = |q: PodId| {
+            cx.filter(q).is_ok() && cx.ledger().admit(q).is_ok() && cx.check_pre_eviction(q).is_ok()
+        };
+        let mut out = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<PodId> = Default::default();
+        // First the pods that make room on each node needing moves (as many as it needs), so
+        // that a gang finds room on several nodes among few candidates; then the rest.
+        let limit = self.args.max_pods_to_move as usize;
+        'first: for (rank, _, movable) in &ranked {
+            if *rank > limit {
+                continue;
+            }
+            for &q in &movable[..*rank] {
+                if out.len() >= max {
+                    break 'first;
+                }
+                seen.insert(q);
+                if admitted(q) {
+                    out.push(q);
+                }
+            }
+        }
+        let mut chain_start = None;
+        'nodes: for (rank, _, movable) in ranked {
+            for q in movable {
+                if out.len() >= max {
+                    break 'nodes;
+                }
+                if rank == usize::MAX && chain_start.is_none() {
+                    chain_start = Some(out.len());
+                }
+                if seen.insert(q) && admitted(q) {
+                    out.push(q);
+                }
+            }
+        }
+        let chain_start = chain_start.unwrap_or(out.len()).min(out.len());
+        (out, chain_start)
+    }
+
+    /// Whether, with `moves` gone, some node of theirs has the resources for a pod of the
+    /// unit: a set that frees no such node cannot help (replacements only add load).
+    fn frees_a_node(cx: &Context<'_, '_>, unit: &Unit, moves: &[PodId]) -> bool {
+        let snap = cx.snap();
+        let sim = cx.placement().sim();
+        let mut nodes: Vec<NodeId> = moves.iter().filter_map(|&m| snap.pod_node(m)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes.iter().any(|&n| {
+            let mut load = sim.load(n).clone();
+            for &m in moves {
+                if snap.pod_node(m) == Some(n) {
+                    load.sub_pod(&snap.pod(m).requests);
+                }
+            }
+            unit.pods
+                .iter()
+                .any(|&p| node_fits(snap.pod(p), snap.node(n), &load).is_ok())
+        })
+    }
+
+    /// The fewest, cheapest moves that let the simulator place the whole unit, within the
+    /// bounds; `budget` is what is left of the cycle's simulations.
+    fn search(
+        &self,
+        cx: &Context<'_, '_>,
+        unit: &Unit,
+        pool: &[PodId],
+        chain_start: usize,
+        budget: &mut u32,
+    ) -> Search {
+        let sim = cx.placement().sim();
+        let nodes = cx.placement().nodes();
+        let capacity = Capacity::of(cx, unit);
+        let max_k = (self.args.max_pods_to_move as usize).min(pool.len());
+        for k in 1..=max_k {
+            let mut idx: Vec<usize> = (0..k).collect();
+            loop {
+                // pods of a chain go first: their room is what the others' replacements need
+                let moves: Vec<PodId> = idx
+                    .iter()
+                    .filter(|&&i| i >= chain_start)
+                    .chain(idx.iter().filter(|&&i| i < chain_start))
+                    .map(|&i| pool[i])
+                    .collect();
+                if Self::frees_a_node(cx, unit, &moves)
+                    && capacity.as_ref().is_none_or(|c| c.enough(cx, &moves))
+                    && cx.ledger().admit_together(&moves).is_ok()
+                {
+                    // in search order, then (for two or more) the other way round: which
+                    // replacement takes which room depends on the order
+                    let reversed: Vec<PodId> = moves.iter().rev().copied().collect();
+                    let orders = if k > 1 {
+                        vec![moves, reversed]
+                    } else {
+                        vec![moves]
+                    };
+                    for order in orders {
+                        if *budget == 0 {
+                            return Search::NotFound { budget_spent: true };
+                        }
+                        *budget -= 1;
+                        if let Some(t) = simulate(sim, nodes, &order, &unit.pods) {
+                            return Search::Found(order, t);
+                        }
+                    }
+                }
+                if !next_combination(&mut idx, pool.len()) {
+                    break;
+                }
+            }
+        }
+        Search::NotFound {
+            budget_spent: false,
+        }
+    }
+
+    /// Why the unit finds no place as the plan leaves the cluster: the scheduler's reason for
+    /// the first of its pods that does not fit once the others before it are placed.
+    fn scheduler_reason(cx: &Context<'_, '_>, unit: &Unit) -> String {
+        let snap = cx.snap();
+        let mut t = cx.placement().sim().clone();
+        for &p in &unit.pods {
+            if let Err(e) = t.schedule_predicted(p, cx.placement().nodes()) {
+                return if unit.pods.len() > 1 {
+                    format!("{}: {e}", snap.pod(p).key())
+                } else {
+                    e.to_string()
+                };
+            }
+        }
+        "the pods fit one by one, but not as kube-scheduler would place them together".into()
+    }
+
+    fn record(
+        cx: &mut Context<'_, '_>,
+        unit: &Unit,
+        destinations: Vec<Option<NodeId>>,
+        made_room_by: Vec<PodId>,
+        reason: Option<String>,
+    ) {
+        cx.record_pending(PendingUnit {
+            profile: String::new(),
+            plugin: NAME,
+            gang: unit.gang,
+            pods: unit.pods.clone(),
+            destinations,
+            made_room_by,
+            reason,
+        });
+    }
+
+    /// Places the unit's pods in the plan's simulation; the nodes, in order.
+    fn place(cx: &mut Context<'_, '_>, unit: &Unit) -> Vec<Option<NodeId>> {
+        unit.pods
+            .iter()
+            .map(|&p| cx.place_pending(p).ok().map(|d| d.node))
+            .collect()
+    }
+}
+
+impl Plugin for MakeRoomForPendingPods {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn needs_placement(&self) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
+        let snap = cx.snap();
+        let threshold = match self.threshold(snap) {
+            Ok(t) => t,
+            Err(why) => {
+                cx.note_skipped(why);
+                return;
+            }
+        };
+        if !cx.placement().predicts() {
+            cx.note_skipped("the placement simulation does not place replacements in this cycle; nothing is moved");
+            return;
+        }
+        let mut units: Vec<Unit> = pending_units(snap, cx.now(), self.args.min_pending_seconds)
+            .into_iter()
+            .filter(|u| threshold.is_none_or(|t| u.priority >= t))
+            .collect();
+        if units.is_empty() {
+            return;
+        }
+        let max_units = self.args.max_pending_units as usize;
+        if units.len() > max_units {
+            cx.note(
+                None,
+                format!(
+                    "{} pending units; looking at the first {max_units} (maxPendingUnits)",
+                    units.len()
+                ),
+            );
+            units.truncate(max_units);
+        }
+        let mut planning = vec![false; snap.nodes.len()];
+        for &n in nodes {
+            planning[n as usize] = true;
+        }
+        let mut budget = self.args.max_simulations;
+        for unit in &units {
+            let name = unit.describe(snap);
+            // Room already: nothing to move.
+            if simulate(
+                cx.placement().sim(),
+                cx.placement().nodes(),
+                &[],
+                &unit.pods,
+            )
+            .is_some()
+            {
+                let placed = Self::place(cx, unit);
+                Self::record(cx, unit, placed, Vec::new(), None);
+                cx.note(
+                    None,
+                    format!("{name} fits as the plan leaves the cluster; nothing to move"),
+                );
+                continue;
+            }
+            let (pool, chain_start) = self.candidates(cx, &planning, unit);
+            let found = if pool.is_empty() {
+                Search::NotFound {
+                    budget_spent: false,
+                }
+            } else {
+                self.search(cx, unit, &pool, chain_start, &mut budget)
+            };
+            match found {
+                Search::Found(moves, trial) => {
+                    let pending_for = cx.now() - unit.since;
+                    let reason = format!(
+                        "moved to make room for pending {name}, unschedulable for {pending_for}s; its replacement fits on another node"
+                    );
+                    let mut planned = Vec::with_capacity(moves.len());
+                    for &m in &moves {
+                        match cx.try_evict(m, reason.clone()) {
+                            Attempt::Planned { .. } => planned.push(m),
+                            other => {
+                                tracing::warn!(pod = %snap.pod(m).key(), ?other, "a move the search admitted was refused");
+                            }
+                        }
+                    }
+                    let placed = Self::place(cx, unit);
+                    let placed_all = planned.len() == moves.len()
+                        && placed
+                            .iter()
+                            .zip(&trial.placed_on)
+                            .all(|(a, b)| *a == Some(*b));
+                    let why = (!placed_all).then(|| {
+                        format!(
+                            "the plan does not leave the room the search found: {}",
+                            Self::scheduler_reason(cx, unit)
+                        )
+                    });
+                    cx.note(
+                        None,
+                        format!(
+                            "{name}: {} moved to make room",
+                            planned
+                                .iter()
+                                .map(|&m| snap.pod(m).key())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    );
+                    Self::record(cx, unit, placed, planned, why);
+                }
+                Search::NotFound { budget_spent } => {
+                    let mut why = format!(
+                        "{}; no set of at most {} running pods to move makes room",
+                        Self::scheduler_reason(cx, unit),
+                        self.args.max_pods_to_move
+                    );
+                    if pool.is_empty() {
+                        why.push_str(" (no node would have room for it even with every pod that may move gone)");
+                    }
+                    if budget_spent {
+                        why.push_str(&format!(
+                            " within the search budget (maxSimulations {})",
+                            self.args.max_simulations
+                        ));
+                    }
+                    Self::record(cx, unit, vec![None; unit.pods.len()], Vec::new(), Some(why));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::testing::run_on;
+    use crate::framework::{Limits, PlanningState};
+    use crate::plugins::default_evictor::DefaultEvictor;
+    use crate::snapshot::builders::{node, pdb, pod, pod_group, NodeBuilder, PodBuilder, T0};
+    use crate::snapshot::{ClusterSnapshot, SnapshotParts};
+    use serde_json::json;
+
+    const NOW: i64 = T0 + 3600;
+    const GPU: &str = "nvidia.com/gpu";
+    const GI: i64 = 1 << 30;
+
+    fn gpu_node(name: &str) -> NodeBuilder {
+        node(name).cpu(8000).memory(32 * GI).resource(GPU, 2)
+    }
+
+    /// A running inference pod of one GPU (owned by a ReplicaSet: it may move).
+    fn infer(name: &str, on: &str) -> PodBuilder {
+        pod("serve", name)
+            .node(on)
+            .cpu(500)
+            .memory(GI)
+            .resource(GPU, 1)
+    }
+
+    /// A bare pod holding cpu (`gpus` GPUs too) where it is: it never moves.
+    fn pinned(name: &str, on: &str, cpu: i64, gpus: i64) -> PodBuilder {
+        let p = pod("infra", name).node(on).cpu(cpu).memory(GI).bare();
+        if gpus > 0 {
+            p.resource(GPU, gpus)
+        } else {
+            p
+        }
+    }
+
+    /// A pod unschedulable since `since`, asking for two GPUs.
+    fn pending_at(ns: &str, name: &str, since: i64) -> PodBuilder {
+        pod(ns, name)
+            .phase(Phase::Pending)
+            .started(None)
+            .cpu(1000)
+            .memory(2 * GI)
+            .resource(GPU, 2)
+            .owner("Job", name)
+            .condition(
+                "PodScheduled",
+                ConditionStatus::False,
+                Some("Unschedulable"),
+                Some(since),
+            )
+    }
+
+    fn pending(ns: &str, name: &str) -> PodBuilder {
+        pending_at(ns, name, T0)
+    }
+
+    fn plugin(args: serde_json::Value) -> MakeRoomForPendingPods {
+        MakeRoomForPendingPods::new(&args).unwrap()
+    }
+
+    fn evictor() -> DefaultEvictor {
+        DefaultEvictor::from_args(&json!({})).unwrap()
+    }
+
+    /// Busy nodes hold a movable GPU pod and much cpu; spare nodes have one GPU free and
+    /// little cpu used: a moved GPU pod's replacement goes to a spare node.
+    fn fragmented(busy: usize, spare: usize) -> SnapshotParts {
+        let mut parts = SnapshotParts::default();
+        for i in 1..=busy {
+            let n = format!("busy-{i}");
+            parts.nodes.push(gpu_node(&n).build());
+            parts.pods.push(infer(&format!("infer-{i}"), &n).build());
+            parts
+                .pods
+                .push(pinned(&format!("cpu-{i}"), &n, 5000, 0).build());
+        }
+        for i in 1..=spare {
+            let n = format!("spare-{i}");
+            parts.nodes.push(gpu_node(&n).build());
+            parts
+                .pods
+                .push(pinned(&format!("gpu-{i}"), &n, 100, 1).build());
+        }
+        parts
+    }
+
+    struct Outcome {
+        evicted: Vec<(String, String, Option<String>)>,
+        pending: Vec<PendingUnit>,
+    }
+
+    fn run_with(
+        snap: &ClusterSnapshot,
+        p: &MakeRoomForPendingPods,
+        ev: &DefaultEvictor,
+        limits: Limits,
+    ) -> Outcome {
+        run_scored(snap, p, ev, limits, None)
+    }
+
+    fn run_scored(
+        snap: &ClusterSnapshot,
+        p: &MakeRoomForPendingPods,
+        ev: &DefaultEvictor,
+        limits: Limits,
+        profile: Option<std::sync::Arc<crate::sim::ScoreProfile>>,
+    ) -> Outcome {
+        let nodes = snap.ready_nodes(&Default::default());
+        let mut state = PlanningState::new(snap, limits);
+        if let Some(profile) = profile {
+            state.placement_mut().set_profile(profile);
+        }
+        run_on(p, &mut state, ev, &nodes, NOW);
+        let out = state.into_output();
+        Outcome {
+            evicted: out
+                .evictions
+                .iter()
+                .map(|e| {
+                    (
+                        snap.pod(e.pod).name.to_string(),
+                        snap.node(e.node).name.to_string(),
+                        e.destination.map(|d| snap.node(d).name.to_string()),
+                    )
+                })
+                .collect(),
+            pending: out.pending,
+        }
+    }
+
+    fn run(snap: &ClusterSnapshot, args: serde_json::Value) -> Outcome {
+        run_with(snap, &plugin(args), &evictor(), Limits::default())
+    }
+
+    fn names(snap: &ClusterSnapshot, pods: &[PodId]) -> Vec<String> {
+        pods.iter().map(|&p| snap.pod(p).name.to_string()).collect()
+    }
+
+    fn dest(snap: &ClusterSnapshot, d: &[Option<NodeId>]) -> Vec<String> {
+        d.iter()
+            .map(|d| d.map_or("-".into(), |n| snap.node(n).name.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn args_defaults_and_errors() {
+        let p = plugin(serde_json::Value::Null);
+        assert_eq!(p.args, MakeRoomForPendingPodsArgs::default());
+        assert_eq!(p.args.min_pending_seconds, 60);
+        assert_eq!(p.args.max_pods_to_move, 4);
+        let err = |args: serde_json::Value| MakeRoomForPendingPods::new(&args).unwrap_err();
+        let e = err(json!({"minPendingSeconds": -1}));
+        assert_eq!(e.path, "minPendingSeconds");
+        assert!(e.message.contains("0 or more"), "{e}");
+        let e = err(json!({"maxPodsToMove": 0}));
+        assert_eq!(e.path, "maxPodsToMove");
+        assert!(e.message.contains("between 1 and 64"), "{e}");
+        assert_eq!(err(json!({"maxPodsToMove": 65})).path, "maxPodsToMove");
+        assert_eq!(err(json!({"maxSimulations": 0})).path, "maxSimulations");
+        assert_eq!(err(json!({"maxCandidates": 0})).path, "maxCandidates");
+        assert_eq!(err(json!({"maxPendingUnits": 0})).path, "maxPendingUnits");
+        let e = err(json!({"pendingPriorityThreshold": {"value": 1, "name": "x"}}));
+        assert_eq!(e.path, "pendingPriorityThreshold");
+        let e = err(json!({"minPendingSecond": 5}));
+        assert!(e.message.contains("unknown field"), "{e}");
+        assert!(e.message.contains("minPendingSeconds"), "{e}");
+        let e = err(json!({"maxSimulations": "lots"}));
+        assert_eq!(e.path, "maxSimulations");
+    }
+
+    #[test]
+    fn the_policy_enables_it_under_balance_and_names_bad_args() {
+        let policy = |args: &str| {
+            format!(
+                "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: batch\n  pluginConfig:\n  - name: MakeRoomForPendingPods\n    args: {args}\n  plugins:\n    balance:\n      enabled: [MakeRoomForPendingPods]\n"
+            )
+        };
+        let ok = crate::policy::Policy::from_yaml("p.yaml", &policy("{minPendingSeconds: 120}"))
+            .unwrap();
+        let pipeline =
+            crate::framework::Pipeline::build(&ok, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+        assert_eq!(pipeline.profiles[0].balance[0].name(), NAME);
+        assert!(pipeline.needs_placement(), "the plugin needs the simulator");
+        // without a pluginConfig entry: every arg has its default
+        let bare = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: batch\n  plugins:\n    balance:\n      enabled: [MakeRoomForPendingPods]\n";
+        let p = crate::policy::Policy::from_yaml("p.yaml", bare).unwrap();
+        crate::framework::Pipeline::build(&p, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+        let bad = crate::policy::Policy::from_yaml("p.yaml", &policy("{maxPodsToMove: 0}"))
+            .and_then(|p| {
+                crate::framework::Pipeline::build(&p, "p.yaml", &crate::plugins::REGISTRY)
+                    .map(|_| p)
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("p.yaml"), "{bad}");
+        assert!(
+            bad.contains("profiles[0].pluginConfig[0].args.maxPodsToMove"),
+            "{bad}"
+        );
+        assert!(bad.contains("between 1 and 64"), "{bad}");
+        // a deschedule plugin it is not
+        let wrong = bare.replace("balance:", "deschedule:");
+        let e = crate::policy::Policy::from_yaml("p.yaml", &wrong)
+            .and_then(|p| {
+                crate::framework::Pipeline::build(&p, "p.yaml", &crate::plugins::REGISTRY)
+                    .map(|_| p)
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MakeRoomForPendingPods"), "{e}");
+    }
+
+    #[test]
+    fn one_move_makes_room_for_a_pending_pod() {
+        // busy-1 needs one move, busy-2 two; the spare node takes one replacement
+        let mut parts = fragmented(1, 2);
+        parts.nodes.push(gpu_node("busy-2").build());
+        parts.pods.push(infer("infer-2a", "busy-2").build());
+        parts.pods.push(infer("infer-2b", "busy-2").build());
+        parts.pods.push(pending("ml", "train").build());
+        let snap = ClusterSnapshot::build(parts);
+        let out = run(&snap, json!({}));
+        assert_eq!(out.evicted.len(), 1, "{:?}", out.evicted);
+        let (pod, from, to) = &out.evicted[0];
+        assert_eq!((pod.as_str(), from.as_str()), ("infer-1", "busy-1"));
+        assert!(to.as_deref().unwrap().starts_with("spare-"), "{to:?}");
+        assert_eq!(out.pending.len(), 1);
+        let u = &out.pending[0];
+        assert_eq!(names(&snap, &u.pods), ["train"]);
+        assert_eq!(dest(&snap, &u.destinations), ["busy-1"]);
+        assert_eq!(names(&snap, &u.made_room_by), ["infer-1"]);
+        assert_eq!(u.reason, None);
+    }
+
+    #[test]
+    fn a_gang_is_placed_whole_or_not_at_all() {
+        let mut parts = fragmented(4, 4);
+        for i in 0..4 {
+            parts
+                .pods
+                .push(pending("ml", &format!("t{i}")).pod_group("train").build());
+        }
+        parts.pod_groups.push(pod_group("ml", "train", 4));
+        let snap = ClusterSnapshot::build(parts.clone());
+        let out = run(&snap, json!({}));
+        let mut moved: Vec<&str> = out.evicted.iter().map(|e| e.0.as_str()).collect();
+        moved.sort();
+        assert_eq!(moved, ["infer-1", "infer-2", "infer-3", "infer-4"]);
+        for (_, _, to) in &out.evicted {
+            assert!(to.as_deref().unwrap().starts_with("spare-"), "{to:?}");
+        }
+        let u = &out.pending[0];
+        assert_eq!(u.gang, snap.gangs_of_pod(u.pods[0]).first().copied());
+        assert_eq!(names(&snap, &u.pods), ["t0", "t1", "t2", "t3"]);
+        let mut d = dest(&snap, &u.destinations);
+        d.sort();
+        assert_eq!(d, ["busy-1", "busy-2", "busy-3", "busy-4"]);
+        assert_eq!(u.made_room_by.len(), 4);
+
+        // three spare GPUs only: the fourth replacement would find no node, so nothing moves
+        let mut short = parts.clone();
+        short.nodes.retain(|n| &*n.name != "spare-4");
+        short.pods.retain(|p| &*p.name != "gpu-4");
+        let snap = ClusterSnapshot::build(short);
+        let out = run(&snap, json!({}));
+        assert!(out.evicted.is_empty(), "{:?}", out.evicted);
+        let u = &out.pending[0];
+        assert_eq!(u.destinations, vec![None; 4]);
+        let why = u.reason.as_deref().unwrap();
+        assert!(why.contains("Insufficient nvidia.com/gpu"), "{why}");
+        assert!(why.contains("no set of at most 4"), "{why}");
+
+        // maxPodsToMove below what the gang needs: nothing moves
+        let snap = ClusterSnapshot::build(parts);
+        let out = run(&snap, json!({"maxPodsToMove": 3}));
+        assert!(out.evicted.is_empty());
+        assert!(out.pending[0].reason.is_some());
+    }
+
+    #[test]
+    fn only_gangs_long_and_fully_unschedulable() {
+        let mut parts = fragmented(2, 2);
+        // minMember 2 with one member bound already: one pending member is the unit
+        parts.pods.push(pending("ml", "a0").pod_group("a").build());
+        parts.pods.push(pending("ml", "a1").pod_group("a").build());
+        parts.pods.push(
+            pod("ml", "a2")
+                .node("spare-1")
+                .cpu(10)
+                .pod_group("a")
+                .build(),
+        );
+        parts.pod_groups.push(pod_group("ml", "a", 2));
+        // unschedulable for 30 s only
+        parts.pods.push(pending_at("ml", "fresh", NOW - 30).build());
+        let snap = ClusterSnapshot::build(parts);
+        let units = pending_units(&snap, NOW, 60);
+        assert_eq!(units.len(), 1, "{units:?}");
+        assert_eq!(names(&snap, &units[0].pods), ["a0"]);
+        assert_eq!(pending_units(&snap, NOW, 10).len(), 2);
+        let out = run(&snap, json!({"minPendingSeconds": 60}));
+        assert_eq!(out.pending.len(), 1);
+        assert_eq!(out.evicted.len(), 1);
+    }
+
+    #[test]
+    fn priority_rules() {
+        let mut parts = fragmented(1, 1);
+        parts.pods[0].priority = Some(1000); // infer-1
+        parts.pods.push(pending("ml", "train").build());
+        let snap = ClusterSnapshot::build(parts.clone());
+        // infer-1 is above the pending pod's priority
+        let out = run(&snap, json!({}));
+        assert!(out.evicted.is_empty());
+        assert!(out.pending[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("even with every pod that may move gone"));
+        let out = run(&snap, json!({"moveHigherPriority": true}));
+        assert_eq!(out.evicted.len(), 1);
+        // the same priority may move
+        let mut same = parts.clone();
+        same.pods.last_mut().unwrap().priority = Some(1000);
+        let snap = ClusterSnapshot::build(same.clone());
+        assert_eq!(run(&snap, json!({})).evicted.len(), 1);
+        // a threshold above the pending pod: nothing looked at
+        let out = run(&snap, json!({"pendingPriorityThreshold": {"value": 2000}}));
+        assert!(out.evicted.is_empty() && out.pending.is_empty());
+        // by priority class name
+        same.priority_classes.push(crate::snapshot::PriorityClass {
+            name: "batch-high".into(),
+            value: 1000,
+        });
+        let snap = ClusterSnapshot::build(same);
+        let out = run(
+            &snap,
+            json!({"pendingPriorityThreshold": {"name": "batch-high"}}),
+        );
+        assert_eq!(out.evicted.len(), 1);
+        let nodes = snap.ready_nodes(&Default::default());
+        let mut state = PlanningState::new(&snap, Limits::default());
+        let p = plugin(json!({"pendingPriorityThreshold": {"name": "missing"}}));
+        run_on(&p, &mut state, &evictor(), &nodes, NOW);
+        let notes = state.journal().notes();
+        assert!(
+            notes[0].skipped() && notes[0].message.contains("missing"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn budgets_limits_and_the_evictor_hold() {
+        // busy-1: one move; busy-2: two moves
+        let mut parts = fragmented(1, 2);
+        parts.nodes.push(gpu_node("busy-2").build());
+        parts.pods.push(infer("infer-2a", "busy-2").build());
+        parts.pods.push(infer("infer-2b", "busy-2").build());
+        parts.pods.push(pinned("cpu-2", "busy-2", 5000, 0).build());
+        parts.pods.push(pending("ml", "train").build());
+        parts.pods[0] = infer("infer-1", "busy-1").label("app", "one").build();
+        // infer-1's budget allows no disruption: busy-2 is emptied instead
+        let mut with_pdb = parts.clone();
+        with_pdb.pdbs.push(pdb("serve", "one", "app", "one", 0));
+        let snap = ClusterSnapshot::build(with_pdb);
+        let out = run(&snap, json!({}));
+        let mut moved: Vec<&str> = out.evicted.iter().map(|e| e.0.as_str()).collect();
+        moved.sort();
+        assert_eq!(moved, ["infer-2a", "infer-2b"]);
+        assert_eq!(dest(&snap, &out.pending[0].destinations), ["busy-2"]);
+        // and the per-node limit of one forbids that too
+        let out = run_with(
+            &snap,
+            &plugin(json!({})),
+            &evictor(),
+            Limits {
+                per_node: Some(1),
+                ..Default::default()
+            },
+        );
+        assert!(out.evicted.is_empty(), "{:?}", out.evicted);
+        assert!(out.pending[0].reason.is_some());
+        // the evictor's filter: infer-1 with local storage is not evictable by default
+        let mut local = parts.clone();
+        local.pods[0] = infer("infer-1", "busy-1").local_storage().build();
+        let snap = ClusterSnapshot::build(local);
+        let out = run(&snap, json!({}));
+        assert!(
+            out.evicted.iter().all(|e| e.0 != "infer-1"),
+            "{:?}",
+            out.evicted
+        );
+        assert_eq!(out.evicted.len(), 2);
+    }
+
+    #[test]
+    fn never_leaves_a_gang_below_min_member() {
+        // the movable GPU pods are members of a running gang with minMember 2 of 2
+        let mut parts = fragmented(2, 2);
+        parts.pods[0] = infer("infer-1", "busy-1").pod_group("serving").build();
+        parts.pods[2] = infer("infer-2", "busy-2").pod_group("serving").build();
+        parts.pod_groups.push(pod_group("serve", "serving", 2));
+        parts.pods.push(pending("ml", "train").build());
+        let snap = ClusterSnapshot::build(parts.clone());
+        let out = run(&snap, json!({}));
+        assert!(out.evicted.is_empty(), "{:?}", out.evicted);
+        // minMember 1: one may go
+        parts.pod_groups[0] = pod_group("serve", "serving", 1);
+        let snap = ClusterSnapshot::build(parts.clone());
+        assert_eq!(run(&snap, json!({})).evicted.len(), 1);
+        // gangPolicy WholeGang: a member would take its gang; none is moved
+        let whole = DefaultEvictor::from_args(&json!({"gangPolicy": "WholeGang"})).unwrap();
+        let out = run_with(&snap, &plugin(json!({})), &whole, Limits::default());
+        assert!(out.evicted.is_empty(), "{:?}", out.evicted);
+    }
+
+    #[test]
+    fn a_unit_that_fits_is_placed_without_moves_and_seen_by_the_next() {
+        // spare-1 has room for nothing of two GPUs; an empty node fits one pending pod
+        let mut parts = fragmented(1, 1);
+        parts.nodes.push(gpu_node("empty").build());
+        parts.pods.push(pending("ml", "a").build());
+        parts.pods.push(pending("ml", "b").build());
+        let snap = ClusterSnapshot::build(parts);
+        let out = run(&snap, json!({}));
+        assert_eq!(out.pending.len(), 2);
+        assert_eq!(dest(&snap, &out.pending[0].destinations), ["empty"]);
+        assert!(out.pending[0].made_room_by.is_empty());
+        // the second one needs the move, since the first took the empty node
+        assert_eq!(dest(&snap, &out.pending[1].destinations), ["busy-1"]);
+        assert_eq!(names(&snap, &out.pending[1].made_room_by), ["infer-1"]);
+    }
+
+    #[test]
+    fn the_search_budget_bounds_the_work() {
+        let mut parts = fragmented(4, 4);
+        for i in 0..4 {
+            parts
+                .pods
+                .push(pending("ml", &format!("t{i}")).pod_group("train").build());
+        }
+        parts.pod_groups.push(pod_group("ml", "train", 4));
+        let snap = ClusterSnapshot::build(parts.clone());
+        // sets of 1, 2 and 3 moves leave room for fewer than four workers: refused without a
+        // simulation, so the first simulated set (of 4) is the one
+        assert_eq!(run(&snap, json!({"maxSimulations": 1})).evicted.len(), 4);
+        // three spare GPUs only: the set of 4 is simulated in both orders and fails
+        parts.nodes.retain(|n| &*n.name != "spare-4");
+        parts.pods.retain(|p| &*p.name != "gpu-4");
+        let snap = ClusterSnapshot::build(parts);
+        let out = run(&snap, json!({"maxSimulations": 1}));
+        assert!(out.evicted.is_empty());
+        let why = out.pending[0].reason.as_deref().unwrap();
+        assert!(
+            why.contains("within the search budget (maxSimulations 1)"),
+            "{why}"
+        );
+        let out = run(&snap, json!({"maxSimulations": 2}));
+        let why = out.pending[0].reason.as_deref().unwrap();
+        assert!(!why.contains("budget"), "{why}");
+        // a budget spent by one unit leaves none for the next
+        let mut two = fragmented(4, 3);
+        for i in 0..4 {
+            two.pods
+                .push(pending("ml", &format!("t{i}")).pod_group("train").build());
+        }
+        two.pod_groups.push(pod_group("ml", "train", 4));
+        two.pods.push(pending_at("ml", "later", NOW - 120).build());
+        let snap = ClusterSnapshot::build(two);
+        let out = run(&snap, json!({"maxSimulations": 2}));
+        assert_eq!(out.pending.len(), 2);
+        let why = out.pending[1].reason.as_deref().unwrap();
+        assert!(why.contains("within the search budget"), "{why}");
+        assert!(run(&snap, json!({"maxSimulations": 3})).evicted.len() == 1);
+    }
+
+    #[test]
+    fn the_plan_report_lists_pending_units() {
+        let mut parts = fragmented(1, 1);
+        parts.pods.push(pending("ml", "train").build());
+        parts
+            .pods
+            .push(pending("ml", "huge").resource(GPU, 8).build());
+        let snap = ClusterSnapshot::build(parts);
+        let text = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: batch\n  plugins:\n    balance:\n      enabled: [MakeRoomForPendingPods]\n";
+        let policy = crate::policy::Policy::from_yaml("p.yaml", text).unwrap();
+        let pipeline =
+            crate::framework::Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY)
+                .unwrap();
+        let plan = crate::plan::plan(&pipeline, &snap, NOW).unwrap();
+        let report = crate::report::Report::new(&snap, &plan);
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(crate::report::Format::Json)).unwrap();
+        assert_eq!(json["evictions"][0]["pod"], "serve/infer-1");
+        assert_eq!(json["evictions"][0]["destination"], "spare-1");
+        // same priority and age: in pod order
+        assert_eq!(json["pending"][0]["pod"], "ml/huge");
+        assert_eq!(json["pending"][0]["destination"], serde_json::Value::Null);
+        assert_eq!(json["pending"][0]["madeRoomBy"], json!([]));
+        let why = json["pending"][0]["reason"].as_str().unwrap();
+        assert!(why.starts_with("0/2 nodes are available"), "{why}");
+        assert_eq!(json["pending"][1]["pod"], "ml/train");
+        assert_eq!(json["pending"][1]["destination"], "busy-1");
+        assert_eq!(json["pending"][1]["madeRoomBy"], json!(["serve/infer-1"]));
+        assert!(json["pending"][1].get("reason").is_none());
+        let table = report.render(crate::report::Format::Table);
+        assert!(table.contains("Pending pods and gangs:"), "{table}");
+    }
+}
