@@ -8,7 +8,8 @@
 //! kube-scheduler; with `single` no plan takes it below its `minCount`.
 //!
 //! The CRD test runs on a control plane of its own (etcd and kube-apiserver only), so that the
-//! shared one of this binary never has the CRDs.
+//! shared one of this binary never has the CRDs; the tests of Kubernetes' own PodGroups run on
+//! control planes of their own too, so that the shared one never holds a PodGroup.
 
 mod support;
 
@@ -586,6 +587,30 @@ async fn create_k8s_pod_group(
         .unwrap_or_else(|e| panic!("creating PodGroup {ns}/{name} (scheduling.k8s.io): {e}"));
 }
 
+/// Waits until kube-scheduler has scheduled the PodGroup as a group: its status condition
+/// `PodGroupInitiallyScheduled` True, which only its gang scheduling path sets.
+async fn wait_pod_group_scheduled(client: &kube::Client, ns: &str, name: &str) {
+    use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+    let groups: Api<PodGroup> = Api::namespaced(client.clone(), ns);
+    wait_for(
+        &format!("PodGroup {ns}/{name} scheduled by kube-scheduler"),
+        Duration::from_secs(60),
+        || {
+            let groups = &groups;
+            async move {
+                let g = groups.get(name).await.ok()?;
+                let scheduled = g
+                    .status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "PodGroupInitiallyScheduled" && c.status == "True");
+                scheduled.then_some(())
+            }
+        },
+    )
+    .await;
+}
+
 async fn cordon(client: &kube::Client, node: &str) {
     use k8s_openapi::api::core::v1::Node;
     use kube::api::{Patch, PatchParams};
@@ -652,7 +677,9 @@ async fn a_kubernetes_gang_with_disruption_mode_all_moves_whole() {
     use descheduler::outcome::Outcome;
     use descheduler::snapshot::DisruptionMode;
     use k8s_openapi::api::core::v1::Pod;
-    let cluster = shared();
+    // A control plane of its own: the shared one never holds a PodGroup (see
+    // `without_podgroup_crds_gangs_are_absent_not_an_error`).
+    let cluster = Cluster::start(Components::all());
     let client = cluster.client();
     let group = unique("g");
     let (first, second) = (unique("n"), unique("n"));
@@ -671,6 +698,7 @@ async fn a_kubernetes_gang_with_disruption_mode_all_moves_whole() {
             "kube-scheduler placed the gang on the only node"
         );
     }
+    wait_pod_group_scheduled(&client, &ns, "train").await;
     // A second node, and the first cordoned: the gang belongs there now.
     create_node(&client, NodeConfig::new(&second).label(GROUP_LABEL, &group)).await;
     cordon(&client, &first).await;
@@ -750,7 +778,7 @@ async fn a_kubernetes_gang_with_disruption_mode_all_moves_whole() {
 async fn a_kubernetes_gang_with_disruption_mode_single_keeps_min_count() {
     use descheduler::outcome::Outcome;
     use descheduler::snapshot::DisruptionMode;
-    let cluster = shared();
+    let cluster = Cluster::start(Components::all());
     let client = cluster.client();
     let group = unique("g");
     let node = unique("n");

@@ -1910,12 +1910,12 @@ pub async fn create_replicaset(
             name: Some(name.to_string()),
             ..Default::default()
         },
-        spec: Some(ReplicaSetSpec {
+        spec: ReplicaSetSpec {
             replicas: Some(replicas),
             selector,
             template: Some(template),
             ..Default::default()
-        }),
+        },
         status: None,
     };
     Api::<ReplicaSet>::namespaced(client.clone(), namespace)
@@ -1938,7 +1938,7 @@ pub async fn create_deployment(
             name: Some(name.to_string()),
             ..Default::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: Some(replicas),
             selector,
             template,
@@ -1947,7 +1947,7 @@ pub async fn create_deployment(
                 ..Default::default()
             }),
             ..Default::default()
-        }),
+        },
         status: None,
     };
     Api::<Deployment>::namespaced(client.clone(), namespace)
