@@ -809,6 +809,12 @@ async fn a_kubernetes_gang_with_disruption_mode_single_keeps_min_count() {
         (Some(2), Some(DisruptionMode::Single), 2),
         "the API defaults disruptionMode to single"
     );
+    // The watch caches of continuous mode read the same.
+    let mut watch = WatchSource::start(&api, &selector);
+    let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(watched.pod_groups, snap.pod_groups);
+    assert_eq!(watched.gangs, snap.gangs);
+    drop(watch);
 
     let dir = tempfile::tempdir().unwrap();
     let policy_text = lifetime_policy(&group, &ns).replace(
@@ -842,4 +848,53 @@ async fn a_kubernetes_gang_with_disruption_mode_single_keeps_min_count() {
     );
     // The replacement joins its running gang: kube-scheduler places it.
     wait_running_pods(&client, &ns, &app_selector("serve"), 4).await;
+}
+
+/// Where the API serves Kubernetes' PodGroups only as `v1alpha3` (v1beta1 turned off), they
+/// are read from there, listed and watched, with their gang size and disruption mode.
+#[tokio::test]
+async fn kubernetes_pod_groups_are_read_from_v1alpha3_where_only_it_is_served() {
+    use descheduler::snapshot::DisruptionMode;
+    let cluster = Cluster::start(Components {
+        apiserver_args: &["--runtime-config=scheduling.k8s.io/v1beta1=false"],
+        ..Components::apiserver_only()
+    });
+    let client = cluster.client();
+    let group = unique("g");
+    let node = unique("n");
+    create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "alpha").await;
+    let beta: Api<k8s_openapi::api::scheduling::v1beta1::PodGroup> =
+        Api::namespaced(client.clone(), &ns);
+    let e = beta.list(&ListParams::default()).await.unwrap_err();
+    assert_eq!(api_error_code(&e), Some(404), "v1beta1 is not served: {e}");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("scheduling.k8s.io", "v1alpha3", "PodGroup"),
+        "podgroups",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+    let obj = DynamicObject::new("train", &ar).data(serde_json::json!({"spec": {
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "disruptionMode": {"all": {}},
+    }}));
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("creating a v1alpha3 PodGroup");
+    members(&client, &ns, &node, "train", 2, |c| c.pod_group("train")).await;
+
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let selector = format!("{GROUP_LABEL}={group}");
+    let listed = list_snapshot(&api, &selector).await.unwrap();
+    let train = listed
+        .gang_id(GangKind::Kubernetes, &ns, "train")
+        .expect("the train gang");
+    let g = listed.gang(train);
+    assert_eq!(
+        (g.min_member, g.disruption, g.running, g.members.len()),
+        (Some(2), Some(DisruptionMode::All), 2, 2)
+    );
+    let mut watch = WatchSource::start(&api, &selector);
+    let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(watched.pod_groups, listed.pod_groups);
+    assert_eq!(watched.gangs, listed.gangs);
 }
