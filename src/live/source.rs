@@ -383,7 +383,7 @@ fn none_of(r: &ResourceApi, e: &ReadError) -> bool {
         (true, Some(404)) => {
             tracing::debug!(
                 resource = r.what(),
-                "the PodGroup CRD is not installed; no gangs of this kind"
+                "the PodGroup CRD is not installed (or the API not served); no gangs of this kind"
             );
             true
         }
