@@ -3,9 +3,13 @@
 //! the API in one-shot mode (the binary) and by the watch caches of continuous mode (the
 //! library); only members beyond minMember are planned, a group whose PodGroup cannot be found
 //! keeps every member, and a cluster without the CRDs plans as before, without an error.
+//! Kubernetes' own PodGroups (`scheduling.k8s.io/v1beta1`, 1.37, with kube-scheduler's
+//! GangScheduling on): a group with `disruptionMode: all` is moved whole and placed again by
+//! kube-scheduler; with `single` no plan takes it below its `minCount`.
 //!
 //! The CRD test runs on a control plane of its own (etcd and kube-apiserver only), so that the
-//! shared one of this binary never has the CRDs.
+//! shared one of this binary never has the CRDs; the tests of Kubernetes' own PodGroups run on
+//! control planes of their own too, so that the shared one never holds a PodGroup.
 
 mod support;
 
@@ -16,7 +20,7 @@ use descheduler::plan::plan;
 use descheduler::policy::Policy;
 use descheduler::snapshot::GangKind;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -553,4 +557,344 @@ fn the_batch_example_moves_the_gang_whole() {
         .map(|r| r["pod"].as_str().unwrap())
         .collect();
     assert_eq!(pods, ["ml/notebook-5d8f9-x2kq7"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kubernetes' own gangs (scheduling.k8s.io, 1.37)
+
+/// A Kubernetes PodGroup (`scheduling.k8s.io/v1beta1`) with gang `minCount` and, when given,
+/// `disruptionMode` (`all` or `single`; the API defaults an absent one).
+async fn create_k8s_pod_group(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    min_count: i32,
+    mode: Option<&str>,
+) {
+    use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+    let mut spec = serde_json::json!({"schedulingPolicy": {"gang": {"minCount": min_count}}});
+    if let Some(mode) = mode {
+        let mut union = serde_json::Map::new();
+        union.insert(mode.to_string(), serde_json::json!({}));
+        spec["disruptionMode"] = serde_json::Value::Object(union);
+    }
+    let group: PodGroup =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "spec": spec}))
+            .unwrap();
+    Api::<PodGroup>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &group)
+        .await
+        .unwrap_or_else(|e| panic!("creating PodGroup {ns}/{name} (scheduling.k8s.io): {e}"));
+}
+
+/// Waits until kube-scheduler has scheduled the PodGroup as a group: its status condition
+/// `PodGroupInitiallyScheduled` True, which only its gang scheduling path sets.
+async fn wait_pod_group_scheduled(client: &kube::Client, ns: &str, name: &str) {
+    use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+    let groups: Api<PodGroup> = Api::namespaced(client.clone(), ns);
+    wait_for(
+        &format!("PodGroup {ns}/{name} scheduled by kube-scheduler"),
+        Duration::from_secs(60),
+        || {
+            let groups = &groups;
+            async move {
+                let g = groups.get(name).await.ok()?;
+                let scheduled = g
+                    .status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "PodGroupInitiallyScheduled" && c.status == "True");
+                scheduled.then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+async fn cordon(client: &kube::Client, node: &str) {
+    use k8s_openapi::api::core::v1::Node;
+    use kube::api::{Patch, PatchParams};
+    Api::<Node>::all(client.clone())
+        .patch(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"unschedulable": true}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("cordoning {node}: {e}"));
+}
+
+fn node_of(pod: &k8s_openapi::api::core::v1::Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or("-")
+}
+
+fn uid_of(pod: &k8s_openapi::api::core::v1::Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+/// Runs one real cycle of `policy_text` through the library's executor on the cluster as
+/// listed now; returns each planned pod's name with its outcome.
+async fn real_cycle(
+    client: &kube::Client,
+    selector: &str,
+    policy_text: &str,
+) -> Vec<(String, descheduler::outcome::Outcome)> {
+    use descheduler::live::executor::ExecutorConfig;
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let snap = list_snapshot(&api, selector).await.unwrap();
+    let pipeline = {
+        let p = Policy::from_yaml("gangs.yaml", policy_text).unwrap();
+        Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
+    };
+    let result = support::executor::executor(client, ExecutorConfig::default())
+        .run_cycle(
+            &pipeline,
+            &snap,
+            chrono::Utc::now().timestamp(),
+            &Default::default(),
+            &mut (),
+        )
+        .await
+        .unwrap();
+    result
+        .report
+        .evictions
+        .iter()
+        .zip(&result.outcomes)
+        .map(|(row, o)| (row.pod.split('/').nth(1).unwrap().to_string(), *o))
+        .collect()
+}
+
+/// `disruptionMode: all`, under the default `gangPolicy: SurplusOnly`: the plan takes the
+/// whole group (a block of rows naming it, every member bound for the open node), the
+/// executor evicts every member, and kube-scheduler's GangScheduling places the group again:
+/// all three new members Running on the open node.
+#[tokio::test]
+async fn a_kubernetes_gang_with_disruption_mode_all_moves_whole() {
+    use descheduler::outcome::Outcome;
+    use descheduler::snapshot::DisruptionMode;
+    use k8s_openapi::api::core::v1::Pod;
+    // A control plane of its own: the shared one never holds a PodGroup (see
+    // `without_podgroup_crds_gangs_are_absent_not_an_error`).
+    let cluster = Cluster::start(Components::all());
+    let client = cluster.client();
+    let group = unique("g");
+    let (first, second) = (unique("n"), unique("n"));
+    create_node(&client, NodeConfig::new(&first).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "k8sall").await;
+    create_k8s_pod_group(&client, &ns, "train", 3, Some("all")).await;
+    let config = PodConfig::new()
+        .cpu("100m")
+        .node_selector(GROUP_LABEL, &group)
+        .pod_group("train");
+    let before = run_replicaset(&client, &ns, "train", 3, &config).await;
+    for p in &before {
+        assert_eq!(
+            node_of(p),
+            first,
+            "kube-scheduler placed the gang on the only node"
+        );
+    }
+    wait_pod_group_scheduled(&client, &ns, "train").await;
+    // A second node, and the first cordoned: the gang belongs there now.
+    create_node(&client, NodeConfig::new(&second).label(GROUP_LABEL, &group)).await;
+    cordon(&client, &first).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy_text = lifetime_policy(&group, &ns);
+    let policy = write_policy(dir.path(), &policy_text);
+    let report = dry_run(cluster.kubeconfig(), &policy).await;
+    let rows = report["evictions"].as_array().expect("evictions");
+    assert_eq!(rows.len(), 3, "{report:#}");
+    for row in rows {
+        assert_eq!(
+            row["gang"].as_str(),
+            Some(format!("PodGroup {ns}/train (scheduling.k8s.io)").as_str()),
+            "{row}"
+        );
+        assert_eq!(row["destination"].as_str(), Some(second.as_str()), "{row}");
+        assert!(
+            row["reason"]
+                .as_str()
+                .unwrap()
+                .contains("disruptionMode all"),
+            "{row}"
+        );
+    }
+
+    // As read from the API.
+    let selector = format!("{GROUP_LABEL}={group}");
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let snap = list_snapshot(&api, &selector).await.unwrap();
+    let train = snap
+        .gang_id(GangKind::Kubernetes, &ns, "train")
+        .expect("the train gang");
+    let g = snap.gang(train);
+    assert_eq!(
+        (g.min_member, g.disruption, g.running),
+        (Some(3), Some(DisruptionMode::All), 3)
+    );
+
+    // For real: every member evicted.
+    let outcomes = real_cycle(&client, &selector, &policy_text).await;
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|(_, o)| *o == Outcome::Evicted),
+        "{outcomes:?}"
+    );
+
+    // kube-scheduler places the group again: three new members, all Running on the second
+    // node, and nothing else left of the group.
+    let old: Vec<String> = before.iter().map(uid_of).collect();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let app = app_selector("train");
+    let after = wait_for(
+        "the gang placed again, every member Running on the open node",
+        Duration::from_secs(120),
+        || {
+            let (pods, app, old, second) = (&pods, &app, &old, &second);
+            async move {
+                let list = pods.list(&ListParams::default().labels(app)).await.ok()?;
+                let done = list.items.len() == 3
+                    && list.items.iter().all(|p| {
+                        pod_is_running(p) && !old.contains(&uid_of(p)) && node_of(p) == second
+                    });
+                done.then_some(list.items)
+            }
+        },
+    )
+    .await;
+    assert_eq!(after.len(), 3);
+}
+
+/// `disruptionMode: single`, even under `gangPolicy: WholeGang`: members go one by one,
+/// only while at least `minCount` keep running. A PodGroup created without a mode is
+/// defaulted to `single` by the API. After the real cycle the groups never have fewer than
+/// `minCount` members running, and kube-scheduler places the replacements.
+#[tokio::test]
+async fn a_kubernetes_gang_with_disruption_mode_single_keeps_min_count() {
+    use descheduler::outcome::Outcome;
+    use descheduler::snapshot::DisruptionMode;
+    let cluster = Cluster::start(Components::all());
+    let client = cluster.client();
+    let group = unique("g");
+    let node = unique("n");
+    create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "k8ssingle").await;
+    create_k8s_pod_group(&client, &ns, "serve", 3, Some("single")).await;
+    create_k8s_pod_group(&client, &ns, "plain", 2, None).await;
+    let config = |name: &str| {
+        PodConfig::new()
+            .cpu("100m")
+            .node_selector(GROUP_LABEL, &group)
+            .pod_group(name)
+    };
+    run_replicaset(&client, &ns, "serve", 4, &config("serve")).await;
+    run_replicaset(&client, &ns, "plain", 2, &config("plain")).await;
+
+    let selector = format!("{GROUP_LABEL}={group}");
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let snap = list_snapshot(&api, &selector).await.unwrap();
+    let gang = |name: &str| {
+        let id = snap.gang_id(GangKind::Kubernetes, &ns, name).unwrap();
+        let g = snap.gang(id);
+        (g.min_member, g.disruption, g.running)
+    };
+    assert_eq!(gang("serve"), (Some(3), Some(DisruptionMode::Single), 4));
+    assert_eq!(
+        gang("plain"),
+        (Some(2), Some(DisruptionMode::Single), 2),
+        "the API defaults disruptionMode to single"
+    );
+    // The watch caches of continuous mode read the same.
+    let mut watch = WatchSource::start(&api, &selector);
+    let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(watched.pod_groups, snap.pod_groups);
+    assert_eq!(watched.gangs, snap.gangs);
+    drop(watch);
+
+    let dir = tempfile::tempdir().unwrap();
+    let policy_text = lifetime_policy(&group, &ns).replace(
+        "  pluginConfig:\n",
+        "  pluginConfig:\n  - name: DefaultEvictor\n    args: {gangPolicy: WholeGang}\n",
+    );
+    let policy = write_policy(dir.path(), &policy_text);
+    let report = dry_run(cluster.kubeconfig(), &policy).await;
+    let want: BTreeMap<String, usize> = [("serve".to_string(), 1)].into_iter().collect();
+    assert_eq!(planned_by_prefix(&report), want, "{report:#}");
+    for row in report["evictions"].as_array().unwrap() {
+        assert!(row["gang"].is_null(), "one by one, not whole: {row}");
+    }
+
+    // For real: one serve member goes; at least minCount of each group keep running.
+    let outcomes = real_cycle(&client, &selector, &policy_text).await;
+    assert_eq!(outcomes.len(), 1, "{outcomes:?}");
+    assert!(outcomes[0].0.starts_with("serve-"), "{outcomes:?}");
+    assert_eq!(outcomes[0].1, Outcome::Evicted);
+    assert!(
+        running_pods(&client, &ns, &app_selector("serve"))
+            .await
+            .len()
+            >= 3
+    );
+    assert_eq!(
+        running_pods(&client, &ns, &app_selector("plain"))
+            .await
+            .len(),
+        2
+    );
+    // The replacement joins its running gang: kube-scheduler places it.
+    wait_running_pods(&client, &ns, &app_selector("serve"), 4).await;
+}
+
+/// Where the API serves Kubernetes' PodGroups only as `v1alpha3` (v1beta1 turned off), they
+/// are read from there, listed and watched, with their gang size and disruption mode.
+#[tokio::test]
+async fn kubernetes_pod_groups_are_read_from_v1alpha3_where_only_it_is_served() {
+    use descheduler::snapshot::DisruptionMode;
+    let cluster = Cluster::start(Components {
+        apiserver_args: &["--runtime-config=scheduling.k8s.io/v1beta1=false"],
+        ..Components::apiserver_only()
+    });
+    let client = cluster.client();
+    let group = unique("g");
+    let node = unique("n");
+    create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "alpha").await;
+    let beta: Api<k8s_openapi::api::scheduling::v1beta1::PodGroup> =
+        Api::namespaced(client.clone(), &ns);
+    let e = beta.list(&ListParams::default()).await.unwrap_err();
+    assert_eq!(api_error_code(&e), Some(404), "v1beta1 is not served: {e}");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("scheduling.k8s.io", "v1alpha3", "PodGroup"),
+        "podgroups",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+    let obj = DynamicObject::new("train", &ar).data(serde_json::json!({"spec": {
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "disruptionMode": {"all": {}},
+    }}));
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("creating a v1alpha3 PodGroup");
+    members(&client, &ns, &node, "train", 2, |c| c.pod_group("train")).await;
+
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let selector = format!("{GROUP_LABEL}={group}");
+    let listed = list_snapshot(&api, &selector).await.unwrap();
+    let train = listed
+        .gang_id(GangKind::Kubernetes, &ns, "train")
+        .expect("the train gang");
+    let g = listed.gang(train);
+    assert_eq!(
+        (g.min_member, g.disruption, g.running, g.members.len()),
+        (Some(2), Some(DisruptionMode::All), 2, 2)
+    );
+    let mut watch = WatchSource::start(&api, &selector);
+    let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
+    assert_eq!(watched.pod_groups, listed.pod_groups);
+    assert_eq!(watched.gangs, listed.gangs);
 }

@@ -747,7 +747,8 @@ async fn protobuf_and_json_answers_read_into_the_same_model() {
                 "labelSelector": {"matchLabels": {"app": "web"}},
                 "minDomains": 2, "nodeAffinityPolicy": "Honor", "nodeTaintsPolicy": "Ignore",
                 "matchLabelKeys": ["pod-template-hash"]
-            }]
+            }],
+            "schedulingGroup": {"podGroupName": "train"}
         }
     }))
     .unwrap();
@@ -786,7 +787,10 @@ async fn protobuf_and_json_answers_read_into_the_same_model() {
 
     let (json, protobuf) = both_encodings(&client, "/api/v1/pods", "Pod").await;
     assert!(
-        json.contains("CrashLoopBackOff") && json.contains("pod-template-hash"),
+        json.contains("CrashLoopBackOff")
+            && json.contains("pod-template-hash")
+            && json.contains("pod_group: Some(")
+            && json.contains("\"train\""),
         "{json}"
     );
     assert_eq!(

@@ -8,7 +8,8 @@ use descheduler::plugins::default_evictor::DefaultEvictor;
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, T0};
 use descheduler::snapshot::{
-    ClusterSnapshot, Pdb, Phase, Pod, PodGroup, SnapshotParts, TaintEffect, WhenUnsatisfiable,
+    ClusterSnapshot, DisruptionMode, GangKind, Pdb, Phase, Pod, PodGroup, SnapshotParts,
+    TaintEffect, WhenUnsatisfiable,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -390,7 +391,53 @@ kind: DeschedulerPolicy
 
 /// The case's nodes and pods with the gangs' pods and PodGroups.
 fn gang_snapshot(c: &Case, gangs: &[GangSpec]) -> ClusterSnapshot {
-    let (mut pods, groups) = build_gangs(gangs);
+    let (pods, groups) = build_gangs(gangs);
+    snapshot_with(c, pods, groups)
+}
+
+/// The gangs as Kubernetes' own PodGroups (`scheduling.k8s.io`), each with its disruption
+/// mode (None: the field absent), the pods naming them in `spec.schedulingGroup`.
+fn k8s_gang_snapshot(
+    c: &Case,
+    gangs: &[GangSpec],
+    modes: &[Option<DisruptionMode>],
+) -> ClusterSnapshot {
+    let named: Vec<GangSpec> = gangs
+        .iter()
+        .cloned()
+        .map(|g| GangSpec { volcano: true, ..g })
+        .collect();
+    let (mut pods, mut groups) = build_gangs(&named);
+    for p in &mut pods {
+        p.pod_group = p.volcano_group.take();
+    }
+    for g in &mut groups {
+        let gi: usize = g.name.strip_prefix("gang").unwrap().parse().unwrap();
+        g.kind = GangKind::Kubernetes;
+        g.disruption = modes[gi];
+    }
+    snapshot_with(c, pods, groups)
+}
+
+fn k8s_gang_case() -> impl Strategy<Value = (Case, Vec<GangSpec>, Vec<Option<DisruptionMode>>, bool)>
+{
+    gang_case().prop_flat_map(|(c, gangs)| {
+        let n = gangs.len();
+        let mode = prop::sample::select(vec![
+            None,
+            Some(DisruptionMode::Single),
+            Some(DisruptionMode::All),
+        ]);
+        (
+            Just(c),
+            Just(gangs),
+            prop::collection::vec(mode, n),
+            any::<bool>(),
+        )
+    })
+}
+
+fn snapshot_with(c: &Case, mut pods: Vec<Pod>, groups: Vec<PodGroup>) -> ClusterSnapshot {
     pods.extend(build_pods(c));
     ClusterSnapshot::build(SnapshotParts {
         nodes: build(c, Vec::new()).nodes,
@@ -460,6 +507,47 @@ proptest! {
             let block = p.evictions[first..].iter().take_while(|e| e.gang == Some(g as u32)).count();
             prop_assert!(block >= taken.len(), "{}: the first member is not marked with its gang", gang.describe());
             prop_assert!(taken.iter().all(|&i| i < first + block), "{}: members not one after the other", gang.describe());
+        }
+    }
+
+    /// Kubernetes' own PodGroups, each `disruptionMode` (or none) under either gang policy: a
+    /// gang that goes whole (`all`, or no mode under WholeGang) loses none or all of its
+    /// running members, in one block marked with it; any other keeps minCount running (or
+    /// as many as ran) and has no member marked; a gang whose PodGroup is unknown loses none.
+    #[test]
+    fn kubernetes_gangs_follow_their_disruption_mode((c, gangs, modes, whole) in k8s_gang_case()) {
+        let snap = k8s_gang_snapshot(&c, &gangs, &modes);
+        let p = plan(&gang_pipeline(&c, whole), &snap, T0 + 3600).unwrap();
+        let position: std::collections::BTreeMap<u32, usize> =
+            p.evictions.iter().enumerate().map(|(i, e)| (e.pod, i)).collect();
+        prop_assert_eq!(position.len(), p.evictions.len(), "pod planned twice");
+        for (g, gang) in snap.gangs.iter().enumerate() {
+            prop_assert_eq!(gang.kind, GangKind::Kubernetes);
+            let running: Vec<u32> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
+            let taken: Vec<usize> = running.iter().filter_map(|m| position.get(m).copied()).collect();
+            let Some(min) = gang.min_member else {
+                prop_assert!(gang.members.iter().all(|m| !position.contains_key(m)), "a member of {} (unknown minCount) was planned", gang.describe());
+                continue;
+            };
+            let goes_whole = match gang.disruption {
+                Some(DisruptionMode::All) => true,
+                Some(DisruptionMode::Single) => false,
+                None => whole,
+            };
+            if goes_whole {
+                if taken.is_empty() {
+                    continue;
+                }
+                prop_assert_eq!(taken.len(), running.len(), "{} ({:?}): {} of {} running members planned", gang.describe(), gang.disruption, taken.len(), running.len());
+                let first = *taken.iter().min().unwrap();
+                let block = p.evictions[first..].iter().take_while(|e| e.gang == Some(g as u32)).count();
+                prop_assert!(taken.iter().all(|&i| i < first + block), "{}: members not one block marked with the gang", gang.describe());
+            } else {
+                let before = running.len() as i32;
+                let after = before - taken.len() as i32;
+                prop_assert!(after >= min.min(before), "{} ({:?}): minCount {}, {} running before, {} after", gang.describe(), gang.disruption, min, before, after);
+                prop_assert!(p.evictions.iter().all(|e| e.gang != Some(g as u32)), "{}: a member marked as evicted whole", gang.describe());
+            }
         }
     }
 

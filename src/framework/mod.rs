@@ -304,14 +304,16 @@ impl<'a, 's> Context<'a, 's> {
     /// limits, disruption budgets and gangs ([`Ledger::admit`]), then it is recorded. On success the pod is gone for every later check.
     /// A pod refused here (a limit, a budget, a gang) is recorded as a candidate not chosen.
     ///
-    /// With `gangPolicy: WholeGang`, a running member of a gang goes only with its whole gang,
-    /// all or nothing: every other member bound to a node must pass the evictor's filter too, the
+    /// With `gangPolicy: WholeGang` (or a Kubernetes PodGroup's `disruptionMode: all`, see
+    /// [`crate::snapshot::Gang::goes_whole`]), a running member of a gang goes only with its
+    /// whole gang, all or nothing: every other member bound to a node must pass the evictor's filter too, the
     /// limits and budgets must allow all of them together, and the simulator must place every
     /// one ([`PlanningState::plan_whole_gang`]); then all are planned, one after the other.
     pub fn evict(&mut self, pod: PodId, reason: impl Into<String>) -> Result<(), EvictError> {
         // A member that does not run (failed, say) goes alone: the gang does not miss it.
-        let whole_gang = self.evictor.evicts_whole_gangs()
-            && !self.snap().gangs_of_pod(pod).is_empty()
+        let whole_gang = self
+            .snap()
+            .goes_whole(pod, self.evictor.evicts_whole_gangs())
             && self.snap().counts_as_running(pod);
         let r = if whole_gang {
             self.evict_gang(pod, reason.into())
@@ -358,13 +360,14 @@ impl<'a, 's> Context<'a, 's> {
     }
 
     fn evict_gang(&mut self, pod: PodId, reason: String) -> Result<(), EvictError> {
+        let rule = self.snap().whole_rule(pod);
         let ledger = self.state.ledger();
         let members = ledger.gang_members(pod);
         ledger.admit_gang_members(&members)?;
         for &m in &members[1..] {
             if let Err(why) = self.filter(m) {
                 return Err(EvictError::WholeGang(format!(
-                    "gang {} goes whole or not at all (gangPolicy WholeGang), and its member {} may not be evicted: {why}",
+                    "gang {} goes whole or not at all ({rule}), and its member {} may not be evicted: {why}",
                     self.state.ledger().gang_description(pod),
                     self.snap().pod(m).key()
                 )));

@@ -9,10 +9,13 @@
 //! [`ClusterStore`]. A cycle waits until every resource has had a complete list: it never
 //! plans on a partly filled cache.
 //!
-//! PodGroups are custom resources: where a gang scheduler's CRD is not installed (the API
-//! answers 404) there are none of its kind, which is not an error; a 403 is an error that
-//! names the RBAC rule to add (a gang whose PodGroup cannot be read would otherwise be
-//! protected whole, silently).
+//! PodGroups are custom resources, or (Kubernetes' own, `scheduling.k8s.io`) served only
+//! with the `GenericWorkload` feature gate and the API version enabled: where a gang
+//! scheduler's CRD is not installed or the API is not served (the API answers 404) there are
+//! none of its kind, which is not an error; a 403 is an error that names the RBAC rule to
+//! add (a gang whose PodGroup cannot be read would otherwise be protected whole, silently).
+//! Kubernetes' PodGroups are read from `v1beta1`, or from `v1alpha3` where only that is
+//! served.
 
 use super::client::ApiClient;
 use super::LiveError;
@@ -39,6 +42,9 @@ struct ResourceApi {
     selector: String,
     /// A custom resource whose CRD may be absent (404: none of them).
     optional: bool,
+    /// The versions of the resource to read, each a collection path and its items'
+    /// `apiVersion`, the first the API serves (a 404 tries the next); empty: only `path`.
+    versions: &'static [(&'static str, &'static str)],
     /// What to say when the API refuses (403).
     forbidden: &'static str,
 }
@@ -52,6 +58,7 @@ impl ResourceApi {
             object: ObjectType { kind, api_version },
             selector: String::new(),
             optional: false,
+            versions: &[],
             forbidden: "forbidden: give the descheduler's ClusterRole get, list and watch on it, as in manifests/base/clusterrole.yaml",
         }
         };
@@ -66,6 +73,7 @@ impl ResourceApi {
             },
             selector: String::new(),
             optional: true,
+            versions: &[],
             forbidden,
         };
         vec![
@@ -96,6 +104,15 @@ impl ResourceApi {
                 "scheduling.volcano.sh/v1beta1",
                 "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.volcano.sh], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml",
             ),
+            ResourceApi {
+                versions: KUBERNETES_POD_GROUP_VERSIONS,
+                ..group(
+                    GangKind::Kubernetes,
+                    KUBERNETES_POD_GROUP_VERSIONS[0].0,
+                    KUBERNETES_POD_GROUP_VERSIONS[0].1,
+                    "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.k8s.io], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml",
+                )
+            },
         ]
     }
 
@@ -124,6 +141,19 @@ impl ResourceApi {
         self.resource.name()
     }
 }
+
+/// Where Kubernetes' own PodGroups are read: `v1beta1` (Kubernetes 1.37, with
+/// `--runtime-config=scheduling.k8s.io/v1beta1=true`), else `v1alpha3`.
+const KUBERNETES_POD_GROUP_VERSIONS: &[(&str, &str)] = &[
+    (
+        "/apis/scheduling.k8s.io/v1beta1/podgroups",
+        "scheduling.k8s.io/v1beta1",
+    ),
+    (
+        "/apis/scheduling.k8s.io/v1alpha3/podgroups",
+        "scheduling.k8s.io/v1alpha3",
+    ),
+];
 
 /// Percent-encodes a query value.
 fn encode(v: &str) -> String {
@@ -322,6 +352,28 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
     }
 }
 
+/// Lists `r` from the first of its versions the API serves ([`ResourceApi::versions`]; a
+/// 404 tries the next) and leaves `r` at that version, which its watch then reads. A
+/// resource of one version is just listed.
+async fn list_served(api: &ApiClient, r: &mut ResourceApi) -> Result<DecodedList, ReadError> {
+    let versions = r.versions;
+    for (i, &(path, api_version)) in versions.iter().enumerate() {
+        r.path = path;
+        r.object.api_version = api_version;
+        match list(api, r).await {
+            Err(e) if e.status() == Some(404) && i + 1 < versions.len() => {
+                tracing::debug!(
+                    resource = r.what(),
+                    version = api_version,
+                    "not served; trying the next version"
+                );
+            }
+            other => return other,
+        }
+    }
+    list(api, r).await
+}
+
 /// Whether `e` leaves an optional resource (a gang scheduler's PodGroups) with none of its
 /// objects, and says so: its CRD is not installed (404), or the descheduler may not read
 /// it (403; upstream's ClusterRole grants no PodGroups). Either way a pod that names a
@@ -331,7 +383,7 @@ fn none_of(r: &ResourceApi, e: &ReadError) -> bool {
         (true, Some(404)) => {
             tracing::debug!(
                 resource = r.what(),
-                "the PodGroup CRD is not installed; no gangs of this kind"
+                "the PodGroup CRD is not installed (or the API not served); no gangs of this kind"
             );
             true
         }
@@ -372,8 +424,10 @@ impl ReadError {
 async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, LiveError> {
     let mut backoff = Backoff::new();
     let mut tries = 1;
+    let mut r = r.clone();
+    let r = &mut r;
     loop {
-        match list(api, r).await {
+        match list_served(api, r).await {
             Ok(d) => return Ok(d.parts),
             Err(e) if none_of(r, &e) => return Ok(SnapshotParts::default()),
             Err(e) if e.transient() && tries < LIST_TRIES => {
@@ -583,13 +637,13 @@ impl Backoff {
 const ABSENT_CRD_RECHECK: Duration = Duration::from_secs(60);
 
 /// Keeps one resource current: lists it, watches it, lists it again when needed.
-async fn keep(api: ApiClient, r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSender<Update>) {
+async fn keep(api: ApiClient, mut r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSender<Update>) {
     let mut backoff = Backoff::new();
     // Whether the resource is known absent or unreadable (a CRD not installed, or no right
     // to read it): said once.
     let mut absent = false;
     loop {
-        let mut version = match list(&api, &r).await {
+        let mut version = match list_served(&api, &mut r).await {
             Ok(d) => {
                 absent = false;
                 backoff.reset();

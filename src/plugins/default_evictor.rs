@@ -28,7 +28,7 @@ use crate::framework::{Constructor, EvictorPlugin, ExtensionPoint, Placement, Pl
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{selector_arg, PriorityThreshold};
 use crate::policy::{decode_args, parse_duration, ArgsError};
-use crate::snapshot::{ClusterSnapshot, NodeId, Phase, PodId};
+use crate::snapshot::{ClusterSnapshot, DisruptionMode, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "DefaultEvictor";
@@ -423,12 +423,15 @@ impl DefaultEvictor {
     }
 
     /// The gang part of the filter, on the snapshot alone: any member of a gang whose
-    /// PodGroup is not in the snapshot is not evictable; with `gangPolicy: SurplusOnly`,
-    /// neither is a running member of a gang with no running member to spare. Evictions
+    /// PodGroup is not in the snapshot is not evictable; unless the pod goes with its whole
+    /// gang (`gangPolicy: WholeGang` or `disruptionMode: all`, see
+    /// [`crate::snapshot::Gang::goes_whole`]), neither is a running member of a gang with no
+    /// running member to spare. Evictions
     /// planned in the cycle are counted when each eviction is planned
     /// ([`crate::framework::Ledger::admit_by_gangs`]). With `WholeGang` the whole gang goes together, so no
     /// member has to be spared.
     fn gang_filter(&self, snap: &ClusterSnapshot, id: PodId) -> Result<(), String> {
+        let whole = snap.goes_whole(id, self.gang_policy == GangPolicy::WholeGang);
         for &g in snap.gangs_of_pod(id) {
             let gang = snap.gang(g);
             let Some(min) = gang.min_member else {
@@ -437,12 +440,14 @@ impl DefaultEvictor {
                     gang.describe()
                 ));
             };
-            if self.gang_policy == GangPolicy::SurplusOnly
-                && snap.counts_as_running(id)
-                && i64::from(gang.running) - 1 < i64::from(min)
+            if !whole && snap.counts_as_running(id) && i64::from(gang.running) - 1 < i64::from(min)
             {
+                let rule = match gang.disruption {
+                    Some(DisruptionMode::Single) => "disruptionMode single",
+                    _ => "gangPolicy SurplusOnly",
+                };
                 return Err(format!(
-                    "pod belongs to gang {} with {} running members and minMember {min}: no member to spare (gangPolicy SurplusOnly)",
+                    "pod belongs to gang {} with {} running members and minMember {min}: no member to spare ({rule})",
                     gang.describe(),
                     gang.running
                 ));

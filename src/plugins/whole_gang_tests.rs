@@ -2,8 +2,10 @@
 
 use crate::framework::*;
 use crate::plugins::default_evictor::DefaultEvictor;
-use crate::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, PodBuilder};
-use crate::snapshot::ClusterSnapshot;
+use crate::snapshot::builders::{
+    k8s_pod_group, node, pdb, pod, pod_group, volcano_group, PodBuilder,
+};
+use crate::snapshot::{ClusterSnapshot, DisruptionMode};
 use crate::snapshot::{Phase, SnapshotParts, TaintEffect};
 use serde_json::json;
 
@@ -263,4 +265,130 @@ fn an_unknown_pod_group_keeps_every_member() {
         "{r:?}"
     );
     assert!(planned.is_empty());
+}
+
+/// Kubernetes' own PodGroup (`scheduling.k8s.io`): the gang of [`parts`], its members naming
+/// it in `spec.schedulingGroup`, with gang `minCount` and `disruptionMode`.
+fn k8s_parts(min_count: i32, mode: Option<DisruptionMode>) -> SnapshotParts {
+    let m = |name: &str, node: &str| {
+        pod("ml", name)
+            .node(node)
+            .cpu(1000)
+            .owner("Job", "train")
+            .scheduling_group("train")
+            .build()
+    };
+    SnapshotParts {
+        pods: vec![
+            m("a", "n1"),
+            m("b", "n1"),
+            m("c", "n2"),
+            pod("ml", "other").node("n1").cpu(500).build(),
+        ],
+        pod_groups: vec![k8s_pod_group("ml", "train", min_count, mode)],
+        ..parts()
+    }
+}
+
+fn admits(snap: &ClusterSnapshot, evictor: &DefaultEvictor, pod: &str) -> Result<(), String> {
+    evictor.filter(snap, snap.pod_id("ml", pod).unwrap(), NOW)
+}
+
+#[test]
+fn disruption_mode_all_goes_whole_whatever_the_gang_policy() {
+    let snap = ClusterSnapshot::build(k8s_parts(3, Some(DisruptionMode::All)));
+    for evictor in [DefaultEvictor::default(), whole()] {
+        // no member to spare, yet the filter admits it: the gang goes whole
+        admits(&snap, &evictor, "b").unwrap();
+        let (r, planned) = evict(&snap, &evictor, Limits::default(), "b", |_| {});
+        r.unwrap();
+        assert_eq!(names(&snap, &planned), ["b", "a", "c"]);
+        let gang = snap.gangs_of_pod(planned[0].pod)[0];
+        assert_eq!(
+            snap.gang(gang).describe(),
+            "PodGroup ml/train (scheduling.k8s.io)"
+        );
+        for e in &planned {
+            assert_eq!(e.gang, Some(gang));
+            assert_ne!(e.destination, Some(e.node), "every member elsewhere");
+        }
+        assert!(
+            planned[0].reason.contains("(disruptionMode all)"),
+            "{}",
+            planned[0].reason
+        );
+    }
+    // all or nothing: a limit that leaves room for two of the three plans none
+    let limits = Limits {
+        total: Some(2),
+        ..Limits::default()
+    };
+    let (r, planned) = evict(&snap, &DefaultEvictor::default(), limits, "b", |_| {});
+    assert!(
+        matches!(&r, Err(EvictError::WholeGang(why)) if why.contains("disruptionMode all")),
+        "{r:?}"
+    );
+    assert!(planned.is_empty());
+}
+
+#[test]
+fn disruption_mode_single_keeps_min_count_whatever_the_gang_policy() {
+    let snap = ClusterSnapshot::build(k8s_parts(2, Some(DisruptionMode::Single)));
+    for evictor in [DefaultEvictor::default(), whole()] {
+        let nodes = snap.ready_nodes(&Default::default());
+        let mut state = PlanningState::new(&snap, Limits::default());
+        let mut cx = Context::new(&mut state, &evictor, "p", "T", NOW, &nodes, None);
+        let id = |n: &str| snap.pod_id("ml", n).unwrap();
+        // three running, minCount 2: one goes, alone
+        cx.evict(id("b"), "chosen").unwrap();
+        let r = cx.evict(id("a"), "chosen");
+        assert!(matches!(r, Err(EvictError::GangMinMember(_))), "{r:?}");
+        let r = cx.evict(id("c"), "chosen");
+        assert!(matches!(r, Err(EvictError::GangMinMember(_))), "{r:?}");
+        let planned = state.ledger().evictions();
+        assert_eq!(names(&snap, planned), ["b"]);
+        assert_eq!(planned[0].gang, None);
+    }
+    // minCount 3 of 3 running: the filter spares none, and says why
+    let snap = ClusterSnapshot::build(k8s_parts(3, Some(DisruptionMode::Single)));
+    let why = admits(&snap, &whole(), "b").unwrap_err();
+    assert!(
+        why.contains("no member to spare (disruptionMode single)"),
+        "{why}"
+    );
+}
+
+#[test]
+fn without_a_disruption_mode_the_gang_policy_decides() {
+    let snap = ClusterSnapshot::build(k8s_parts(3, None));
+    let why = admits(&snap, &DefaultEvictor::default(), "b").unwrap_err();
+    assert!(why.contains("(gangPolicy SurplusOnly)"), "{why}");
+    let (r, planned) = evict(
+        &snap,
+        &DefaultEvictor::default(),
+        Limits::default(),
+        "b",
+        |_| {},
+    );
+    assert!(matches!(r, Err(EvictError::GangMinMember(_))), "{r:?}");
+    assert!(planned.is_empty());
+    admits(&snap, &whole(), "b").unwrap();
+    let (r, planned) = evict(&snap, &whole(), Limits::default(), "b", |_| {});
+    r.unwrap();
+    assert_eq!(names(&snap, &planned), ["b", "a", "c"]);
+    assert!(planned[0].reason.contains("(gangPolicy WholeGang)"));
+}
+
+#[test]
+fn a_kubernetes_group_that_was_not_read_keeps_every_member() {
+    let mut p = k8s_parts(1, Some(DisruptionMode::Single));
+    p.pod_groups.clear();
+    let snap = ClusterSnapshot::build(p);
+    for evictor in [DefaultEvictor::default(), whole()] {
+        let why = admits(&snap, &evictor, "b").unwrap_err();
+        assert!(why.contains("not in the snapshot"), "{why}");
+        let (r, planned) = evict(&snap, &evictor, Limits::default(), "b", |_| {});
+        assert!(r.is_err(), "{r:?}");
+        assert!(planned.is_empty());
+    }
 }

@@ -124,6 +124,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         images: Arc::new(["registry.example/app:1".into()]),
         status: None,
         volcano_group: None,
+        pod_group: None,
         shape: super::NO_SHAPE,
     })
 }
@@ -384,6 +385,11 @@ impl PodBuilder {
         self.0.volcano_group = Some(group.into());
         self
     }
+    /// A member of the Kubernetes PodGroup `group` (`spec.schedulingGroup.podGroupName`).
+    pub fn scheduling_group(mut self, group: &str) -> Self {
+        self.0.pod_group = Some(group.into());
+        self
+    }
     pub fn build(self) -> Pod {
         self.0
     }
@@ -396,6 +402,7 @@ pub fn pod_group(namespace: &str, name: &str, min_member: i32) -> PodGroup {
         namespace: namespace.into(),
         name: name.into(),
         min_member,
+        disruption: None,
     }
 }
 
@@ -404,6 +411,21 @@ pub fn volcano_group(namespace: &str, name: &str, min_member: i32) -> PodGroup {
     PodGroup {
         kind: GangKind::Volcano,
         ..pod_group(namespace, name, min_member)
+    }
+}
+
+/// A Kubernetes PodGroup (`scheduling.k8s.io/v1beta1`) with gang `minCount` and
+/// `disruptionMode` (None: the field absent).
+pub fn k8s_pod_group(
+    namespace: &str,
+    name: &str,
+    min_count: i32,
+    disruption: Option<DisruptionMode>,
+) -> PodGroup {
+    PodGroup {
+        kind: GangKind::Kubernetes,
+        disruption,
+        ..pod_group(namespace, name, min_count)
     }
 }
 

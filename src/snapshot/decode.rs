@@ -1,7 +1,8 @@
 //! Reading a snapshot file: what `kubectl get nodes,pods,poddisruptionbudgets,namespaces,
 //! priorityclasses -A -o yaml` (or `-o json`) prints, or a multi-document YAML stream.
 //! Gang schedulers' PodGroups are read too: add `podgroups.scheduling.x-k8s.io` and/or
-//! `podgroups.scheduling.volcano.sh` to the kubectl command where those CRDs are installed.
+//! `podgroups.scheduling.volcano.sh` to the kubectl command where those CRDs are installed,
+//! and `podgroups.scheduling.k8s.io` for Kubernetes' own (1.37, `v1beta1` or `v1alpha3`).
 //! A pod naming a PodGroup the file lacks is treated as a gang of unknown minMember (every
 //! member protected).
 //!
@@ -22,12 +23,12 @@
 
 use super::shapes::Shapes;
 use super::{
-    shared, Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus, GangKind,
-    HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef, Pdb, Phase, Pod,
-    PodAffinityTerm, PodCondition, PodGroup, PodStatusDetail, PreferredSchedulingTerm,
-    PriorityClass, Qos, Resources, SnapshotParts, Taint, TaintEffect, Toleration,
-    TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION,
-    EVICT_ANNOTATION, INITIAL_EVENTS_END_ANNOTATION, MIRROR_ANNOTATION,
+    shared, Affinity, ClusterSnapshot, ConditionStatus, ContainerState, ContainerStatus,
+    DisruptionMode, GangKind, HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm,
+    OwnerRef, Pdb, Phase, Pod, PodAffinityTerm, PodCondition, PodGroup, PodStatusDetail,
+    PreferredSchedulingTerm, PriorityClass, Qos, Resources, SnapshotParts, Taint, TaintEffect,
+    Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable,
+    CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, INITIAL_EVENTS_END_ANNOTATION, MIRROR_ANNOTATION,
     PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{LabelSelectorSpec, Labels, Requirement, Selector};
@@ -1176,7 +1177,7 @@ fn add_object(
                     file,
                     label,
                     "apiVersion",
-                    "missing; a PodGroup needs its apiVersion (scheduling.x-k8s.io/v1alpha1 or scheduling.volcano.sh/v1beta1) to tell which gang scheduler it belongs to",
+                    "missing; a PodGroup needs its apiVersion (scheduling.x-k8s.io/v1alpha1, scheduling.volcano.sh/v1beta1 or scheduling.k8s.io/v1beta1) to tell which gang scheduler it belongs to",
                 ))
             }
             // A PodGroup of another API group: not a gang this planner knows.
@@ -1212,48 +1213,80 @@ pub(crate) fn share<T: PartialEq + ?Sized>(own: &mut Arc<T>, rep: &Arc<T>) {
     }
 }
 
-/// A PodGroup of either gang scheduler. `spec.minMember` is an int32 with no default in
-/// either CRD (scheduler-plugins validates a minimum of 1, Volcano none); Go drops a zero
-/// value (`omitempty`), so absent and 0 mean the same, and both are read as 1: the last
-/// running member of a gang is never evicted.
+/// A PodGroup of either gang scheduler, or of Kubernetes itself. `spec.minMember` is an
+/// int32 with no default in either CRD (scheduler-plugins validates a minimum of 1, Volcano
+/// none); Go drops a zero value (`omitempty`), so absent and 0 mean the same, and both are
+/// read as 1: the last running member of a gang is never evicted. A Kubernetes PodGroup
+/// (`scheduling.k8s.io`) has its gang size in `spec.schedulingPolicy.gang.minCount` (the API
+/// requires at least 1; a `basic` policy has none, read as 1) and its
+/// `spec.disruptionMode`, `single: {}` or `all: {}`.
 fn convert_pod_group(
     file: &str,
     label: Obj<'_>,
     kind: GangKind,
     obj: &RawObject<'_>,
 ) -> Result<PodGroup, SnapshotError> {
-    let min_member = match &obj.spec.min_member {
+    let (min, field, what) = match kind {
+        GangKind::SchedulerPlugins | GangKind::Volcano => (
+            &obj.spec.min_member,
+            "spec.minMember",
+            "minMember is the number of members a gang needs",
+        ),
+        GangKind::Kubernetes => (
+            obj.spec
+                .scheduling_policy
+                .as_ref()
+                .and_then(|p| p.gang.as_ref())
+                .map_or(&None, |g| &g.min_count),
+            "spec.schedulingPolicy.gang.minCount",
+            "minCount is the number of members a gang needs",
+        ),
+    };
+    let min_member = match min {
         None => 1,
         Some(RawInt::Int(v)) if *v < 0 => {
             return Err(SnapshotError::field(
                 file,
                 label,
-                "spec.minMember",
-                format!("{v} is negative; minMember is the number of members a gang needs"),
+                field,
+                format!("{v} is negative; {what}"),
             ))
         }
         Some(RawInt::Int(v)) => i32::try_from(*v).map_err(|_| {
-            SnapshotError::field(
-                file,
-                label,
-                "spec.minMember",
-                format!("{v} does not fit an int32"),
-            )
+            SnapshotError::field(file, label, field, format!("{v} does not fit an int32"))
         })?,
-        Some(RawInt::Other(what)) => {
+        Some(RawInt::Other(found)) => {
             return Err(SnapshotError::field(
                 file,
                 label,
-                "spec.minMember",
-                format!("expected an integer, found {what}"),
+                field,
+                format!("expected an integer, found {found}"),
             ))
         }
+    };
+    let disruption = match (kind, &obj.spec.disruption_mode) {
+        (GangKind::Kubernetes, Some(m)) => match (m.single.is_some(), m.all.is_some()) {
+            (true, false) => Some(DisruptionMode::Single),
+            (false, true) => Some(DisruptionMode::All),
+            (true, true) => {
+                return Err(SnapshotError::field(
+                    file,
+                    label,
+                    "spec.disruptionMode",
+                    "sets both single and all; a PodGroup has one disruption mode",
+                ))
+            }
+            // No mode this reader knows: the policy's gangPolicy decides.
+            (false, false) => None,
+        },
+        _ => None,
     };
     Ok(PodGroup {
         kind,
         namespace: obj.metadata.namespace.boxed(),
         name: obj.metadata.name.boxed(),
         min_member: min_member.max(1),
+        disruption,
     })
 }
 
@@ -2082,6 +2115,12 @@ fn convert_pod(
             .as_ref()
             .filter(|n| !n.is_empty())
             .map(Str::boxed),
+        pod_group: spec
+            .scheduling_group
+            .as_ref()
+            .and_then(|g| g.pod_group_name.as_ref())
+            .filter(|n| !n.is_empty())
+            .map(Str::boxed),
         shape: super::NO_SHAPE,
     })
 }
@@ -2379,8 +2418,47 @@ struct RawSpec<'a> {
     taints: Vec<RawTaint<'a>>,
     // PodDisruptionBudget
     selector: Option<Box<LabelSelectorSpec>>,
+    // Pod (Kubernetes 1.37): the PodGroup it belongs to.
+    #[serde(borrow)]
+    scheduling_group: Option<RawSchedulingGroup<'a>>,
     // PodGroup
     min_member: Option<RawInt>,
+    // PodGroup of scheduling.k8s.io: rare, boxed.
+    scheduling_policy: Option<Box<RawSchedulingPolicy>>,
+    disruption_mode: Option<Box<RawDisruptionMode>>,
+}
+
+/// `spec.schedulingGroup` of a pod: the Kubernetes PodGroup it belongs to.
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
+#[serde(default, rename_all = "camelCase")]
+struct RawSchedulingGroup<'a> {
+    #[serde(borrow)]
+    pod_group_name: Option<Str<'a>>,
+}
+
+/// `spec.schedulingPolicy` of a Kubernetes PodGroup (`basic` or `gang`).
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
+#[serde(default, rename_all = "camelCase")]
+struct RawSchedulingPolicy {
+    gang: Option<RawGangPolicy>,
+}
+
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
+#[serde(default, rename_all = "camelCase")]
+struct RawGangPolicy {
+    min_count: Option<RawInt>,
+}
+
+/// `spec.disruptionMode` of a Kubernetes PodGroup: a union, `single: {}` or `all: {}`.
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
+#[serde(default, rename_all = "camelCase")]
+struct RawDisruptionMode {
+    single: Option<IgnoredAny>,
+    all: Option<IgnoredAny>,
 }
 
 /// An integer field read without failing on another type, so that the error can name the
@@ -3879,6 +3957,163 @@ items:
         let j = load_bytes("g.json", &json).unwrap();
         assert_eq!(j.gangs, snap.gangs);
         assert_eq!(j.pod_groups, snap.pod_groups);
+    }
+
+    /// Kubernetes' own PodGroups (`scheduling.k8s.io`, 1.37), as the API server writes them:
+    /// the gang size in `spec.schedulingPolicy.gang.minCount`, the disruption mode a union.
+    const K8S_GANGS_YAML: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+  status:
+    allocatable: {cpu: "4"}
+    conditions: [{type: Ready, status: "True"}]
+- apiVersion: scheduling.k8s.io/v1beta1
+  kind: PodGroup
+  metadata: {name: train, namespace: ml}
+  spec:
+    schedulingPolicy: {gang: {minCount: 4}}
+    disruptionMode: {all: {}}
+    workloadRef: {workloadName: job, templateName: workers}
+  status: {conditions: [{type: PodGroupInitiallyScheduled, status: "True"}]}
+- apiVersion: scheduling.k8s.io/v1alpha3
+  kind: PodGroup
+  metadata: {name: serve, namespace: ml}
+  spec:
+    schedulingPolicy: {gang: {minCount: 2}}
+    disruptionMode: {single: {}}
+- apiVersion: scheduling.k8s.io/v1beta1
+  kind: PodGroup
+  metadata: {name: loose, namespace: ml}
+  spec:
+    schedulingPolicy: {basic: {}}
+- apiVersion: scheduling.k8s.io/v1beta1
+  kind: PodGroup
+  metadata: {name: nulls, namespace: ml}
+  spec: {schedulingPolicy: null, disruptionMode: null}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: train-0, namespace: ml}
+  spec: {nodeName: n1, schedulingGroup: {podGroupName: train}}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: serve-0, namespace: ml}
+  spec: {nodeName: n1, schedulingGroup: {podGroupName: serve}}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: gone-0, namespace: ml}
+  spec: {nodeName: n1, schedulingGroup: {podGroupName: gone}}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: both-0
+    namespace: ml
+    labels: {scheduling.x-k8s.io/pod-group: train}
+  spec: {nodeName: n1, schedulingGroup: {podGroupName: train}}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: none-0, namespace: ml}
+  spec: {nodeName: n1, schedulingGroup: {podGroupName: null}}
+  status: {phase: Running}
+"#;
+
+    #[test]
+    fn decodes_kubernetes_pod_groups() {
+        let snap = load_bytes("k.yaml", K8S_GANGS_YAML.as_bytes()).unwrap();
+        assert_eq!(snap.pod_groups.len(), 4);
+        let gang = |name: &str| snap.gang(snap.gang_id(GangKind::Kubernetes, "ml", name).unwrap());
+        let train = gang("train");
+        assert_eq!(train.min_member, Some(4));
+        assert_eq!(train.disruption, Some(DisruptionMode::All));
+        assert_eq!(train.describe(), "PodGroup ml/train (scheduling.k8s.io)");
+        assert!(train.goes_whole(false), "all: whole, whatever the policy");
+        // v1alpha3 reads as v1beta1
+        let serve = gang("serve");
+        assert_eq!(serve.min_member, Some(2));
+        assert_eq!(serve.disruption, Some(DisruptionMode::Single));
+        assert!(
+            !serve.goes_whole(true),
+            "single: one by one, whatever the policy"
+        );
+        // no gang policy: no minimum beyond 1; no disruption mode: the policy's
+        for name in ["loose", "nulls"] {
+            let g = gang(name);
+            assert_eq!((g.min_member, g.disruption), (Some(1), None), "{name}");
+            assert!(g.goes_whole(true) && !g.goes_whole(false), "{name}");
+        }
+        let t0 = snap.pod_id("ml", "train-0").unwrap();
+        assert_eq!(snap.pod(t0).pod_group.as_deref(), Some("train"));
+        assert_eq!(train.members.len(), 2);
+        assert_eq!(train.running, 2);
+        assert_eq!(snap.gangs_of_pod(t0).len(), 1);
+        // a pod naming a group of each of two kinds is in both
+        let both = snap.pod_id("ml", "both-0").unwrap();
+        let kinds: Vec<GangKind> = snap
+            .gangs_of_pod(both)
+            .iter()
+            .map(|&g| snap.gang(g).kind)
+            .collect();
+        assert_eq!(kinds, [GangKind::SchedulerPlugins, GangKind::Kubernetes]);
+        assert!(snap.goes_whole(both, false));
+        assert_eq!(snap.whole_rule(both), "disruptionMode all");
+        // a group whose PodGroup was not read: unknown minCount, every member protected
+        let gone = gang("gone");
+        assert_eq!(gone.min_member, None);
+        assert_eq!(gone.members.len(), 1);
+        let none = snap.pod_id("ml", "none-0").unwrap();
+        assert!(snap.gangs_of_pod(none).is_empty());
+        // the same in JSON, by both JSON readers
+        let value: serde_json::Value = serde_saphyr::from_str(K8S_GANGS_YAML).unwrap();
+        let json = serde_json::to_vec(&value).unwrap();
+        let j = load_bytes("k.json", &json).unwrap();
+        assert_eq!(j.gangs, snap.gangs);
+        assert_eq!(j.pod_groups, snap.pod_groups);
+        both_readers_agree(std::str::from_utf8(&json).unwrap());
+        // and as the snapshot writer writes them
+        let mut out = Vec::new();
+        crate::snapshot::encode::write_list(&snap, &mut out).unwrap();
+        let again = load_bytes("again.json", &out).unwrap();
+        assert_eq!(again.gangs, snap.gangs);
+        assert_eq!(again.pod_groups, snap.pod_groups);
+    }
+
+    #[test]
+    fn bad_kubernetes_pod_groups_name_the_field() {
+        let cases = [
+            ("minCount: 4}", "minCount: -1}", "-1 is negative"),
+            ("minCount: 4}", "minCount: four}", "the string \"four\""),
+            (
+                "{all: {}}",
+                "{all: {}, single: {}}",
+                "sets both single and all",
+            ),
+        ];
+        for (from, to, found) in cases {
+            let yaml = K8S_GANGS_YAML.replacen(from, to, 1);
+            let err = load_bytes("k.yaml", yaml.as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("PodGroup ml/train"), "{err}");
+            assert!(err.contains(found), "{err}");
+            let field = if found.contains("both") {
+                "spec.disruptionMode"
+            } else {
+                "spec.schedulingPolicy.gang.minCount"
+            };
+            assert!(err.contains(field), "{err}");
+            let value: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+            let json = serde_json::to_vec(&value).unwrap();
+            let err = load_bytes("k.json", &json).unwrap_err().to_string();
+            assert!(err.contains(field), "{err}");
+            both_readers_agree(std::str::from_utf8(&json).unwrap());
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! Measured usage is not part of the cluster's objects and is not written.
 
 use super::{
-    ClusterSnapshot, ContainerState, ContainerStatus, GangKind, InclusionPolicy, Node,
-    NodeSelectorTerm, Pdb, Pod, PodAffinityTerm, PodGroup, Qos, Resources, TaintEffect,
+    ClusterSnapshot, ContainerState, ContainerStatus, DisruptionMode, GangKind, InclusionPolicy,
+    Node, NodeSelectorTerm, Pdb, Pod, PodAffinityTerm, PodGroup, Qos, Resources, TaintEffect,
     WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION,
     PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
@@ -117,6 +117,12 @@ fn node_object(node: &Node) -> Value {
         .iter()
         .map(|t| json!({"key": &*t.key, "value": &*t.value, "effect": effect(t.effect)}))
         .collect();
+    // One entry per name: the model keeps each name of an image with its size.
+    let images: Vec<Value> = node
+        .images
+        .iter()
+        .map(|(name, size)| json!({"names": [&**name], "sizeBytes": size}))
+        .collect();
     json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": &*node.name, "labels": labels(&node.labels)},
@@ -124,12 +130,7 @@ fn node_object(node: &Node) -> Value {
         "status": {
             "allocatable": resource_list(node.allocatable.iter()),
             "conditions": [{"type": "Ready", "status": if node.ready { "True" } else { "False" }}],
-            // One entry per name: the model keeps each name with its image's size.
-            "images": node
-                .images
-                .iter()
-                .map(|(name, size)| json!({"names": [&**name], "sizeBytes": size}))
-                .collect::<Vec<_>>(),
+            "images": images,
         },
     })
 }
@@ -176,11 +177,24 @@ fn pod_group_object(group: &PodGroup) -> Value {
     let api_version = match group.kind {
         GangKind::SchedulerPlugins => "scheduling.x-k8s.io/v1alpha1",
         GangKind::Volcano => "scheduling.volcano.sh/v1beta1",
+        GangKind::Kubernetes => "scheduling.k8s.io/v1beta1",
+    };
+    let spec = match group.kind {
+        GangKind::SchedulerPlugins | GangKind::Volcano => json!({"minMember": group.min_member}),
+        GangKind::Kubernetes => {
+            let mut spec = json!({"schedulingPolicy": {"gang": {"minCount": group.min_member}}});
+            match group.disruption {
+                Some(DisruptionMode::Single) => spec["disruptionMode"] = json!({"single": {}}),
+                Some(DisruptionMode::All) => spec["disruptionMode"] = json!({"all": {}}),
+                None => {}
+            }
+            spec
+        }
     };
     json!({
         "apiVersion": api_version, "kind": "PodGroup",
         "metadata": {"name": &*group.name, "namespace": &*group.namespace},
-        "spec": {"minMember": group.min_member},
+        "spec": spec,
     })
 }
 
@@ -409,6 +423,9 @@ fn pod_object(pod: &Pod) -> Value {
     }
     if pod.has_resource_claims {
         spec["resourceClaims"] = json!([{"name": "claim"}]);
+    }
+    if let Some(g) = &pod.pod_group {
+        spec["schedulingGroup"] = json!({"podGroupName": &**g});
     }
     let detail = pod.status();
     let conditions: Vec<Value> = detail

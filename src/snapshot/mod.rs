@@ -55,6 +55,10 @@ pub(crate) const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-en
 pub const SCHEDULER_PLUGINS_API_GROUP: &str = "scheduling.x-k8s.io";
 /// The API group of Volcano's PodGroup (`scheduling.volcano.sh/v1beta1`).
 pub const VOLCANO_API_GROUP: &str = "scheduling.volcano.sh";
+/// The API group of Kubernetes' own PodGroup (`scheduling.k8s.io/v1beta1` and `v1alpha3`,
+/// Kubernetes 1.37 with the `GenericWorkload` feature gate). The group also serves
+/// PriorityClasses; only its PodGroups are gangs.
+pub const KUBERNETES_API_GROUP: &str = "scheduling.k8s.io";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TaintEffect {
@@ -435,6 +439,9 @@ pub struct Pod {
     /// The Volcano PodGroup named by the `scheduling.k8s.io/group-name` annotation.
     /// (The scheduler-plugins PodGroup is the `scheduling.x-k8s.io/pod-group` label.)
     pub volcano_group: Option<Box<str>>,
+    /// The Kubernetes PodGroup (`scheduling.k8s.io`) named by
+    /// `spec.schedulingGroup.podGroupName`.
+    pub pod_group: Option<Box<str>>,
     /// Pods with the same namespace, owners and images share a shape (below
     /// [`ClusterSnapshot::shape_count`]); [`NO_SHAPE`] until decoded or built.
     pub shape: u32,
@@ -492,8 +499,8 @@ impl Pod {
         !matches!(self.phase, Phase::Succeeded | Phase::Failed)
     }
 
-    /// The PodGroups this pod names: its scheduler-plugins label and its Volcano annotation
-    /// (empty values name nothing).
+    /// The PodGroups this pod names: its scheduler-plugins label, its Volcano annotation and
+    /// its `spec.schedulingGroup.podGroupName` (empty values name nothing).
     pub fn gang_refs(&self) -> impl Iterator<Item = (GangKind, &str)> {
         let sp = self
             .labels
@@ -505,7 +512,12 @@ impl Pod {
             .as_deref()
             .filter(|v| !v.is_empty())
             .map(|v| (GangKind::Volcano, v));
-        sp.into_iter().chain(vc)
+        let k8s = self
+            .pod_group
+            .as_deref()
+            .filter(|v| !v.is_empty())
+            .map(|v| (GangKind::Kubernetes, v));
+        sp.into_iter().chain(vc).chain(k8s)
     }
 }
 
@@ -518,6 +530,9 @@ pub enum GangKind {
     /// Volcano: `scheduling.volcano.sh/v1beta1` PodGroup, pods annotated
     /// `scheduling.k8s.io/group-name`.
     Volcano,
+    /// Kubernetes itself (1.37): `scheduling.k8s.io/v1beta1` (or `v1alpha3`) PodGroup, pods
+    /// naming it in `spec.schedulingGroup.podGroupName`.
+    Kubernetes,
 }
 
 impl GangKind {
@@ -526,6 +541,7 @@ impl GangKind {
         match self {
             GangKind::SchedulerPlugins => SCHEDULER_PLUGINS_API_GROUP,
             GangKind::Volcano => VOLCANO_API_GROUP,
+            GangKind::Kubernetes => KUBERNETES_API_GROUP,
         }
     }
 
@@ -534,19 +550,35 @@ impl GangKind {
         match api_version.split('/').next().unwrap_or_default() {
             SCHEDULER_PLUGINS_API_GROUP => Some(GangKind::SchedulerPlugins),
             VOLCANO_API_GROUP => Some(GangKind::Volcano),
+            KUBERNETES_API_GROUP => Some(GangKind::Kubernetes),
             _ => None,
         }
     }
 }
 
-/// A PodGroup object of either gang scheduler.
+/// How a Kubernetes PodGroup (`scheduling.k8s.io`) says its members may be disrupted:
+/// `spec.disruptionMode`, a union of `single: {}` and `all: {}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DisruptionMode {
+    /// Members one by one: a member goes only while at least minCount others keep running
+    /// (as `gangPolicy: SurplusOnly`).
+    Single,
+    /// All members together: the group goes only whole (as `gangPolicy: WholeGang`).
+    All,
+}
+
+/// A PodGroup object of a gang scheduler, or of Kubernetes itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodGroup {
     pub kind: GangKind,
     pub namespace: Box<str>,
     pub name: Box<str>,
-    /// `spec.minMember`; 1 when absent or 0 (see the decoder).
+    /// `spec.minMember`, or for Kubernetes' own `spec.schedulingPolicy.gang.minCount`; 1
+    /// when absent or 0 (see the decoder).
     pub min_member: i32,
+    /// `spec.disruptionMode` of a Kubernetes PodGroup; None when it has none (the other
+    /// kinds never do): the policy's `gangPolicy` decides.
+    pub disruption: Option<DisruptionMode>,
 }
 
 pub type GangId = u32;
@@ -561,6 +593,9 @@ pub struct Gang {
     pub name: Box<str>,
     /// None: the PodGroup is not in the snapshot.
     pub min_member: Option<i32>,
+    /// The PodGroup's own disruption mode (Kubernetes' PodGroups); None: the policy's
+    /// `gangPolicy` decides.
+    pub disruption: Option<DisruptionMode>,
     /// Member pods, in id order.
     pub members: Vec<PodId>,
     /// Members running now (see [`ClusterSnapshot::counts_as_running`]).
@@ -576,6 +611,17 @@ impl Gang {
             self.name,
             self.kind.api_group()
         )
+    }
+
+    /// Whether the gang goes only whole: its own disruption mode says so (`all`), or it has
+    /// none and the policy's `gangPolicy` is `WholeGang` (`policy_whole`). A gang whose mode
+    /// is `single` goes member by member whatever the policy says.
+    pub fn goes_whole(&self, policy_whole: bool) -> bool {
+        match self.disruption {
+            Some(DisruptionMode::All) => true,
+            Some(DisruptionMode::Single) => false,
+            None => policy_whole,
+        }
     }
 }
 
@@ -921,6 +967,28 @@ impl ClusterSnapshot {
         &self.gangs[id as usize]
     }
 
+    /// Whether a pod goes only with its whole gang: one of its gangs goes only whole
+    /// ([`Gang::goes_whole`], with `policy_whole` the policy's `gangPolicy: WholeGang`).
+    pub fn goes_whole(&self, id: PodId, policy_whole: bool) -> bool {
+        self.gangs_of_pod(id)
+            .iter()
+            .any(|&g| self.gang(g).goes_whole(policy_whole))
+    }
+
+    /// What makes a pod's gang go whole, for reasons: a PodGroup's `disruptionMode all`, or
+    /// else the policy's `gangPolicy WholeGang`.
+    pub fn whole_rule(&self, id: PodId) -> &'static str {
+        let all = self
+            .gangs_of_pod(id)
+            .iter()
+            .any(|&g| self.gang(g).disruption == Some(DisruptionMode::All));
+        if all {
+            "disruptionMode all"
+        } else {
+            "gangPolicy WholeGang"
+        }
+    }
+
     /// A gang by kind, namespace and name.
     pub fn gang_id(&self, kind: GangKind, namespace: &str, name: &str) -> Option<GangId> {
         self.gangs
@@ -1117,12 +1185,13 @@ type GangKey<'a> = (GangKind, &'a str, &'a str);
 
 /// Gangs from the PodGroups and the groups pods name; `pod_groups` is sorted.
 fn index_gangs(pods: &Pods, pod_groups: &[PodGroup]) -> GangIndex {
-    let mut by_key: std::collections::BTreeMap<GangKey<'_>, (Option<i32>, Vec<PodId>)> = pod_groups
+    type Known = (Option<i32>, Option<DisruptionMode>, Vec<PodId>);
+    let mut by_key: std::collections::BTreeMap<GangKey<'_>, Known> = pod_groups
         .iter()
         .map(|g| {
             (
                 (g.kind, &*g.namespace, &*g.name),
-                (Some(g.min_member), Vec::new()),
+                (Some(g.min_member), g.disruption, Vec::new()),
             )
         })
         .collect();
@@ -1130,8 +1199,8 @@ fn index_gangs(pods: &Pods, pod_groups: &[PodGroup]) -> GangIndex {
         for (kind, name) in pod.gang_refs() {
             by_key
                 .entry((kind, &pod.namespace, name))
-                .or_insert((None, Vec::new()))
-                .1
+                .or_insert((None, None, Vec::new()))
+                .2
                 .push(i as PodId);
         }
     }
@@ -1139,23 +1208,26 @@ fn index_gangs(pods: &Pods, pod_groups: &[PodGroup]) -> GangIndex {
     let gangs = by_key
         .into_iter()
         .enumerate()
-        .map(|(gi, ((kind, namespace, name), (min_member, members)))| {
-            for &m in &members {
-                gangs_of_pod.entry(m).or_default().push(gi as GangId);
-            }
-            let running = members
-                .iter()
-                .filter(|&&m| counts_as_running(&pods[m as usize]))
-                .count() as u32;
-            Gang {
-                kind,
-                namespace: namespace.into(),
-                name: name.into(),
-                min_member,
-                members,
-                running,
-            }
-        })
+        .map(
+            |(gi, ((kind, namespace, name), (min_member, disruption, members)))| {
+                for &m in &members {
+                    gangs_of_pod.entry(m).or_default().push(gi as GangId);
+                }
+                let running = members
+                    .iter()
+                    .filter(|&&m| counts_as_running(&pods[m as usize]))
+                    .count() as u32;
+                Gang {
+                    kind,
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    min_member,
+                    disruption,
+                    members,
+                    running,
+                }
+            },
+        )
         .collect();
     (gangs, gangs_of_pod)
 }

@@ -29,7 +29,7 @@ pub enum Resource {
 
 impl Resource {
     /// Every resource, in the order they are listed.
-    pub const ALL: [Resource; 7] = [
+    pub const ALL: [Resource; 8] = [
         Resource::Nodes,
         Resource::Pods,
         Resource::PodDisruptionBudgets,
@@ -37,6 +37,7 @@ impl Resource {
         Resource::PriorityClasses,
         Resource::PodGroups(GangKind::SchedulerPlugins),
         Resource::PodGroups(GangKind::Volcano),
+        Resource::PodGroups(GangKind::Kubernetes),
     ];
 
     fn index(self) -> usize {
@@ -48,6 +49,7 @@ impl Resource {
             Resource::PriorityClasses => 4,
             Resource::PodGroups(GangKind::SchedulerPlugins) => 5,
             Resource::PodGroups(GangKind::Volcano) => 6,
+            Resource::PodGroups(GangKind::Kubernetes) => 7,
         }
     }
 
@@ -61,6 +63,7 @@ impl Resource {
             Resource::PriorityClasses => "priorityclasses",
             Resource::PodGroups(GangKind::SchedulerPlugins) => "podgroups.scheduling.x-k8s.io",
             Resource::PodGroups(GangKind::Volcano) => "podgroups.scheduling.volcano.sh",
+            Resource::PodGroups(GangKind::Kubernetes) => "podgroups.scheduling.k8s.io",
         }
     }
 }
@@ -238,7 +241,7 @@ pub struct ClusterStore {
     pdbs: Pending<Pdb>,
     namespaces: Pending<Namespace>,
     priority_classes: Pending<PriorityClass>,
-    pod_groups: [Pending<PodGroup>; 2],
+    pod_groups: [Pending<PodGroup>; 3],
     /// Which resources have had a complete list.
     listed: [bool; Resource::ALL.len()],
     /// Changes taken in since the snapshot was built.
@@ -322,7 +325,11 @@ impl ClusterStore {
             parts.priority_classes =
                 std::mem::take(&mut self.priority_classes).merge(parts.priority_classes);
             let mut groups = Vec::new();
-            for kind in [GangKind::SchedulerPlugins, GangKind::Volcano] {
+            for kind in [
+                GangKind::SchedulerPlugins,
+                GangKind::Volcano,
+                GangKind::Kubernetes,
+            ] {
                 let of = split_kind(&mut parts.pod_groups, kind);
                 groups.extend(std::mem::take(&mut self.pod_groups[kind as usize]).merge(of));
             }
@@ -439,6 +446,7 @@ mod tests {
             namespace: "ns".into(),
             name: name.into(),
             min_member: 2,
+            disruption: None,
         };
         let of = |groups: Vec<PodGroup>| SnapshotParts {
             pod_groups: groups,
@@ -452,9 +460,21 @@ mod tests {
             Resource::PodGroups(GangKind::Volcano),
             of(vec![group(GangKind::Volcano, "v")]),
         ));
-        assert_eq!(store.snapshot().pod_groups.len(), 2);
+        store.apply(Change::Replace(
+            Resource::PodGroups(GangKind::Kubernetes),
+            of(vec![group(GangKind::Kubernetes, "k")]),
+        ));
+        assert_eq!(store.snapshot().pod_groups.len(), 3);
         store.apply(Change::Replace(
             Resource::PodGroups(GangKind::Volcano),
+            of(vec![]),
+        ));
+        let s = store.snapshot();
+        assert_eq!(s.pod_groups.len(), 2);
+        assert_eq!(s.pod_groups[0].kind, GangKind::SchedulerPlugins);
+        assert_eq!(s.pod_groups[1].kind, GangKind::Kubernetes);
+        store.apply(Change::Replace(
+            Resource::PodGroups(GangKind::Kubernetes),
             of(vec![]),
         ));
         let s = store.snapshot();

@@ -42,8 +42,9 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{
-    Container, Namespace, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec,
-    PodTemplateSpec, ResourceRequirements, ServiceAccount, Taint, TopologySpreadConstraint,
+    Container, Namespace, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Pod,
+    PodSchedulingGroup, PodSpec, PodTemplateSpec, ResourceRequirements, ServiceAccount, Taint,
+    TopologySpreadConstraint,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -65,6 +66,16 @@ pub const TIMEOUT: Duration = Duration::from_secs(60);
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
 
 const SERVICE_CLUSTER_IP_RANGE: &str = "10.0.0.0/24";
+
+/// The feature gates of every Kubernetes component: `GenericWorkload` serves Kubernetes' own
+/// Workload and PodGroup (`scheduling.k8s.io`, beta in 1.37 but off by default), lets pods
+/// name their group (`spec.schedulingGroup`), and turns kube-scheduler's GangScheduling
+/// plugin on.
+pub const FEATURE_GATES: &str = "GenericWorkload=true";
+
+/// The API versions kube-apiserver serves besides its defaults: the Workload and PodGroup
+/// APIs, beta and alpha.
+pub const RUNTIME_CONFIG: &str = "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true";
 const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 // ---------------------------------------------------------------------------------------------
@@ -1117,6 +1128,8 @@ fn launch_store(
         arg("requestheader-extra-headers-prefix", "X-Remote-Extra-"),
         arg("proxy-client-cert-file", pki.path("front-proxy-client.crt")),
         arg("proxy-client-key-file", pki.path("front-proxy-client.key")),
+        arg("feature-gates", FEATURE_GATES),
+        arg("runtime-config", RUNTIME_CONFIG),
         // Less work at start-up and per request.
         arg("enable-priority-and-fairness", false),
         arg("profiling", false),
@@ -1177,6 +1190,7 @@ fn launch_clients(
             arg("allocate-node-cidrs", false),
             arg("kube-api-qps", 200),
             arg("kube-api-burst", 400),
+            arg("feature-gates", FEATURE_GATES),
             arg("profiling", false),
             arg("v", 1),
         ];
@@ -1199,6 +1213,7 @@ fn launch_clients(
             arg("tls-cert-file", pki.path("serving.crt")),
             arg("tls-private-key-file", pki.path("serving.key")),
             arg("leader-elect", false),
+            arg("feature-gates", FEATURE_GATES),
             arg("profiling", false),
             arg("v", 1),
         ];
@@ -1669,6 +1684,8 @@ pub struct PodConfig {
     pub spread: Vec<(i32, String, String)>,
     /// Extended resources requested (and limited to the same), such as `nvidia.com/gpu`.
     pub extended: BTreeMap<String, String>,
+    /// The Kubernetes PodGroup the pod belongs to (`spec.schedulingGroup.podGroupName`).
+    pub pod_group: Option<String>,
 }
 
 impl PodConfig {
@@ -1713,6 +1730,13 @@ impl PodConfig {
         self
     }
 
+    /// A member of the Kubernetes PodGroup `name` (`scheduling.k8s.io`): kube-scheduler's
+    /// GangScheduling places the group's pods together.
+    pub fn pod_group(mut self, name: &str) -> Self {
+        self.pod_group = Some(name.to_string());
+        self
+    }
+
     /// A topology spread constraint over the pods of the same workload (its `app` label):
     /// `max_skew` over `topology_key`, `when` ScheduleAnyway or DoNotSchedule.
     pub fn spread(mut self, max_skew: i32, topology_key: &str, when: &str) -> Self {
@@ -1748,6 +1772,9 @@ impl PodConfig {
             priority_class_name: self.priority_class.clone(),
             termination_grace_period_seconds: self.termination_grace_period_seconds,
             automount_service_account_token: Some(false),
+            scheduling_group: self.pod_group.as_ref().map(|name| PodSchedulingGroup {
+                pod_group_name: Some(name.clone()),
+            }),
             topology_spread_constraints: (!self.spread.is_empty()).then(|| {
                 let app = self.labels.get("app").cloned().unwrap_or_default();
                 self.spread
@@ -1913,12 +1940,12 @@ pub async fn create_replicaset(
             name: Some(name.to_string()),
             ..Default::default()
         },
-        spec: Some(ReplicaSetSpec {
+        spec: ReplicaSetSpec {
             replicas: Some(replicas),
             selector,
             template: Some(template),
             ..Default::default()
-        }),
+        },
         status: None,
     };
     Api::<ReplicaSet>::namespaced(client.clone(), namespace)
@@ -1941,7 +1968,7 @@ pub async fn create_deployment(
             name: Some(name.to_string()),
             ..Default::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: Some(replicas),
             selector,
             template,
@@ -1950,7 +1977,7 @@ pub async fn create_deployment(
                 ..Default::default()
             }),
             ..Default::default()
-        }),
+        },
         status: None,
     };
     Api::<Deployment>::namespaced(client.clone(), namespace)

@@ -221,18 +221,19 @@ impl<'s> Ledger<'s> {
             return Err(EvictError::AlreadyPlanned);
         }
         let gang = self.gang_description(first);
+        let rule = self.snap.whole_rule(first);
         for &m in members {
             if self.is_pinned(m) {
                 let key = self.snap.pod(m).key();
                 return Err(EvictError::WholeGang(format!(
-                    "the API refused to evict {key}, a member of gang {gang}, earlier in this cycle: no other member is attempted (gangPolicy WholeGang)"
+                    "the API refused to evict {key}, a member of gang {gang}, earlier in this cycle: no other member is attempted ({rule})"
                 )));
             }
         }
         for &m in others {
             if self.is_planned(m) {
                 return Err(EvictError::WholeGang(format!(
-                    "{}, a member of gang {gang}, is planned or evicted already, so the gang cannot go whole (gangPolicy WholeGang)",
+                    "{}, a member of gang {gang}, is planned or evicted already, so the gang cannot go whole ({rule})",
                     self.snap.pod(m).key()
                 )));
             }
@@ -262,6 +263,7 @@ impl<'s> Ledger<'s> {
         };
         self.admit_gang_members(members)?;
         let gang_name = self.gang_description(first);
+        let rule = snap.whole_rule(first);
         for &g in snap.gangs_of_pod(first) {
             if snap.gang(g).min_member.is_none() {
                 return Err(unknown_gang(snap, g));
@@ -269,7 +271,7 @@ impl<'s> Ledger<'s> {
         }
         let whole = |m: PodId, e: EvictError| {
             EvictError::WholeGang(format!(
-                "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and its member {} cannot go: {e}",
+                "gang {gang_name} goes whole or not at all ({rule}), and its member {} cannot go: {e}",
                 snap.pod(m).key()
             ))
         };
@@ -285,7 +287,7 @@ impl<'s> Ledger<'s> {
         if let Some(t) = self.limits.total {
             if self.evictions.len() + members.len() > t as usize {
                 return Err(EvictError::WholeGang(format!(
-                    "gang {gang_name} has {} members to evict together (gangPolicy WholeGang), more than the {} the limit of {t} evictions per cycle leaves",
+                    "gang {gang_name} has {} members to evict together ({rule}), more than the {} the limit of {t} evictions per cycle leaves",
                     members.len(),
                     t as usize - self.evictions.len()
                 )));
@@ -305,7 +307,7 @@ impl<'s> Ledger<'s> {
             for (&n, &count) in &on_node {
                 if self.per_node[n as usize] + count > limit {
                     return Err(EvictError::WholeGang(format!(
-                        "gang {gang_name} has {count} members to evict together on node {} (gangPolicy WholeGang), over the limit of {limit} evictions per node",
+                        "gang {gang_name} has {count} members to evict together on node {} ({rule}), over the limit of {limit} evictions per node",
                         snap.node(n).name
                     )));
                 }
@@ -316,7 +318,7 @@ impl<'s> Ledger<'s> {
                 let spent = self.per_namespace.get(ns).copied().unwrap_or(0);
                 if spent + count > limit {
                     return Err(EvictError::WholeGang(format!(
-                        "gang {gang_name} has {count} members to evict together in namespace {ns} (gangPolicy WholeGang), over the limit of {limit} evictions per namespace"
+                        "gang {gang_name} has {count} members to evict together in namespace {ns} ({rule}), over the limit of {limit} evictions per namespace"
                     )));
                 }
             }
@@ -325,7 +327,7 @@ impl<'s> Ledger<'s> {
             if self.pdb_left[b as usize] < count {
                 let pdb = &snap.pdbs[b as usize];
                 return Err(EvictError::WholeGang(format!(
-                    "gang {gang_name} has {count} members under PodDisruptionBudget {}/{}, which allows {} more disruptions (gangPolicy WholeGang)",
+                    "gang {gang_name} has {count} members under PodDisruptionBudget {}/{}, which allows {} more disruptions ({rule})",
                     pdb.namespace,
                     pdb.name,
                     self.pdb_left[b as usize].max(0)

@@ -230,20 +230,23 @@ impl<'s> PlanningState<'s> {
         };
         let nodes = self.ledger.admit_whole_gang(members)?;
         let gang_name = self.ledger.gang_description(first);
+        let rule = snap.whole_rule(first);
         let gang = snap.gangs_of_pod(first).first().copied();
         let placed = self.placement.place_whole_gang(members, &gang_name)?;
         if placed.destinations[0] == nodes[0] {
             return Err(EvictError::WholeGang(format!(
-                "with its whole gang {gang_name} evicted (gangPolicy WholeGang), the simulated destination of the pod is its own node {}",
+                "with its whole gang {gang_name} evicted ({rule}), the simulated destination of the pod is its own node {}",
                 snap.node(nodes[0]).name
             )));
         }
         let first_key = snap.pod(first).key();
         for (i, (&m, &n)) in members.iter().zip(&nodes).enumerate() {
             let reason = if i == 0 {
-                format!("{reason}; its whole gang {gang_name} goes with it (gangPolicy WholeGang)")
+                format!("{reason}; its whole gang {gang_name} goes with it ({rule})")
             } else {
-                format!("member of gang {gang_name}, evicted whole with {first_key} (gangPolicy WholeGang): {reason}")
+                format!(
+                    "member of gang {gang_name}, evicted whole with {first_key} ({rule}): {reason}"
+                )
             };
             self.journal.chosen(m);
             self.ledger.record(PlannedEviction {

@@ -128,6 +128,9 @@ impl<'s> Placement<'s> {
         gang_name: &str,
     ) -> Result<GangPlacement<'s>, EvictError> {
         let snap = self.snap;
+        let rule = members
+            .first()
+            .map_or("gangPolicy WholeGang", |&m| snap.whole_rule(m));
         let mut trial = self.sim.clone();
         for &m in members {
             trial.remove(m);
@@ -142,7 +145,7 @@ impl<'s> Placement<'s> {
                 }
                 Err(e) => {
                     return Err(EvictError::WholeGang(format!(
-                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and the simulator finds no node for member {}: {e}",
+                        "gang {gang_name} goes whole or not at all ({rule}), and the simulator finds no node for member {}: {e}",
                         snap.pod(m).key()
                     )))
                 }
@@ -155,14 +158,14 @@ impl<'s> Placement<'s> {
                 let name = &snap.node(d).name;
                 let Some((_, limit)) = targets.iter().find(|(n, _)| *n == d) else {
                     return Err(EvictError::WholeGang(format!(
-                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and the simulated destination of member {} is {name}, not an underutilized node",
+                        "gang {gang_name} goes whole or not at all ({rule}), and the simulated destination of member {} is {name}, not an underutilized node",
                         snap.pod(m).key()
                     )));
                 };
                 let load = trial.load(d);
                 if let Some((r, max)) = limit.iter().find(|(r, max)| load.get(r) > **max) {
                     return Err(EvictError::WholeGang(format!(
-                        "gang {gang_name} goes whole or not at all (gangPolicy WholeGang), and with its members placed {name} would go over its target {r} ({} > {max})",
+                        "gang {gang_name} goes whole or not at all ({rule}), and with its members placed {name} would go over its target {r} ({} > {max})",
                         load.get(r)
                     )));
                 }

@@ -6,8 +6,8 @@
 //! object (None), and the caller decodes that object with serde, which gives the same result
 //! or the precise error: an escape in a string it keeps (skipped ones may hold escapes), a
 //! `null` where the wire shape has no Option, a number that is not an integer of the field's
-//! type, a key seen twice, the rare parts (pod-level resources, a PodGroup's minMember, a
-//! nested list), text that ends inside the object, anything invalid. A test holds it to
+//! type, a key seen twice, the rare parts (pod-level resources, a PodGroup's minMember,
+//! schedulingPolicy and disruptionMode, a nested list), text that ends inside the object, anything invalid. A test holds it to
 //! serde's result on every object it reads, mutated ones included.
 
 use super::{
@@ -15,7 +15,7 @@ use super::{
     RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
     RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
     RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
-    RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
+    RawSchedulingGroup, RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
     RawTopologySpreadConstraint, RawVolume, RawWeightedPodAffinityTerm, Str,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
@@ -604,7 +604,10 @@ fn clear_spec_but_containers(s: &mut RawSpec<'_>) {
     s.unschedulable = false;
     s.taints.clear();
     s.selector = None;
+    s.scheduling_group = None;
     s.min_member = None;
+    s.scheduling_policy = None;
+    s.disruption_mode = None;
 }
 
 fn clear_spec(s: &mut RawSpec<'_>) {
@@ -641,9 +644,20 @@ fn spec<'de>(r: &mut Reader<'de>, s: &mut RawSpec<'de>) -> R {
         "unschedulable" => r.bool().map(|v| s.unschedulable = v),
         "taints" => r.list(&mut s.taints, taint),
         "selector" => opt(r, label_selector).map(|v| s.selector = v.map(Box::new)),
-        // A PodGroup's minMember: serde's (unless null).
+        "schedulingGroup" => opt(r, scheduling_group).map(|v| s.scheduling_group = v),
+        // A PodGroup's minMember, schedulingPolicy and disruptionMode: serde's (unless null).
         "minMember" => absent(r),
+        "schedulingPolicy" => absent(r),
+        "disruptionMode" => absent(r),
     })
+}
+
+fn scheduling_group<'de>(r: &mut Reader<'de>) -> R<RawSchedulingGroup<'de>> {
+    let mut g = RawSchedulingGroup::default();
+    fields!(r, RawSchedulingGroup, {
+        "podGroupName" => r.opt_string().map(|v| g.pod_group_name = v),
+    })?;
+    Some(g)
 }
 
 /// `null` as None, another value as `read` reads it.
@@ -1022,6 +1036,7 @@ pub(super) mod tables {
             RawContainerState,
             RawReason,
             RawTerminated,
+            RawSchedulingGroup,
         ]
     }
 
@@ -1072,6 +1087,9 @@ mod tests {
         r#"{"kind":"Pod","metadata":{"name":"big","namespace":"n"},"spec":{"priority":2147483647,"containers":[]},"status":{"containerStatuses":[{"restartCount":-2147483648,"state":{"terminated":{"exitCode":-1,"reason":"Error"}}}]}}"#,
         r#"{"kind":"Pod","metadata":{"name":"aff","namespace":"n"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a","b"]}],"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]},{}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":5,"preference":{"matchExpressions":[{"key":"disk","operator":"Exists"}]}}]},"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"namespaces":["a","b"],"topologyKey":"zone"}]},"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":100,"podAffinityTerm":{"labelSelector":null,"namespaceSelector":{"matchExpressions":[{"key":"team","operator":"NotIn","values":["x"]}]},"topologyKey":"kubernetes.io/hostname","matchLabelKeys":["h"]}}]}}}}"#,
         r#"{"kind":"Pod","metadata":{"name":"aff2"},"spec":{"affinity":{"nodeAffinity":null,"podAffinity":{},"podAntiAffinity":null}}}"#,
+        r#"{"kind":"Pod","metadata":{"name":"gang-0","namespace":"ml"},"spec":{"nodeName":"n1","schedulingGroup":{"podGroupName":"train"}}}"#,
+        r#"{"kind":"Pod","metadata":{"name":"gang-1","namespace":"ml"},"spec":{"schedulingGroup":{"podGroupName":null}}}"#,
+        r#"{"kind":"Pod","metadata":{"name":"gang-2","namespace":"ml"},"spec":{"schedulingGroup":null,"schedulingPolicy":null,"disruptionMode":null}}"#,
         r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"12746","creationTimestamp":null,"annotations":{"k8s.io/initial-events-end":"true"}}}"#,
         r#"{"kind":"Pod","metadata":{"name":"ie","resourceVersion":"","annotations":{"k8s.io/initial-events-end":"false"}}}"#,
         r#"{"kind":"Pod","metadata":{"name":"ie2","annotations":{"k8s.io/initial-events-end":"true","k8s.io/initial-events-end":null}}}"#,
@@ -1080,10 +1098,11 @@ mod tests {
         r#"{"kind":"Pod","metadata":{"name":"esc\u0061ped","namespace":"n"}}"#,
         r#"{"kind":"Pod","metadata":{"name":"res"},"spec":{"resources":{"requests":{"cpu":"1"}}}}"#,
         r#"{"kind":"PodGroup","apiVersion":"scheduling.volcano.sh/v1beta1","metadata":{"name":"g"},"spec":{"minMember":3}}"#,
+        r#"{"kind":"PodGroup","apiVersion":"scheduling.k8s.io/v1beta1","metadata":{"name":"k","namespace":"ml"},"spec":{"schedulingPolicy":{"gang":{"minCount":4}},"disruptionMode":{"all":{}}}}"#,
         r#"{"kind":"List","items":[{"kind":"Pod","metadata":{"name":"inner"}}]}"#,
     ];
 
-    const RARE: usize = 5;
+    const RARE: usize = 6;
 
     /// What serde reads from the start of `text`, and where it stops.
     fn serde_read(text: &str) -> Option<(String, usize)> {
@@ -1187,6 +1206,7 @@ mod tests {
         "RawPvcSource",
         "RawReason",
         "RawResources",
+        "RawSchedulingGroup",
         "RawSpec",
         "RawStatus",
         "RawTaint",

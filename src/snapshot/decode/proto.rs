@@ -27,7 +27,7 @@ use super::{
     RawContainerState, RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
     RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
     RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
-    RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
+    RawSchedulingGroup, RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
     RawTopologySpreadConstraint, RawVolume, RawWeightedPodAffinityTerm, Shapes, SnapshotError,
     SnapshotParts, Str,
 };
@@ -367,7 +367,17 @@ fn pod_spec<'de>(b: &'de [u8], s: &mut RawSpec<'de>) -> P {
             resources(v.bytes()?, &mut r)?;
             s.resources = Some(Box::new(r))
         },
+        43 "schedulingGroup" => s.scheduling_group = Some(scheduling_group(v.bytes()?)?),
     })
+}
+
+/// `PodSchedulingGroup` (Kubernetes 1.37): the PodGroup a pod belongs to.
+fn scheduling_group(b: &[u8]) -> P<RawSchedulingGroup<'_>> {
+    let mut g = RawSchedulingGroup::default();
+    table!(b, RawSchedulingGroup, |v| {
+        1 "podGroupName" => g.pod_group_name = v.some()?,
+    })?;
+    Ok(g)
 }
 
 fn node_spec<'de>(b: &'de [u8], s: &mut RawSpec<'de>) -> P {
@@ -1201,7 +1211,8 @@ mod tests {
                     .s(8, "pod-template-hash"),
             )
             .m(39, M::new().s(1, "gpu").s(3, "gpu-claim"))
-            .m(40, M::new().kq(2, "cpu", "1"));
+            .m(40, M::new().kq(2, "cpu", "1"))
+            .m(43, M::new().s(1, "train"));
         let status = M::new()
             .s(1, "Running")
             .m(
@@ -1264,7 +1275,7 @@ mod tests {
   "tolerations":[{"key":"k","operator":"Equal","value":"v","effect":"NoSchedule"},{"operator":"Exists","tolerationSeconds":300}],
   "priorityClassName":"high","priority":1000,"overhead":{"cpu":"10m"},
   "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}},"minDomains":2,"nodeAffinityPolicy":"Honor","nodeTaintsPolicy":"Ignore","matchLabelKeys":["pod-template-hash"]}],
-  "resourceClaims":[{"name":"gpu","resourceClaimName":"gpu-claim"}],"resources":{"requests":{"cpu":"1"}}},
+  "resourceClaims":[{"name":"gpu","resourceClaimName":"gpu-claim"}],"resources":{"requests":{"cpu":"1"}},"schedulingGroup":{"podGroupName":"train"}},
  "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-11-30T10:01:00Z"},{"type":"PodScheduled","status":"False","lastTransitionTime":null,"reason":"Unschedulable"}],"podIP":"10.0.0.1","startTime":"2026-11-30T10:00:05Z",
   "containerStatuses":[{"name":"app","state":{"waiting":{"reason":"CrashLoopBackOff","message":"back-off"}},"lastState":{},"restartCount":3}],
   "initContainerStatuses":[{"name":"side","state":{"running":{"startedAt":"2026-11-30T10:00:00Z"}},"restartCount":0}],
@@ -1459,6 +1470,12 @@ mod tests {
         assert_eq!(proto.continue_token, "");
         let p = &proto.parts.pods[0];
         assert_eq!(p.node_name.as_deref(), Some("n1"));
+        assert_eq!(
+            p.pod_group.as_deref(),
+            Some("train"),
+            "spec.schedulingGroup"
+        );
+        assert_eq!(proto.parts.pods[1].pod_group, None);
         assert!(
             proto.parts.pods[1].node_name.is_none(),
             "an empty nodeName is none"
@@ -1552,6 +1569,8 @@ mod tests {
             ("RawObject", "value"),
             ("RawSpec", "selector"),
             ("RawSpec", "minMember"),
+            ("RawSpec", "schedulingPolicy"),
+            ("RawSpec", "disruptionMode"),
             ("RawStatus", "disruptionsAllowed"),
         ];
         let read = tables::READ.lock().unwrap().clone();
@@ -1609,6 +1628,7 @@ mod tests {
             "RawContainerState",
             "RawReason",
             "RawTerminated",
+            "RawSchedulingGroup",
         ] {
             assert!(
                 by_struct.contains_key(name),
