@@ -223,13 +223,13 @@ impl<'de> V<'de> {
         Ok(s)
     }
 
-    /// A map's entry (key 1, value 2), the value read by `value`.
-    fn entry(self, value: fn(V<'de>) -> P<Str<'de>>) -> P<(Str<'de>, Str<'de>)> {
-        let (mut k, mut v) = (Str::default(), Str::default());
+    /// A map's entry (key 1, value 2), the key and the value each read by `read`.
+    fn entry<T: Default>(self, read: fn(V<'de>) -> P<T>) -> P<(T, T)> {
+        let (mut k, mut v) = (T::default(), T::default());
         each(self.bytes()?, |n, x| {
             match n {
-                1 => k = x.string()?,
-                2 => v = value(x)?,
+                1 => k = read(x)?,
+                2 => v = read(x)?,
                 _ => {}
             }
             Ok(())
@@ -242,7 +242,8 @@ impl<'de> V<'de> {
     }
 
     fn quantity_entry(self) -> P<(Str<'de>, Str<'de>)> {
-        self.entry(V::quantity)
+        let (k, v) = self.entry(V::bytes)?;
+        Ok((V::Bytes(k).string()?, V::Bytes(v).quantity()?))
     }
 }
 
@@ -318,15 +319,19 @@ fn meta<'de>(b: &'de [u8], m: &mut RawMeta<'de>) -> P {
     })
 }
 
+/// An annotation: only the values of the few keys the planner reads are looked at (other
+/// values, such as a last-applied configuration of kilobytes, are passed over as unknown
+/// fields are).
 fn annotation<'de>(v: V<'de>, a: &mut Annotations<'de>) -> P {
-    let (key, value) = v.string_entry()?;
-    match AnnotationKey::of(&key) {
+    let (key, value) = v.entry(V::bytes)?;
+    let value = || V::Bytes(value).string();
+    match AnnotationKey::of(&V::Bytes(key).string()?) {
         AnnotationKey::Evict => a.evict = true,
         AnnotationKey::PreferNoEviction => a.prefer_no_eviction = true,
         AnnotationKey::Mirror => a.mirror = true,
-        AnnotationKey::ConfigSource => a.config_source = Some(value),
-        AnnotationKey::GroupName => a.group_name = Some(value),
-        AnnotationKey::InitialEventsEnd => a.initial_events_end = &*value == "true",
+        AnnotationKey::ConfigSource => a.config_source = Some(value()?),
+        AnnotationKey::GroupName => a.group_name = Some(value()?),
+        AnnotationKey::InitialEventsEnd => a.initial_events_end = &*value()? == "true",
         AnnotationKey::Other => {}
     }
     Ok(())
