@@ -506,23 +506,7 @@ async fn a_whole_gang_is_evicted_all_or_nothing() {
 #[test]
 fn the_batch_example_moves_the_gang_whole() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/batch");
-    let run = |policy: &Path| -> serde_json::Value {
-        let out = std::process::Command::new(bin())
-            .args(["--policy-config-file", policy.to_str().unwrap()])
-            .args(["--snapshot", root.join("cluster.yaml").to_str().unwrap()])
-            .args(["--now", "2026-12-01T00:00:00Z", "-o", "json"])
-            .env_remove("RUST_LOG")
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_str(&stdout).unwrap()
-    };
+    let run = |policy: &Path| offline_plan(policy, &root.join("cluster.yaml"));
     let whole = run(&root.join("policy.yaml"));
     let rows = whole["evictions"].as_array().unwrap();
     let pods: Vec<&str> = rows.iter().map(|r| r["pod"].as_str().unwrap()).collect();

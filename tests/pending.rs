@@ -311,24 +311,7 @@ async fn one_cycle_makes_room_for_a_pending_gpu_gang() {
 #[test]
 fn the_pending_example_makes_room_for_the_gang() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pending");
-    let out = std::process::Command::new(bin())
-        .args([
-            "--policy-config-file",
-            root.join("policy.yaml").to_str().unwrap(),
-        ])
-        .args(["--snapshot", root.join("cluster.yaml").to_str().unwrap()])
-        .args(["--now", "2026-12-01T00:00:00Z", "-o", "json"])
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let report = offline_plan(&root.join("policy.yaml"), &root.join("cluster.yaml"));
     let moved: Vec<(&str, &str, &str)> = report["evictions"]
         .as_array()
         .unwrap()

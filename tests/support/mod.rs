@@ -187,6 +187,26 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_descheduler")
 }
 
+/// The JSON report of an offline plan of `snapshot` with `policy` at the examples' fixed time
+/// (2026-12-01T00:00:00Z); the run must exit 0.
+pub fn offline_plan(policy: &Path, snapshot: &Path) -> serde_json::Value {
+    let out = std::process::Command::new(bin())
+        .args(["--policy-config-file", policy.to_str().unwrap()])
+        .args(["--snapshot", snapshot.to_str().unwrap()])
+        .args(["--now", "2026-12-01T00:00:00Z", "-o", "json"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap()
+}
+
 /// Writes a policy file with a unique name in `dir`; returns its path.
 pub fn write_policy(dir: &Path, text: &str) -> PathBuf {
     let path = dir.join(format!("{}.yaml", unique("policy")));
