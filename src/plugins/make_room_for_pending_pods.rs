@@ -940,6 +940,18 @@ mod tests {
         parts
     }
 
+    /// [`fragmented`] (4 busy, 4 spare) with the pending 4-member gang `ml/train`.
+    fn fragmented_with_gang() -> SnapshotParts {
+        let mut parts = fragmented(4, 4);
+        for i in 0..4 {
+            parts
+                .pods
+                .push(pending("ml", &format!("t{i}")).pod_group("train").build());
+        }
+        parts.pod_groups.push(pod_group("ml", "train", 4));
+        parts
+    }
+
     struct Outcome {
         evicted: Vec<(String, String, Option<String>)>,
         pending: Vec<PendingUnit>,
@@ -1090,13 +1102,7 @@ mod tests {
 
     #[test]
     fn a_gang_is_placed_whole_or_not_at_all() {
-        let mut parts = fragmented(4, 4);
-        for i in 0..4 {
-            parts
-                .pods
-                .push(pending("ml", &format!("t{i}")).pod_group("train").build());
-        }
-        parts.pod_groups.push(pod_group("ml", "train", 4));
+        let parts = fragmented_with_gang();
         let snap = ClusterSnapshot::build(parts.clone());
         let out = run(&snap, json!({}));
         let mut moved: Vec<&str> = out.evicted.iter().map(|e| e.0.as_str()).collect();
@@ -1289,13 +1295,7 @@ mod tests {
 
     #[test]
     fn the_search_budget_bounds_the_work() {
-        let mut parts = fragmented(4, 4);
-        for i in 0..4 {
-            parts
-                .pods
-                .push(pending("ml", &format!("t{i}")).pod_group("train").build());
-        }
-        parts.pod_groups.push(pod_group("ml", "train", 4));
+        let mut parts = fragmented_with_gang();
         let snap = ClusterSnapshot::build(parts.clone());
         // sets of 1, 2 and 3 moves leave room for fewer than four workers: refused without a
         // simulation, so the first simulated set (of 4) is the one
