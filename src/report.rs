@@ -768,7 +768,7 @@ impl Report {
                 .collect();
             write_table(
                 &mut out,
-                ["POD", "NODE", "DESTINATION", "PROFILE", "PLUGIN", "REASON"],
+                &["POD", "NODE", "DESTINATION", "PROFILE", "PLUGIN", "REASON"],
                 &rows,
             );
         }
@@ -805,28 +805,7 @@ impl Report {
             }
             rows.push(row);
         }
-        let width = headers.len();
-        let mut widths = vec![0usize; width];
-        for (i, h) in headers.iter().enumerate() {
-            widths[i] = h.len();
-        }
-        for r in &rows {
-            for (i, c) in r.iter().enumerate() {
-                widths[i] = widths[i].max(c.len());
-            }
-        }
-        let line = |cells: &[String], out: &mut String| {
-            let parts: Vec<String> = cells
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
-                .collect();
-            let _ = writeln!(out, "{}", parts.join("  ").trim_end());
-        };
-        line(&headers, &mut out);
-        for r in &rows {
-            line(r, &mut out);
-        }
+        write_table(&mut out, &headers, &rows);
         let measured: Vec<[String; 5]> = self
             .nodes
             .iter()
@@ -858,7 +837,7 @@ impl Report {
                 .collect();
             write_table(
                 &mut out,
-                ["NODE", "SOURCE", "CPU", "MEMORY", "METRICRESOURCE"],
+                &["NODE", "SOURCE", "CPU", "MEMORY", "METRICRESOURCE"],
                 &rows,
             );
         }
@@ -893,7 +872,7 @@ impl Report {
                 .iter()
                 .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str()])
                 .collect();
-            write_table(&mut out, ["TENANT", "DOMINANT", "SHARE"], &rows);
+            write_table(&mut out, &["TENANT", "DOMINANT", "SHARE"], &rows);
         }
         if !self.pending.is_empty() {
             let _ = writeln!(out);
@@ -920,7 +899,7 @@ impl Report {
                 .collect();
             write_table(
                 &mut out,
-                ["PENDING", "DESTINATION", "MADE ROOM BY", "WHY NOT"],
+                &["PENDING", "DESTINATION", "MADE ROOM BY", "WHY NOT"],
                 &rows,
             );
         }
@@ -954,7 +933,7 @@ impl Report {
                 .collect();
             write_table(
                 &mut out,
-                ["POD", "NODE", "PROFILE", "PLUGIN", "WHY NOT"],
+                &["POD", "NODE", "PROFILE", "PLUGIN", "WHY NOT"],
                 &rows,
             );
         }
@@ -962,46 +941,120 @@ impl Report {
     }
 }
 
-/// `text` with every control character but the newline, and every character that reorders
-/// text (bidirectional overrides and isolates), written as `\u{..}`: names come from the
+/// Whether `c` is written as `\u{..}` on a terminal: every control character but the
+/// newline, and every character that reorders text (bidirectional overrides and isolates).
+fn hidden(c: char) -> bool {
+    (c.is_control() && c != '\n')
+        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// How `c` is written on a terminal: itself, or `\u{..}` when [`hidden`].
+fn push_escaped(out: &mut String, c: char) {
+    if hidden(c) {
+        let _ = write!(out, "\\u{{{:x}}}", c as u32);
+    } else {
+        out.push(c);
+    }
+}
+
+/// The number of characters `c` takes once escaped.
+fn escaped_width(c: char) -> usize {
+    if hidden(c) {
+        // `\u{` + hex digits + `}`
+        4 + (32 - (c as u32 | 1).leading_zeros()).div_ceil(4) as usize
+    } else {
+        1
+    }
+}
+
+/// `text` with every [`hidden`] character written as `\u{..}`: names come from the
 /// cluster, and must not drive the terminal (ANSI escapes) or disguise what is printed.
 fn escape_for_terminal(text: &str) -> String {
-    let hidden = |c: char| {
-        (c.is_control() && c != '\n')
-            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
     if !text.contains(hidden) {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if hidden(c) {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
+        push_escaped(&mut out, c);
     }
     out
 }
 
-fn write_table<const N: usize>(out: &mut String, headers: [&str; N], rows: &[[&str; N]]) {
-    let mut widths = headers.map(str::len);
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            widths[i] = widths[i].max(c.len());
+/// The most characters a table cell shows; longer text is cut, ending in [`ELLIPSIS`]
+/// (`-o json`, `-o yaml` and `-o html` carry it whole). A nodeFit "why not" over thousands
+/// of tainted nodes is hundreds of kilobytes on one line otherwise.
+const CELL_MAX: usize = 300;
+const ELLIPSIS: char = '\u{2026}';
+
+/// A cell as a table shows it: escaped for the terminal and cut to [`CELL_MAX`]
+/// characters; its width in characters, and whether it was cut.
+fn table_cell(text: &str) -> (std::borrow::Cow<'_, str>, usize, bool) {
+    let width: usize = text.chars().map(escaped_width).sum();
+    if width <= CELL_MAX {
+        let cell = if text.contains(hidden) {
+            escape_for_terminal(text).into()
+        } else {
+            text.into()
+        };
+        return (cell, width, false);
+    }
+    // Whole characters, whole escapes: room for the ellipsis is kept.
+    let mut out = String::with_capacity(CELL_MAX + 8);
+    let mut shown = 0;
+    for c in text.chars() {
+        let w = escaped_width(c);
+        if shown + w > CELL_MAX - 1 {
+            break;
+        }
+        push_escaped(&mut out, c);
+        shown += w;
+    }
+    out.push(ELLIPSIS);
+    (out.into(), shown + 1, true)
+}
+
+/// Writes `rows` under `headers`, each column as wide as its widest cell (in characters,
+/// after escaping; at most [`CELL_MAX`]), two spaces apart. When a cell was cut, a line
+/// under the table says so.
+fn write_table<H, R, C>(out: &mut String, headers: &[H], rows: &[R])
+where
+    H: AsRef<str>,
+    R: AsRef<[C]>,
+    C: AsRef<str>,
+{
+    let headers: Vec<_> = headers.iter().map(|h| table_cell(h.as_ref())).collect();
+    let rows: Vec<Vec<_>> = rows
+        .iter()
+        .map(|r| r.as_ref().iter().map(|c| table_cell(c.as_ref())).collect())
+        .collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.1).collect();
+    let mut cut = false;
+    for r in &rows {
+        for (i, (_, w, c)) in r.iter().enumerate() {
+            widths[i] = widths[i].max(*w);
+            cut |= c;
         }
     }
-    let line = |cells: &[&str; N], out: &mut String| {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
-            .collect();
-        let _ = writeln!(out, "{}", parts.join("  ").trim_end());
-    };
-    line(&headers, out);
-    for r in rows {
-        line(r, out);
+    let mut line = String::new();
+    for cells in std::iter::once(&headers).chain(&rows) {
+        line.clear();
+        for (i, (text, w, _)) in cells.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(text);
+            // Padded by hand: a width argument (`{:<w$}`) must fit in 16 bits.
+            line.extend(std::iter::repeat_n(' ', widths[i].saturating_sub(*w)));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if cut {
+        let _ = writeln!(
+            out,
+            "(cells longer than {CELL_MAX} characters are cut, ending in {ELLIPSIS}; \
+             -o json, -o yaml and -o html have the full text)"
+        );
     }
 }
 
@@ -1274,6 +1327,135 @@ mod tests {
         assert!(table.contains("n\\u{202e}1"), "{table}");
         // Other text, accents included, is left as it is.
         assert_eq!(escape_for_terminal("é ünï\nx"), "é ünï\nx");
+    }
+
+    /// A report of `evictions` and `not_chosen` rows alone.
+    fn rows_only(evictions: Vec<EvictionRow>, not_chosen: Vec<NotChosenRow>) -> Report {
+        Report {
+            evictions,
+            nodes: Vec::new(),
+            notes: Vec::new(),
+            not_chosen,
+            tenants: Vec::new(),
+            pending: Vec::new(),
+            read: None,
+        }
+    }
+
+    fn eviction(pod: &str, node: &str, reason: &str) -> EvictionRow {
+        EvictionRow {
+            pod: pod.into(),
+            node: node.into(),
+            profile: "p".into(),
+            plugin: "PodLifeTime".into(),
+            reason: reason.into(),
+            destination: None,
+            alternatives: Vec::new(),
+            gang: None,
+            result: None,
+            landed: None,
+        }
+    }
+
+    #[test]
+    fn a_cell_wider_than_a_format_width_is_cut_not_a_panic() {
+        // nodeFit's why-not over 2,000 nodes with a taint each: 146,000 characters, more
+        // than a `{:<w$}` width may be (16 bits).
+        let why = format!(
+            "pod does not fit on any other node (nodeFit): 0/2000 nodes are available: {}",
+            (0..2000)
+                .map(|i| format!(
+                    "1 node(s) had untolerated taint {{dedicated-{i:04}: team-{i:04}}}"
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        assert!(why.len() > 65_535, "{}", why.len());
+        let report = rows_only(
+            vec![eviction("ns/a", "n1", &why)],
+            vec![NotChosenRow {
+                pod: "ns/b".into(),
+                node: Some("n1".into()),
+                profile: "p".into(),
+                plugin: "PodLifeTime".into(),
+                reason: why.clone(),
+            }],
+        );
+        let table = report.render(Format::Table);
+        for line in table.lines() {
+            assert!(line.chars().count() < 2 * CELL_MAX, "{line}");
+        }
+        let cut = format!("{}{ELLIPSIS}", &why[..CELL_MAX - 1]);
+        assert_eq!(table.matches(&cut).count(), 2, "{table}");
+        assert_eq!(
+            table
+                .matches("are cut, ending in \u{2026}; -o json")
+                .count(),
+            2,
+            "a note under each table: {table}"
+        );
+        // The other formats carry the whole text.
+        let json: Report = serde_json::from_str(&report.render(Format::Json)).unwrap();
+        assert_eq!(json.evictions[0].reason, why);
+        assert_eq!(json.not_chosen[0].reason, why);
+        assert!(report
+            .render(Format::Yaml)
+            .contains(&why[why.len() - 200..]));
+        // Through the writer live mode uses, too.
+        let mut out = Vec::new();
+        report.write_to(Format::Table, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), table);
+        // A cell at the limit is shown whole, one past it is cut.
+        let at = "x".repeat(CELL_MAX);
+        assert_eq!(table_cell(&at), (at.as_str().into(), CELL_MAX, false));
+        let past = "x".repeat(CELL_MAX + 1);
+        let (cell, width, cut) = table_cell(&past);
+        assert_eq!(
+            (cell.chars().count(), width, cut),
+            (CELL_MAX, CELL_MAX, true)
+        );
+    }
+
+    #[test]
+    fn cut_cells_keep_whole_characters_and_whole_escapes() {
+        // Two-byte characters up to the cut, then a bidi override whose escape (`\u{202e}`,
+        // 8 characters) does not fit in what is left: it goes whole, as the é's stay whole.
+        let text = format!(
+            "{}\u{202e}{}",
+            "\u{e9}".repeat(CELL_MAX - 3),
+            "x".repeat(50)
+        );
+        let (cell, width, cut) = table_cell(&text);
+        assert!(cut);
+        assert_eq!(cell, format!("{}{ELLIPSIS}", "\u{e9}".repeat(CELL_MAX - 3)));
+        assert_eq!(width, CELL_MAX - 2);
+        // Escapes before the cut are written whole and count their width.
+        let text = format!("\u{1b}[2J{}", "y".repeat(2 * CELL_MAX));
+        let (cell, width, _) = table_cell(&text);
+        assert!(cell.starts_with("\\u{1b}[2Jyyy"), "{cell}");
+        assert_eq!((cell.chars().count(), width), (CELL_MAX, CELL_MAX));
+        assert!(!cell.contains('\u{1b}'));
+        let (cell, width, cut) = table_cell("\u{0}\u{202e}\u{10ffff}a");
+        assert_eq!(cell, "\\u{0}\\u{202e}\u{10ffff}a");
+        assert_eq!((width, cut), (cell.chars().count(), false));
+        // Columns line up by characters, not bytes: the next column starts at the same
+        // character on each line.
+        let report = rows_only(
+            vec![
+                eviction("ns/\u{e9}\u{e9}\u{e9}", "n1", "r"),
+                eviction("ns/abc", "n2", "r"),
+                eviction("ns/\u{202e}", "n3", "r"),
+            ],
+            Vec::new(),
+        );
+        let table = report.render(Format::Table);
+        let at = |needle: &str| {
+            let line = table.lines().find(|l| l.contains(needle)).unwrap();
+            line[..line.find(needle).unwrap()].chars().count()
+        };
+        assert_eq!(at(" n1 "), at(" n2 "), "{table}");
+        assert_eq!(at(" n1 "), at(" n3 "), "{table}");
+        assert_eq!(at(" n1 ") + 1, at("NODE"), "{table}");
     }
 
     #[test]

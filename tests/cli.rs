@@ -403,3 +403,105 @@ fn a_scheduler_config_scores_destinations_as_that_scheduler_and_bad_ones_exit_tw
     );
     assert!(o.stdout.is_empty(), "nothing is planned on a bad file");
 }
+
+/// One candidate's nodeFit "why not" over 2,000 nodes with a taint each is about 120,000
+/// characters: the table cut it (a width past 65,535 panicked, exit 101, in every cycle of
+/// a live run); the JSON carries it whole.
+#[test]
+fn a_why_not_wider_than_sixty_four_kilobytes_prints_cut_in_the_table() {
+    use serde_json::json;
+    let ready = json!({
+        "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+        "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+        "conditions": [{"type": "Ready", "status": "True"}]
+    });
+    let mut items = vec![json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "web"}, "status": {"phase": "Active"}
+    })];
+    for i in 0..2_000 {
+        let name = format!("node-{i:04}");
+        // The pod's node has no taint; every other has one of its own.
+        let spec = if i == 0 {
+            json!({})
+        } else {
+            json!({"taints": [{"key": format!("dedicated-{i:04}"), "value": format!("team-{i:04}"),
+                               "effect": "NoSchedule"}]})
+        };
+        items.push(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name},
+                         "creationTimestamp": "2026-10-01T00:00:00Z"},
+            "spec": spec, "status": ready
+        }));
+    }
+    items.push(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "old", "namespace": "web", "uid": "u-old",
+                     "creationTimestamp": "2026-11-01T00:00:00Z",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                          "name": "web-1", "uid": "rs", "controller": true}]},
+        "spec": {"nodeName": "node-0000",
+                 "containers": [{"name": "main", "image": "web",
+                                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
+        "status": {"phase": "Running", "startTime": "2026-11-01T00:00:00Z",
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster.json");
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}});
+    std::fs::write(&cluster, serde_json::to_vec(&list).unwrap()).unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: old\n    \
+         pluginConfig:\n      - name: DefaultEvictor\n        args: {nodeFit: true}\n      \
+         - name: PodLifeTime\n        args: {maxPodLifeTimeSeconds: 3600}\n    plugins:\n      \
+         deschedule:\n        enabled: [PodLifeTime]\n",
+    )
+    .unwrap();
+    let args = [
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--snapshot",
+        cluster.to_str().unwrap(),
+        "--now",
+        NOW,
+    ];
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(table.contains("Candidates not chosen:"), "{table}");
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("web/old "))
+        .unwrap_or_else(|| panic!("the candidate's row: {table}"));
+    assert!(line.contains("(nodeFit): 0/1999 nodes are available: 1 node(s) had untolerated taint {dedicated-0001: team-0001}"), "{line}");
+    assert!(line.ends_with('\u{2026}'), "{line}");
+    assert!(
+        line.chars().count() < 400,
+        "{} characters",
+        line.chars().count()
+    );
+    assert!(
+        table.contains("-o json, -o yaml and -o html have the full text"),
+        "{table}"
+    );
+
+    let o = run(&[&args[..], &["-o", "json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let why = json["notChosen"][0]["reason"].as_str().unwrap();
+    assert!(why.len() > 65_535, "{} bytes", why.len());
+    assert!(
+        why.ends_with("1 node(s) had untolerated taint {dedicated-1999: team-1999}"),
+        "{}",
+        &why[why.len() - 200..]
+    );
+    assert!(line.starts_with("web/old "));
+    let cell = line[line.find("pod does not fit").unwrap()..].trim_end_matches('\u{2026}');
+    assert!(
+        why.starts_with(cell),
+        "the table's cell is the start of the reason"
+    );
+}
