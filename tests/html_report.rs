@@ -358,3 +358,447 @@ fn a_five_thousand_node_plan_opens_with_summaries_and_pages() {
     );
     screenshot(&page, "five-thousand-nodes.png", 1400);
 }
+
+/// Headless Chromium driven through the DevTools protocol on a pipe
+/// (`--remote-debugging-pipe`: it reads commands on fd 3 and writes replies on fd 4, each
+/// message ending in a NUL), to run script in a loaded page and read back what it returns.
+struct Browser {
+    child: std::process::Child,
+    to: std::fs::File,
+    from: std::io::BufReader<std::fs::File>,
+    next: u64,
+    session: String,
+    _dirs: [tempfile::TempDir; 2],
+}
+
+impl Browser {
+    /// Opens `url` in a new page.
+    fn open(url: &str) -> Browser {
+        let fifos = tempfile::tempdir().unwrap();
+        let profile = tempfile::tempdir().unwrap();
+        let (to, from) = (fifos.path().join("to"), fifos.path().join("from"));
+        for f in [&to, &from] {
+            let made = Command::new("mkfifo").arg(f).status().unwrap();
+            assert!(made.success(), "mkfifo {}", f.display());
+        }
+        // The shell gives Chromium the two pipes as fds 3 and 4.
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(r#"exec 3<"$1" 4>"$2"; shift 2; exec "$@""#)
+            .arg("sh")
+            .arg(&to)
+            .arg(&from)
+            .args(["timeout", "300"])
+            .arg(chromium())
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--hide-scrollbars",
+                "--window-size=1280,900",
+                "--remote-debugging-pipe",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let to = std::fs::OpenOptions::new().write(true).open(&to).unwrap();
+        let from = std::io::BufReader::new(std::fs::File::open(&from).unwrap());
+        let mut b = Browser {
+            child,
+            to,
+            from,
+            next: 0,
+            session: String::new(),
+            _dirs: [fifos, profile],
+        };
+        let target = b.call("Target.createTarget", serde_json::json!({"url": url}));
+        let attached = b.call(
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        b.session = attached["sessionId"].as_str().unwrap().to_string();
+        b
+    }
+
+    /// Sends `method` (to the page once attached) and returns its result.
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        use std::io::{BufRead, Write};
+        self.next += 1;
+        let mut msg = serde_json::json!({"id": self.next, "method": method, "params": params});
+        if !self.session.is_empty() {
+            msg["sessionId"] = self.session.clone().into();
+        }
+        let mut bytes = serde_json::to_vec(&msg).unwrap();
+        bytes.push(0);
+        self.to.write_all(&bytes).unwrap();
+        loop {
+            let mut reply = Vec::new();
+            let n = self.from.read_until(0, &mut reply).unwrap();
+            assert!(n > 0, "Chromium closed the pipe during {method}");
+            reply.pop();
+            let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+            if reply["id"] == self.next {
+                assert!(reply["error"].is_null(), "{method}: {reply}");
+                return reply["result"].clone();
+            }
+        }
+    }
+
+    /// The value of `expression` in the page (a promise is awaited).
+    fn eval(&mut self, expression: &str) -> serde_json::Value {
+        let r = self.call(
+            "Runtime.evaluate",
+            serde_json::json!({"expression": expression, "awaitPromise": true,
+                               "returnByValue": true}),
+        );
+        assert!(
+            r["exceptionDetails"].is_null(),
+            "{expression}: {}",
+            r["exceptionDetails"]
+        );
+        r["result"]["value"].clone()
+    }
+
+    /// Waits (at most two minutes) until the page at `url` has drawn itself.
+    fn wait_ready(&mut self, url: &str) {
+        let check = format!(
+            "location.href === {} && document.readyState === 'complete' && \
+             document.body.getAttribute('data-ready') === 'true'",
+            serde_json::Value::from(url)
+        );
+        let start = std::time::Instant::now();
+        while self.eval(&check) != serde_json::Value::Bool(true) {
+            assert!(start.elapsed().as_secs() < 120, "{url} did not draw itself");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A report as a 5,000-node cluster's plan with `evictions` evictions and 20,000
+/// candidates not chosen: names, reasons and figures shaped as the planner writes them.
+fn large_report(evictions: usize) -> descheduler::report::Report {
+    use descheduler::report::{EvictionRow, NodeRow, NotChosenRow, Report};
+    use std::collections::BTreeMap;
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let node = |i: usize| format!("ip-10-0-{}-{}", i / 250, i % 250);
+    let nodes: Vec<NodeRow> = (0..5_000)
+        .map(|i| {
+            let mut before = BTreeMap::new();
+            let mut after = BTreeMap::new();
+            for (r, v) in [
+                ("cpu", 80.0),
+                ("memory", 60.0),
+                ("pods", 40.0),
+                ("ephemeral-storage", 5.0),
+            ] {
+                let b = ((i * 37 + r.len() * 11) % 1000) as f64 * v / 1000.0;
+                before.insert(r.to_string(), (b * 100.0).round() / 100.0);
+                after.insert(r.to_string(), (b * 70.0).round() / 100.0);
+            }
+            if i % 10 == 0 {
+                before.insert("nvidia.com/gpu".into(), 25.0);
+                after.insert("nvidia.com/gpu".into(), 12.5);
+            }
+            NodeRow {
+                name: node(i),
+                before,
+                after,
+                measured: None,
+            }
+        })
+        .collect();
+    let plugins = [
+        "RemoveDuplicates",
+        "RemovePodsViolatingTopologySpreadConstraint",
+        "LowNodeUtilization",
+    ];
+    let rows: Vec<EvictionRow> = (0..evictions)
+        .map(|i| {
+            let (team, app) = (i % 40, i / 12);
+            let owner = format!("team-{team:03}/app-{app:05}-{:09x}", app * 7919);
+            let from = node(next(5_000));
+            let plugin = plugins[next(3)];
+            let reason = match plugin {
+                "RemoveDuplicates" => format!(
+                    "duplicate of ReplicaSet {owner}: {} on node {from}, at most 1 per node (ceil of 12 pods over 4807 nodes)",
+                    2 + i % 5
+                ),
+                "LowNodeUtilization" => format!(
+                    "node {from} is overutilized (cpu {}%, memory 41%, pods 12%)",
+                    50 + i % 40
+                ),
+                _ => "topology spread: zone skew 3 exceeds maxSkew 1".to_string(),
+            };
+            EvictionRow {
+                pod: format!("{owner}-{:05x}", i % 0xfffff),
+                node: from,
+                profile: "scale".into(),
+                plugin: plugin.into(),
+                reason,
+                destination: (i % 9 != 0).then(|| node(next(5_000))),
+                alternatives: if i % 4 == 0 {
+                    vec![node(next(5_000)), node(next(5_000))]
+                } else {
+                    Vec::new()
+                },
+                gang: None,
+                result: None,
+                landed: None,
+            }
+        })
+        .collect();
+    let not_chosen = (0..20_000)
+        .map(|i| NotChosenRow {
+            pod: format!("team-{:03}/db-{i:05}-0", i % 40),
+            node: Some(node(next(5_000))),
+            profile: "scale".into(),
+            plugin: "RemoveDuplicates".into(),
+            reason: format!(
+                "blocked by PodDisruptionBudget team-{:03}/db-{:05}-pdb: no disruptions left",
+                i % 40,
+                i / 3
+            ),
+        })
+        .collect();
+    Report {
+        evictions: rows,
+        nodes,
+        notes: Vec::new(),
+        not_chosen,
+        tenants: Vec::new(),
+        pending: Vec::new(),
+        read: None,
+    }
+}
+
+/// The timings of a 150,000-eviction page in Chromium, in milliseconds: the first draw
+/// (the page's script, from its start to the tables drawn: the data parsed, the first
+/// pages of rows made), "Show all" on the evictions, a scroll to the middle, each keystroke typed into the node filter after it, a sort by pod
+/// and clearing the filter (each until the page shows the result, its layout done).
+#[test]
+fn a_page_of_150_000_evictions_answers_each_action_within_a_second() {
+    let report = large_report(150_000);
+    let page = artifacts().join("150k-evictions.html");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&page).unwrap());
+    descheduler::report::write_html(&report, &[], &mut out).unwrap();
+    drop(out);
+    let size = std::fs::metadata(&page).unwrap().len();
+    let url = format!("file://{}", page.display());
+    let mut b = Browser::open(&url);
+    b.wait_ready(&url);
+    let figures = b.eval(
+        r#"(async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
+  const settled = async () => {
+    while (document.body.getAttribute("data-ready") !== "true") await new Promise(r => setTimeout(r, 2));
+    void document.body.offsetHeight;
+    await frame();
+  };
+  const time = async (action) => { const t = performance.now(); action(); await settled(); return performance.now() - t; };
+  const nav = performance.getEntriesByType("navigation")[0];
+  const out = { draw: performance.getEntriesByName("report-drawn")[0].duration, load: nav.loadEventEnd,
+                fileRead: nav.responseEnd, keys: [] };
+  const section = document.getElementById("evictions");
+  const all = [...section.querySelectorAll(".more button")].find(b => b.textContent === "Show all");
+  out.showAll = await time(() => all.click());
+  out.scroll = await time(() => window.scrollTo(0, section.offsetTop + 1000000));
+  out.scrolledRows = section.querySelectorAll("tbody tr[data-pod]").length;
+  const input = document.getElementById("f-node");
+  for (const c of "10-0-3") {
+    out.keys.push(await time(() => { input.value += c; input.dispatchEvent(new Event("input")); }));
+  }
+  out.filtered = section.querySelector(".more").textContent;
+  out.sort = await time(() => section.querySelector('th[data-key="pod"]').click());
+  out.clear = await time(() => { input.value = ""; input.dispatchEvent(new Event("input")); });
+  out.cleared = section.querySelector(".more").textContent;
+  return out;
+})()"#,
+    );
+    eprintln!(
+        "150,000 evictions, page {:.1} MB: {figures}",
+        size as f64 / 1e6
+    );
+    let ms = |v: &serde_json::Value| v.as_f64().unwrap();
+    let mut each = vec![
+        ("the first draw", ms(&figures["draw"])),
+        ("show all", ms(&figures["showAll"])),
+        ("scroll", ms(&figures["scroll"])),
+        ("sort", ms(&figures["sort"])),
+        ("clear the filter", ms(&figures["clear"])),
+    ];
+    for k in figures["keys"].as_array().unwrap() {
+        each.push(("a keystroke", ms(k)));
+    }
+    for (what, t) in each {
+        assert!(t < 1000.0, "{what} took {t:.0} ms: {figures}");
+    }
+    // The same report as JSON objects with their keys repeated made a page of 43 MB (286
+    // bytes an eviction) that loaded in 4.5 s; "Show all" drew every row (91 s) and each
+    // keystroke after it drew them again (132 s).
+    assert!(size < 150 * 150_000, "{size} bytes");
+    // Loading (reading and parsing the file, the first draw) is measured, not bounded here:
+    // it follows the file's size and the machine.
+    eprintln!("loaded in {:.0} ms", ms(&figures["load"]));
+}
+
+/// A hand-edited address with a part that does not decode (`50%`): the page still draws,
+/// with the other parts applied (`ns` is the short name of `namespace`).
+#[test]
+fn a_malformed_address_part_is_left_out_and_the_rest_applies() {
+    let json: serde_json::Value = serde_json::from_slice(&report(&EXAMPLE, "json")).unwrap();
+    let page = artifacts().join("example-malformed-address.html");
+    std::fs::write(&page, report(&EXAMPLE, "html")).unwrap();
+    let evictions = json["evictions"].as_array().unwrap();
+    let plugin = evictions[0]["plugin"].as_str().unwrap();
+    let ns = evictions[0]["pod"]
+        .as_str()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    for hash in [
+        format!("#node=50%&ns={ns}&plugin={plugin}"),
+        format!("#ns={ns}&%E0%A4%A=x&plugin={plugin}&node=%"),
+    ] {
+        let dom = dom(&page, &hash);
+        let expected = evictions
+            .iter()
+            .filter(|e| {
+                e["plugin"] == plugin && e["pod"].as_str().unwrap().starts_with(&format!("{ns}/"))
+            })
+            .count();
+        assert!(expected > 0);
+        assert_eq!(
+            count(section(&dom, "evictions"), "<tr data-pod="),
+            expected,
+            "{hash}"
+        );
+        // the node filter is empty: every node shows
+        assert_eq!(
+            count(section(&dom, "nodes"), "<tr data-node="),
+            json["nodes"].as_array().unwrap().len(),
+            "{hash}"
+        );
+    }
+}
+
+/// Counts by node name are kept in maps: a node named `constructor` (a valid node name,
+/// and a property every plain object has) counts as any other. `__proto__` is no valid
+/// name of a node, namespace or label value.
+#[test]
+fn a_node_named_constructor_counts_as_any_other() {
+    let example = std::fs::read_to_string("examples/cluster-hotspot.yaml").unwrap();
+    assert!(example.contains("node-a1"));
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("constructor.yaml");
+    std::fs::write(&cluster, example.replace("node-a1", "constructor")).unwrap();
+    let args = [
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        cluster.to_str().unwrap(),
+        "--now",
+        "2026-12-01T00:00:00Z",
+    ];
+    let json: serde_json::Value = serde_json::from_slice(&report(&args, "json")).unwrap();
+    let evictions = json["evictions"].as_array().unwrap();
+    let from = evictions
+        .iter()
+        .filter(|e| e["node"] == "constructor")
+        .count();
+    let to = evictions
+        .iter()
+        .filter(|e| e["destination"] == "constructor")
+        .count();
+    assert!(from > 0, "the hot node is evicted from: {json}");
+    let page = artifacts().join("constructor.html");
+    std::fs::write(&page, report(&args, "html")).unwrap();
+    let dom = dom(&page, "");
+    let r = row(section(&dom, "nodes"), "data-node", "constructor");
+    assert!(
+        r.contains(&format!("<td>constructor</td><td>{from}</td><td>{to}</td>")),
+        "{r}"
+    );
+    let sources: std::collections::BTreeSet<&str> = evictions
+        .iter()
+        .map(|e| e["node"].as_str().unwrap())
+        .collect();
+    assert!(
+        dom.contains(&format!("id=\"card-sources\"><b>{}</b>", sources.len())),
+        "the card of nodes evicted from"
+    );
+}
+
+/// Characters that are invisible or reorder text (a bidi override, a zero-width space, an
+/// escape) are shown as `\u{..}`, as the table output shows them, not rendered.
+#[test]
+fn hidden_characters_in_names_are_shown_visibly() {
+    use descheduler::report::{EvictionRow, NotChosenRow, Report};
+    let pod = "shop/web-\u{202e}gnp.exe\u{200b}\u{1b}[2J";
+    let report = Report {
+        evictions: vec![EvictionRow {
+            pod: pod.into(),
+            node: "node-\u{2066}a1".into(),
+            profile: "default".into(),
+            plugin: "PodLifeTime".into(),
+            reason: "older than 1h\u{feff}".into(),
+            destination: Some("node-b1".into()),
+            alternatives: Vec::new(),
+            gang: None,
+            result: None,
+            landed: None,
+        }],
+        nodes: Vec::new(),
+        notes: Vec::new(),
+        not_chosen: vec![NotChosenRow {
+            pod: "shop/api-\u{202d}1".into(),
+            node: None,
+            profile: "default".into(),
+            plugin: "PodLifeTime".into(),
+            reason: "r".into(),
+        }],
+        tenants: Vec::new(),
+        pending: Vec::new(),
+        read: None,
+    };
+    let page = artifacts().join("hidden-characters.html");
+    let mut out = Vec::new();
+    descheduler::report::write_html(&report, &[], &mut out).unwrap();
+    std::fs::write(&page, out).unwrap();
+    let dom = dom(&page, "");
+    let r = row(section(&dom, "evictions"), "data-pod", pod);
+    // the cells, after the row's attributes
+    let cells = &r[r.find('>').unwrap()..];
+    for c in ['\u{202e}', '\u{200b}', '\u{1b}', '\u{2066}', '\u{feff}'] {
+        assert!(!cells.contains(c), "{c:?} in {cells}");
+    }
+    assert!(
+        cells.contains("<td>web-\\u{202e}gnp.exe\\u{200b}\\u{1b}[2J</td>"),
+        "{cells}"
+    );
+    assert!(cells.contains("<td>node-\\u{2066}a1</td>"), "{cells}");
+    assert!(cells.contains("older than 1h\\u{feff}"), "{cells}");
+    let r = row(
+        section(&dom, "not-chosen"),
+        "data-pod",
+        "shop/api-\u{202d}1",
+    );
+    assert!(r.contains("<td>api-\\u{202d}1</td>"), "{r}");
+}
