@@ -688,6 +688,10 @@ fn admin_servers(cli: &Cli) -> Result<Vec<AdminServer>, Failure> {
             },
             _ => Certificate::SelfSigned,
         };
+        // Files given are read and checked now: a bad one is bad input, before anything runs.
+        if let Certificate::Files { .. } = certificate {
+            crate::live::admin::tls_config(&certificate, "").map_err(Failure::invalid)?;
+        }
         servers.push(AdminServer {
             addr: std::net::SocketAddr::new(cli.bind_address, cli.secure_port),
             transport: Transport::Https(certificate),
