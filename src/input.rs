@@ -48,7 +48,7 @@ const PIECE: usize = 1 << 16;
 pub fn read_text_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     let file = File::open(path)?;
     let meta = file.metadata()?;
-    let known = meta.is_file().then(|| meta.len());
+    let known = meta.is_file().then_some(meta.len());
     read_text(file, known, limit, memory_bound())
 }
 
@@ -100,7 +100,7 @@ impl Input {
         };
         let mut file = File::open(path)?;
         let meta = file.metadata()?;
-        let size = meta.is_file().then(|| meta.len());
+        let size = meta.is_file().then_some(meta.len());
         let mut head = Vec::with_capacity(2);
         (&mut file).take(2).read_to_end(&mut head)?;
         Ok(Input {
