@@ -626,6 +626,13 @@ fn run_live(
         None
     };
     let admin = admin_servers(cli)?;
+    // Certificate files are read and checked now: a bad one is bad input, found before
+    // anything runs.
+    for server in &admin {
+        if let Transport::Https(cert @ Certificate::Files { .. }) = &server.transport {
+            crate::live::admin::tls_config(cert, "").map_err(Failure::invalid)?;
+        }
+    }
     let opts = LiveOptions {
         kubeconfig: cli.kubeconfig.clone(),
         context: cli.context.clone(),
@@ -688,6 +695,7 @@ fn admin_servers(cli: &Cli) -> Result<Vec<AdminServer>, Failure> {
             },
             _ => Certificate::SelfSigned,
         };
+
         servers.push(AdminServer {
             addr: std::net::SocketAddr::new(cli.bind_address, cli.secure_port),
             transport: Transport::Https(certificate),

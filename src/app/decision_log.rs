@@ -5,9 +5,14 @@
 //! gzip-compressed, as a `kind: List` that `--snapshot` reads: the cycle can be planned again
 //! offline (`--now` set to the record's `now`).
 //!
-//! Files are written under a temporary name and renamed, so a reader never sees half a file.
-//! After each cycle the oldest records (each with its snapshot) are removed until at most
-//! `max_files` records and `max_bytes` bytes are left; the newest record always stays.
+//! Files are written under a temporary name of their own, made new (never opened through a
+//! link someone planted), and renamed, so a reader never sees half a file. After each cycle
+//! the oldest records (each with its snapshot) are removed until at most `max_files` records
+//! and `max_bytes` bytes are left; the record just written always stays. Only the log's own
+//! records count and go: regular files named exactly as it names them
+//! (`decision-<time>[-<n>].json`, `decision-<time>[-<n>].snapshot.json.gz`) and holding what
+//! it writes there (a record opens with the `time` its name says; a snapshot is gzip),
+//! ordered by that time. Anything else in the directory is left alone.
 
 use crate::report::{ReadRow, Report};
 use crate::snapshot::ClusterSnapshot;
@@ -72,6 +77,8 @@ pub enum DecisionLogError {
 const PREFIX: &str = "decision-";
 const RECORD: &str = ".json";
 const SNAPSHOT: &str = ".snapshot.json.gz";
+/// The time in a record's name: `20261202T031200.123Z`.
+const TIME: &str = "%Y%m%dT%H%M%S%.3fZ";
 
 impl DecisionLog {
     /// Creates the directory when missing and checks that files can be written in it.
@@ -81,8 +88,10 @@ impl DecisionLog {
             source,
         };
         std::fs::create_dir_all(&self.dir).map_err(dir_error)?;
-        let probe = self.dir.join(".write-check");
-        std::fs::write(&probe, b"").map_err(dir_error)?;
+        // A file of a name no one else uses, made new: whatever else is in the directory
+        // (a link planted at a fixed name) is left alone.
+        let (probe, file) = create_new_unique(&self.dir, ".write-check").map_err(dir_error)?;
+        drop(file);
         std::fs::remove_file(&probe).map_err(dir_error)?;
         Ok(())
     }
@@ -98,7 +107,9 @@ impl DecisionLog {
         report: &Report,
     ) -> Result<PathBuf, DecisionLogError> {
         let written = chrono::Utc::now();
-        let stem = self.free_stem(&written.format("%Y%m%dT%H%M%S%.3fZ").to_string());
+        // To the millisecond, as the name says it.
+        let stamp = self.free_stamp(chrono::SubsecRound::trunc_subsecs(written.naive_utc(), 3));
+        let stem = stamp.stem();
         let snapshot = if self.keep_snapshot {
             let name = format!("{stem}{SNAPSHOT}");
             self.atomic(&name, |out| {
@@ -111,7 +122,7 @@ impl DecisionLog {
             None
         };
         let record = DecisionRef {
-            time: written.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            time: stamp.rfc3339(),
             now,
             now_rfc3339: chrono::DateTime::from_timestamp(now, 0)
                 .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
@@ -123,29 +134,38 @@ impl DecisionLog {
             report,
         };
         let name = format!("{stem}{RECORD}");
-        self.atomic(&name, |out| {
+        let result = self.atomic(&name, |out| {
             serde_json::to_writer_pretty(&mut *out, &record)?;
             out.write_all(b"\n")?;
             out.flush()
-        })?;
-        self.prune()?;
+        });
+        if let (Err(_), Some(snapshot)) = (&result, &snapshot) {
+            // A snapshot without its record is no use to anyone.
+            let _ = std::fs::remove_file(self.dir.join(snapshot));
+        }
+        result?;
+        self.prune(stamp)?;
         Ok(self.dir.join(name))
     }
 
-    /// `decision-<time>`, with a counter when a record of that name exists.
-    fn free_stem(&self, time: &str) -> String {
-        let base = format!("{PREFIX}{time}");
-        let taken = |stem: &str| self.dir.join(format!("{stem}{RECORD}")).exists();
-        if !taken(&base) {
-            return base;
-        }
-        (1..)
-            .map(|i| format!("{base}-{i}"))
+    /// The stamp of `time`, with a counter when a record or a snapshot of that name, or
+    /// anything else by that name, is in the directory.
+    fn free_stamp(&self, time: chrono::NaiveDateTime) -> Stamp {
+        let taken = |stamp: &Stamp| {
+            let stem = stamp.stem();
+            [RECORD, SNAPSHOT].iter().any(|suffix| {
+                // Not `exists`: a link counts whether or not it leads anywhere.
+                std::fs::symlink_metadata(self.dir.join(format!("{stem}{suffix}"))).is_ok()
+            })
+        };
+        (0..)
+            .map(|counter| Stamp { time, counter })
             .find(|s| !taken(s))
             .expect("a free name")
     }
 
-    /// Writes `name` through a temporary file renamed into place.
+    /// Writes `name` through a temporary file made new and renamed into place (a rename
+    /// replaces a link at `name`, never what it points to).
     fn atomic(
         &self,
         name: &str,
@@ -156,33 +176,35 @@ impl DecisionLog {
             file: name.to_string(),
             source,
         };
-        let tmp = self.dir.join(format!(".{name}.tmp"));
-        let result = std::fs::File::create(&tmp).and_then(|f| {
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
-            fill(&mut out)?;
-            out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            std::fs::rename(&tmp, self.dir.join(name))
-        });
+        let (tmp, f) = create_new_unique(&self.dir, &format!(".{name}")).map_err(error)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
+        let result = fill(&mut out)
+            .and_then(|()| out.into_inner().map_err(|e| e.into_error()))
+            .and_then(|f| f.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, self.dir.join(name)));
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         result.map_err(error)
     }
 
-    /// Removes the oldest records, each with its snapshot, until the bounds hold; the
-    /// newest record stays whatever its size.
-    fn prune(&self) -> Result<(), DecisionLogError> {
+    /// Removes the oldest of the log's own records, each with its snapshot, until the
+    /// bounds hold; the record just written (`just`) stays whatever its size. Files that
+    /// are not the log's own (by name and content) are neither counted nor touched.
+    fn prune(&self, just: Stamp) -> Result<(), DecisionLogError> {
         let error = |source| DecisionLogError::Dir {
             dir: self.dir.display().to_string(),
             source,
         };
-        let mut records = records(&self.dir).map_err(error)?;
+        let records = records(&self.dir).map_err(error)?;
         let mut total: u64 = records.iter().map(|r| r.bytes).sum();
         let mut count = records.len();
-        // Newest first (names sort by time): the oldest is the last.
-        while count > 1 && (count > self.max_files.max(1) || total > self.max_bytes) {
-            let Some(oldest) = records.pop() else { break };
-            for path in &oldest.files {
+        // Oldest first, by the records' own time.
+        for oldest in records.iter().filter(|r| r.stamp != just) {
+            if count <= self.max_files.max(1) && total <= self.max_bytes {
+                break;
+            }
+            for (_, path) in &oldest.files {
                 match std::fs::remove_file(path) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -194,6 +216,103 @@ impl DecisionLog {
         }
         Ok(())
     }
+}
+
+/// A file made new in `dir`, named `prefix` and a suffix no other file has; never opened
+/// through a link (a name taken by anything, a link included, is passed over).
+fn create_new_unique(dir: &Path, prefix: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = None;
+    for _ in 0..100 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("{prefix}.{}-{nanos}-{n}.tmp", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
+}
+
+/// A record's own time: when it was written (the time in its name, to the millisecond),
+/// then its counter among records of the same millisecond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Stamp {
+    time: chrono::NaiveDateTime,
+    counter: u32,
+}
+
+impl Stamp {
+    /// `decision-<time>`, and `-<counter>` after the first of a millisecond.
+    fn stem(&self) -> String {
+        let time = self.time.format(TIME);
+        match self.counter {
+            0 => format!("{PREFIX}{time}"),
+            n => format!("{PREFIX}{time}-{n}"),
+        }
+    }
+
+    /// The time as a record's `time` field holds it.
+    fn rfc3339(&self) -> String {
+        self.time
+            .and_utc()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    }
+}
+
+/// Which of a record's files a name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    Record,
+    Snapshot,
+}
+
+/// The stamp and part of a file the log names, exactly as it names them; None for any
+/// other name (`decision-notes.json`, a time the log would not write).
+fn own_name(name: &str) -> Option<(Stamp, Part)> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let (stem, part) = match rest.strip_suffix(SNAPSHOT) {
+        Some(stem) => (stem, Part::Snapshot),
+        None => (rest.strip_suffix(RECORD)?, Part::Record),
+    };
+    let (time, counter) = match stem.split_once('-') {
+        Some((time, counter)) => {
+            let digits = counter.bytes().all(|b| b.is_ascii_digit());
+            if !digits || counter.starts_with('0') {
+                return None;
+            }
+            (time, counter.parse().ok()?)
+        }
+        None => (stem, 0),
+    };
+    let time = chrono::NaiveDateTime::parse_from_str(time, TIME).ok()?;
+    let stamp = Stamp { time, counter };
+    // Only the form the log writes: the same text back.
+    (stamp.stem() == format!("{PREFIX}{stem}")).then_some((stamp, part))
+}
+
+/// Whether the regular file at `path` holds what the log writes under that name: a record
+/// opens with its `time`, the one its name says; a snapshot is gzip-compressed.
+fn own_content(path: &Path, stamp: &Stamp, part: Part) -> std::io::Result<bool> {
+    use std::io::Read;
+    let expected = match part {
+        Part::Record => format!("{{\n  \"time\": \"{}\"", stamp.rfc3339()).into_bytes(),
+        Part::Snapshot => vec![0x1f, 0x8b],
+    };
+    let mut head = Vec::with_capacity(expected.len());
+    std::fs::File::open(path)?
+        .take(expected.len() as u64)
+        .read_to_end(&mut head)?;
+    Ok(head == expected)
 }
 
 /// A record as written (borrowing the report; [`Decision`] is what reads it back).
@@ -212,53 +331,55 @@ struct DecisionRef<'a> {
     report: &'a Report,
 }
 
-/// One record on disk: its files (the record, and its snapshot when kept) and their size.
+/// One record on disk: its own time, its files (the record, and its snapshot when kept;
+/// the record first) and their size.
 struct OnDisk {
-    files: Vec<PathBuf>,
+    stamp: Stamp,
+    files: Vec<(Part, PathBuf)>,
     bytes: u64,
 }
 
-/// The records in `dir`, newest first.
+/// The log's own records in `dir` (regular files of its names and content), oldest first.
 fn records(dir: &Path) -> std::io::Result<Vec<OnDisk>> {
-    let mut stems: std::collections::BTreeMap<String, OnDisk> = Default::default();
+    let mut stamps: std::collections::BTreeMap<Stamp, OnDisk> = Default::default();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(PREFIX) else {
+        let name = entry.file_name();
+        let Some((stamp, part)) = name.to_str().and_then(own_name) else {
             continue;
         };
-        let stem = match rest.strip_suffix(SNAPSHOT) {
-            Some(stem) => stem,
-            None => match rest.strip_suffix(RECORD) {
-                Some(stem) => stem,
-                None => continue,
-            },
+        // Not a link, a directory or a device (the entry's own type, not its target's).
+        let meta = match entry.metadata() {
+            Ok(meta) if meta.is_file() => meta,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
         };
-        let bytes = entry.metadata()?.len();
-        let on_disk = stems.entry(stem.to_string()).or_insert(OnDisk {
+        let path = entry.path();
+        match own_content(&path, &stamp, part) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
+        let on_disk = stamps.entry(stamp).or_insert(OnDisk {
+            stamp,
             files: Vec::new(),
             bytes: 0,
         });
-        on_disk.files.push(entry.path());
-        on_disk.bytes += bytes;
+        on_disk.files.push((part, path));
+        on_disk.files.sort();
+        on_disk.bytes += meta.len();
     }
-    Ok(stems.into_values().rev().collect())
+    Ok(stamps.into_values().collect())
 }
 
 /// The records in `dir`, oldest first, read back (for tools and tests).
 pub fn read_all(dir: &Path) -> std::io::Result<Vec<(PathBuf, Decision)>> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(PREFIX) && n.ends_with(RECORD))
-        })
-        .collect();
-    names.sort();
-    names
+    records(dir)?
         .into_iter()
-        .map(|p| {
+        .filter_map(|r| r.files.into_iter().find(|(part, _)| *part == Part::Record))
+        .map(|(_, p)| {
             let text = std::fs::read(&p)?;
             let d = serde_json::from_slice(&text).map_err(|e| {
                 std::io::Error::new(
@@ -381,5 +502,207 @@ mod tests {
         let e = log.open().unwrap_err().to_string();
         assert!(e.contains("--decision-log") && e.contains("a-file"), "{e}");
         assert!(e.contains("writable directory"), "{e}");
+    }
+
+    /// Links to `target` at every name a record written in the `ms` milliseconds from
+    /// `from` would have had, and at the temporary names the log once used for them.
+    #[cfg(unix)]
+    fn plant_links(dir: &Path, target: &Path, from: chrono::DateTime<chrono::Utc>, ms: i64) {
+        for i in 0..ms {
+            let t = from + chrono::Duration::milliseconds(i);
+            let stem = format!("{PREFIX}{}", t.format("%Y%m%dT%H%M%S%.3fZ"));
+            for name in [
+                format!(".{stem}{RECORD}.tmp"),
+                format!(".{stem}{SNAPSHOT}.tmp"),
+                format!("{stem}{RECORD}"),
+                format!("{stem}{SNAPSHOT}"),
+            ] {
+                std::os::unix::fs::symlink(target, dir.join(name)).unwrap();
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_planted_in_the_directory_are_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "keep me").unwrap();
+        let log = DecisionLog {
+            dir: dir.path().join("log"),
+            keep_snapshot: true,
+            max_files: 100,
+            max_bytes: u64::MAX,
+        };
+        std::fs::create_dir(&log.dir).unwrap();
+        // The writability check's name, and every name of the next two seconds' records.
+        std::os::unix::fs::symlink(&target, log.dir.join(".write-check")).unwrap();
+        log.open().unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        plant_links(&log.dir, &target, chrono::Utc::now(), 2_000);
+        let written = log
+            .write(&snapshot(), 1_000, true, None, &empty_report())
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        // The record is a file of its own, and it names its snapshot, also one.
+        assert!(std::fs::symlink_metadata(&written).unwrap().is_file());
+        let kept = read_all(&log.dir).unwrap();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(kept[0].0, written);
+        let snap = log.dir.join(kept[0].1.snapshot.as_ref().unwrap());
+        assert!(std::fs::symlink_metadata(&snap).unwrap().is_file());
+        assert_eq!(
+            crate::snapshot::decode::load_file(&snap)
+                .unwrap()
+                .pods
+                .len(),
+            1
+        );
+        // The planted links are left as they were: not removed, not counted as records.
+        assert!(std::fs::symlink_metadata(log.dir.join(".write-check"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_renamed_over_a_link_replaces_the_link_not_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "keep me").unwrap();
+        let log = DecisionLog {
+            dir: dir.path().join("log"),
+            keep_snapshot: false,
+            max_files: 1,
+            max_bytes: u64::MAX,
+        };
+        log.open().unwrap();
+        let name = log.dir.join("decision-x.json");
+        std::os::unix::fs::symlink(&target, &name).unwrap();
+        log.atomic("decision-x.json", |out| out.write_all(b"new"))
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        assert!(std::fs::symlink_metadata(&name).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(&name).unwrap(), "new");
+    }
+
+    /// Files a user keeps beside the records, by name and content.
+    fn foreign_files(dir: &Path) -> Vec<(&'static str, &'static str)> {
+        let files = vec![
+            ("decision-notes.json", "{\"mine\": true}\n"),
+            ("decision-zzz.json", "zzz\n"),
+            // A record's name, not a record's content.
+            ("decision-20990101T000000.000Z.json", "{\"user\": 1}\n"),
+            (
+                "decision-20000101T000000.000Z.snapshot.json.gz",
+                "not gzip\n",
+            ),
+            ("decision-2026.json", "{}\n"),
+            ("notes.txt", "hello\n"),
+        ];
+        for (name, text) in &files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        files
+    }
+
+    #[test]
+    fn retention_removes_only_its_own_records_and_keeps_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let snap = snapshot();
+        for (max_files, max_bytes) in [(1, u64::MAX), (100, 1)] {
+            let log = DecisionLog {
+                dir: dir.path().join(format!("log-{max_files}")),
+                keep_snapshot: true,
+                max_files,
+                max_bytes,
+            };
+            log.open().unwrap();
+            let foreign = foreign_files(&log.dir);
+            let mut last = None;
+            for i in 0..3 {
+                last = Some(
+                    log.write(&snap, 1_000 + i, true, None, &empty_report())
+                        .unwrap(),
+                );
+            }
+            for (name, text) in &foreign {
+                assert_eq!(
+                    std::fs::read_to_string(log.dir.join(name)).unwrap(),
+                    *text,
+                    "{name} (max files {max_files}, max bytes {max_bytes})"
+                );
+            }
+            let kept = read_all(&log.dir).unwrap();
+            assert_eq!(kept.len(), 1, "{kept:?}");
+            assert_eq!(Some(&kept[0].0), last.as_ref());
+            assert_eq!(kept[0].1.now, 1_002);
+            let names: Vec<String> = std::fs::read_dir(&log.dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(names.len(), foreign.len() + 2, "{names:?}");
+        }
+    }
+
+    #[test]
+    fn the_record_just_written_stays_even_behind_a_later_one() {
+        // A record of a clock ahead of this one's (another replica's, copied in).
+        let dir = tempfile::tempdir().unwrap();
+        let log = DecisionLog {
+            dir: dir.path().to_path_buf(),
+            keep_snapshot: false,
+            max_files: 1,
+            max_bytes: u64::MAX,
+        };
+        log.open().unwrap();
+        let first = log
+            .write(&snapshot(), 1_000, true, None, &empty_report())
+            .unwrap();
+        let text = std::fs::read_to_string(&first).unwrap();
+        let (_, d) = &read_all(&log.dir).unwrap()[0];
+        let later = text.replace(&d.time, "2099-01-01T00:00:00.000Z");
+        std::fs::remove_file(&first).unwrap();
+        let ahead = log.dir.join("decision-20990101T000000.000Z.json");
+        std::fs::write(&ahead, later).unwrap();
+        let written = log
+            .write(&snapshot(), 2_000, true, None, &empty_report())
+            .unwrap();
+        assert!(written.exists());
+        assert!(
+            !ahead.exists(),
+            "the other record is the one past the bound"
+        );
+        let kept = read_all(&log.dir).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].1.now, 2_000);
+    }
+
+    #[test]
+    fn records_are_ordered_by_their_own_time() {
+        let later = own_name("decision-20260101T000000.000Z-10.json").unwrap();
+        let earlier = own_name("decision-20260101T000000.000Z-9.json").unwrap();
+        let first = own_name("decision-20260101T000000.000Z.json").unwrap();
+        assert!(first < earlier && earlier < later);
+        assert!(
+            own_name("decision-20260101T000000.000Z.snapshot.json.gz")
+                .unwrap()
+                .0
+                == first.0
+        );
+        for foreign in [
+            "decision-notes.json",
+            "decision-zzz.json",
+            "decision-20261301T000000.000Z.json",
+            "decision-20260101T000000.000Z-0.json",
+            "decision-20260101T000000.000Z-01.json",
+            "decision-20260101T000000.000Zx.json",
+            "decision-20260101T000000Z.json",
+            "decision-20260101T000000.000Z.json.bak",
+            ".decision-20260101T000000.000Z.json.tmp",
+        ] {
+            assert!(own_name(foreign).is_none(), "{foreign}");
+        }
     }
 }

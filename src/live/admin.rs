@@ -230,8 +230,12 @@ pub fn tls_config(cert: &Certificate, host: &str) -> Result<Arc<rustls::ServerCo
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
     let (chain, key) = match cert {
         Certificate::Files { cert, key } => {
-            let chain = CertificateDer::pem_file_iter(cert)
-                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            let read = |flag: &str, path: &Path| {
+                crate::input::read_regular_file(path, crate::input::TLS_LIMIT)
+                    .map_err(|e| pem_error(flag, path, e))
+            };
+            let chain = CertificateDer::pem_slice_iter(&read("--tls-cert-file", cert)?)
+                .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| pem_error("--tls-cert-file", cert, e))?;
             if chain.is_empty() {
                 return Err(LiveError::Admin(format!(
@@ -239,7 +243,7 @@ pub fn tls_config(cert: &Certificate, host: &str) -> Result<Arc<rustls::ServerCo
                     cert.display()
                 )));
             }
-            let key = PrivateKeyDer::from_pem_file(key)
+            let key = PrivateKeyDer::from_pem_slice(&read("--tls-private-key-file", key)?)
                 .map_err(|e| pem_error("--tls-private-key-file", key, e))?;
             (chain, key)
         }
@@ -438,6 +442,48 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("no CERTIFICATE block"), "{e}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn certificate_files_that_are_devices_are_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let cert = dir.path().join("cert.pem");
+        std::fs::write(&cert, made.cert.pem()).unwrap();
+        let key = dir.path().join("key.pem");
+        std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+        assert!(tls_config(
+            &Certificate::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            "h",
+        )
+        .is_ok());
+        // Each would read for ever, or until memory runs out.
+        for device in ["/dev/zero", "/dev/urandom"] {
+            let device = PathBuf::from(device);
+            for (flag, files) in [
+                ("--tls-private-key-file", (cert.clone(), device.clone())),
+                ("--tls-cert-file", (device.clone(), key.clone())),
+            ] {
+                let e = tls_config(
+                    &Certificate::Files {
+                        cert: files.0,
+                        key: files.1,
+                    },
+                    "h",
+                )
+                .unwrap_err()
+                .to_string();
+                assert!(
+                    e.contains(flag) && e.contains(&*device.to_string_lossy()),
+                    "{e}"
+                );
+                assert!(e.contains("not a regular file"), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -91,34 +91,33 @@ impl SnapshotError {
     }
 }
 
-/// Reads a snapshot file and builds the indexed snapshot.
+/// Reads a snapshot file and builds the indexed snapshot. The path is opened once, so a
+/// pipe (`/dev/stdin`, `<(kubectl get ...)`, a FIFO) reads as a file of the same bytes.
 pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
     let file = path.display().to_string();
     let read_error = |source| SnapshotError::Read {
         file: file.clone(),
         source,
     };
-    // A snapshot kept compressed (the decision log's), or any list gzip'ed.
-    if crate::input::is_gzip(path).map_err(read_error)? {
-        let bytes = crate::input::read_gzip_text_file(path, crate::input::SNAPSHOT_LIMIT)
-            .map_err(read_error)?;
-        let (parts, more) = decode_parts(&file, &bytes)?;
-        drop(bytes);
-        return Ok(ClusterSnapshot::build_with(parts, more));
-    }
+    let input = crate::input::Input::open(path).map_err(read_error)?;
+    // A snapshot kept compressed (the decision log's), or any list gzip'ed, is read whole.
     #[cfg(unix)]
-    {
+    let plain_file = (!input.is_gzip()).then(|| input.regular_file()).flatten();
+    #[cfg(unix)]
+    if let Some((f, len)) = plain_file {
         // A large JSON List is decoded as it is read, on two threads.
-        let f = std::fs::File::open(path).map_err(read_error)?;
-        let meta = f.metadata().map_err(read_error)?;
-        let within = meta.len() <= crate::input::SNAPSHOT_LIMIT;
-        if let (true, true, Ok(size)) = (meta.is_file(), within, usize::try_from(meta.len())) {
-            let source = parallel::FileSource { file: f, size };
+        let within = len <= crate::input::SNAPSHOT_LIMIT;
+        if let (true, Ok(size)) = (within, usize::try_from(len)) {
+            // The same open file, read at offsets: what the reading so far took is not lost.
+            let source = parallel::FileSource {
+                file: f.try_clone().map_err(read_error)?,
+                size,
+            };
             let (mut parts, mut more) = (SnapshotParts::default(), Vec::new());
             if let Some(result) = parallel::decode_list(&file, &source, &mut parts, &mut more) {
                 result?;
                 // Unless the file changed while it was read: then it is read again, whole.
-                if source.file.metadata().map_err(read_error)?.len() == meta.len() {
+                if source.file.metadata().map_err(read_error)?.len() == len {
                     return Ok(ClusterSnapshot::build_with(
                         checked(&file, parts, &more)?,
                         more,
@@ -127,8 +126,9 @@ pub fn load_file(path: &Path) -> Result<ClusterSnapshot, SnapshotError> {
             }
         }
     }
-    let bytes =
-        crate::input::read_text_file(path, crate::input::SNAPSHOT_LIMIT).map_err(read_error)?;
+    let bytes = input
+        .read_text(crate::input::SNAPSHOT_LIMIT)
+        .map_err(read_error)?;
     let (parts, more) = decode_parts(&file, &bytes)?;
     // The model holds no reference to the bytes: free them before indexing.
     drop(bytes);

@@ -126,10 +126,11 @@ impl PrometheusClient {
             .pool_max_idle_per_host(0)
             .use_rustls_tls();
         if let Some(path) = cfg.ca_file.as_deref().filter(|p| !p.is_empty()) {
-            let pem = std::fs::read(path).map_err(|source| PrometheusError::CaFileRead {
-                path: path.to_string(),
-                source,
-            })?;
+            let pem = crate::input::read_regular_file(Path::new(path), crate::input::TLS_LIMIT)
+                .map_err(|source| PrometheusError::CaFileRead {
+                    path: path.to_string(),
+                    source,
+                })?;
             let invalid = |reason: String| PrometheusError::CaFileInvalid {
                 path: path.to_string(),
                 reason,
@@ -621,14 +622,15 @@ fn service_account_token(in_cluster: bool, path: &Path) -> Result<Option<String>
     if !in_cluster {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
+    let text =
+        crate::input::read_regular_utf8_file(path, crate::input::TLS_LIMIT).map_err(|e| {
+            format!(
             "running in a pod (KUBERNETES_SERVICE_HOST is set), but the service account token {} \
              cannot be read: {e}; mount it (automountServiceAccountToken: true) or name a Secret \
              in metricsProviders[].prometheus.authToken.secretReference",
             path.display()
         )
-    })?;
+        })?;
     let token = text.trim();
     Ok((!token.is_empty()).then(|| token.to_string()))
 }
@@ -849,6 +851,12 @@ mod tests {
         let e = PrometheusClient::new(&cfg, None).unwrap_err();
         assert!(matches!(e, PrometheusError::CaFileRead { .. }), "{e}");
         assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
+
+        // A device is refused, not read until memory runs out.
+        cfg.ca_file = Some("/dev/zero".into());
+        let e = PrometheusClient::new(&cfg, None).unwrap_err();
+        assert!(matches!(e, PrometheusError::CaFileRead { .. }), "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
 
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty.pem");
