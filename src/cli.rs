@@ -408,7 +408,11 @@ pub(crate) fn init_logging_at(verbosity: u8, format: LogFormat) {
 /// Runs one invocation; a plan's report goes to `out`.
 pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     let given_now = check_flags(cli)?;
-    check_file("--policy-config-file", &cli.policy_config_file, FileKind::Input)?;
+    check_file(
+        "--policy-config-file",
+        &cli.policy_config_file,
+        FileKind::Input,
+    )?;
     // Nothing runs on an invalid policy.
     let (policy, pipeline) = app::load_policy(&cli.policy_config_file, cli.predict_destinations)
         .map_err(Failure::invalid)?;
@@ -499,7 +503,11 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
             check_file("--kubeconfig", path, FileKind::Input)?;
         }
     }
-    if let Some(dir) = cli.decision_log.as_deref().filter(|d| d.exists() && !d.is_dir()) {
+    if let Some(dir) = cli
+        .decision_log
+        .as_deref()
+        .filter(|d| d.exists() && !d.is_dir())
+    {
         return Err(Failure::invalid(format!(
             "--decision-log {}: not a directory; name a directory (it is made when missing)",
             dir.display()

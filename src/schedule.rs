@@ -136,7 +136,10 @@ mod tests {
         assert!(Schedule::from_flags("0", Some("0 0 30 2 1"), t).is_ok());
         // Words that are not a schedule: an error naming the flag.
         let e = Schedule::from_flags("0", Some("a b c d e"), t).unwrap_err();
-        assert!(e.starts_with("--schedule \"a b c d e\": not a cron schedule"), "{e}");
+        assert!(
+            e.starts_with("--schedule \"a b c d e\": not a cron schedule"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -145,12 +148,17 @@ mod tests {
         for short in ["500ms", "999ms", "1ns", "0.5s"] {
             let e = Schedule::from_flags(short, None, t).unwrap_err();
             assert!(
-                e.starts_with(&format!("--descheduling-interval {short}: shorter than a second")),
+                e.starts_with(&format!(
+                    "--descheduling-interval {short}: shorter than a second"
+                )),
                 "{e}"
             );
         }
         // 0 still means one cycle; fractions above a second are kept, as Go keeps them.
-        assert!(matches!(Schedule::from_flags("0s", None, t), Ok(Schedule::Once)));
+        assert!(matches!(
+            Schedule::from_flags("0s", None, t),
+            Ok(Schedule::Once)
+        ));
         match Schedule::from_flags("1500ms", None, t).unwrap() {
             Schedule::Interval(d) => assert_eq!(d, Duration::from_millis(1500)),
             other => panic!("{other:?}"),

@@ -137,8 +137,8 @@ fn plain_expected(expected: &str) -> String {
     let e = expected.trim();
     let word = e.split_whitespace().next().unwrap_or("");
     match word {
-        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" | "i8" | "i16" | "i32" | "i64"
-        | "i128" | "isize" => "a whole number".into(),
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" | "i8" | "i16" | "i32" | "i64" | "i128"
+        | "isize" => "a whole number".into(),
         "f32" | "f64" => "a number".into(),
         "struct" | "map" => "a mapping".into(),
         "enum" => "one of the allowed values".into(),
@@ -203,7 +203,10 @@ mod tests {
         let e = serde_saphyr::from_str_with_options::<serde_json::Value>(text, options_for(text))
             .unwrap_err();
         let m = plain_error(&e);
-        assert!(m.contains("a key given twice in one mapping (\"a\")"), "{m}");
+        assert!(
+            m.contains("a key given twice in one mapping (\"a\")"),
+            "{m}"
+        );
         assert!(!m.contains("DuplicateKeyPolicy"), "{m}");
 
         let text = format!("{}1{}", "[".repeat(70), "]".repeat(70));
@@ -221,7 +224,10 @@ mod tests {
         }
         let e = serde_saphyr::from_str::<S>("name: ~\ncount: 1\n").unwrap_err();
         let m = plain_error(&e);
-        assert!(m.contains("no value given (null) where text is needed"), "{m}");
+        assert!(
+            m.contains("no value given (null) where text is needed"),
+            "{m}"
+        );
         assert!(!m.contains("Option<"), "{m}");
         let e = serde_saphyr::from_str::<S>("name: x\ncount: [1]\n").unwrap_err();
         let m = plain_error(&e);

@@ -432,23 +432,91 @@ fn every_flag_value_is_checked_offline_too() {
     let key = format!("--tls-private-key-file={}", key.display());
     let tmp = dir.path().display().to_string();
     let cases: Vec<(Vec<String>, &str, &str)> = vec![
-        (vec!["--schedule=a b c d e".into()], "--schedule", "not a cron schedule"),
-        (vec!["--schedule=0 0 30 2 *".into()], "--schedule", "never fires"),
-        (vec!["--schedule=0 0 31 4 *".into()], "--schedule", "never fires"),
-        (vec!["--descheduling-interval=500ms".into()], "--descheduling-interval", "shorter than a second"),
-        (vec!["--cache-sync-timeout=soon".into()], "--cache-sync-timeout", "not a duration"),
-        (vec!["--cache-sync-timeout=0".into()], "--cache-sync-timeout", "more than 0"),
-        (vec!["--await-placement-timeout=-5m".into()], "--await-placement-timeout", "negative"),
-        (vec!["--eviction-cooldown=10".into()], "--eviction-cooldown", "without a unit"),
-        (vec!["--metrics-bind-address=not-an-address".into()], "--metrics-bind-address", "host:port"),
-        (vec!["--leader-elect-resource-lock=configmaps".into()], "--leader-elect-resource-lock", "leases"),
-        (vec!["--leader-elect-resource-namespace=Kube_System".into()], "--leader-elect-resource-namespace", "namespace"),
-        (vec!["--decision-log-max-bytes=lots".into()], "--decision-log-max-bytes", "positive size"),
-        (vec!["--decision-log-snapshot".into()], "--decision-log-snapshot", "--decision-log DIR"),
-        (vec![format!("--tls-cert-file={missing}"), key.clone()], "--tls-cert-file", "no such file"),
-        (vec![format!("--tls-cert-file={tmp}"), key.clone()], "--tls-cert-file", "a directory"),
-        (vec![format!("--scheduler-config={missing}")], "--scheduler-config", "no such file"),
-        (vec![format!("--scheduler-config={tmp}")], "--scheduler-config", "a directory"),
+        (
+            vec!["--schedule=a b c d e".into()],
+            "--schedule",
+            "not a cron schedule",
+        ),
+        (
+            vec!["--schedule=0 0 30 2 *".into()],
+            "--schedule",
+            "never fires",
+        ),
+        (
+            vec!["--schedule=0 0 31 4 *".into()],
+            "--schedule",
+            "never fires",
+        ),
+        (
+            vec!["--descheduling-interval=500ms".into()],
+            "--descheduling-interval",
+            "shorter than a second",
+        ),
+        (
+            vec!["--cache-sync-timeout=soon".into()],
+            "--cache-sync-timeout",
+            "not a duration",
+        ),
+        (
+            vec!["--cache-sync-timeout=0".into()],
+            "--cache-sync-timeout",
+            "more than 0",
+        ),
+        (
+            vec!["--await-placement-timeout=-5m".into()],
+            "--await-placement-timeout",
+            "negative",
+        ),
+        (
+            vec!["--eviction-cooldown=10".into()],
+            "--eviction-cooldown",
+            "without a unit",
+        ),
+        (
+            vec!["--metrics-bind-address=not-an-address".into()],
+            "--metrics-bind-address",
+            "host:port",
+        ),
+        (
+            vec!["--leader-elect-resource-lock=configmaps".into()],
+            "--leader-elect-resource-lock",
+            "leases",
+        ),
+        (
+            vec!["--leader-elect-resource-namespace=Kube_System".into()],
+            "--leader-elect-resource-namespace",
+            "namespace",
+        ),
+        (
+            vec!["--decision-log-max-bytes=lots".into()],
+            "--decision-log-max-bytes",
+            "positive size",
+        ),
+        (
+            vec!["--decision-log-snapshot".into()],
+            "--decision-log-snapshot",
+            "--decision-log DIR",
+        ),
+        (
+            vec![format!("--tls-cert-file={missing}"), key.clone()],
+            "--tls-cert-file",
+            "no such file",
+        ),
+        (
+            vec![format!("--tls-cert-file={tmp}"), key.clone()],
+            "--tls-cert-file",
+            "a directory",
+        ),
+        (
+            vec![format!("--scheduler-config={missing}")],
+            "--scheduler-config",
+            "no such file",
+        ),
+        (
+            vec![format!("--scheduler-config={tmp}")],
+            "--scheduler-config",
+            "a directory",
+        ),
     ];
     for (extra, flag, says) in cases {
         let mut args: Vec<String> = [
@@ -470,12 +538,25 @@ fn every_flag_value_is_checked_offline_too() {
         assert!(o.stdout.is_empty(), "{extra:?}: nothing is planned");
     }
     // A missing snapshot or policy file: exit 2, naming the flag and the file.
-    let o = run(&["--policy-config-file", "policies/combined.yaml", "--snapshot", missing]);
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        missing,
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains(&format!("--snapshot {missing}: no such file")), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("--snapshot {missing}: no such file")),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["--policy-config-file", missing, "--snapshot", SNAP]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains(&format!("--policy-config-file {missing}: no such file")), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("--policy-config-file {missing}: no such file")),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// In live mode too: a TLS certificate that is not there is bad input (2), found before any
@@ -496,7 +577,10 @@ fn a_missing_tls_certificate_exits_two() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("--tls-cert-file") && e.contains("tls.crt"), "{e}");
+    assert!(
+        e.contains("--tls-cert-file") && e.contains("tls.crt"),
+        "{e}"
+    );
 }
 
 /// A scheduler config kube-scheduler would refuse is refused here too, with the field's path.

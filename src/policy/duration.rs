@@ -111,6 +111,8 @@ mod tests {
         );
         assert_eq!(parse_duration("+5m").unwrap(), 300);
         assert!(parse_go_duration("+").is_err());
-        assert!(parse_go_duration("soon").unwrap_err().contains("not a duration"));
+        assert!(parse_go_duration("soon")
+            .unwrap_err()
+            .contains("not a duration"));
     }
 }

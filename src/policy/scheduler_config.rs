@@ -81,8 +81,13 @@ const LEADER_ELECTION_FIELDS: &[&str] = &[
     "resourceName",
     "resourceNamespace",
 ];
-const CLIENT_CONNECTION_FIELDS: &[&str] =
-    &["kubeconfig", "acceptContentTypes", "contentType", "qps", "burst"];
+const CLIENT_CONNECTION_FIELDS: &[&str] = &[
+    "kubeconfig",
+    "acceptContentTypes",
+    "contentType",
+    "qps",
+    "burst",
+];
 const PROFILE_FIELDS: &[&str] = &[
     "schedulerName",
     "percentageOfNodesToScore",
@@ -136,14 +141,24 @@ const EXTENDER_TLS_FIELDS: &[&str] = &[
 const ARGS_FIELDS: &[(&str, &[&str])] = &[
     (
         "NodeResourcesFit",
-        &["ignoredResources", "ignoredResourceGroups", "scoringStrategy"],
+        &[
+            "ignoredResources",
+            "ignoredResourceGroups",
+            "scoringStrategy",
+        ],
     ),
     ("NodeResourcesBalancedAllocation", &["resources"]),
     (
         "InterPodAffinity",
-        &["hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"],
+        &[
+            "hardPodAffinityWeight",
+            "ignorePreferredTermsOfExistingPods",
+        ],
     ),
-    ("PodTopologySpread", &["defaultConstraints", "defaultingType"]),
+    (
+        "PodTopologySpread",
+        &["defaultConstraints", "defaultingType"],
+    ),
     (
         "DefaultPreemption",
         &["minCandidateNodesPercentage", "minCandidateNodesAbsolute"],
@@ -431,11 +446,19 @@ impl Reader<'_> {
         ))
     }
 
-    fn bool(&self, obj: &Object, key: &str, path: &str) -> Result<Option<bool>, SchedulerConfigError> {
+    fn bool(
+        &self,
+        obj: &Object,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<bool>, SchedulerConfigError> {
         match obj.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(v) => Err(self.err(join(path, key), format!("expected true or false, found {v}"))),
+            Some(v) => Err(self.err(
+                join(path, key),
+                format!("expected true or false, found {v}"),
+            )),
         }
     }
 
@@ -506,7 +529,11 @@ impl Reader<'_> {
                 format!("{max} is less than podInitialBackoffSeconds ({initial}); give at least {initial}"),
             ));
         }
-        for key in ["enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"] {
+        for key in [
+            "enableProfiling",
+            "enableContentionProfiling",
+            "delayCacheUntilActive",
+        ] {
             self.bool(top, key, "")?;
         }
         if let Some(le) = self.section(
@@ -536,7 +563,10 @@ impl Reader<'_> {
             }
             if let Some(q) = cc.get("qps").filter(|v| !v.is_null()) {
                 if q.as_f64().is_none() {
-                    return Err(self.err("clientConnection.qps", format!("expected a number, found {q}")));
+                    return Err(self.err(
+                        "clientConnection.qps",
+                        format!("expected a number, found {q}"),
+                    ));
                 }
             }
             self.int(cc, "burst", "clientConnection", 0, i64::from(i32::MAX))?;
@@ -552,7 +582,13 @@ impl Reader<'_> {
             let ep = format!("extenders[{i}]");
             let obj = self.object(e, &ep)?;
             self.fields(obj, &ep, EXTENDER_FIELDS, "an extender")?;
-            self.section(obj, "tlsConfig", &ep, EXTENDER_TLS_FIELDS, "an extender's tlsConfig")?;
+            self.section(
+                obj,
+                "tlsConfig",
+                &ep,
+                EXTENDER_TLS_FIELDS,
+                "an extender's tlsConfig",
+            )?;
             if let Some(list) = obj.get("managedResources").filter(|v| !v.is_null()) {
                 let mp = format!("{ep}.managedResources");
                 for (j, m) in self.array(list, &mp)?.iter().enumerate() {
@@ -751,7 +787,10 @@ impl Reader<'_> {
         pp: &str,
         notes: &mut Vec<String>,
     ) -> Result<(), SchedulerConfigError> {
-        for (i, name) in Self::names(plugins, "filter", "enabled").into_iter().enumerate() {
+        for (i, name) in Self::names(plugins, "filter", "enabled")
+            .into_iter()
+            .enumerate()
+        {
             if !SCORE_PLUGINS.contains(&name) && !NON_SCORE_PLUGINS.contains(&name) {
                 return Err(self.err(
                     format!("{pp}.filter.enabled[{i}].name"),
@@ -852,20 +891,25 @@ impl Reader<'_> {
                     match args.get("apiVersion") {
                         None | Some(Value::Null) => {}
                         Some(Value::String(v)) if v == API_VERSION => {}
-                        Some(other) => {
-                            return Err(self.err(
-                                format!("{ap}.apiVersion"),
-                                format!("{other} is not allowed; set it to {API_VERSION:?} or leave it out"),
-                            ))
-                        }
+                        Some(other) => return Err(self.err(
+                            format!("{ap}.apiVersion"),
+                            format!(
+                                "{other} is not allowed; set it to {API_VERSION:?} or leave it out"
+                            ),
+                        )),
                     }
                 }
                 match name {
                     "NodeResourcesFit" => self.fit_args(args, &ap, &mut p, notes)?,
                     "DefaultPreemption" => {
                         let pct = self.int(args, "minCandidateNodesPercentage", &ap, 0, 100)?;
-                        let abs =
-                            self.int(args, "minCandidateNodesAbsolute", &ap, 0, i64::from(i32::MAX))?;
+                        let abs = self.int(
+                            args,
+                            "minCandidateNodesAbsolute",
+                            &ap,
+                            0,
+                            i64::from(i32::MAX),
+                        )?;
                         if pct.unwrap_or(10) == 0 && abs.unwrap_or(100) == 0 {
                             return Err(self.err(
                                 format!("{ap}.minCandidateNodesAbsolute"),
@@ -1061,7 +1105,12 @@ impl Reader<'_> {
                     for (i, c) in self.array(l, &lp)?.iter().enumerate() {
                         let cp = format!("{lp}[{i}]");
                         let obj = self.object(c, &cp)?;
-                        self.fields(obj, &cp, TOPOLOGY_SPREAD_FIELDS, "a topology spread constraint")?;
+                        self.fields(
+                            obj,
+                            &cp,
+                            TOPOLOGY_SPREAD_FIELDS,
+                            "a topology spread constraint",
+                        )?;
                         let max_skew = self
                             .int(obj, "maxSkew", &cp, 1, i64::from(i32::MAX))?
                             .ok_or_else(|| {
@@ -1110,16 +1159,16 @@ impl Reader<'_> {
                                 "only allowed with whenUnsatisfiable: DoNotSchedule; remove it or change whenUnsatisfiable",
                             ));
                         }
-                        let policy = |key: &str, default: InclusionPolicy| {
-                            match self.string(obj, key, &cp)? {
-                                None => Ok(default),
-                                Some("Honor") => Ok(InclusionPolicy::Honor),
-                                Some("Ignore") => Ok(InclusionPolicy::Ignore),
-                                Some(other) => Err(self.err(
-                                    format!("{cp}.{key}"),
-                                    format!("{other:?} is not allowed; use Honor or Ignore"),
-                                )),
-                            }
+                        let policy = |key: &str, default: InclusionPolicy| match self
+                            .string(obj, key, &cp)?
+                        {
+                            None => Ok(default),
+                            Some("Honor") => Ok(InclusionPolicy::Honor),
+                            Some("Ignore") => Ok(InclusionPolicy::Ignore),
+                            Some(other) => Err(self.err(
+                                format!("{cp}.{key}"),
+                                format!("{other:?} is not allowed; use Honor or Ignore"),
+                            )),
                         };
                         let node_affinity_policy =
                             policy("nodeAffinityPolicy", InclusionPolicy::Honor)?;
@@ -1344,7 +1393,11 @@ mod tests {
         let e = error("zzzzzzzz: 1\n");
         assert_eq!(e.path, "zzzzzzzz");
         assert!(!e.message.contains("did you mean"), "{e}");
-        assert!(e.message.contains("The fields are apiVersion, kind, parallelism"), "{e}");
+        assert!(
+            e.message
+                .contains("The fields are apiVersion, kind, parallelism"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1405,7 +1458,10 @@ mod tests {
         // weight 0 (or none): 1
         assert_eq!(
             p.balanced_resources,
-            vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("nvidia.com/gpu", 1)]
+            vec![
+                ResourceSpec::new("cpu", 1),
+                ResourceSpec::new("nvidia.com/gpu", 1)
+            ]
         );
         let c = load(&format!(
             "{HEAD}profiles:
@@ -1428,14 +1484,23 @@ mod tests {
             "extenders:\n- urlPrefix: http://gpu-extender:8888/\n  prioritizeVerb: prioritize\n  weight: 5\n",
         );
         assert_eq!(e.path, "extenders[0].prioritizeVerb");
-        assert!(e.message.contains("\"http://gpu-extender:8888/\" scores nodes"), "{e}");
+        assert!(
+            e.message
+                .contains("\"http://gpu-extender:8888/\" scores nodes"),
+            "{e}"
+        );
         assert!(e.message.contains("without the extender"), "{e}");
         assert_plain(&e);
-        let e = error("extenders:\n- {urlPrefix: http://a}\n- {urlPrefix: http://b, filterVerb: filter}\n");
+        let e = error(
+            "extenders:\n- {urlPrefix: http://a}\n- {urlPrefix: http://b, filterVerb: filter}\n",
+        );
         assert_eq!(e.path, "extenders[1].filterVerb");
         assert!(e.message.contains("\"http://b\" filters nodes"), "{e}");
         // one that only binds changes no node choice
-        load(&format!("{HEAD}extenders:\n- {{urlPrefix: http://a, bindVerb: bind}}\n")).unwrap();
+        load(&format!(
+            "{HEAD}extenders:\n- {{urlPrefix: http://a, bindVerb: bind}}\n"
+        ))
+        .unwrap();
         let e = error("profiles:\n- pluginConfig:\n  - name: NodeAffinity\n    args: {addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: []}}}\n");
         assert_eq!(e.path, "profiles[0].pluginConfig[0].args.addedAffinity");
     }
@@ -1480,14 +1545,20 @@ mod tests {
             "{HEAD}profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {{ignoredResources: [example.com/foo]}}\n"
         ))
         .unwrap();
-        assert!(c.warnings_for("f", "default-scheduler")[0].contains("does not check example.com/foo"));
+        assert!(
+            c.warnings_for("f", "default-scheduler")[0].contains("does not check example.com/foo")
+        );
     }
 
     #[test]
     fn yaml_errors_are_in_plain_words() {
         // a key given twice
         let e = error("percentageOfNodesToScore: 10\npercentageOfNodesToScore: 20\n");
-        assert!(e.message.contains("a key given twice in one mapping (\"percentageOfNodesToScore\")"), "{e}");
+        assert!(
+            e.message
+                .contains("a key given twice in one mapping (\"percentageOfNodesToScore\")"),
+            "{e}"
+        );
         assert_plain(&e);
         let e = error("profiles:\n- schedulerName: a\n  schedulerName: b\n");
         assert!(e.message.contains("given twice"), "{e}");
@@ -1512,12 +1583,18 @@ mod tests {
         let mut text = String::from(HEAD);
         text.push_str("profiles:\n");
         while text.len() < 40 << 20 {
-            text.push_str("- {schedulerName: s, plugins: {score: {enabled: [{name: NodeResourcesFit}]}}}\n");
+            text.push_str(
+                "- {schedulerName: s, plugins: {score: {enabled: [{name: NodeResourcesFit}]}}}\n",
+            );
         }
         std::fs::write(&path, &text).unwrap();
         let t = std::time::Instant::now();
         let e = SchedulerConfig::load(&path).unwrap_err();
-        assert!(t.elapsed() < std::time::Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
         assert_eq!(e.path, "(file)");
         assert!(e.message.contains("more than 4 MiB"), "{e}");
         let e = SchedulerConfig::from_yaml("big.yaml", &text).unwrap_err();
