@@ -408,6 +408,11 @@ pub(crate) fn init_logging_at(verbosity: u8, format: LogFormat) {
 /// Runs one invocation; a plan's report goes to `out`.
 pub fn run(cli: &Cli, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     let given_now = check_flags(cli)?;
+    check_file(
+        "--policy-config-file",
+        &cli.policy_config_file,
+        FileKind::Input,
+    )?;
     // Nothing runs on an invalid policy.
     let (policy, pipeline) = app::load_policy(&cli.policy_config_file, cli.predict_destinations)
         .map_err(Failure::invalid)?;
@@ -425,7 +430,10 @@ pub(crate) fn run_with_policy(
     run_with(cli, given_now, policy, pipeline, out)
 }
 
-/// Checks every flag that does not need the policy; returns `--now` (unix seconds).
+/// Checks every flag that does not need the policy, whatever the mode (a value a live run
+/// would use is checked offline too), before anything is read; returns `--now` (unix
+/// seconds). The policy file is checked by the caller (the kubectl plugin may read the
+/// policy from a ConfigMap instead).
 fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
     let given_now = match &cli.now {
         Some(t) => Some(
@@ -439,16 +447,169 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
         ),
         None => None,
     };
-    crate::policy::parse_duration(&cli.descheduling_interval)
-        .map_err(|e| Failure::invalid(format!("--descheduling-interval: {e}")))?;
-    crate::policy::parse_duration(&cli.eviction_cooldown)
-        .map_err(|e| Failure::invalid(format!("--eviction-cooldown: {e}")))?;
+    Schedule::from_flags(
+        &cli.descheduling_interval,
+        cli.schedule.as_deref(),
+        chrono::Utc::now(),
+    )
+    .map_err(Failure::invalid)?;
+    duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?;
+    positive_duration_flag("--await-placement-timeout", &cli.await_placement_timeout)?;
+    positive_duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?;
     // Every number given is checked, whether this run uses it or not.
     rate_flag("--client-connection-qps", cli.client_connection_qps)?;
     rate_flag("--eviction-qps", cli.eviction_qps)?;
     rate_flag("--node-eviction-qps", cli.node_eviction_qps)?;
     leader_durations(cli)?;
+    leader_lease_flags(cli)?;
+    metrics_bind_address(cli)?;
+    decision_log_limits(cli)?;
+    if cli.decision_log_snapshot && cli.decision_log.is_none() {
+        return Err(Failure::invalid(
+            "--decision-log-snapshot keeps snapshots beside the decision log's records: \
+             give --decision-log DIR too",
+        ));
+    }
+    if cli.scheduler_name.is_empty() {
+        return Err(Failure::invalid(
+            "--scheduler-name is empty; give the schedulerName of a profile of --scheduler-config",
+        ));
+    }
+    // Files named by flags: there, and files (a directory given by mistake shows here, not
+    // after the policy and the snapshot are read).
+    let inputs = [
+        ("--snapshot", &cli.snapshot),
+        ("--node-metrics", &cli.node_metrics),
+        ("--pod-metrics", &cli.pod_metrics),
+        ("--scheduler-config", &cli.scheduler_config),
+    ];
+    for (flag, path) in inputs {
+        if let Some(path) = path {
+            check_file(flag, path, FileKind::Input)?;
+        }
+    }
+    for (flag, path) in [
+        ("--tls-cert-file", &cli.tls_cert_file),
+        ("--tls-private-key-file", &cli.tls_private_key_file),
+    ] {
+        if let Some(path) = path {
+            check_file(flag, path, FileKind::Regular)?;
+        }
+    }
+    // The kubeconfig is also the ambient KUBECONFIG, which may list files (a:b) that kubectl
+    // skips when missing; a run from a snapshot does not read it.
+    if let (Some(path), None) = (&cli.kubeconfig, &cli.snapshot) {
+        if std::env::split_paths(path.as_os_str()).count() <= 1 {
+            check_file("--kubeconfig", path, FileKind::Input)?;
+        }
+    }
+    if let Some(dir) = cli
+        .decision_log
+        .as_deref()
+        .filter(|d| d.exists() && !d.is_dir())
+    {
+        return Err(Failure::invalid(format!(
+            "--decision-log {}: not a directory; name a directory (it is made when missing)",
+            dir.display()
+        )));
+    }
     Ok(given_now)
+}
+
+/// What a file named by a flag must be.
+#[derive(Clone, Copy)]
+enum FileKind {
+    /// Read whole as text: a file, or a pipe (`--snapshot <(kubectl get ...)`), not a
+    /// directory.
+    Input,
+    /// A regular file (TLS certificates and keys).
+    Regular,
+}
+
+/// The file a flag names is there and is of the kind the flag needs.
+fn check_file(flag: &str, path: &std::path::Path, kind: FileKind) -> Result<(), Failure> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            "no such file".to_string()
+        } else {
+            e.to_string()
+        };
+        Failure::invalid(format!(
+            "{flag} {}: {why}; give the path of an existing file",
+            path.display()
+        ))
+    })?;
+    let ok = match kind {
+        FileKind::Input => !meta.is_dir(),
+        FileKind::Regular => meta.is_file(),
+    };
+    if !ok {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(Failure::invalid(format!(
+            "{flag} {}: {what}; give the path of a file",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// A duration flag that must be more than 0.
+fn positive_duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
+    let d = duration_flag(name, value)?;
+    if d.is_zero() {
+        return Err(Failure::invalid(format!(
+            "{name} {value}: give a duration of more than 0, such as 30s or 2m"
+        )));
+    }
+    Ok(d)
+}
+
+/// `--metrics-bind-address`: empty (no plain HTTP server) or host:port.
+fn metrics_bind_address(cli: &Cli) -> Result<Option<std::net::SocketAddr>, Failure> {
+    if cli.metrics_bind_address.is_empty() {
+        return Ok(None);
+    }
+    cli.metrics_bind_address.parse().map(Some).map_err(|_| {
+        Failure::invalid(format!(
+            "--metrics-bind-address {:?}: not an IP address and port; use host:port such as 127.0.0.1:10259, or \"\" for none",
+            cli.metrics_bind_address
+        ))
+    })
+}
+
+/// The Lease's lock type, name and namespace, as the API server would take them.
+fn leader_lease_flags(cli: &Cli) -> Result<(), Failure> {
+    if cli.leader_elect_resource_lock != "leases" {
+        return Err(Failure::invalid(format!(
+            "--leader-elect-resource-lock {:?}: only \"leases\" is supported",
+            cli.leader_elect_resource_lock
+        )));
+    }
+    let label = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+    };
+    let name = &cli.leader_elect_resource_name;
+    if name.len() > 253 || !name.split('.').all(label) {
+        return Err(Failure::invalid(format!(
+            "--leader-elect-resource-name {name:?}: not a Lease name; use lowercase letters, digits, '-' and '.', such as descheduler"
+        )));
+    }
+    let ns = &cli.leader_elect_resource_namespace;
+    if !label(ns) {
+        return Err(Failure::invalid(format!(
+            "--leader-elect-resource-namespace {ns:?}: not a namespace name; use lowercase letters, digits and '-', such as kube-system"
+        )));
+    }
+    Ok(())
 }
 
 fn run_with(
@@ -501,22 +662,7 @@ fn decision_log(cli: &Cli) -> Result<Option<app::DecisionLog>, Failure> {
         }
         return Ok(None);
     };
-    if cli.decision_log_max_files == 0 {
-        return Err(Failure::invalid(
-            "--decision-log-max-files 0: keep at least 1 record",
-        ));
-    }
-    let text = &cli.decision_log_max_bytes;
-    let max_bytes = crate::quantity::Quantity::parse(text)
-        .ok()
-        .and_then(|q| q.checked_value())
-        .filter(|b| *b > 0)
-        .ok_or_else(|| {
-            Failure::invalid(format!(
-                "--decision-log-max-bytes {text:?}: give a positive size in bytes or as a \
-                 quantity such as 512Mi or 2Gi"
-            ))
-        })?;
+    let max_bytes = decision_log_limits(cli)?;
     let log = app::DecisionLog {
         dir: dir.clone(),
         keep_snapshot: cli.decision_log_snapshot,
@@ -525,6 +671,27 @@ fn decision_log(cli: &Cli) -> Result<Option<app::DecisionLog>, Failure> {
     };
     log.open().map_err(Failure::invalid)?;
     Ok(Some(log))
+}
+
+/// `--decision-log-max-files` and `--decision-log-max-bytes` (the bytes), checked whether
+/// or not a decision log is kept.
+fn decision_log_limits(cli: &Cli) -> Result<i64, Failure> {
+    if cli.decision_log_max_files == 0 {
+        return Err(Failure::invalid(
+            "--decision-log-max-files 0: keep at least 1 record",
+        ));
+    }
+    let text = &cli.decision_log_max_bytes;
+    crate::quantity::Quantity::parse(text)
+        .ok()
+        .and_then(|q| q.checked_value())
+        .filter(|b| *b > 0)
+        .ok_or_else(|| {
+            Failure::invalid(format!(
+                "--decision-log-max-bytes {text:?}: give a positive size in bytes or as a \
+                 quantity such as 512Mi or 2Gi"
+            ))
+        })
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
@@ -597,8 +764,12 @@ fn run_live(
     decision_log: Option<app::DecisionLog>,
     out: &mut dyn std::io::Write,
 ) -> Result<(), Failure> {
-    let schedule = Schedule::from_flags(&cli.descheduling_interval, cli.schedule.as_deref())
-        .map_err(Failure::invalid)?;
+    let schedule = Schedule::from_flags(
+        &cli.descheduling_interval,
+        cli.schedule.as_deref(),
+        chrono::Utc::now(),
+    )
+    .map_err(Failure::invalid)?;
     // A fixed planning time makes sense for one cycle, not for a loop of them.
     if now.is_some() && !matches!(schedule, Schedule::Once) {
         return Err(Failure::invalid(
@@ -606,12 +777,6 @@ fn run_live(
         ));
     }
     let leader = if cli.leader_elect {
-        if cli.leader_elect_resource_lock != "leases" {
-            return Err(Failure::invalid(format!(
-                "--leader-elect-resource-lock {:?}: only \"leases\" is supported",
-                cli.leader_elect_resource_lock
-            )));
-        }
         let base = cli.leader_elect_identity.clone().unwrap_or_else(identity);
         let (lease_duration, renew_deadline, retry_period) = leader_durations(cli)?;
         Some(LeaderConfig {
@@ -703,13 +868,7 @@ fn admin_servers(cli: &Cli) -> Result<Vec<AdminServer>, Failure> {
             authorize: cli.authorize_metrics,
         });
     }
-    if !cli.metrics_bind_address.is_empty() {
-        let addr = cli.metrics_bind_address.parse().map_err(|e| {
-            Failure::invalid(format!(
-                "--metrics-bind-address {:?}: {e}; use host:port such as 127.0.0.1:10259",
-                cli.metrics_bind_address
-            ))
-        })?;
+    if let Some(addr) = metrics_bind_address(cli)? {
         servers.push(AdminServer {
             addr,
             transport: Transport::Http,

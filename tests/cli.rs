@@ -215,6 +215,22 @@ fn bad_flags_exit_two() {
 #[test]
 fn live_mode_without_a_reachable_cluster_exits_one() {
     let dir = tempfile::tempdir().unwrap();
+    // A cluster nobody serves: a port on loopback that refuses connections.
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--secure-port=0",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // A kubeconfig that is not there is bad input, named with its flag.
     let missing = dir.path().join("no-such-kubeconfig");
     let o = run(&[
         "--policy-config-file",
@@ -222,7 +238,7 @@ fn live_mode_without_a_reachable_cluster_exits_one() {
         "--kubeconfig",
         missing.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
         e.contains("no-such-kubeconfig") && e.contains("--kubeconfig"),
@@ -504,4 +520,197 @@ fn a_why_not_wider_than_sixty_four_kilobytes_prints_cut_in_the_table() {
         why.starts_with(cell),
         "the table's cell is the start of the reason"
     );
+}
+
+/// Flags whose values cannot work are refused at start, in every mode: offline too, before
+/// the policy or the snapshot is read.
+#[test]
+fn every_flag_value_is_checked_offline_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such.pem");
+    let missing = missing.to_str().unwrap();
+    let key = dir.path().join("key.pem");
+    std::fs::write(&key, "not used").unwrap();
+    let key = format!("--tls-private-key-file={}", key.display());
+    let tmp = dir.path().display().to_string();
+    let cases: Vec<(Vec<String>, &str, &str)> = vec![
+        (
+            vec!["--schedule=a b c d e".into()],
+            "--schedule",
+            "not a cron schedule",
+        ),
+        (
+            vec!["--schedule=0 0 30 2 *".into()],
+            "--schedule",
+            "never fires",
+        ),
+        (
+            vec!["--schedule=0 0 31 4 *".into()],
+            "--schedule",
+            "never fires",
+        ),
+        (
+            vec!["--descheduling-interval=500ms".into()],
+            "--descheduling-interval",
+            "shorter than a second",
+        ),
+        (
+            vec!["--cache-sync-timeout=soon".into()],
+            "--cache-sync-timeout",
+            "not a duration",
+        ),
+        (
+            vec!["--cache-sync-timeout=0".into()],
+            "--cache-sync-timeout",
+            "more than 0",
+        ),
+        (
+            vec!["--await-placement-timeout=-5m".into()],
+            "--await-placement-timeout",
+            "negative",
+        ),
+        (
+            vec!["--eviction-cooldown=10".into()],
+            "--eviction-cooldown",
+            "without a unit",
+        ),
+        (
+            vec!["--metrics-bind-address=not-an-address".into()],
+            "--metrics-bind-address",
+            "host:port",
+        ),
+        (
+            vec!["--leader-elect-resource-lock=configmaps".into()],
+            "--leader-elect-resource-lock",
+            "leases",
+        ),
+        (
+            vec!["--leader-elect-resource-namespace=Kube_System".into()],
+            "--leader-elect-resource-namespace",
+            "namespace",
+        ),
+        (
+            vec!["--decision-log-max-bytes=lots".into()],
+            "--decision-log-max-bytes",
+            "positive size",
+        ),
+        (
+            vec!["--decision-log-snapshot".into()],
+            "--decision-log-snapshot",
+            "--decision-log DIR",
+        ),
+        (
+            vec![format!("--tls-cert-file={missing}"), key.clone()],
+            "--tls-cert-file",
+            "no such file",
+        ),
+        (
+            vec![format!("--tls-cert-file={tmp}"), key.clone()],
+            "--tls-cert-file",
+            "a directory",
+        ),
+        (
+            vec![format!("--scheduler-config={missing}")],
+            "--scheduler-config",
+            "no such file",
+        ),
+        (
+            vec![format!("--scheduler-config={tmp}")],
+            "--scheduler-config",
+            "a directory",
+        ),
+    ];
+    for (extra, flag, says) in cases {
+        let mut args: Vec<String> = [
+            "--policy-config-file",
+            "policies/combined.yaml",
+            "--snapshot",
+            SNAP,
+            "--now",
+            NOW,
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(extra.iter().cloned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {e}");
+        assert!(e.contains(flag) && e.contains(says), "{extra:?}: {e}");
+        assert!(o.stdout.is_empty(), "{extra:?}: nothing is planned");
+    }
+    // A missing snapshot or policy file: exit 2, naming the flag and the file.
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        missing,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("--snapshot {missing}: no such file")),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["--policy-config-file", missing, "--snapshot", SNAP]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("--policy-config-file {missing}: no such file")),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// In live mode too: a TLS certificate that is not there is bad input (2), found before any
+/// connection is tried, not a failure to serve (1).
+#[test]
+fn a_missing_tls_certificate_exits_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("tls.crt");
+    let key = dir.path().join("tls.key");
+    std::fs::write(&key, "key").unwrap();
+    let o = run(&[
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--tls-cert-file",
+        cert.to_str().unwrap(),
+        "--tls-private-key-file",
+        key.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("--tls-cert-file") && e.contains("tls.crt"),
+        "{e}"
+    );
+}
+
+/// A scheduler config kube-scheduler would refuse is refused here too, with the field's path.
+#[test]
+fn a_scheduler_config_with_a_misspelled_key_exits_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("sched.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategey: {type: MostAllocated}}\n",
+    )
+    .unwrap();
+    let bad_path = bad.display().to_string();
+    let o = run(&[
+        "--policy-config-file",
+        "policies/lownodeutilization.yaml",
+        "--snapshot",
+        SNAP,
+        "--now",
+        NOW,
+        "--scheduler-config",
+        &bad_path,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("scheduler config {bad_path}: profiles[0].pluginConfig[0].args.scoringStrategey: \"scoringStrategey\" is not a field of NodeResourcesFit's args; did you mean \"scoringStrategy\"?")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty());
 }

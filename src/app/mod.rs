@@ -65,7 +65,11 @@ pub fn load_scheduler_config(
     scheduler_name: &str,
 ) -> Result<(), SchedulerConfigError> {
     let config = SchedulerConfig::load(path)?;
-    let profile = config.profile(&path.display().to_string(), scheduler_name)?;
+    let file = path.display().to_string();
+    let profile = config.profile(&file, scheduler_name)?;
+    for warning in config.warnings_for(&file, scheduler_name) {
+        tracing::warn!("{warning}");
+    }
     pipeline.scheduler_profile = Some(profile);
     Ok(())
 }

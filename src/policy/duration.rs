@@ -15,6 +15,18 @@ pub fn parse_go_duration(text: &str) -> Result<std::time::Duration, String> {
     if s.is_empty() {
         return Err("empty duration; use a Go duration such as 30m, 1h or 24h".into());
     }
+    if s.starts_with('-') {
+        return Err(format!(
+            "{text:?} is negative; give a duration of 0 or more, such as 30s, 5m or 1h"
+        ));
+    }
+    // Go's time.ParseDuration takes a leading `+`.
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s.is_empty() {
+        return Err(format!(
+            "{text:?} is not a duration; use a Go duration such as 30m, 1h or 24h"
+        ));
+    }
     let mut rest = s;
     let mut total_nanos: f64 = 0.0;
     while !rest.is_empty() {
@@ -88,5 +100,19 @@ mod tests {
             parse_go_duration("500ms").unwrap(),
             std::time::Duration::from_millis(500)
         );
+    }
+
+    #[test]
+    fn negative_and_signed_durations() {
+        let e = parse_go_duration("-5m").unwrap_err();
+        assert_eq!(
+            e,
+            "\"-5m\" is negative; give a duration of 0 or more, such as 30s, 5m or 1h"
+        );
+        assert_eq!(parse_duration("+5m").unwrap(), 300);
+        assert!(parse_go_duration("+").is_err());
+        assert!(parse_go_duration("soon")
+            .unwrap_err()
+            .contains("not a duration"));
     }
 }

@@ -4,7 +4,16 @@
 //! NodeResourcesFit (`scoringStrategy`), NodeResourcesBalancedAllocation (`resources`),
 //! InterPodAffinity (`hardPodAffinityWeight`, `ignorePreferredTermsOfExistingPods`) and
 //! PodTopologySpread (`defaultingType`, `defaultConstraints`). Other fields (leader election,
-//! client connection, filter-only plugins) are accepted and do not change predictions.
+//! client connection, filter-only plugins) are checked and do not change predictions.
+//!
+//! The file is decoded as strictly as kube-scheduler decodes it: a field kube-scheduler does
+//! not know is an error (with the closest known name), so is a key given twice, and values
+//! are defaulted and range-checked as kube-scheduler's v1 defaulting and validation do (an
+//! empty resource list is cpu and memory with weight 1; a resource weight of 0 is 1). What
+//! the simulator cannot follow is refused when following it would make kube-scheduler
+//! stricter than the prediction (extenders that filter or score, NodeAffinity's
+//! `addedAffinity`), and warned about when the prediction is the stricter one (filter plugins
+//! disabled, NodeResourcesFit's `ignoredResources`).
 //!
 //! Errors name the file, the field's path (`profiles[0].pluginConfig[1].args.scoringStrategy.type`)
 //! and what to write instead.
@@ -44,6 +53,144 @@ const NON_SCORE_PLUGINS: &[&str] = &[
     "TopologyAware",
 ];
 
+/// The most a scheduler config file may hold: 4 MiB (kube-scheduler's are a few KB).
+pub const FILE_LIMIT: u64 = 4 << 20;
+
+/// The fields of a KubeSchedulerConfiguration (v1).
+const TOP_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "parallelism",
+    "leaderElection",
+    "clientConnection",
+    "enableProfiling",
+    "enableContentionProfiling",
+    "percentageOfNodesToScore",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "profiles",
+    "extenders",
+    "delayCacheUntilActive",
+];
+const LEADER_ELECTION_FIELDS: &[&str] = &[
+    "leaderElect",
+    "leaseDuration",
+    "renewDeadline",
+    "retryPeriod",
+    "resourceLock",
+    "resourceName",
+    "resourceNamespace",
+];
+const CLIENT_CONNECTION_FIELDS: &[&str] = &[
+    "kubeconfig",
+    "acceptContentTypes",
+    "contentType",
+    "qps",
+    "burst",
+];
+const PROFILE_FIELDS: &[&str] = &[
+    "schedulerName",
+    "percentageOfNodesToScore",
+    "plugins",
+    "pluginConfig",
+];
+/// The extension points of `plugins`.
+const PLUGIN_POINTS: &[&str] = &[
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+    "multiPoint",
+    "placementGenerate",
+    "placementScore",
+    "podGroupPostFilter",
+];
+const EXTENDER_FIELDS: &[&str] = &[
+    "urlPrefix",
+    "filterVerb",
+    "preemptVerb",
+    "prioritizeVerb",
+    "weight",
+    "bindVerb",
+    "enableHTTPS",
+    "tlsConfig",
+    "httpTimeout",
+    "nodeCacheCapable",
+    "managedResources",
+    "ignorable",
+];
+const EXTENDER_TLS_FIELDS: &[&str] = &[
+    "insecure",
+    "serverName",
+    "certFile",
+    "keyFile",
+    "caFile",
+    "certData",
+    "keyData",
+    "caData",
+];
+/// The fields of each in-tree plugin's args (besides `apiVersion` and `kind`).
+const ARGS_FIELDS: &[(&str, &[&str])] = &[
+    (
+        "NodeResourcesFit",
+        &[
+            "ignoredResources",
+            "ignoredResourceGroups",
+            "scoringStrategy",
+        ],
+    ),
+    ("NodeResourcesBalancedAllocation", &["resources"]),
+    (
+        "InterPodAffinity",
+        &[
+            "hardPodAffinityWeight",
+            "ignorePreferredTermsOfExistingPods",
+        ],
+    ),
+    (
+        "PodTopologySpread",
+        &["defaultConstraints", "defaultingType"],
+    ),
+    (
+        "DefaultPreemption",
+        &["minCandidateNodesPercentage", "minCandidateNodesAbsolute"],
+    ),
+    ("VolumeBinding", &["bindTimeoutSeconds", "shape"]),
+    ("NodeAffinity", &["addedAffinity"]),
+    ("DynamicResources", &["filterTimeout", "bindingTimeout"]),
+];
+const TOPOLOGY_SPREAD_FIELDS: &[&str] = &[
+    "maxSkew",
+    "topologyKey",
+    "whenUnsatisfiable",
+    "labelSelector",
+    "minDomains",
+    "nodeAffinityPolicy",
+    "nodeTaintsPolicy",
+    "matchLabelKeys",
+];
+
+/// The filter plugins the simulator applies: disabling one in kube-scheduler makes it place
+/// pods the simulator would not.
+const SIMULATED_FILTERS: &[&str] = &[
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "InterPodAffinity",
+];
+
 /// An invalid scheduler configuration: the file, the path of the offending field and what to
 /// do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,15 +205,27 @@ pub struct SchedulerConfigError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchedulerConfig {
     pub profiles: Vec<(String, Arc<ScoreProfile>)>,
+    /// What kube-scheduler does that the simulator does not follow, in the safe direction
+    /// (the prediction is the stricter one): by the profile it concerns (None: every profile).
+    pub warnings: Vec<(Option<String>, String)>,
 }
 
 impl SchedulerConfig {
     /// Reads and validates a KubeSchedulerConfiguration file.
     pub fn load(path: &Path) -> Result<SchedulerConfig, SchedulerConfigError> {
         let file = path.display().to_string();
-        let text = crate::input::read_utf8_file(path, crate::input::POLICY_LIMIT)
+        let text = crate::input::read_utf8_file(path, FILE_LIMIT)
             .map_err(|e| err(&file, "(file)", format!("cannot read the file: {e}")))?;
         Self::from_yaml(&file, &text)
+    }
+
+    /// The warnings that concern the profile of `scheduler_name`, each prefixed with the file.
+    pub fn warnings_for(&self, file: &str, scheduler_name: &str) -> Vec<String> {
+        self.warnings
+            .iter()
+            .filter(|(p, _)| p.as_deref().is_none_or(|p| p == scheduler_name))
+            .map(|(_, w)| format!("scheduler config {file}: {w}"))
+            .collect()
     }
 
     /// The profile of a scheduler by its name, or an error listing the names there are.
@@ -95,6 +254,16 @@ impl SchedulerConfig {
     /// Decodes and validates a KubeSchedulerConfiguration given as YAML (or JSON) text.
     pub fn from_yaml(file: &str, text: &str) -> Result<SchedulerConfig, SchedulerConfigError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if text.len() as u64 > FILE_LIMIT {
+            return Err(err(
+                file,
+                "(file)",
+                format!(
+                    "the file holds more than {} MiB, the most a scheduler config may be (kube-scheduler's are a few KB); is it the right file?",
+                    FILE_LIMIT >> 20
+                ),
+            ));
+        }
         if text.trim().is_empty() {
             return Err(err(
                 file,
@@ -114,6 +283,7 @@ impl SchedulerConfig {
             )?;
         let r = Reader { file };
         let top = r.object(&value, "(document)")?;
+        let mut warnings = Vec::new();
         match top.get("apiVersion") {
             Some(Value::String(v)) if v == API_VERSION => {}
             Some(Value::String(v)) if v.starts_with("kubescheduler.config.k8s.io/") => {
@@ -140,6 +310,11 @@ impl SchedulerConfig {
             }
             None => return Err(r.err("kind", format!("missing; set it to {KIND:?}"))),
         }
+        r.fields(top, "", TOP_FIELDS, KIND)?;
+        r.top_level(top)?;
+        if let Some(v) = top.get("extenders").filter(|v| !v.is_null()) {
+            r.extenders(v)?;
+        }
         let mut profiles: Vec<(String, Arc<ScoreProfile>)> = Vec::new();
         let list = match top.get("profiles") {
             None | Some(Value::Null) => Vec::new(),
@@ -148,7 +323,16 @@ impl SchedulerConfig {
         for (i, p) in list.iter().enumerate() {
             let path = format!("profiles[{i}]");
             let obj = r.object(p, &path)?;
+            r.fields(obj, &path, PROFILE_FIELDS, "a profile")?;
+            r.int(obj, "percentageOfNodesToScore", &path, 0, 100)?;
             let name = match obj.get("schedulerName") {
+                // kube-scheduler names a lone profile; several need a name each
+                None | Some(Value::Null) if list.len() > 1 => {
+                    return Err(r.err(
+                        format!("{path}.schedulerName"),
+                        "missing; with more than one profile, give each its own schedulerName",
+                    ))
+                }
                 None | Some(Value::Null) => DEFAULT_SCHEDULER_NAME.to_string(),
                 Some(Value::String(s)) if !s.is_empty() => s.clone(),
                 Some(other) => {
@@ -164,7 +348,9 @@ impl SchedulerConfig {
                     format!("{name:?} names two profiles; give each profile its own schedulerName"),
                 ));
             }
-            let profile = r.profile(obj, &path)?;
+            let mut notes = Vec::new();
+            let profile = r.profile(obj, &path, &mut notes)?;
+            warnings.extend(notes.into_iter().map(|n| (Some(name.clone()), n)));
             profiles.push((name, Arc::new(profile)));
         }
         if profiles.is_empty() {
@@ -174,7 +360,7 @@ impl SchedulerConfig {
                 Arc::new(ScoreProfile::default()),
             ));
         }
-        Ok(SchedulerConfig { profiles })
+        Ok(SchedulerConfig { profiles, warnings })
     }
 }
 
@@ -188,6 +374,46 @@ fn err(file: &str, path: impl Into<String>, message: impl Into<String>) -> Sched
 
 type Object = serde_json::Map<String, Value>;
 
+/// `path.key`, or `key` at the top.
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The known name closest to `key`, when one is close enough to be a misspelling of it.
+fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    let key = key.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&key, &k.to_ascii_lowercase()), *k))
+        .filter(|(d, k)| *d <= (k.len() / 3).clamp(1, 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance (the fewest one-character edits from `a` to `b`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(row[j]).min(cur)
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 struct Reader<'f> {
     file: &'f str,
 }
@@ -195,6 +421,200 @@ struct Reader<'f> {
 impl Reader<'_> {
     fn err(&self, path: impl Into<String>, message: impl Into<String>) -> SchedulerConfigError {
         err(self.file, path, message)
+    }
+
+    /// Refuses a field of `obj` that kube-scheduler does not know, as kube-scheduler does.
+    fn fields(
+        &self,
+        obj: &Object,
+        path: &str,
+        known: &[&str],
+        what: &str,
+    ) -> Result<(), SchedulerConfigError> {
+        let Some(key) = obj.keys().find(|k| !known.contains(&k.as_str())) else {
+            return Ok(());
+        };
+        let hint = closest(key, known)
+            .map(|k| format!("did you mean {k:?}? "))
+            .unwrap_or_default();
+        Err(self.err(
+            join(path, key),
+            format!(
+                "{key:?} is not a field of {what}; {hint}kube-scheduler refuses a file with a field it does not know. The fields are {}",
+                known.join(", ")
+            ),
+        ))
+    }
+
+    fn bool(
+        &self,
+        obj: &Object,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<bool>, SchedulerConfigError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.err(
+                join(path, key),
+                format!("expected true or false, found {v}"),
+            )),
+        }
+    }
+
+    /// A mapping field checked against its known fields; absent: None.
+    fn section<'v>(
+        &self,
+        obj: &'v Object,
+        key: &str,
+        path: &str,
+        known: &[&str],
+        what: &str,
+    ) -> Result<Option<&'v Object>, SchedulerConfigError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => {
+                let p = join(path, key);
+                let o = self.object(v, &p)?;
+                self.fields(o, &p, known, what)?;
+                Ok(Some(o))
+            }
+        }
+    }
+
+    /// A list of strings; absent: empty.
+    fn strings<'v>(
+        &self,
+        obj: &'v Object,
+        key: &str,
+        path: &str,
+    ) -> Result<Vec<&'v str>, SchedulerConfigError> {
+        let p = join(path, key);
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(v) => self
+                .array(v, &p)?
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    s.as_str().ok_or_else(|| {
+                        self.err(format!("{p}[{i}]"), format!("expected a string, found {s}"))
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// A Go duration (`10s`, `1m30s`); absent: fine.
+    fn duration(&self, obj: &Object, key: &str, path: &str) -> Result<(), SchedulerConfigError> {
+        if let Some(d) = self.string(obj, key, path)? {
+            crate::policy::parse_go_duration(d).map_err(|e| self.err(join(path, key), e))?;
+        }
+        Ok(())
+    }
+
+    /// The top level's own fields, ranged as kube-scheduler's validation ranges them.
+    fn top_level(&self, top: &Object) -> Result<(), SchedulerConfigError> {
+        self.int(top, "parallelism", "", 1, i64::from(i32::MAX))?;
+        self.int(top, "percentageOfNodesToScore", "", 0, 100)?;
+        let initial = self
+            .int(top, "podInitialBackoffSeconds", "", 1, i64::MAX)?
+            .unwrap_or(1);
+        let max = self
+            .int(top, "podMaxBackoffSeconds", "", 0, i64::MAX)?
+            .unwrap_or(10);
+        if max < initial {
+            return Err(self.err(
+                "podMaxBackoffSeconds",
+                format!("{max} is less than podInitialBackoffSeconds ({initial}); give at least {initial}"),
+            ));
+        }
+        for key in [
+            "enableProfiling",
+            "enableContentionProfiling",
+            "delayCacheUntilActive",
+        ] {
+            self.bool(top, key, "")?;
+        }
+        if let Some(le) = self.section(
+            top,
+            "leaderElection",
+            "",
+            LEADER_ELECTION_FIELDS,
+            "leaderElection",
+        )? {
+            self.bool(le, "leaderElect", "leaderElection")?;
+            for key in ["leaseDuration", "renewDeadline", "retryPeriod"] {
+                self.duration(le, key, "leaderElection")?;
+            }
+            for key in ["resourceLock", "resourceName", "resourceNamespace"] {
+                self.string(le, key, "leaderElection")?;
+            }
+        }
+        if let Some(cc) = self.section(
+            top,
+            "clientConnection",
+            "",
+            CLIENT_CONNECTION_FIELDS,
+            "clientConnection",
+        )? {
+            for key in ["kubeconfig", "acceptContentTypes", "contentType"] {
+                self.string(cc, key, "clientConnection")?;
+            }
+            if let Some(q) = cc.get("qps").filter(|v| !v.is_null()) {
+                if q.as_f64().is_none() {
+                    return Err(self.err(
+                        "clientConnection.qps",
+                        format!("expected a number, found {q}"),
+                    ));
+                }
+            }
+            self.int(cc, "burst", "clientConnection", 0, i64::from(i32::MAX))?;
+        }
+        Ok(())
+    }
+
+    /// Extenders: kube-scheduler calls them over HTTP to filter and score nodes, which the
+    /// simulator cannot do; one that filters or scores is refused (its predictions would be
+    /// wrong without a word), one that only binds or preempts changes no node choice.
+    fn extenders(&self, v: &Value) -> Result<(), SchedulerConfigError> {
+        for (i, e) in self.array(v, "extenders")?.iter().enumerate() {
+            let ep = format!("extenders[{i}]");
+            let obj = self.object(e, &ep)?;
+            self.fields(obj, &ep, EXTENDER_FIELDS, "an extender")?;
+            self.section(
+                obj,
+                "tlsConfig",
+                &ep,
+                EXTENDER_TLS_FIELDS,
+                "an extender's tlsConfig",
+            )?;
+            if let Some(list) = obj.get("managedResources").filter(|v| !v.is_null()) {
+                let mp = format!("{ep}.managedResources");
+                for (j, m) in self.array(list, &mp)?.iter().enumerate() {
+                    let rp = format!("{mp}[{j}]");
+                    self.fields(
+                        self.object(m, &rp)?,
+                        &rp,
+                        &["name", "ignoredByScheduler"],
+                        "a managed resource",
+                    )?;
+                }
+            }
+            self.duration(obj, "httpTimeout", &ep)?;
+            let url = self.string(obj, "urlPrefix", &ep)?.unwrap_or("");
+            for (verb, does) in [("filterVerb", "filters"), ("prioritizeVerb", "scores")] {
+                if self.string(obj, verb, &ep)?.is_some_and(|v| !v.is_empty()) {
+                    return Err(self.err(
+                        format!("{ep}.{verb}"),
+                        format!(
+                            "the extender at {url:?} {does} nodes for kube-scheduler over HTTP, which the simulator cannot do, so its predicted destinations would not be kube-scheduler's; give --scheduler-config a copy of this file without the extender (predictions then leave it out, as they do without --scheduler-config)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn object<'v>(&self, v: &'v Value, path: &str) -> Result<&'v Object, SchedulerConfigError> {
@@ -221,8 +641,12 @@ impl Reader<'_> {
             None | Some(Value::Null) => Ok(None),
             Some(v) => match v.as_i64() {
                 Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+                _ if max >= i64::from(i32::MAX) => Err(self.err(
+                    join(path, key),
+                    format!("{v} is not allowed; use a whole number of at least {min}"),
+                )),
                 _ => Err(self.err(
-                    format!("{path}.{key}"),
+                    join(path, key),
                     format!("{v} is not allowed; use a whole number from {min} to {max}"),
                 )),
             },
@@ -238,10 +662,7 @@ impl Reader<'_> {
         match obj.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(v) => Err(self.err(
-                format!("{path}.{key}"),
-                format!("expected a string, found {v}"),
-            )),
+            Some(v) => Err(self.err(join(path, key), format!("expected a string, found {v}"))),
         }
     }
 
@@ -322,16 +743,109 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn profile(&self, obj: &Object, path: &str) -> Result<ScoreProfile, SchedulerConfigError> {
+    /// The shape of one extension point's plugin set: `enabled` and `disabled` lists of
+    /// `{name, weight}`.
+    fn plugin_set_shape(&self, set: &Value, path: &str) -> Result<(), SchedulerConfigError> {
+        let set = self.object(set, path)?;
+        self.fields(set, path, &["enabled", "disabled"], "a plugin set")?;
+        for list in ["enabled", "disabled"] {
+            let Some(v) = set.get(list).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let lp = format!("{path}.{list}");
+            for (i, e) in self.array(v, &lp)?.iter().enumerate() {
+                let ep = format!("{lp}[{i}]");
+                let obj = self.object(e, &ep)?;
+                self.fields(obj, &ep, &["name", "weight"], "a plugin entry")?;
+                self.string(obj, "name", &ep)?;
+                self.int(obj, "weight", &ep, 0, i64::from(i32::MAX))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The names listed under `plugins.<point>.<list>`.
+    fn names<'v>(plugins: &'v Object, point: &str, list: &str) -> Vec<&'v str> {
+        plugins
+            .get(point)
+            .and_then(|s| s.get(list))
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(|e| e.get("name").and_then(Value::as_str))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Filter plugins: one the simulator does not know is refused (kube-scheduler would refuse
+    /// nodes the prediction picks); simulated ones disabled are a warning (the simulator
+    /// still applies them: it may find no place where kube-scheduler finds one).
+    fn filters(
+        &self,
+        plugins: &Object,
+        pp: &str,
+        notes: &mut Vec<String>,
+    ) -> Result<(), SchedulerConfigError> {
+        for (i, name) in Self::names(plugins, "filter", "enabled")
+            .into_iter()
+            .enumerate()
+        {
+            if !SCORE_PLUGINS.contains(&name) && !NON_SCORE_PLUGINS.contains(&name) {
+                return Err(self.err(
+                    format!("{pp}.filter.enabled[{i}].name"),
+                    format!(
+                        "{name:?} is not a kube-scheduler filter plugin the simulator knows, so it cannot tell which nodes that filter refuses; remove it from the copy given to --scheduler-config to predict without it"
+                    ),
+                ));
+            }
+        }
+        let mut disabled: Vec<&str> = Vec::new();
+        let mut enabled: Vec<&str> = Vec::new();
+        for point in ["multiPoint", "filter"] {
+            for name in Self::names(plugins, point, "disabled") {
+                if name == "*" {
+                    disabled.extend_from_slice(SIMULATED_FILTERS);
+                } else {
+                    disabled.push(name);
+                }
+            }
+            enabled.extend(Self::names(plugins, point, "enabled"));
+        }
+        let off: Vec<&str> = SIMULATED_FILTERS
+            .iter()
+            .copied()
+            .filter(|f| disabled.contains(f) && !enabled.contains(f))
+            .collect();
+        if !off.is_empty() {
+            notes.push(format!(
+                "{pp}: the filter plugin(s) {} are disabled, but the simulator still applies them: it may find no place for a pod that kube-scheduler would place, and then keeps the pod where it is",
+                off.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    fn profile(
+        &self,
+        obj: &Object,
+        path: &str,
+        notes: &mut Vec<String>,
+    ) -> Result<ScoreProfile, SchedulerConfigError> {
         let mut p = ScoreProfile::default();
-        if let Some(plugins) = obj.get("plugins").filter(|v| !v.is_null()) {
+        if let Some(plugins) = self.section(obj, "plugins", path, PLUGIN_POINTS, "plugins")? {
             let pp = format!("{path}.plugins");
-            let plugins = self.object(plugins, &pp)?;
+            for point in PLUGIN_POINTS {
+                if let Some(set) = plugins.get(*point).filter(|v| !v.is_null()) {
+                    self.plugin_set_shape(set, &format!("{pp}.{point}"))?;
+                }
+            }
             for point in ["multiPoint", "score"] {
                 if let Some(set) = plugins.get(point).filter(|v| !v.is_null()) {
                     self.plugin_set(set, &format!("{pp}.{point}"), &mut p)?;
                 }
             }
+            self.filters(plugins, &pp, notes)?;
         }
         if let Some(configs) = obj.get("pluginConfig").filter(|v| !v.is_null()) {
             let cp = format!("{path}.pluginConfig");
@@ -339,6 +853,7 @@ impl Reader<'_> {
             for (i, c) in self.array(configs, &cp)?.iter().enumerate() {
                 let ip = format!("{cp}[{i}]");
                 let c = self.object(c, &ip)?;
+                self.fields(c, &ip, &["name", "args"], "a pluginConfig entry")?;
                 let name = self.string(c, "name", &ip)?.ok_or_else(|| {
                     self.err(
                         format!("{ip}.name"),
@@ -358,8 +873,68 @@ impl Reader<'_> {
                     None | Some(Value::Null) => &empty,
                     Some(a) => self.object(a, &ap)?,
                 };
+                if let Some((_, known)) = ARGS_FIELDS.iter().find(|(n, _)| *n == name) {
+                    let mut all: Vec<&str> = vec!["apiVersion", "kind"];
+                    all.extend_from_slice(known);
+                    self.fields(args, &ap, &all, &format!("{name}'s args"))?;
+                    let kind = format!("{name}Args");
+                    match args.get("kind") {
+                        None | Some(Value::Null) => {}
+                        Some(Value::String(k)) if *k == kind => {}
+                        Some(other) => {
+                            return Err(self.err(
+                                format!("{ap}.kind"),
+                                format!("{other} does not match the plugin; set it to {kind:?} or leave it out"),
+                            ))
+                        }
+                    }
+                    match args.get("apiVersion") {
+                        None | Some(Value::Null) => {}
+                        Some(Value::String(v)) if v == API_VERSION => {}
+                        Some(other) => return Err(self.err(
+                            format!("{ap}.apiVersion"),
+                            format!(
+                                "{other} is not allowed; set it to {API_VERSION:?} or leave it out"
+                            ),
+                        )),
+                    }
+                }
                 match name {
-                    "NodeResourcesFit" => self.fit_args(args, &ap, &mut p)?,
+                    "NodeResourcesFit" => self.fit_args(args, &ap, &mut p, notes)?,
+                    "DefaultPreemption" => {
+                        let pct = self.int(args, "minCandidateNodesPercentage", &ap, 0, 100)?;
+                        let abs = self.int(
+                            args,
+                            "minCandidateNodesAbsolute",
+                            &ap,
+                            0,
+                            i64::from(i32::MAX),
+                        )?;
+                        if pct.unwrap_or(10) == 0 && abs.unwrap_or(100) == 0 {
+                            return Err(self.err(
+                                format!("{ap}.minCandidateNodesAbsolute"),
+                                "minCandidateNodesPercentage and minCandidateNodesAbsolute are both 0; give at least one of them a value above 0",
+                            ));
+                        }
+                    }
+                    "VolumeBinding" => {
+                        self.int(args, "bindTimeoutSeconds", &ap, 0, i64::MAX)?;
+                        if let Some(shape) = args.get("shape").filter(|v| !v.is_null()) {
+                            self.shape(shape, &format!("{ap}.shape"))?;
+                        }
+                    }
+                    "DynamicResources" => {
+                        self.duration(args, "filterTimeout", &ap)?;
+                        self.duration(args, "bindingTimeout", &ap)?;
+                    }
+                    "NodeAffinity" => {
+                        if args.get("addedAffinity").is_some_and(|v| !v.is_null()) {
+                            return Err(self.err(
+                                format!("{ap}.addedAffinity"),
+                                "kube-scheduler adds this node affinity to every pod of the profile, which the simulator cannot do, so it would predict nodes kube-scheduler refuses; give --scheduler-config a copy of this file without addedAffinity (predictions then leave it out)",
+                            ));
+                        }
+                    }
                     "NodeResourcesBalancedAllocation" => {
                         if let Some(rs) = args.get("resources").filter(|v| !v.is_null()) {
                             p.balanced_resources =
@@ -389,12 +964,19 @@ impl Reader<'_> {
         Ok(p)
     }
 
-    /// A list of `{name, weight}` resources, each weight 1..=100 (kube-scheduler's range).
+    /// A list of `{name, weight}` resources, defaulted as kube-scheduler defaults it (an
+    /// empty list: cpu and memory, weight 1; a weight of 0 or none: 1) and each weight then
+    /// 1..=100 (kube-scheduler's range).
     fn resources(&self, v: &Value, path: &str) -> Result<Vec<ResourceSpec>, SchedulerConfigError> {
+        let list = self.array(v, path)?;
+        if list.is_empty() {
+            return Ok(default_resources());
+        }
         let mut out: Vec<ResourceSpec> = Vec::new();
-        for (i, r) in self.array(v, path)?.iter().enumerate() {
+        for (i, r) in list.iter().enumerate() {
             let rp = format!("{path}[{i}]");
             let obj = self.object(r, &rp)?;
+            self.fields(obj, &rp, &["name", "weight"], "a resource")?;
             let name = self
                 .string(obj, "name", &rp)?
                 .filter(|n| !n.is_empty())
@@ -410,7 +992,10 @@ impl Reader<'_> {
                     format!("{name:?} is listed twice; list each resource once"),
                 ));
             }
-            let weight = self.int(obj, "weight", &rp, 1, 100)?.unwrap_or(1);
+            let weight = match self.int(obj, "weight", &rp, 0, 100)? {
+                None | Some(0) => 1,
+                Some(w) => w,
+            };
             out.push(ResourceSpec::new(name, weight));
         }
         Ok(out)
@@ -421,12 +1006,28 @@ impl Reader<'_> {
         args: &Object,
         ap: &str,
         p: &mut ScoreProfile,
+        notes: &mut Vec<String>,
     ) -> Result<(), SchedulerConfigError> {
-        let Some(s) = args.get("scoringStrategy").filter(|v| !v.is_null()) else {
+        let ignored = self.strings(args, "ignoredResources", ap)?;
+        let groups = self.strings(args, "ignoredResourceGroups", ap)?;
+        if !ignored.is_empty() || !groups.is_empty() {
+            let all: Vec<&str> = ignored.iter().chain(&groups).copied().collect();
+            notes.push(format!(
+                "{ap}: NodeResourcesFit does not check {} when it filters nodes, but the simulator still does: it may find no place for a pod that kube-scheduler would place, and then keeps the pod where it is",
+                all.join(", ")
+            ));
+        }
+        let Some(s) = self.section(
+            args,
+            "scoringStrategy",
+            ap,
+            &["type", "resources", "requestedToCapacityRatio"],
+            "scoringStrategy",
+        )?
+        else {
             return Ok(());
         };
         let sp = format!("{ap}.scoringStrategy");
-        let s = self.object(s, &sp)?;
         if let Some(rs) = s.get("resources").filter(|v| !v.is_null()) {
             p.fit_resources = self.resources(rs, &format!("{sp}.resources"))?;
         } else {
@@ -437,11 +1038,8 @@ impl Reader<'_> {
             "MostAllocated" => ScoringStrategy::MostAllocated,
             "RequestedToCapacityRatio" => {
                 let rp = format!("{sp}.requestedToCapacityRatio");
-                let shape = s
-                    .get("requestedToCapacityRatio")
-                    .filter(|v| !v.is_null())
-                    .map(|r| self.object(r, &rp))
-                    .transpose()?
+                let shape = self
+                    .section(s, "requestedToCapacityRatio", &sp, &["shape"], "requestedToCapacityRatio")?
                     .and_then(|r| r.get("shape").filter(|v| !v.is_null()))
                     .ok_or_else(|| self.err(format!("{rp}.shape"), "missing; RequestedToCapacityRatio needs a shape of {utilization, score} points"))?;
                 ScoringStrategy::RequestedToCapacityRatio(self.shape(shape, &format!("{rp}.shape"))?)
@@ -466,6 +1064,7 @@ impl Reader<'_> {
         for (i, pt) in points.iter().enumerate() {
             let pp = format!("{path}[{i}]");
             let obj = self.object(pt, &pp)?;
+            self.fields(obj, &pp, &["utilization", "score"], "a shape point")?;
             let u = self.int(obj, "utilization", &pp, 0, 100)?.unwrap_or(0);
             let s = self
                 .int(obj, "score", &pp, 0, MAX_CUSTOM_PRIORITY_SCORE)?
@@ -506,6 +1105,12 @@ impl Reader<'_> {
                     for (i, c) in self.array(l, &lp)?.iter().enumerate() {
                         let cp = format!("{lp}[{i}]");
                         let obj = self.object(c, &cp)?;
+                        self.fields(
+                            obj,
+                            &cp,
+                            TOPOLOGY_SPREAD_FIELDS,
+                            "a topology spread constraint",
+                        )?;
                         let max_skew = self
                             .int(obj, "maxSkew", &cp, 1, i64::from(i32::MAX))?
                             .ok_or_else(|| {
@@ -546,15 +1151,43 @@ impl Reader<'_> {
                                 format!("a second constraint on {key:?} with the same whenUnsatisfiable; keep one"),
                             ));
                         }
+                        let min_domains =
+                            self.int(obj, "minDomains", &cp, 1, i64::from(i32::MAX))?;
+                        if min_domains.is_some() && when != WhenUnsatisfiable::DoNotSchedule {
+                            return Err(self.err(
+                                format!("{cp}.minDomains"),
+                                "only allowed with whenUnsatisfiable: DoNotSchedule; remove it or change whenUnsatisfiable",
+                            ));
+                        }
+                        let policy = |key: &str, default: InclusionPolicy| match self
+                            .string(obj, key, &cp)?
+                        {
+                            None => Ok(default),
+                            Some("Honor") => Ok(InclusionPolicy::Honor),
+                            Some("Ignore") => Ok(InclusionPolicy::Ignore),
+                            Some(other) => Err(self.err(
+                                format!("{cp}.{key}"),
+                                format!("{other:?} is not allowed; use Honor or Ignore"),
+                            )),
+                        };
+                        let node_affinity_policy =
+                            policy("nodeAffinityPolicy", InclusionPolicy::Honor)?;
+                        let node_taints_policy =
+                            policy("nodeTaintsPolicy", InclusionPolicy::Ignore)?;
+                        let match_label_keys = self
+                            .strings(obj, "matchLabelKeys", &cp)?
+                            .into_iter()
+                            .map(Into::into)
+                            .collect();
                         out.push(TopologySpreadConstraint {
                             max_skew: max_skew as i32,
                             topology_key: key.into(),
                             when_unsatisfiable: when,
                             label_selector: None,
-                            min_domains: None,
-                            node_affinity_policy: InclusionPolicy::Honor,
-                            node_taints_policy: InclusionPolicy::Ignore,
-                            match_label_keys: Vec::new(),
+                            min_domains: min_domains.map(|m| m as i32),
+                            node_affinity_policy,
+                            node_taints_policy,
+                            match_label_keys,
                         });
                     }
                 }
@@ -676,8 +1309,8 @@ mod tests {
              "scheduler config sched.yaml: kind: \"Policy\" is not allowed; set it to \"KubeSchedulerConfiguration\""),
             ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: Fancy}}\n",
              "scheduler config sched.yaml: profiles[0].pluginConfig[0].args.scoringStrategy.type: \"Fancy\" is not a scoring strategy; use LeastAllocated, MostAllocated or RequestedToCapacityRatio"),
-            ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: LeastAllocated, resources: [{name: cpu, weight: 0}]}}\n",
-             "scheduler config sched.yaml: profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight: 0 is not allowed; use a whole number from 1 to 100"),
+            ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: LeastAllocated, resources: [{name: cpu, weight: 101}]}}\n",
+             "scheduler config sched.yaml: profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight: 101 is not allowed; use a whole number from 0 to 100"),
             ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 50, score: 1}, {utilization: 20, score: 5}]}}}\n",
              "scheduler config sched.yaml: profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape[1].utilization: utilization values must be increasing; sort the points by utilization and give each value once"),
             ("profiles:\n- plugins:\n    score:\n      enabled: [{name: MyScorer, weight: 3}]\n",
@@ -697,5 +1330,274 @@ mod tests {
             };
             assert_eq!(load(&text).unwrap_err().to_string(), *want, "{body}");
         }
+    }
+
+    fn error(body: &str) -> SchedulerConfigError {
+        load(&format!("{HEAD}{body}")).unwrap_err()
+    }
+
+    /// A message names the field's path and what to do, in plain words: no library terms.
+    fn assert_plain(e: &SchedulerConfigError) {
+        let m = e.to_string();
+        assert!(m.starts_with("scheduler config sched.yaml: "), "{m}");
+        for term in [
+            "from_str",
+            "Option<",
+            "budget",
+            "Depth {",
+            "DuplicateKeyPolicy",
+            "serde",
+        ] {
+            assert!(!m.contains(term), "{term} in {m}");
+        }
+    }
+
+    #[test]
+    fn a_misspelled_key_is_an_error_with_its_path_and_the_name_meant() {
+        let cases: &[(&str, &str, &str)] = &[
+            // top level
+            ("percentageOfNodeToScore: 50\n", "percentageOfNodeToScore", "percentageOfNodesToScore"),
+            // in a profile
+            ("profiles:\n- schedulerName: a\n  plugin: {}\n", "profiles[0].plugin", "plugins"),
+            // in plugins, and in a plugin entry
+            ("profiles:\n- plugins:\n    scores: {}\n", "profiles[0].plugins.scores", "score"),
+            ("profiles:\n- plugins:\n    score:\n      enabled: [{name: NodeResourcesFit, wieght: 5}]\n",
+             "profiles[0].plugins.score.enabled[0].wieght", "weight"),
+            // in pluginConfig args
+            ("profiles:\n- pluginConfig:\n  - name: InterPodAffinity\n    args: {hardPodAffinityWieght: 5}\n",
+             "profiles[0].pluginConfig[0].args.hardPodAffinityWieght", "hardPodAffinityWeight"),
+            // MostAllocated under a misspelled key: not silently lost
+            ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategey: {type: MostAllocated}}\n",
+             "profiles[0].pluginConfig[0].args.scoringStrategey", "scoringStrategy"),
+            // in scoringStrategy
+            ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {typ: MostAllocated}}\n",
+             "profiles[0].pluginConfig[0].args.scoringStrategy.typ", "type"),
+            ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: MostAllocated, resources: [{name: cpu, wight: 2}]}}\n",
+             "profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].wight", "weight"),
+            ("profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: List, defaultConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, minDomain: 2}]}\n",
+             "profiles[0].pluginConfig[0].args.defaultConstraints[0].minDomain", "minDomains"),
+            ("leaderElection: {leaderElect: true, leaseDurration: 15s}\n", "leaderElection.leaseDurration", "leaseDuration"),
+            ("extenders:\n- urlPrefix: http://x\n  bindVerbs: bind\n", "extenders[0].bindVerbs", "bindVerb"),
+        ];
+        for (body, path, meant) in cases {
+            let e = error(body);
+            assert_eq!(e.path, *path, "{body}");
+            assert!(
+                e.message.contains(&format!("did you mean {meant:?}?")),
+                "{body}: {e}"
+            );
+            assert!(e.message.contains("kube-scheduler refuses"), "{e}");
+            assert_plain(&e);
+        }
+        // A name close to none: no guess, the list of fields.
+        let e = error("zzzzzzzz: 1\n");
+        assert_eq!(e.path, "zzzzzzzz");
+        assert!(!e.message.contains("did you mean"), "{e}");
+        assert!(
+            e.message
+                .contains("The fields are apiVersion, kind, parallelism"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn values_out_of_kube_schedulers_ranges_are_errors() {
+        let cases: &[(&str, &str)] = &[
+            ("percentageOfNodesToScore: 101\n", "percentageOfNodesToScore"),
+            ("percentageOfNodesToScore: -1\n", "percentageOfNodesToScore"),
+            ("profiles:\n- percentageOfNodesToScore: 150\n", "profiles[0].percentageOfNodesToScore"),
+            ("parallelism: 0\n", "parallelism"),
+            ("podInitialBackoffSeconds: 0\n", "podInitialBackoffSeconds"),
+            ("podInitialBackoffSeconds: 20\n", "podMaxBackoffSeconds"),
+            ("enableProfiling: sometimes\n", "enableProfiling"),
+            ("leaderElection: {leaseDuration: soon}\n", "leaderElection.leaseDuration"),
+            ("profiles:\n- pluginConfig:\n  - name: InterPodAffinity\n    args: {hardPodAffinityWeight: 101}\n",
+             "profiles[0].pluginConfig[0].args.hardPodAffinityWeight"),
+            ("profiles:\n- pluginConfig:\n  - name: NodeResourcesBalancedAllocation\n    args: {resources: [{name: cpu, weight: -1}]}\n",
+             "profiles[0].pluginConfig[0].args.resources[0].weight"),
+            ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: [{utilization: 0, score: 11}]}}}\n",
+             "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape[0].score"),
+            ("profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n    args: {minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}\n",
+             "profiles[0].pluginConfig[0].args.minCandidateNodesAbsolute"),
+            ("profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n    args: {minCandidateNodesPercentage: 120}\n",
+             "profiles[0].pluginConfig[0].args.minCandidateNodesPercentage"),
+            ("profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: List, defaultConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, minDomains: 2}]}\n",
+             "profiles[0].pluginConfig[0].args.defaultConstraints[0].minDomains"),
+            ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {kind: InterPodAffinityArgs}\n",
+             "profiles[0].pluginConfig[0].args.kind"),
+            ("profiles:\n- schedulerName: a\n- plugins: {}\n", "profiles[1].schedulerName"),
+        ];
+        for (body, path) in cases {
+            let e = error(body);
+            assert_eq!(e.path, *path, "{body}: {e}");
+            assert_plain(&e);
+        }
+        let e = error("percentageOfNodesToScore: 101\n");
+        assert_eq!(
+            e.to_string(),
+            "scheduler config sched.yaml: percentageOfNodesToScore: 101 is not allowed; use a whole number from 0 to 100"
+        );
+    }
+
+    #[test]
+    fn resources_are_defaulted_as_kube_scheduler_defaults_them() {
+        let c = load(&format!(
+            "{HEAD}profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args: {{scoringStrategy: {{type: MostAllocated, resources: []}}}}
+  - name: NodeResourcesBalancedAllocation
+    args: {{resources: [{{name: cpu, weight: 0}}, {{name: nvidia.com/gpu}}]}}
+"
+        ))
+        .unwrap();
+        let p = c.profile("f", "default-scheduler").unwrap();
+        assert_eq!(p.fit_strategy, ScoringStrategy::MostAllocated);
+        // empty: cpu:1, memory:1, as kube-scheduler's SetDefaults_NodeResourcesFitArgs
+        assert_eq!(p.fit_resources, default_resources());
+        // weight 0 (or none): 1
+        assert_eq!(
+            p.balanced_resources,
+            vec![
+                ResourceSpec::new("cpu", 1),
+                ResourceSpec::new("nvidia.com/gpu", 1)
+            ]
+        );
+        let c = load(&format!(
+            "{HEAD}profiles:
+- pluginConfig:
+  - name: NodeResourcesBalancedAllocation
+    args: {{resources: []}}
+  - name: NodeResourcesFit
+    args: {{scoringStrategy: {{resources: [{{name: memory, weight: 0}}]}}}}
+"
+        ))
+        .unwrap();
+        let p = c.profile("f", "default-scheduler").unwrap();
+        assert_eq!(p.balanced_resources, default_resources());
+        assert_eq!(p.fit_resources, vec![ResourceSpec::new("memory", 1)]);
+    }
+
+    #[test]
+    fn extenders_that_filter_or_score_are_refused_by_their_url() {
+        let e = error(
+            "extenders:\n- urlPrefix: http://gpu-extender:8888/\n  prioritizeVerb: prioritize\n  weight: 5\n",
+        );
+        assert_eq!(e.path, "extenders[0].prioritizeVerb");
+        assert!(
+            e.message
+                .contains("\"http://gpu-extender:8888/\" scores nodes"),
+            "{e}"
+        );
+        assert!(e.message.contains("without the extender"), "{e}");
+        assert_plain(&e);
+        let e = error(
+            "extenders:\n- {urlPrefix: http://a}\n- {urlPrefix: http://b, filterVerb: filter}\n",
+        );
+        assert_eq!(e.path, "extenders[1].filterVerb");
+        assert!(e.message.contains("\"http://b\" filters nodes"), "{e}");
+        // one that only binds changes no node choice
+        load(&format!(
+            "{HEAD}extenders:\n- {{urlPrefix: http://a, bindVerb: bind}}\n"
+        ))
+        .unwrap();
+        let e = error("profiles:\n- pluginConfig:\n  - name: NodeAffinity\n    args: {addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: []}}}\n");
+        assert_eq!(e.path, "profiles[0].pluginConfig[0].args.addedAffinity");
+    }
+
+    #[test]
+    fn disabled_filter_plugins_are_named_in_a_warning() {
+        let c = load(&format!(
+            "{HEAD}profiles:
+- schedulerName: loose
+  plugins:
+    filter:
+      disabled: [{{name: TaintToleration}}, {{name: NodePorts}}]
+- schedulerName: tight
+"
+        ))
+        .unwrap();
+        let w = c.warnings_for("sched.yaml", "loose");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("scheduler config sched.yaml: profiles[0].plugins: the filter plugin(s) TaintToleration, NodePorts are disabled, but the simulator still applies them"),
+            "{w:?}"
+        );
+        assert!(c.warnings_for("sched.yaml", "tight").is_empty());
+        // everything disabled, one enabled again: the others are named
+        let c = load(&format!(
+            "{HEAD}profiles:
+- plugins:
+    multiPoint:
+      disabled: [{{name: '*'}}]
+      enabled: [{{name: NodeResourcesFit}}]
+"
+        ))
+        .unwrap();
+        let w = c.warnings_for("f", "default-scheduler");
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, PodTopologySpread, InterPodAffinity are disabled"), "{w:?}");
+        // an unknown filter cannot be applied: refused
+        let e = error("profiles:\n- plugins:\n    filter:\n      enabled: [{name: MyFilter}]\n");
+        assert_eq!(e.path, "profiles[0].plugins.filter.enabled[0].name");
+        // ignoredResources: a warning too
+        let c = load(&format!(
+            "{HEAD}profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {{ignoredResources: [example.com/foo]}}\n"
+        ))
+        .unwrap();
+        assert!(
+            c.warnings_for("f", "default-scheduler")[0].contains("does not check example.com/foo")
+        );
+    }
+
+    #[test]
+    fn yaml_errors_are_in_plain_words() {
+        // a key given twice
+        let e = error("percentageOfNodesToScore: 10\npercentageOfNodesToScore: 20\n");
+        assert!(
+            e.message
+                .contains("a key given twice in one mapping (\"percentageOfNodesToScore\")"),
+            "{e}"
+        );
+        assert_plain(&e);
+        let e = error("profiles:\n- schedulerName: a\n  schedulerName: b\n");
+        assert!(e.message.contains("given twice"), "{e}");
+        // two documents
+        let e = error("---\napiVersion: kubescheduler.config.k8s.io/v1\n");
+        assert!(e.message.contains("more than one YAML document"), "{e}");
+        assert_plain(&e);
+        // nested too deep
+        let e = error(&format!("profiles: {}{}\n", "[".repeat(70), "]".repeat(70)));
+        assert!(e.message.contains("nested more than 64 levels deep"), "{e}");
+        assert_plain(&e);
+        // a wrong type
+        let e = error("profiles: {schedulerName: a}\n");
+        assert_eq!(e.path, "profiles");
+        assert!(e.message.starts_with("expected a list"), "{e}");
+    }
+
+    #[test]
+    fn a_large_file_is_refused_quickly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.yaml");
+        let mut text = String::from(HEAD);
+        text.push_str("profiles:\n");
+        while text.len() < 40 << 20 {
+            text.push_str(
+                "- {schedulerName: s, plugins: {score: {enabled: [{name: NodeResourcesFit}]}}}\n",
+            );
+        }
+        std::fs::write(&path, &text).unwrap();
+        let t = std::time::Instant::now();
+        let e = SchedulerConfig::load(&path).unwrap_err();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(e.path, "(file)");
+        assert!(e.message.contains("more than 4 MiB"), "{e}");
+        let e = SchedulerConfig::from_yaml("big.yaml", &text).unwrap_err();
+        assert!(e.message.contains("more than 4 MiB"), "{e}");
     }
 }
