@@ -96,13 +96,20 @@ pub struct Cli {
     pub scheduler_name: String,
 
     /// Path to a kubeconfig (live mode); also upstream's `--client-connection-kubeconfig`.
-    #[arg(
-        long,
-        env = "KUBECONFIG",
-        value_name = "FILE",
-        alias = "client-connection-kubeconfig"
-    )]
+    /// Default: kubectl's rules (KUBECONFIG, a list whose missing files are skipped; else
+    /// ~/.kube/config; else the in-cluster service account).
+    #[arg(long, value_name = "FILE", alias = "client-connection-kubeconfig")]
     pub kubeconfig: Option<PathBuf>,
+
+    /// The deadline of each API request, as kubectl's flag (a Go duration; 0: none): its
+    /// answer must begin within it, and a list's answer may pause no longer than that.
+    #[arg(
+        long = "request-timeout",
+        env = "DESCHEDULER_REQUEST_TIMEOUT",
+        default_value = "60s",
+        value_name = "DURATION"
+    )]
+    pub request_timeout: String,
 
     /// The kubeconfig context to use (live mode); default: its current context.
     #[arg(long, env = "DESCHEDULER_CONTEXT", value_name = "NAME")]
@@ -448,6 +455,7 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
     rate_flag("--eviction-qps", cli.eviction_qps)?;
     rate_flag("--node-eviction-qps", cli.node_eviction_qps)?;
     leader_durations(cli)?;
+    request_timeout(&cli.request_timeout)?;
     Ok(given_now)
 }
 
@@ -525,6 +533,12 @@ fn decision_log(cli: &Cli) -> Result<Option<app::DecisionLog>, Failure> {
     };
     log.open().map_err(Failure::invalid)?;
     Ok(Some(log))
+}
+
+/// `--request-timeout`: a Go duration, 0 for no deadline (as kubectl's).
+pub(crate) fn request_timeout(value: &str) -> Result<Option<Duration>, Failure> {
+    let d = duration_flag("--request-timeout", value)?;
+    Ok(Some(d).filter(|d| !d.is_zero()))
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
@@ -631,6 +645,7 @@ fn run_live(
         context: cli.context.clone(),
         qps: rate_flag("--client-connection-qps", cli.client_connection_qps)?,
         burst: cli.client_connection_burst,
+        request_timeout: request_timeout(&cli.request_timeout)?,
         protobuf: cli.kube_api_content_type != "application/json",
         dry_run: cli.dry_run,
         schedule,

@@ -14,7 +14,9 @@ pub mod source;
 pub enum LiveError {
     #[error("cannot build a Kubernetes client: {0}; check --kubeconfig (or the in-cluster service account)")]
     Config(String),
-    #[error("listing {what} failed: {source}")]
+    #[error(transparent)]
+    Kubeconfig(#[from] client::KubeconfigError),
+    #[error("listing {what} failed: {}", client::describe(source))]
     List {
         what: &'static str,
         #[source]
@@ -30,8 +32,12 @@ pub enum LiveError {
         seconds: u64,
         why: String,
     },
-    #[error("the watch caches did not sync within {0:?}; is the API server reachable?")]
-    NotSynced(std::time::Duration),
+    #[error("the watch caches of {server} did not sync within {} s (--cache-sync-timeout): {unread}; nothing is planned from a partly read cluster", .timeout.as_secs_f64())]
+    NotSynced {
+        server: String,
+        timeout: std::time::Duration,
+        unread: String,
+    },
     #[error("leader election: {0}")]
     Leader(String),
     #[error("admin server: {0}")]
