@@ -688,7 +688,13 @@ fn run_live(
         .build()
         .map_err(Failure::other)?;
     rt.block_on(app::runner::run(&pipeline, opts, out))
-        .map_err(Failure::other)
+        .map_err(|e| {
+            if e.is_invalid_input() {
+                Failure::invalid(e)
+            } else {
+                Failure::other(e)
+            }
+        })
 }
 
 /// The admin servers the flags ask for: HTTPS on --bind-address:--secure-port unless the

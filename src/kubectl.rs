@@ -83,7 +83,11 @@ pub struct PlanArgs {
     pub now: Option<String>,
 
     /// The deadline of each API request, as kubectl's flag (a Go duration; 0: none).
-    #[arg(long = "request-timeout", value_name = "DURATION", default_value = "60s")]
+    #[arg(
+        long = "request-timeout",
+        value_name = "DURATION",
+        default_value = "60s"
+    )]
     pub request_timeout: String,
 
     /// Log verbosity (0: warnings only).
@@ -169,7 +173,13 @@ pub fn plan(args: &PlanArgs, out: &mut dyn std::io::Write) -> Result<(), Failure
             .await?;
             policy_map::read(&api.client, namespace, name).await
         })
-        .map_err(Failure::other)?;
+        .map_err(|e| {
+            if e.is_invalid_input() {
+                Failure::invalid(e)
+            } else {
+                Failure::other(e)
+            }
+        })?;
     let (policy, pipeline) =
         crate::app::policy_from_text(&source, &text, args.predict_destinations)
             .map_err(Failure::invalid)?;

@@ -237,7 +237,10 @@ fn the_kubectl_plugin_gives_up_on_a_silent_server_within_its_deadline() {
     let kc = kubeconfig(dir.path(), &server);
     let policy = root().join(POLICY);
     // The ConfigMap read, and the cycle's lists.
-    for extra in [&[][..], &["--policy-config-file", policy.to_str().unwrap()][..]] {
+    for extra in [
+        &[][..],
+        &["--policy-config-file", policy.to_str().unwrap()][..],
+    ] {
         let mut args = vec![
             "plan",
             "--kubeconfig",

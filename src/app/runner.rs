@@ -67,6 +67,13 @@ pub enum RunError {
     Interrupted,
 }
 
+impl RunError {
+    /// Whether the input is at fault (exit 2), not the cluster or the machine.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(self, RunError::Live(e) if e.is_invalid_input())
+    }
+}
+
 impl From<ReadError> for RunError {
     fn from(e: ReadError) -> Self {
         match e {

@@ -45,3 +45,11 @@ pub enum LiveError {
     #[error("the cycle stopped: {0}")]
     Stopped(String),
 }
+
+impl LiveError {
+    /// Whether the input is at fault (a kubeconfig that cannot be used), not the cluster or
+    /// the machine.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(self, LiveError::Kubeconfig(k) if !matches!(k, client::KubeconfigError::Exec { .. }))
+    }
+}

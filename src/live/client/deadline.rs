@@ -39,6 +39,12 @@ pub enum RequestError {
     },
     #[error("{server}: {problem}")]
     Credentials { server: Arc<str>, problem: String },
+    #[error("{server} could not be reached for {request}: {reason}; check the kubeconfig's server address and that the API server is up")]
+    Unreachable {
+        server: Arc<str>,
+        request: String,
+        reason: String,
+    },
 }
 
 impl RequestError {
@@ -86,13 +92,31 @@ pub struct Deadline<S> {
 }
 
 impl DeadlineLayer {
-    /// A credential failure said without what it carries; other errors as they are.
-    fn clean(&self, e: BoxError) -> BoxError {
+    /// A credential failure said without what it carries; the HTTP client's own failures
+    /// (connecting, TLS) with the server's name and their causes; kube's errors as they are.
+    fn clean(&self, e: BoxError, request: &str) -> BoxError {
         let auth = match e.downcast_ref::<kube::Error>() {
             Some(kube::Error::Auth(a)) => Some(a),
-            _ => e.downcast_ref::<kube::client::AuthError>(),
+            Some(_) => return e,
+            None => e.downcast_ref::<kube::client::AuthError>(),
         };
-        let Some(a) = auth else { return e };
+        let Some(a) = auth else {
+            if e.is::<RequestError>() || e.is::<hyper::Error>() {
+                return e;
+            }
+            let mut reason = e.to_string();
+            let mut cause = e.source();
+            while let Some(c) = cause {
+                reason.push_str(": ");
+                reason.push_str(&c.to_string());
+                cause = c.source();
+            }
+            return Box::new(RequestError::Unreachable {
+                server: self.server.clone(),
+                request: request.to_string(),
+                reason,
+            });
+        };
         let (exec, problem) = auth_problem(a);
         let problem = match (&self.exec, exec) {
             (Some(command), true) => {
@@ -154,7 +178,7 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         match self.inner.poll_ready(cx) {
-            Poll::Ready(Err(e)) => Poll::Ready(Err(self.config.clean(e.into()))),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.config.clean(e.into(), "a request"))),
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
             Poll::Pending => Poll::Pending,
         }
@@ -180,7 +204,7 @@ where
                 },
                 None => answer.await,
             };
-            let response = answered.map_err(|e| config.clean(e.into()))?;
+            let response = answered.map_err(|e| config.clean(e.into(), &what))?;
             Ok(response.map(|body| Timed::new(body, limit, config.server, what)))
         })
     }

@@ -23,8 +23,13 @@ pub enum KubeconfigError {
     },
     #[error("{file}: {problem}")]
     Invalid { file: String, problem: String },
-    #[error("{file}: cannot be read ({reason}); give a kubeconfig file that exists and can be read")]
-    Unreadable { file: String, reason: std::io::Error },
+    #[error(
+        "{file}: cannot be read ({reason}); give a kubeconfig file that exists and can be read"
+    )]
+    Unreadable {
+        file: String,
+        reason: std::io::Error,
+    },
     #[error("KUBECONFIG names no file that exists ({list}); set it to the kubeconfig's path, or unset it to use ~/.kube/config or the in-cluster service account")]
     NoneExists { list: String },
     #[error("no kubeconfig (--kubeconfig not given, KUBECONFIG not set, no ~/.kube/config) and not in a cluster ({0}); give --kubeconfig FILE")]
@@ -198,6 +203,11 @@ fn yaml_problem(e: &serde_saphyr::Error) -> String {
         E::SerdeInvalidType { expected, .. } => {
             format!("a value of the wrong type (expected {expected})")
         }
+        E::Unexpected { expected, .. } => {
+            format!("a value of the wrong type (expected {expected})")
+        }
+        // Free-form, and may quote the value: said by its kind only.
+        E::Message { .. } => "a value that is not valid here".into(),
         E::SerdeInvalidValue { expected, .. } => {
             format!("a value that is not valid here (expected {expected})")
         }

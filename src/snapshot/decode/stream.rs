@@ -723,8 +723,14 @@ mod tests {
             ("{}", "no `items`"),
             (" { } ", "no `items`"),
             (r#"{"metadata":{"resourceVersion":"5"}}"#, "no `items`"),
-            (r#"{"kind":"PodList","apiVersion":"v1","metadata":{}}"#, "no `items`"),
-            (r#"{"kind":"Pod","apiVersion":"v1","items":[]}"#, "\"Pod\", not a list"),
+            (
+                r#"{"kind":"PodList","apiVersion":"v1","metadata":{}}"#,
+                "no `items`",
+            ),
+            (
+                r#"{"kind":"Pod","apiVersion":"v1","items":[]}"#,
+                "\"Pod\", not a list",
+            ),
             (r#"{"kind":"Status","apiVersion":"v1"}"#, "Status"),
         ] {
             let err = decode_in_pieces(text, 2).unwrap_err().to_string();
