@@ -359,7 +359,7 @@ fn kubeconfig_lists_follow_kubectls_rules() {
         let none = format!("{}:", missing.display());
         let out = run(d, plugin, &args, &[("KUBECONFIG", &none)]);
         let err = String::from_utf8_lossy(&out.stderr).to_string();
-        assert_eq!(out.status.code(), Some(2), "bad input: {err}");
+        assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(
             err.contains("KUBECONFIG names no file that exists"),
             "{plugin}: {err}"

@@ -47,9 +47,13 @@ pub enum LiveError {
 }
 
 impl LiveError {
-    /// Whether the input is at fault (a kubeconfig that cannot be used), not the cluster or
-    /// the machine.
+    /// Whether the input is at fault (a kubeconfig whose content cannot be used), not the
+    /// cluster, the machine or a file that is not there (yet).
     pub fn is_invalid_input(&self) -> bool {
-        matches!(self, LiveError::Kubeconfig(k) if !matches!(k, client::KubeconfigError::Exec { .. }))
+        use client::KubeconfigError as K;
+        matches!(
+            self,
+            LiveError::Kubeconfig(K::Syntax { .. } | K::Invalid { .. } | K::Config { .. })
+        )
     }
 }

@@ -24,7 +24,7 @@ pub enum KubeconfigError {
     #[error("{file}: {problem}")]
     Invalid { file: String, problem: String },
     #[error(
-        "{file}: cannot be read ({reason}); give a kubeconfig file that exists and can be read"
+        "{file}: cannot be read ({reason}); give --kubeconfig (or KUBECONFIG) a file that exists and can be read"
     )]
     Unreadable {
         file: String,
