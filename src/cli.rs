@@ -96,13 +96,20 @@ pub struct Cli {
     pub scheduler_name: String,
 
     /// Path to a kubeconfig (live mode); also upstream's `--client-connection-kubeconfig`.
-    #[arg(
-        long,
-        env = "KUBECONFIG",
-        value_name = "FILE",
-        alias = "client-connection-kubeconfig"
-    )]
+    /// Default: kubectl's rules (KUBECONFIG, a list whose missing files are skipped; else
+    /// ~/.kube/config; else the in-cluster service account).
+    #[arg(long, value_name = "FILE", alias = "client-connection-kubeconfig")]
     pub kubeconfig: Option<PathBuf>,
+
+    /// The deadline of each API request, as kubectl's flag (a Go duration; 0: none): its
+    /// answer must begin within it, and a list's answer may pause no longer than that.
+    #[arg(
+        long = "request-timeout",
+        env = "DESCHEDULER_REQUEST_TIMEOUT",
+        default_value = "60s",
+        value_name = "DURATION"
+    )]
+    pub request_timeout: String,
 
     /// The kubeconfig context to use (live mode); default: its current context.
     #[arg(long, env = "DESCHEDULER_CONTEXT", value_name = "NAME")]
@@ -496,12 +503,10 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
             check_file(flag, path, FileKind::Regular)?;
         }
     }
-    // The kubeconfig is also the ambient KUBECONFIG, which may list files (a:b) that kubectl
-    // skips when missing; a run from a snapshot does not read it.
+    // `--kubeconfig` names one file (KUBECONFIG's list is read by the client's own rules); a
+    // run from a snapshot does not read it.
     if let (Some(path), None) = (&cli.kubeconfig, &cli.snapshot) {
-        if std::env::split_paths(path.as_os_str()).count() <= 1 {
-            check_file("--kubeconfig", path, FileKind::Input)?;
-        }
+        check_file("--kubeconfig", path, FileKind::Input)?;
     }
     if let Some(dir) = cli
         .decision_log
@@ -513,6 +518,7 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
             dir.display()
         )));
     }
+    request_timeout(&cli.request_timeout)?;
     Ok(given_now)
 }
 
@@ -694,6 +700,12 @@ fn decision_log_limits(cli: &Cli) -> Result<i64, Failure> {
         })
 }
 
+/// `--request-timeout`: a Go duration, 0 for no deadline (as kubectl's).
+pub(crate) fn request_timeout(value: &str) -> Result<Option<Duration>, Failure> {
+    let d = duration_flag("--request-timeout", value)?;
+    Ok(Some(d).filter(|d| !d.is_zero()))
+}
+
 fn duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
     crate::policy::parse_go_duration(value).map_err(|e| Failure::invalid(format!("{name}: {e}")))
 }
@@ -803,6 +815,7 @@ fn run_live(
         context: cli.context.clone(),
         qps: rate_flag("--client-connection-qps", cli.client_connection_qps)?,
         burst: cli.client_connection_burst,
+        request_timeout: request_timeout(&cli.request_timeout)?,
         protobuf: cli.kube_api_content_type != "application/json",
         dry_run: cli.dry_run,
         schedule,
@@ -845,7 +858,13 @@ fn run_live(
         .build()
         .map_err(Failure::other)?;
     rt.block_on(app::runner::run(&pipeline, opts, out))
-        .map_err(Failure::other)
+        .map_err(|e| {
+            if e.is_invalid_input() {
+                Failure::invalid(e)
+            } else {
+                Failure::other(e)
+            }
+        })
 }
 
 /// The admin servers the flags ask for: HTTPS on --bind-address:--secure-port unless the

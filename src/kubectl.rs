@@ -4,12 +4,15 @@
 //! (kube-system/descheduler-policy, key policy.yaml) unless a policy file is given.
 //!
 //! It only turns its flags into the descheduler's own ([`crate::cli::Cli`]: one cycle,
-//! `--dry-run`, no HTTPS server) and runs that; nothing is evicted.
+//! `--dry-run`, no HTTPS server) and runs that; nothing is evicted. That command line is
+//! the plugin's alone: the descheduler's environment variables (`DESCHEDULER_*`, meant for
+//! its Deployment or CronJob) do not reach it. The cluster is found by kubectl's loading
+//! rules (`--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`).
 
 use crate::cli::{go_bool, Cli, Failure};
 use crate::live::policy_map;
 use crate::report::Format;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -79,6 +82,14 @@ pub struct PlanArgs {
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<String>,
 
+    /// The deadline of each API request, as kubectl's flag (a Go duration; 0: none).
+    #[arg(
+        long = "request-timeout",
+        value_name = "DURATION",
+        default_value = "60s"
+    )]
+    pub request_timeout: String,
+
     /// Log verbosity (0: warnings only).
     #[arg(short = 'v', long = "v", default_value_t = 0)]
     pub verbosity: u8,
@@ -106,6 +117,7 @@ impl PlanArgs {
             format!("--output={output}"),
             format!("--predict-destinations={}", self.predict_destinations),
             format!("--v={}", self.verbosity),
+            format!("--request-timeout={}", self.request_timeout),
         ];
         if let Some(k) = &self.kubeconfig {
             args.push("--kubeconfig".into());
@@ -144,30 +156,45 @@ pub fn plan(args: &PlanArgs, out: &mut dyn std::io::Write) -> Result<(), Failure
     let (namespace, name) = configmap_ref(&args.policy_configmap)?;
     let source = policy_map::describe(namespace, name);
     let cli = descheduler_cli(args, &source)?;
+    let request_timeout = crate::cli::request_timeout(&args.request_timeout)?;
     // The ConfigMap is read on a runtime of its own; the cycle starts another.
     let text = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(Failure::other)?
         .block_on(async {
-            let api = crate::live::client::ApiClient::for_context(
+            let api = crate::live::client::ApiClient::connect(
                 args.kubeconfig.as_deref(),
                 args.context.as_deref(),
                 0.0,
                 1,
+                request_timeout,
             )
             .await?;
             policy_map::read(&api.client, namespace, name).await
         })
-        .map_err(Failure::other)?;
+        .map_err(|e| {
+            if e.is_invalid_input() {
+                Failure::invalid(e)
+            } else {
+                Failure::other(e)
+            }
+        })?;
     let (policy, pipeline) =
         crate::app::policy_from_text(&source, &text, args.predict_destinations)
             .map_err(Failure::invalid)?;
     crate::cli::run_with_policy(&cli, &policy, pipeline, out)
 }
 
+/// The descheduler's command line of a plan, from the plugin's flags only: no flag falls
+/// back on an environment variable (`DESCHEDULER_SCHEDULE` in a shell must not make a plan
+/// a loop, nor `DESCHEDULER_SNAPSHOT` plan a file).
 fn descheduler_cli(args: &PlanArgs, policy: &str) -> Result<Cli, Failure> {
-    Cli::try_parse_from(args.descheduler_args(policy)).map_err(Failure::invalid)
+    let command = Cli::command().mut_args(|a| a.env(None));
+    let matches = command
+        .try_get_matches_from(args.descheduler_args(policy))
+        .map_err(Failure::invalid)?;
+    Cli::from_arg_matches(&matches).map_err(Failure::invalid)
 }
 
 /// The plugin's main.
@@ -187,7 +214,6 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_plugin_cli_is_well_formed() {

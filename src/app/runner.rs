@@ -1,8 +1,9 @@
 //! Live mode: the cycles of [`super::cycle`] against the API server (read, plan, evict or
 //! only report with --dry-run), repeated on the schedule. One cycle and exit for a Job or
 //! CronJob; a loop with watch caches and optional leader election for a Deployment. SIGTERM
-//! finishes the eviction in flight and stops. Every call to the API server goes through
-//! `live`.
+//! finishes the eviction in flight and stops; while the cluster is being read (no eviction
+//! can be in flight then) it stops at once. Every call to the API server goes through
+//! `live`, each under its deadline.
 
 use super::cycle::{Act, Cluster, CycleError, Cycles, ReadError};
 use crate::framework::{History, Pipeline};
@@ -30,6 +31,8 @@ pub struct LiveOptions {
     pub context: Option<String>,
     pub qps: f64,
     pub burst: u32,
+    /// The deadline of each API request (`--request-timeout`; None: none).
+    pub request_timeout: Option<Duration>,
     pub dry_run: bool,
     pub schedule: Schedule,
     pub leader: Option<LeaderConfig>,
@@ -60,6 +63,15 @@ pub enum RunError {
     Plan(#[from] crate::plan::PlanError),
     #[error("metrics source: {0}")]
     Usage(#[from] crate::usage::UsageError),
+    #[error("stopped by SIGTERM while reading the cluster; nothing was evicted")]
+    Interrupted,
+}
+
+impl RunError {
+    /// Whether the input is at fault (exit 2), not the cluster or the machine.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(self, RunError::Live(e) if e.is_invalid_input())
+    }
 }
 
 impl From<ReadError> for RunError {
@@ -72,7 +84,8 @@ impl From<ReadError> for RunError {
     }
 }
 
-fn watch_signals(shutdown: Arc<AtomicBool>) {
+/// Sets `shutdown` and tells `stopping` on SIGTERM (or Ctrl-C).
+fn watch_signals(shutdown: Arc<AtomicBool>, stopping: tokio::sync::watch::Sender<bool>) {
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -86,9 +99,18 @@ fn watch_signals(shutdown: Arc<AtomicBool>) {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
-        tracing::info!("shutting down: finishing the eviction in flight");
+        tracing::warn!("SIGTERM: stopping; no eviction is started from now on");
         shutdown.store(true, Ordering::SeqCst);
+        let _ = stopping.send(true);
     });
+}
+
+/// Resolves once a signal asked to stop.
+async fn stopped(mut stopping: tokio::sync::watch::Receiver<bool>) {
+    // A sender gone without a signal (it could not listen) never resolves.
+    if stopping.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Sleeps for `d`, waking early on shutdown. Returns false on shutdown.
@@ -111,13 +133,31 @@ pub async fn run(
     opts: LiveOptions,
     out: &mut dyn Write,
 ) -> Result<(), RunError> {
-    let mut api = ApiClient::for_context(
-        opts.kubeconfig.as_deref(),
-        opts.context.as_deref(),
-        opts.qps,
-        opts.burst,
-    )
-    .await?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let (stopping, stop_rx) = tokio::sync::watch::channel(false);
+    watch_signals(shutdown.clone(), stopping);
+    let once = matches!(opts.schedule, Schedule::Once);
+    // Until the first cycle's plan, no eviction can be in flight: a signal ends the run at
+    // once (a one-shot run did not do its work: exit 1; continuous mode stops as on any
+    // SIGTERM).
+    let interrupted = || {
+        if once {
+            Err(RunError::Interrupted)
+        } else {
+            tracing::warn!("stopped by SIGTERM while reading the cluster; nothing was evicted");
+            Ok(())
+        }
+    };
+    let mut api = tokio::select! {
+        api = ApiClient::connect(
+            opts.kubeconfig.as_deref(),
+            opts.context.as_deref(),
+            opts.qps,
+            opts.burst,
+            opts.request_timeout,
+        ) => api?,
+        _ = stopped(stop_rx.clone()) => return interrupted(),
+    };
     api.protobuf = opts.protobuf;
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
@@ -131,8 +171,6 @@ pub async fn run(
         };
         tracing::info!(address = %bound, scheme, metrics = server.metrics, "serving /healthz and /readyz");
     }
-    let shutdown = Arc::new(AtomicBool::new(false));
-    watch_signals(shutdown.clone());
 
     let (leading, mut elector) = match &opts.leader {
         Some(cfg) => {
@@ -149,7 +187,6 @@ pub async fn run(
     } else {
         Act::Execute(&executor)
     };
-    let once = matches!(opts.schedule, Schedule::Once);
     // Every node: the policy's nodeSelector picks the nodes plugins work on (the planner
     // applies it), but a pod evicted from them may land on any node of the cluster, which
     // the DefaultEvictor's nodeFit and the placement simulator consider, as upstream's do.
@@ -164,13 +201,15 @@ pub async fn run(
             sync_timeout: opts.sync_timeout,
         }
     };
-    let usage = crate::usage::UsageFetcher::new(
-        pipeline,
-        Some(api.client.clone()),
-        !once,
-        Some(metrics.clone()),
-    )
-    .await?;
+    let usage = tokio::select! {
+        usage = crate::usage::UsageFetcher::new(
+            pipeline,
+            Some(api.client.clone()),
+            !once,
+            Some(metrics.clone()),
+        ) => usage?,
+        _ = stopped(stop_rx.clone()) => return interrupted(),
+    };
     // Memory across cycles; a single cycle has none, so it has no cooldown either.
     let cooldown = if once {
         0
@@ -210,7 +249,11 @@ pub async fn run(
         let t0 = Instant::now();
         // One-shot: the snapshot listed now; continuous: the watched state, kept in the source.
         let mut listed: Option<ClusterSnapshot> = None;
-        match cluster.read(pipeline, &mut listed).await {
+        let read = tokio::select! {
+            read = cluster.read(pipeline, &mut listed) => read,
+            _ = stopped(stop_rx.clone()) => break interrupted(),
+        };
+        match read {
             Err(e) if once => break Err(e.into()),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the cluster; nothing is evicted this cycle")

@@ -15,6 +15,16 @@ pub struct ApiClient {
     /// Whether lists of pods and nodes ask for the API's protobuf encoding (else JSON):
     /// `--kube-api-content-type`.
     pub protobuf: bool,
+    /// The API server, as errors name it (`https://host:port`).
+    pub server: String,
+}
+
+/// `scheme://host:port` of a cluster's URL.
+fn server_name(url: &http::Uri) -> String {
+    match (url.scheme_str(), url.authority()) {
+        (Some(scheme), Some(authority)) => format!("{scheme}://{authority}"),
+        _ => url.to_string(),
+    }
 }
 
 /// A quota of `qps` per second with `burst`; None when `qps` is 0 or less (unlimited), or so
@@ -29,29 +39,49 @@ pub fn quota(qps: f64, burst: u32) -> Option<Quota> {
         .map(|q| q.allow_burst(NonZeroU32::new(burst.max(1)).expect("at least 1")))
 }
 
-/// A kubeconfig file, or a list of them as KUBECONFIG gives it (`a:b`), merged as kubectl
-/// merges them (the first file's settings win).
-fn read_kubeconfig(path: &Path) -> Result<kube::config::Kubeconfig, LiveError> {
-    use kube::config::Kubeconfig;
-    let read = |p: &Path| {
-        Kubeconfig::read_from(p).map_err(|e| LiveError::Config(format!("{}: {e}", p.display())))
-    };
-    let paths: Vec<std::path::PathBuf> = std::env::split_paths(path.as_os_str())
-        .filter(|p| !p.as_os_str().is_empty())
-        .collect();
-    if paths.len() <= 1 || path.is_file() {
-        return read(path);
+pub mod deadline;
+pub mod kubeconfig;
+
+pub use deadline::RequestError;
+pub use kubeconfig::KubeconfigError;
+
+/// The deadline of one API request (`--request-timeout`): its answer must begin within it,
+/// and a list's answer may pause no longer than that; a watch's may last its
+/// `timeoutSeconds` and this more.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The kubeconfig files to read by kubectl's loading rules, from the process's environment.
+pub fn kubeconfig_source(explicit: Option<&Path>) -> Result<kubeconfig::Source, LiveError> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
+    Ok(kubeconfig::find(
+        explicit,
+        std::env::var_os("KUBECONFIG").as_deref(),
+        home.as_deref(),
+    )?)
+}
+
+/// A kube error as the descheduler says it: the message of a layer of its own without the
+/// library's prefix.
+pub fn describe(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Service(inner) => inner.to_string(),
+        other => other.to_string(),
     }
-    paths.iter().try_fold(Kubeconfig::default(), |merged, p| {
-        merged
-            .merge(read(p)?)
-            .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))
-    })
+}
+
+/// Whether `e` is a request that ran out of its deadline.
+pub fn is_timeout(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Service(inner) => RequestError::is_timeout(inner.as_ref()),
+        _ => false,
+    }
 }
 
 impl ApiClient {
-    /// From a kubeconfig file, or else the usual inference (KUBECONFIG, ~/.kube/config,
-    /// in-cluster service account).
+    /// From a kubeconfig file, or else kubectl's loading rules (KUBECONFIG, ~/.kube/config,
+    /// in-cluster service account), with the default request deadline.
     pub async fn new(
         kubeconfig: Option<&Path>,
         qps: f64,
@@ -67,33 +97,104 @@ impl ApiClient {
         qps: f64,
         burst: u32,
     ) -> Result<ApiClient, LiveError> {
+        ApiClient::connect(
+            kubeconfig,
+            context,
+            qps,
+            burst,
+            Some(DEFAULT_REQUEST_TIMEOUT),
+        )
+        .await
+    }
+
+    /// [`ApiClient::for_context`] with `request_timeout` on each request (None: none).
+    pub async fn connect(
+        kubeconfig: Option<&Path>,
+        context: Option<&str>,
+        qps: f64,
+        burst: u32,
+        request_timeout: Option<Duration>,
+    ) -> Result<ApiClient, LiveError> {
+        use kubeconfig::Source;
         let options = kube::config::KubeConfigOptions {
             context: context.map(str::to_string),
             ..Default::default()
         };
-        let config = match (kubeconfig, context) {
-            (Some(path), _) => {
-                let kc = read_kubeconfig(path)?;
+        let source = kubeconfig_source(kubeconfig)?;
+        let files = source.describe();
+        let mut config = match &source {
+            Source::Files(paths) => {
+                let kc = kubeconfig::read(paths)?;
                 kube::Config::from_custom_kubeconfig(kc, &options)
                     .await
-                    .map_err(|e| LiveError::Config(format!("{}: {e}", path.display())))?
+                    .map_err(|e| KubeconfigError::Config {
+                        files: files.clone(),
+                        problem: kubeconfig::config_problem(&e),
+                    })?
             }
-            (None, Some(context)) => kube::Config::from_kubeconfig(&options)
-                .await
-                .map_err(|e| LiveError::Config(format!("context {context:?}: {e}")))?,
-            (None, None) => kube::Config::infer()
-                .await
-                .map_err(|e| LiveError::Config(e.to_string()))?,
+            Source::InCluster => {
+                if let Some(context) = context {
+                    return Err(KubeconfigError::Nothing(format!(
+                        "--context {context:?} needs a kubeconfig"
+                    ))
+                    .into());
+                }
+                kube::Config::incluster().map_err(|e| KubeconfigError::Nothing(e.to_string()))?
+            }
         };
-        let mut config = config;
         // kube's default retry policy retries HTTP 429 for minutes; for an eviction, 429 means a
         // disruption budget said no, which is recorded and never retried in the cycle.
         config.default_retry = false;
-        let client = match buffered_client(&config)? {
-            Some(client) => client,
-            None => kube::Client::try_from(config).map_err(|e| LiveError::Config(e.to_string()))?,
+        if let Some(t) = request_timeout {
+            config.connect_timeout = Some(config.connect_timeout.map_or(t, |c| c.min(t)));
+        }
+        let server = server_name(&config.cluster_url);
+        let exec = config
+            .auth_info
+            .exec
+            .as_ref()
+            .and_then(|e| e.command.as_deref())
+            .map(Arc::from);
+        let layer = deadline::DeadlineLayer {
+            server: Arc::from(server.as_str()),
+            timeout: request_timeout,
+            exec: exec.clone(),
         };
-        Ok(ApiClient::from_client(client, qps, burst))
+        let built = |e: kube::Error| -> LiveError {
+            match e {
+                kube::Error::Auth(a) => {
+                    let (is_exec, problem) = kubeconfig::auth_problem(&a);
+                    match (exec.as_deref(), is_exec) {
+                        (Some(command), true) => KubeconfigError::Exec {
+                            files: files.clone(),
+                            command: command.to_string(),
+                            problem,
+                        },
+                        _ => KubeconfigError::Config {
+                            files: files.clone(),
+                            problem,
+                        },
+                    }
+                    .into()
+                }
+                kube::Error::InferKubeconfig(k) => KubeconfigError::Config {
+                    files: files.clone(),
+                    problem: kubeconfig::config_problem(&k),
+                }
+                .into(),
+                other => LiveError::Config(format!("{files}: {}", describe(&other))),
+            }
+        };
+        let client = match buffered_client(&config, layer.clone()).map_err(&built)? {
+            Some(client) => client,
+            None => kube::client::ClientBuilder::try_from(config)
+                .map_err(&built)?
+                .with_layer(&layer)
+                .build(),
+        };
+        let mut api = ApiClient::from_client(client, qps, burst);
+        api.server = server;
+        Ok(api)
     }
 
     pub fn from_client(client: kube::Client, qps: f64, burst: u32) -> ApiClient {
@@ -101,6 +202,7 @@ impl ApiClient {
             client,
             limiter: quota(qps, burst).map(|q| Arc::new(RateLimiter::direct(q))),
             protobuf: true,
+            server: "the API server".into(),
         }
     }
 
@@ -116,7 +218,10 @@ impl ApiClient {
 /// through a large buffer. The TLS layer asks for 4 KB at a time, which makes a 150,000-pod
 /// list hundreds of thousands of `recvfrom` calls; with the buffer, each call takes what the
 /// socket holds. Proxies (`proxy-url` in the kubeconfig) keep kube's own stack.
-fn buffered_client(config: &kube::Config) -> Result<Option<kube::Client>, LiveError> {
+fn buffered_client(
+    config: &kube::Config,
+    deadline: deadline::DeadlineLayer,
+) -> Result<Option<kube::Client>, kube::Error> {
     use kube::client::ConfigExt;
     if config.proxy_url.is_some() {
         return Ok(None);
@@ -124,23 +229,14 @@ fn buffered_client(config: &kube::Config) -> Result<Option<kube::Client>, LiveEr
     let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
     http.enforce_http(false);
     http.set_connect_timeout(config.connect_timeout);
-    let https = config
-        .rustls_https_connector_with_connector(buffered::Connector(http))
-        .map_err(|e| LiveError::Config(e.to_string()))?;
+    let https = config.rustls_https_connector_with_connector(buffered::Connector(http))?;
     let client = hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
         .build::<_, kube::client::Body>(https);
     let service = tower::ServiceBuilder::new()
+        .layer(deadline)
         .layer(config.base_uri_layer())
-        .option_layer(
-            config
-                .auth_layer()
-                .map_err(|e| LiveError::Config(e.to_string()))?,
-        )
-        .layer(
-            config
-                .extra_headers_layer()
-                .map_err(|e| LiveError::Config(e.to_string()))?,
-        )
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
         .map_err(tower::BoxError::from)
         .service(client);
     Ok(Some(kube::Client::new(
@@ -281,8 +377,7 @@ mod tests {
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
         std::fs::write(&a, kubeconfig("one")).unwrap();
         std::fs::write(&b, kubeconfig("two")).unwrap();
-        let list = std::env::join_paths([&a, &b]).unwrap();
-        let merged = read_kubeconfig(Path::new(&list)).unwrap();
+        let merged = kubeconfig::read(&[a.clone(), b.clone()]).unwrap();
         let names: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["one", "two"]);
         assert_eq!(
@@ -290,10 +385,16 @@ mod tests {
             Some("one"),
             "the first file wins"
         );
-        assert_eq!(read_kubeconfig(&b).unwrap().contexts.len(), 1);
-        let missing = read_kubeconfig(&dir.path().join("none"))
+        assert_eq!(kubeconfig::read(&[b]).unwrap().contexts.len(), 1);
+        let missing = kubeconfig::read(&[dir.path().join("none")])
             .unwrap_err()
             .to_string();
         assert!(missing.contains("none"), "{missing}");
+    }
+
+    #[test]
+    fn the_server_is_named_by_scheme_host_and_port() {
+        let url: http::Uri = "https://10.0.0.1:6443/".parse().unwrap();
+        assert_eq!(server_name(&url), "https://10.0.0.1:6443");
     }
 }

@@ -14,7 +14,9 @@ pub mod source;
 pub enum LiveError {
     #[error("cannot build a Kubernetes client: {0}; check --kubeconfig (or the in-cluster service account)")]
     Config(String),
-    #[error("listing {what} failed: {source}")]
+    #[error(transparent)]
+    Kubeconfig(#[from] client::KubeconfigError),
+    #[error("listing {what} failed: {}", client::describe(source))]
     List {
         what: &'static str,
         #[source]
@@ -30,12 +32,28 @@ pub enum LiveError {
         seconds: u64,
         why: String,
     },
-    #[error("the watch caches did not sync within {0:?}; is the API server reachable?")]
-    NotSynced(std::time::Duration),
+    #[error("the watch caches of {server} did not sync within {} s (--cache-sync-timeout): {unread}; nothing is planned from a partly read cluster", .timeout.as_secs_f64())]
+    NotSynced {
+        server: String,
+        timeout: std::time::Duration,
+        unread: String,
+    },
     #[error("leader election: {0}")]
     Leader(String),
     #[error("admin server: {0}")]
     Admin(String),
     #[error("the cycle stopped: {0}")]
     Stopped(String),
+}
+
+impl LiveError {
+    /// Whether the input is at fault (a kubeconfig whose content cannot be used), not the
+    /// cluster, the machine or a file that is not there (yet).
+    pub fn is_invalid_input(&self) -> bool {
+        use client::KubeconfigError as K;
+        matches!(
+            self,
+            LiveError::Kubeconfig(K::Syntax { .. } | K::Invalid { .. } | K::Config { .. })
+        )
+    }
 }

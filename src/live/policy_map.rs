@@ -30,8 +30,9 @@ pub async fn read(client: &kube::Client, namespace: &str, name: &str) -> Result<
         }
         Err(e) => {
             return Err(LiveError::Unreadable(format!(
-                "reading ConfigMap {namespace}/{name}: {e}; check the kubeconfig's context \
-                 (kubectl config current-context) and that it may get configmaps there"
+                "reading ConfigMap {namespace}/{name}: {}; check the kubeconfig's context \
+                 (kubectl config current-context) and that it may get configmaps there",
+                super::client::describe(&e)
             )))
         }
     };

@@ -280,7 +280,7 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
     // buffers instead of faulting in fresh memory for every megabyte.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
     let (give_back, returned) = std::sync::mpsc::channel::<Vec<u8>>();
-    let what = format!("the API's {} list", r.what());
+    let what = format!("the {} list of {}", r.what(), api.server);
     let object = r.object;
     let decoder = tokio::task::spawn_blocking(move || {
         let mut d = ListReader::new(what, object, &content_type);
@@ -342,7 +342,7 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
             if !d.continue_token.is_empty() {
                 // Not asked for (no limit): a server that pages anyway is not understood.
                 return Err(ReadError::Decode(SnapshotError::Response {
-                    what: format!("the API's {} list", r.what()),
+                    what: format!("the {} list of {}", r.what(), api.server),
                     message: "the API server answered one page of several without being asked to"
                         .into(),
                 }));
@@ -408,6 +408,9 @@ impl ReadError {
     /// Whether trying again later may succeed.
     fn transient(&self) -> bool {
         match self {
+            // A server that does not answer in time is not asked again: each try would
+            // wait as long again.
+            ReadError::Api(e) if super::client::is_timeout(e) => false,
             ReadError::Api(kube::Error::Api(s)) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
             // The connection: refused, reset, cut while reading.
             ReadError::Api(
@@ -432,7 +435,7 @@ async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, Li
             Err(e) if none_of(r, &e) => return Ok(SnapshotParts::default()),
             Err(e) if e.transient() && tries < LIST_TRIES => {
                 let why = match &e {
-                    ReadError::Api(e) => e.to_string(),
+                    ReadError::Api(e) => super::client::describe(e),
                     ReadError::Decode(e) => e.to_string(),
                 };
                 tracing::warn!(resource = r.what(), error = %why, attempt = tries, "list failed; trying again");
@@ -469,15 +472,17 @@ pub async fn list_snapshot(
 ) -> Result<ClusterSnapshot, LiveError> {
     // Each list is a task of its own: a response's frames are then read on the runtime's
     // thread that runs its connection, without a wake-up of another thread per frame.
-    let tasks: Vec<_> = ResourceApi::all(node_selector)
-        .into_iter()
-        .map(|r| {
-            let api = api.clone();
-            tokio::spawn(async move { list_once(&api, &r).await })
-        })
-        .collect();
+    let mut tasks = AbortOnDrop(
+        ResourceApi::all(node_selector)
+            .into_iter()
+            .map(|r| {
+                let api = api.clone();
+                tokio::spawn(async move { list_once(&api, &r).await })
+            })
+            .collect(),
+    );
     let mut parts = SnapshotParts::default();
-    for t in tasks {
+    for t in tasks.0.iter_mut() {
         let listed = t
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
@@ -489,6 +494,18 @@ pub async fn list_snapshot(
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())),
     )
+}
+
+/// Tasks stopped when the one waiting for them is (a list given up on SIGTERM, or one
+/// resource's list failed): nothing goes on reading for nobody.
+struct AbortOnDrop<T>(Vec<tokio::task::JoinHandle<T>>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
 }
 
 /// Amounts whose totals the planner cannot count: nothing is planned.
@@ -555,7 +572,7 @@ async fn watch(
     if tx.send(Update::Watching(r.resource)).is_err() {
         return WatchEnd::Closed;
     }
-    let what = format!("the API's {} watch", r.what());
+    let what = format!("the {} watch of {}", r.what(), api.server);
     let mut body = response.into_body();
     let mut buf: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
@@ -720,6 +737,8 @@ pub struct WatchSource {
     /// Each resource that cannot be read now: since when, and the last failure.
     failures: BTreeMap<Resource, (std::time::Instant, String)>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The API server, for errors.
+    server: String,
 }
 
 impl WatchSource {
@@ -734,6 +753,7 @@ impl WatchSource {
             store: ClusterStore::new(),
             failures: BTreeMap::new(),
             tasks,
+            server: api.server.clone(),
         }
     }
 
@@ -784,17 +804,19 @@ impl WatchSource {
             }
             match tokio::time::timeout_at(deadline, self.rx.recv()).await {
                 Ok(Some(u)) => self.take(u),
-                Ok(None) => return Err(LiveError::NotSynced(sync_timeout)),
-                Err(_) => {
+                Ok(None) | Err(_) => {
                     let why: Vec<String> = missing
                         .iter()
                         .map(|r| match self.failures.get(r) {
                             Some((_, w)) => format!("{}: {w}", r.name()),
-                            None => format!("{}: no answer", r.name()),
+                            None => format!("{}: no answer yet", r.name()),
                         })
                         .collect();
-                    tracing::error!(unread = %why.join("; "), "resources not read yet");
-                    return Err(LiveError::NotSynced(sync_timeout));
+                    return Err(LiveError::NotSynced {
+                        server: self.server.clone(),
+                        timeout: sync_timeout,
+                        unread: why.join("; "),
+                    });
                 }
             }
         }

@@ -62,6 +62,11 @@ pub struct ListDecoder {
     parts: SnapshotParts,
     shapes: Shapes,
     meta: RawListMeta,
+    /// Whether the top-level object had `items` (an array, or null for none): a List's
+    /// answer always has it.
+    items_seen: bool,
+    /// The top-level `kind`, when given.
+    kind: Option<String>,
 }
 
 impl ListDecoder {
@@ -79,6 +84,8 @@ impl ListDecoder {
             parts: SnapshotParts::default(),
             shapes: Shapes::default(),
             meta: RawListMeta::default(),
+            items_seen: false,
+            kind: None,
         }
     }
 
@@ -97,6 +104,14 @@ impl ListDecoder {
         if self.state != State::Done {
             return Err(self.error(self.buf.len(), "the response ended before the list did"));
         }
+        // `{}`, or an object that is not a List: not an empty cluster, but an answer that is
+        // not what was asked for (a proxy's, or a server that is not an API server).
+        if let Some(kind) = self.kind.as_deref().filter(|k| !k.ends_with("List")) {
+            return Err(self.refused(format!("the answer is a {kind:?}, not a list")));
+        }
+        if !self.items_seen {
+            return Err(self.refused("the answer is not a list: it has no `items`".into()));
+        }
         Ok(DecodedList {
             parts: self.parts,
             resource_version: self.meta.resource_version,
@@ -108,6 +123,13 @@ impl ListDecoder {
         SnapshotError::Response {
             what: self.what.clone(),
             message: format!("at byte {}: {message}", self.read + at),
+        }
+    }
+
+    fn refused(&self, message: String) -> SnapshotError {
+        SnapshotError::Response {
+            what: self.what.clone(),
+            message,
         }
     }
 
@@ -179,6 +201,7 @@ impl ListDecoder {
                     }
                     let read = match &*key {
                         "items" if b[v] == b'[' => {
+                            self.items_seen = true;
                             self.state = State::Items {
                                 want_item: true,
                                 any: false,
@@ -186,7 +209,10 @@ impl ListDecoder {
                             pos = v + 1;
                             continue;
                         }
-                        "items" => step::<Option<[IgnoredAny; 0]>>(text, v).map(|_| Ok(())),
+                        "items" => step::<Option<[IgnoredAny; 0]>>(text, v).map(|_| {
+                            self.items_seen = true;
+                            Ok(())
+                        }),
                         "metadata" => step::<RawListMeta>(text, v).map(|m| {
                             self.meta = m;
                             Ok(())
@@ -195,6 +221,7 @@ impl ListDecoder {
                             if &*k == "Status" {
                                 Err(())
                             } else {
+                                self.kind = Some(String::from(&*k));
                                 Ok(())
                             }
                         }),
@@ -660,7 +687,7 @@ mod tests {
         for text in [
             r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[]}"#,
             r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":null}"#,
-            r#" { "metadata" : {"resourceVersion":"5"} } "#,
+            r#" { "metadata" : {"resourceVersion":"5"}, "items" : [ ] } "#,
         ] {
             let got = decode_in_pieces(text, 3).unwrap();
             assert!(got.parts.pods.is_empty());
@@ -688,6 +715,28 @@ mod tests {
         let status = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","code":410}"#;
         let err = decode_in_pieces(status, 100).unwrap_err().to_string();
         assert!(err.contains("Status"), "{err}");
+    }
+
+    #[test]
+    fn an_answer_that_is_not_a_list_is_refused_not_read_as_empty() {
+        for (text, says) in [
+            ("{}", "no `items`"),
+            (" { } ", "no `items`"),
+            (r#"{"metadata":{"resourceVersion":"5"}}"#, "no `items`"),
+            (
+                r#"{"kind":"PodList","apiVersion":"v1","metadata":{}}"#,
+                "no `items`",
+            ),
+            (
+                r#"{"kind":"Pod","apiVersion":"v1","items":[]}"#,
+                "\"Pod\", not a list",
+            ),
+            (r#"{"kind":"Status","apiVersion":"v1"}"#, "Status"),
+        ] {
+            let err = decode_in_pieces(text, 2).unwrap_err().to_string();
+            assert!(err.contains("the API's pods list"), "{text}: {err}");
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 
     #[test]
