@@ -891,12 +891,14 @@ impl Reader<'_> {
                     match args.get("apiVersion") {
                         None | Some(Value::Null) => {}
                         Some(Value::String(v)) if v == API_VERSION => {}
-                        Some(other) => return Err(self.err(
-                            format!("{ap}.apiVersion"),
-                            format!(
+                        Some(other) => {
+                            return Err(self.err(
+                                format!("{ap}.apiVersion"),
+                                format!(
                                 "{other} is not allowed; set it to {API_VERSION:?} or leave it out"
                             ),
-                        )),
+                            ))
+                        }
                     }
                 }
                 match name {
