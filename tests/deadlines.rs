@@ -138,6 +138,20 @@ fn stderr(o: &Output) -> String {
 
 const POLICY: &str = "policies/lifecycle.yaml";
 
+/// A one-shot dry-run of [`POLICY`] against the cluster of `kubeconfig`, with `more` flags.
+fn dry_run(kubeconfig: &Path, more: &[&str]) -> Command {
+    let mut args = vec![
+        "--policy-config-file",
+        POLICY,
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--secure-port=0",
+        "--dry-run",
+    ];
+    args.extend_from_slice(more);
+    descheduler(&args)
+}
+
 #[test]
 fn a_one_shot_run_against_a_silent_server_fails_within_the_request_deadline() {
     let dir = tempfile::tempdir().unwrap();
@@ -146,17 +160,7 @@ fn a_one_shot_run_against_a_silent_server_fails_within_the_request_deadline() {
     for scheme in ["https", "http"] {
         let server = format!("{scheme}://127.0.0.1:{port}");
         let kc = kubeconfig(dir.path(), &server);
-        let child = descheduler(&[
-            "--policy-config-file",
-            POLICY,
-            "--kubeconfig",
-            kc.to_str().unwrap(),
-            "--secure-port=0",
-            "--dry-run",
-            "--request-timeout=2s",
-        ])
-        .spawn()
-        .unwrap();
+        let child = dry_run(&kc, &["--request-timeout=2s"]).spawn().unwrap();
         let (out, took) = wait_within(child, Duration::from_secs(10), &server);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{err}");
@@ -166,6 +170,33 @@ fn a_one_shot_run_against_a_silent_server_fails_within_the_request_deadline() {
         assert!(err.contains("did not answer"), "{err}");
         assert!(err.contains("within 2 s"), "{err}");
     }
+}
+
+/// With the default request deadline (60 s), a server that takes the connection and never
+/// begins the TLS handshake is given up on after client-go's 10 s, once: each of the list's
+/// five tries used to wait for the server to drop the connection itself.
+#[test]
+fn a_server_that_does_not_speak_tls_is_given_up_on_after_the_handshake_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = silent_server();
+    let server = format!("https://127.0.0.1:{port}");
+    let kc = kubeconfig(dir.path(), &server);
+    let child = dry_run(&kc, &[]).spawn().unwrap();
+    let (out, took) = wait_within(child, Duration::from_secs(30), &server);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(took >= Duration::from_secs(10), "{took:?}: {err}");
+    assert!(
+        took < Duration::from_secs(20),
+        "not tried again: {took:?}: {err}"
+    );
+    assert!(
+        err.contains(&format!("{server} accepted the connection"))
+            && err.contains("did not begin a TLS handshake within 10 s")
+            && err.contains("HTTPS port"),
+        "{err}"
+    );
+    assert!(!err.contains("trying again"), "{err}");
 }
 
 #[test]
@@ -313,18 +344,7 @@ fn a_list_answer_that_is_not_a_list_is_refused() {
     ] {
         let server = format!("http://127.0.0.1:{}", answering_server(body));
         let kc = kubeconfig(dir.path(), &server);
-        let child = descheduler(&[
-            "--policy-config-file",
-            POLICY,
-            "--kubeconfig",
-            kc.to_str().unwrap(),
-            "--secure-port=0",
-            "--dry-run",
-            "-o",
-            "json",
-        ])
-        .spawn()
-        .unwrap();
+        let child = dry_run(&kc, &["-o", "json"]).spawn().unwrap();
         let (out, _) = wait_within(child, Duration::from_secs(20), body);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{body}: {err}");

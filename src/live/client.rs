@@ -50,6 +50,17 @@ pub use kubeconfig::KubeconfigError;
 /// `timeoutSeconds` and this more.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long an API server has, once the TCP connection is made, to begin its side of the TLS
+/// handshake (client-go's `TLSHandshakeTimeout`). A server that accepts connections but does
+/// not speak TLS (an `http://` port named `https://`, a load balancer with no backend)
+/// otherwise holds each try until it gives up itself.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A TLS handshake the server did not answer within [`TLS_HANDSHAKE_TIMEOUT`].
+#[derive(Debug, thiserror::Error)]
+#[error("no TLS handshake within {} s of the connection", TLS_HANDSHAKE_TIMEOUT.as_secs())]
+pub struct HandshakeTimeout;
+
 /// The kubeconfig files to read by kubectl's loading rules, from the process's environment.
 pub fn kubeconfig_source(explicit: Option<&Path>) -> Result<kubeconfig::Source, LiveError> {
     let home = std::env::var_os("HOME")
@@ -249,6 +260,7 @@ fn buffered_client(
 mod buffered {
     use hyper::rt::{Read, ReadBuf, ReadBufCursor, Write};
     use hyper_util::client::legacy::connect::{Connected, Connection};
+    use std::future::Future;
     use std::io;
     use std::pin::Pin;
     use std::task::{Context, Poll};
@@ -275,13 +287,17 @@ mod buffered {
         }
 
         fn call(&mut self, uri: http::Uri) -> Self::Future {
+            let tls = uri.scheme_str() == Some("https");
             let connecting = self.0.call(uri);
             Box::pin(async move {
+                let inner = connecting.await?;
                 Ok(Buffered {
-                    inner: connecting.await?,
+                    inner,
                     buf: Vec::new(),
                     start: 0,
                     end: 0,
+                    handshake: tls
+                        .then(|| Box::pin(tokio::time::sleep(super::TLS_HANDSHAKE_TIMEOUT))),
                 })
             })
         }
@@ -293,6 +309,9 @@ mod buffered {
         buf: Vec<u8>,
         start: usize,
         end: usize,
+        /// On a TLS connection, until the server's first bytes (its ServerHello) arrive: when
+        /// they have not come in time, reads fail with [`super::HandshakeTimeout`].
+        handshake: Option<Pin<Box<tokio::time::Sleep>>>,
     }
 
     impl<T: Read + Unpin> Read for Buffered<T> {
@@ -308,7 +327,18 @@ mod buffered {
                 }
                 let mut fill = ReadBuf::new(&mut this.buf);
                 match Pin::new(&mut this.inner).poll_read(cx, fill.unfilled()) {
-                    Poll::Ready(Ok(())) => {}
+                    Poll::Ready(Ok(())) => this.handshake = None,
+                    Poll::Pending => {
+                        if let Some(timer) = &mut this.handshake {
+                            if timer.as_mut().poll(cx).is_ready() {
+                                return Poll::Ready(Err(io::Error::new(
+                                    io::ErrorKind::TimedOut,
+                                    super::HandshakeTimeout,
+                                )));
+                            }
+                        }
+                        return Poll::Pending;
+                    }
                     other => return other,
                 }
                 this.start = 0;

@@ -39,6 +39,8 @@ pub enum RequestError {
     },
     #[error("{server}: {problem}")]
     Credentials { server: Arc<str>, problem: String },
+    #[error("{server} accepted the connection for {request} but did not begin a TLS handshake within {} s; check that the address is the API server's HTTPS port (a server that does not speak TLS answers nothing) and that it is up", super::TLS_HANDSHAKE_TIMEOUT.as_secs())]
+    NoHandshake { server: Arc<str>, request: String },
     #[error("{server} could not be reached for {request}: {reason}; check the kubeconfig's server address and that the API server is up")]
     Unreachable {
         server: Arc<str>,
@@ -52,7 +54,11 @@ impl RequestError {
     pub fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
         matches!(
             e.downcast_ref::<RequestError>(),
-            Some(RequestError::NoAnswer { .. } | RequestError::Stalled { .. })
+            Some(
+                RequestError::NoAnswer { .. }
+                    | RequestError::Stalled { .. }
+                    | RequestError::NoHandshake { .. }
+            )
         )
     }
 }
@@ -104,6 +110,12 @@ impl DeadlineLayer {
             if e.is::<RequestError>() || e.is::<hyper::Error>() {
                 return e;
             }
+            if handshake_timed_out(e.as_ref()) {
+                return Box::new(RequestError::NoHandshake {
+                    server: self.server.clone(),
+                    request: request.to_string(),
+                });
+            }
             let mut reason = e.to_string();
             let mut cause = e.source();
             while let Some(c) = cause {
@@ -129,6 +141,25 @@ impl DeadlineLayer {
             problem,
         })
     }
+}
+
+/// Whether `e`, or an error it was caused by, is a TLS handshake the server did not answer.
+fn handshake_timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.is::<super::HandshakeTimeout>() {
+            return true;
+        }
+        // An io::Error's `source` skips the error it carries: step into that one.
+        cause = match c
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => c.source(),
+        };
+    }
+    false
 }
 
 /// How long a response's body may take.
