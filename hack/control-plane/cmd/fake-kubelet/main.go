@@ -8,8 +8,13 @@
 //   - fills status.capacity/allocatable and nodeInfo of a Node created without them;
 //   - moves every pod bound to a node (spec.nodeName set) from Pending to Running, with Ready
 //     conditions, container statuses, a podIP, the hostIP and startTime;
-//   - finishes graceful deletion: a bound pod with deletionTimestamp set is deleted with grace
-//     period 0, as a kubelet does once its containers stop, so evictions complete.
+//   - finishes graceful deletion as a kubelet does once its containers stop: a bound pod with
+//     deletionTimestamp set stays Running on its node (so kube-scheduler keeps counting its
+//     requests there) for its grace period (deletionGracePeriodSeconds, which the API server
+//     set from the pod's terminationGracePeriodSeconds or the delete call's gracePeriodSeconds)
+//     times --grace-scale, then is deleted with grace period 0. A grace period of 0, or
+//     --grace-scale 0 (the default), deletes it at once;
+//   - with --ready-delay, a started pod becomes Ready only that long after it started.
 //
 // Per pod, annotations change that:
 //
@@ -17,6 +22,11 @@
 //	fake-kubelet/ready: "false"       run, but never become Ready (containers not ready)
 //
 // Usage: fake-kubelet --kubeconfig PATH [--heartbeat 10s] [--pod-start-delay 0s] [--workers 4]
+//
+//	[--grace-scale 0.1] [--ready-delay 1s]
+//
+// --grace-scale and --ready-delay default to $FAKE_KUBELET_GRACE_SCALE and
+// $FAKE_KUBELET_READY_DELAY when set.
 package main
 
 import (
@@ -25,9 +35,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -66,6 +78,8 @@ type fakeKubelet struct {
 	heartbeat  time.Duration
 	reportFreq time.Duration
 	startDelay time.Duration
+	graceScale float64
+	readyDelay time.Duration
 	version    string
 	leaseSecs  int32
 	capacity   corev1.ResourceList
@@ -83,11 +97,19 @@ func main() {
 	memory := flag.String("default-memory", "8Gi", "status.capacity memory for a node created without capacity")
 	pods := flag.String("default-pods", "110", "status.capacity pods for a node created without capacity")
 	podCIDR := flag.String("pod-network", "10.244.0.0", "first address of the /16 that pod IPs are taken from")
+	graceScale := flag.Float64("grace-scale", envFloat("FAKE_KUBELET_GRACE_SCALE", 0), "how much of each terminating pod's grace period it stays Running before it is deleted (0.1: 30s become 3s; 0: deleted at once)")
+	readyDelay := flag.Duration("ready-delay", envDuration("FAKE_KUBELET_READY_DELAY", 0), "how long a started pod runs before it becomes Ready")
 	klog.InitFlags(nil)
 	flag.Parse()
 
 	if *kubeconfig == "" {
 		klog.Fatal("--kubeconfig is required")
+	}
+	if *graceScale < 0 || math.IsNaN(*graceScale) || math.IsInf(*graceScale, 0) {
+		klog.Fatalf("--grace-scale %v: must be a finite number, 0 or more (0.1 keeps a pod terminating for a tenth of its grace period)", *graceScale)
+	}
+	if *readyDelay < 0 {
+		klog.Fatalf("--ready-delay %v: must be 0 or more", *readyDelay)
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -128,6 +150,8 @@ func main() {
 		heartbeat:  *heartbeat,
 		reportFreq: *reportFreq,
 		startDelay: *startDelay,
+		graceScale: *graceScale,
+		readyDelay: *readyDelay,
 		version:    kubeletVersion(),
 		leaseSecs:  int32(max(4*heartbeat.Seconds(), 40)),
 		capacity:   capacity,
@@ -160,7 +184,7 @@ func main() {
 			klog.Fatalf("cache for %v did not sync", typ)
 		}
 	}
-	klog.InfoS("fake-kubelet started", "heartbeat", fk.heartbeat, "workers", *workers)
+	klog.InfoS("fake-kubelet started", "heartbeat", fk.heartbeat, "workers", *workers, "graceScale", fk.graceScale, "readyDelay", fk.readyDelay)
 
 	go fk.tickNodes(ctx)
 	go runWorker(ctx, fk.nodeQueue, fk.syncNode)
@@ -180,6 +204,33 @@ func kubeletVersion() string {
 		return v
 	}
 	return "v0.0.0-fake"
+}
+
+// envFloat is the value of the environment variable name as a number, or def when unset; a
+// value that is not a number stops the process, naming the variable.
+func envFloat(name string, def float64) float64 {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		klog.Fatalf("$%s=%q: not a number (use a factor such as 0.1)", name, v)
+	}
+	return f
+}
+
+// envDuration is the value of the environment variable name as a duration, or def when unset.
+func envDuration(name string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		klog.Fatalf("$%s=%q: not a duration (use a value such as 2s)", name, v)
+	}
+	return d
 }
 
 func must(_ cache.ResourceEventHandlerRegistration, err error) {
@@ -373,6 +424,10 @@ func (fk *fakeKubelet) syncPod(ctx context.Context, key string) error {
 		return nil
 	}
 	if pod.DeletionTimestamp != nil {
+		if wait := time.Until(fk.deletionDue(pod)); wait > 0 {
+			fk.podQueue.AddAfter(key, wait)
+			return nil
+		}
 		zero := int64(0)
 		uid := pod.UID
 		err := fk.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{
@@ -386,6 +441,9 @@ func (fk *fakeKubelet) syncPod(ctx context.Context, key string) error {
 			klog.InfoS("pod deleted", "pod", key, "node", pod.Spec.NodeName)
 		}
 		return err
+	}
+	if pod.Status.Phase == corev1.PodRunning {
+		return fk.becomeReady(ctx, pod)
 	}
 	if pod.Status.Phase != corev1.PodPending && pod.Status.Phase != "" {
 		return nil
@@ -403,6 +461,67 @@ func (fk *fakeKubelet) syncPod(ctx context.Context, key string) error {
 		return nil
 	}
 	return fk.startPod(ctx, pod)
+}
+
+// deletionDue is when a terminating pod's containers are taken to have stopped: the start of
+// its graceful deletion (its deletionTimestamp minus its grace period, as the API server set
+// them) plus the grace period times --grace-scale.
+func (fk *fakeKubelet) deletionDue(pod *corev1.Pod) time.Time {
+	grace := int64(0)
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = *pod.DeletionGracePeriodSeconds
+	}
+	if grace <= 0 || fk.graceScale == 0 {
+		return time.Time{}
+	}
+	full := time.Duration(grace) * time.Second
+	started := pod.DeletionTimestamp.Add(-full)
+	return started.Add(time.Duration(float64(full) * fk.graceScale))
+}
+
+// becomeReady marks a pod the fake kubelet started not Ready (for --ready-delay) Ready once
+// that delay has passed since it started. Pods whose readiness anyone else set are left alone.
+func (fk *fakeKubelet) becomeReady(ctx context.Context, pod *corev1.Pod) error {
+	if fk.readyDelay == 0 || pod.Annotations[readyAnnotation] == "false" || !waitingForReadyDelay(&pod.Status) {
+		return nil
+	}
+	started := pod.CreationTimestamp.Time
+	if pod.Status.StartTime != nil {
+		started = pod.Status.StartTime.Time
+	}
+	if wait := time.Until(started.Add(fk.readyDelay)); wait > 0 {
+		fk.podQueue.AddAfter(cache.MetaObjectToName(pod).String(), wait)
+		return nil
+	}
+	now := metav1.NewTime(time.Now())
+	pod = pod.DeepCopy()
+	for _, t := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
+		setPodCondition(&pod.Status, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	for i := range pod.Status.ContainerStatuses {
+		pod.Status.ContainerStatuses[i].Ready = true
+	}
+	_, err := fk.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{FieldManager: "fake-kubelet"})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or changed since: the update event queues it again
+	}
+	if err == nil {
+		klog.InfoS("pod ready", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
+	}
+	return err
+}
+
+const readyDelayMessage = "fake-kubelet: not ready until --ready-delay after start"
+
+// waitingForReadyDelay says whether the pod's Ready condition is the one startPod set for
+// --ready-delay.
+func waitingForReadyDelay(status *corev1.PodStatus) bool {
+	for _, c := range status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionFalse && c.Message == readyDelayMessage
+		}
+	}
+	return false
 }
 
 func (fk *fakeKubelet) startPod(ctx context.Context, pod *corev1.Pod) error {
@@ -427,7 +546,7 @@ func (fk *fakeKubelet) startPod(ctx context.Context, pod *corev1.Pod) error {
 			}
 		}
 	}
-	ready := pod.Annotations[readyAnnotation] != "false"
+	ready := pod.Annotations[readyAnnotation] != "false" && fk.readyDelay == 0
 	for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodReadyToStartContainers, corev1.PodInitialized} {
 		setPodCondition(status, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
 	}
@@ -435,7 +554,11 @@ func (fk *fakeKubelet) startPod(ctx context.Context, pod *corev1.Pod) error {
 		if ready {
 			setPodCondition(status, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
 		} else {
-			setPodCondition(status, corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: "fake-kubelet: " + readyAnnotation + " is false", LastTransitionTime: now})
+			message := "fake-kubelet: " + readyAnnotation + " is false"
+			if pod.Annotations[readyAnnotation] != "false" {
+				message = readyDelayMessage
+			}
+			setPodCondition(status, corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: message, LastTransitionTime: now})
 		}
 	}
 	started := true
