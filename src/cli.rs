@@ -17,6 +17,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// How the simulator sees an evicted pod while its replacement is scheduled
+/// (`--termination-model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TerminationModel {
+    /// A real kubelet: an evicted pod keeps its requests on its node for its grace period
+    /// (gracePeriodSeconds, else its terminationGracePeriodSeconds).
+    Graceful,
+    /// A kubelet that deletes evicted pods at once (grace periods ignored).
+    Instant,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     Text,
@@ -94,6 +105,19 @@ pub struct Cli {
         requires = "scheduler_config"
     )]
     pub scheduler_name: String,
+
+    /// How predictions see an evicted pod while its replacement is scheduled: `graceful` (a
+    /// real kubelet: the pod stays on its node, its requests counted there by kube-scheduler,
+    /// for its grace period, the policy's gracePeriodSeconds or else the pod's
+    /// terminationGracePeriodSeconds) or `instant` (a kubelet that deletes evicted pods at
+    /// once).
+    #[arg(
+        long = "termination-model",
+        env = "DESCHEDULER_TERMINATION_MODEL",
+        value_enum,
+        default_value_t = TerminationModel::Graceful
+    )]
+    pub termination_model: TerminationModel,
 
     /// Path to a kubeconfig (live mode); also upstream's `--client-connection-kubeconfig`.
     /// Default: kubectl's rules (KUBECONFIG, a list whose missing files are skipped; else
@@ -629,6 +653,7 @@ fn run_with(
         app::load_scheduler_config(&mut pipeline, path, &cli.scheduler_name)
             .map_err(Failure::invalid)?;
     }
+    pipeline.termination.graceful = cli.termination_model == TerminationModel::Graceful;
     let now = given_now.unwrap_or_else(|| chrono::Utc::now().timestamp());
     let decision_log = decision_log(cli)?;
     let Some(snapshot) = &cli.snapshot else {

@@ -357,6 +357,7 @@ async fn a_whole_gang_is_evicted_all_or_nothing() {
         controller_manager: true,
         scheduler: false,
         fake_kubelet: true,
+        kubelet: Kubelet::INSTANT,
         apiserver_args: &[],
     });
     let client = cluster.client();

@@ -121,7 +121,7 @@ fn unschedulable(pod: &Pod) -> bool {
 
 #[tokio::test]
 async fn one_cycle_makes_room_for_a_pending_gpu_gang() {
-    let cluster = Cluster::start(Components::all());
+    let cluster = Cluster::start(Components::realistic());
     let client = cluster.client();
     let group = unique("g");
     let ns = create_namespace(&client, "pending").await;

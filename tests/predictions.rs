@@ -1,7 +1,9 @@
 //! Predictions you can hold us to, on a real control plane (etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler and a fake kubelet from tests/support): 30 nodes in
 //! three zones of three sizes, one tainted, ten Deployments placed by kube-scheduler (some
-//! with zone spread, one under a disruption budget), then six empty nodes added. RemoveDuplicates,
+//! with zone spread, one under a disruption budget), then six empty nodes added. The kubelet
+//! honours grace periods ([`Components::realistic`]): an evicted pod keeps its place, and its
+//! requests on its node, while its replacement is scheduled, as on a real cluster. RemoveDuplicates,
 //! RemovePodsViolatingTopologySpreadConstraint and LowNodeUtilization with nodeFit plan a
 //! rebalance; the dry-run must name exactly the pods the real run evicts, and kube-scheduler
 //! must put the replacements on the predicted node or one of its alternatives.
@@ -162,7 +164,7 @@ async fn issue_state(
 
 #[tokio::test]
 async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
-    let cluster = shared();
+    let cluster = shared_realistic();
     let client = cluster.client();
     let (group, ns, nodes, workloads) = issue_state(&client).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -334,7 +336,7 @@ async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
 /// cluster as it really is.
 #[tokio::test]
 async fn with_await_placement_predictions_are_exact_and_nothing_returns_to_its_source() {
-    let cluster = shared();
+    let cluster = shared_realistic();
     let client = cluster.client();
     let (group, ns, _, workloads) = issue_state(&client).await;
     let dir = tempfile::tempdir().unwrap();

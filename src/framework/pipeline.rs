@@ -33,6 +33,11 @@ pub struct Pipeline {
     /// The scheduler profile the simulator scores destinations with (`--scheduler-config`);
     /// None: kube-scheduler's default profile.
     pub scheduler_profile: Option<std::sync::Arc<crate::sim::ScoreProfile>>,
+    /// How the simulator sees evicted pods while their replacements are scheduled: by
+    /// default still terminating for their grace period (the policy's `gracePeriodSeconds`,
+    /// else each pod's own), as with a real kubelet; `--termination-model instant` takes them
+    /// gone at once.
+    pub termination: crate::sim::Termination,
 }
 
 fn limit(v: Option<i64>) -> Option<u32> {
@@ -176,6 +181,10 @@ impl Pipeline {
             metrics_providers: providers,
             predict_destinations: false,
             scheduler_profile: None,
+            termination: crate::sim::Termination {
+                graceful: true,
+                grace_override: policy.grace_period_seconds,
+            },
         })
     }
 

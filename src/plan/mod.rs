@@ -99,6 +99,7 @@ pub fn plan_with(
     }
     let nodes = snap.ready_nodes(&pipeline.node_selector);
     let mut state = PlanningState::new(snap, pipeline.limits).with_history(&memory.history);
+    state.placement_mut().set_termination(pipeline.termination);
     if let Some(profile) = &pipeline.scheduler_profile {
         state.placement_mut().set_profile(profile.clone());
     }

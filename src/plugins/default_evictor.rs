@@ -928,6 +928,10 @@ mod tests {
         let n = |name: &str| snap.node_id(name).unwrap();
         let p = |name: &str| snap.pod_id("d", name).unwrap();
         let mut state = PlanningState::new(&snap, Limits::default());
+        // evicted pods gone at once: their room is free for later replacements
+        state
+            .placement_mut()
+            .set_termination(crate::sim::Termination::INSTANT);
         assert_eq!(placement_check(state.placement(), p("a")), Ok(n("cold")));
         assert!(ev.pre_eviction_filter(state.placement(), p("a")).is_ok());
         // with targets: cold may reach 2500m

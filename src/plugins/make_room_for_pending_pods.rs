@@ -37,7 +37,7 @@ use crate::framework::{
 };
 use crate::plugins::shared::PriorityThreshold;
 use crate::policy::{decode_args, ArgsError};
-use crate::sim::{node_fits, Simulation};
+use crate::sim::{node_fits, queue_order, Simulation};
 use crate::snapshot::{ClusterSnapshot, ConditionStatus, GangId, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
 
@@ -289,11 +289,13 @@ pub struct Trial {
     pub placed_on: Vec<NodeId>,
 }
 
-/// Simulates a set of moves on a copy of `sim`: each pod of `moves` gone and its replacement
-/// placed where kube-scheduler would put it (on another node, or the set fails), one after
-/// the other as the plan records them, then every pod of `unit` placed. None when something
-/// finds no place.
+/// Simulates a set of moves on a copy of `sim`: every pod of `moves` evicted, their
+/// replacements placed where kube-scheduler would put them (each on a node other than its
+/// pod's own, or the set fails) in its queue order, while the evicted pods still terminate
+/// (with a grace period, they keep their room until the replacements are placed); then, once
+/// they are gone, every pod of `unit` placed. None when something finds no place.
 ///
+/// Where a moved pod is gone at once (grace period 0, or `--termination-model instant`),
 /// kube-scheduler may also take the pending pods first (they wait in its queue while the
 /// replacements are created), so the set must work that way too: with the moved pods gone,
 /// every pod of the unit placed, and then every replacement placed somewhere. A set that
@@ -307,28 +309,37 @@ pub fn simulate(
 ) -> Option<Trial> {
     let snap = sim.snap();
     let mut t = sim.clone();
-    let mut moved_to = Vec::with_capacity(moves.len());
     for &m in moves {
         t.remove(m);
+    }
+    let instant = moves.iter().any(|&m| !t.is_lingering(m));
+    let mut queue = moves.to_vec();
+    queue_order(snap, &mut queue);
+    let mut moved_to = vec![0; moves.len()];
+    for &m in &queue {
         let d = t.schedule_predicted(m, nodes).ok()?;
         if Some(d.node) == snap.pod_node(m) {
             return None;
         }
-        moved_to.push(d.node);
+        let i = moves
+            .iter()
+            .position(|&x| x == m)
+            .expect("queued from moves");
+        moved_to[i] = d.node;
     }
     let mut placed_on = Vec::with_capacity(unit.len());
     for &p in unit {
-        placed_on.push(t.schedule_predicted(p, nodes).ok()?.node);
+        placed_on.push(t.schedule_settled(p, nodes).ok()?.node);
     }
-    if !moves.is_empty() {
+    if instant {
         let mut first = sim.clone();
         for &m in moves {
             first.remove(m);
         }
         for &p in unit {
-            first.schedule_predicted(p, nodes).ok()?;
+            first.schedule_settled(p, nodes).ok()?;
         }
-        for &m in moves {
+        for &m in &queue {
             first.schedule_predicted(m, nodes).ok()?;
         }
     }

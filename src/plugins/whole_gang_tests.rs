@@ -202,7 +202,13 @@ fn a_protected_member_keeps_the_whole_gang() {
 
 #[test]
 fn the_gang_goes_only_where_every_member_fits() {
-    // n3 is tainted and n4 small: with the gang gone, c's best place is n2 again
+    // n3 is tainted and n4 small: with the gang gone, c's best place is n2 again. The members
+    // are gone at once (a kubelet that ignores grace periods), so their room is free for the
+    // replacements.
+    let instant = |s: &mut PlanningState<'_>| {
+        s.placement_mut()
+            .set_termination(crate::sim::Termination::INSTANT)
+    };
     let mut p = parts();
     p.nodes[2] = node("n3")
         .cpu(4000)
@@ -210,7 +216,7 @@ fn the_gang_goes_only_where_every_member_fits() {
         .build();
     p.nodes[3] = node("n4").cpu(1000).build();
     let snap = ClusterSnapshot::build(p.clone());
-    let (r, planned) = evict(&snap, &whole(), Limits::default(), "c", |_| {});
+    let (r, planned) = evict(&snap, &whole(), Limits::default(), "c", instant);
     let e = r.unwrap_err().to_string();
     assert!(
         e.contains("the simulated destination of the pod is its own node n2"),
@@ -222,7 +228,7 @@ fn the_gang_goes_only_where_every_member_fits() {
     p.nodes[1] = node("n2").cpu(2000).build();
     p.nodes[3] = node("n4").cpu(900).build();
     let snap = ClusterSnapshot::build(p);
-    let (r, planned) = evict(&snap, &whole(), Limits::default(), "a", |_| {});
+    let (r, planned) = evict(&snap, &whole(), Limits::default(), "a", instant);
     let e = r.unwrap_err().to_string();
     assert!(
         e.contains("the simulator finds no node for member ml/c: 0/4 nodes are available"),
@@ -298,9 +304,13 @@ fn admits(snap: &ClusterSnapshot, evictor: &DefaultEvictor, pod: &str) -> Result
 fn disruption_mode_all_goes_whole_whatever_the_gang_policy() {
     let snap = ClusterSnapshot::build(k8s_parts(3, Some(DisruptionMode::All)));
     for evictor in [DefaultEvictor::default(), whole()] {
-        // no member to spare, yet the filter admits it: the gang goes whole
+        // no member to spare, yet the filter admits it: the gang goes whole (its members gone
+        // at once, so that each replacement finds the room of the gang free)
         admits(&snap, &evictor, "b").unwrap();
-        let (r, planned) = evict(&snap, &evictor, Limits::default(), "b", |_| {});
+        let (r, planned) = evict(&snap, &evictor, Limits::default(), "b", |s| {
+            s.placement_mut()
+                .set_termination(crate::sim::Termination::INSTANT)
+        });
         r.unwrap();
         assert_eq!(names(&snap, &planned), ["b", "a", "c"]);
         let gang = snap.gangs_of_pod(planned[0].pod)[0];

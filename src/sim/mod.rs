@@ -12,7 +12,7 @@
 pub mod placement;
 pub mod score;
 
-pub use placement::{NoFit, Prediction, Simulation};
+pub use placement::{queue_order, NoFit, Prediction, Simulation, Termination};
 pub use score::ScoreProfile;
 
 use crate::labels::Labels;

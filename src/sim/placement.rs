@@ -23,7 +23,28 @@
 //! kube-scheduler.
 //!
 //! The pod being placed is the replacement of a pod the plan evicts: the simulator reads its
-//! spec from that pod, and never counts the evicted pod itself at its old place.
+//! spec from that pod.
+//!
+//! **What kube-scheduler sees while pods terminate** ([`Termination`]). A real kubelet lets an
+//! evicted pod stop for its grace period (the policy's `gracePeriodSeconds`, else the pod's
+//! `terminationGracePeriodSeconds`, 30 s by default), and kube-scheduler keeps the pod on its
+//! node until the pod object is gone. Its replacement is created at once and scheduled while
+//! the evicted pod still terminates, so by default ([`Termination::GRACEFUL`]) an evicted pod
+//! with a grace period is still there when replacements are scheduled: its requests count on
+//! its node (NodeResourcesFit, the pod count, the resource scores), and so do its host ports
+//! and its labels and terms for inter-pod affinity and anti-affinity; PodTopologySpread alone
+//! leaves it out, as kube-scheduler's `countPodsMatchSelector` skips terminating pods. Its own
+//! replacement sees it too: the room a pod leaves on its node is not there for its
+//! replacement. Pods with grace period 0, and every pod under [`Termination::INSTANT`] (a
+//! kubelet that deletes evicted pods at once), are gone when their replacements are scheduled.
+//! Every eviction of a cycle is taken to happen within the shortest grace period, so the pods
+//! a plan evicts are all still terminating while their replacements are scheduled.
+//!
+//! The cluster once the evicted pods are gone (what [`Simulation::load`] says each node
+//! requests, and where pending pods go: [`Simulation::schedule_settled`]) never counts them.
+//! Replacements scheduled together (a whole gang, MakeRoomForPendingPods' moves) go in
+//! kube-scheduler's queue order ([`queue_order`]): higher priority first, then the order they
+//! were created in (the order of the evictions).
 
 use super::score::{self, Ranking, ScoreProfile};
 use super::{matches_node_inclusion_policies, matches_node_selector, term_matches_pod, tolerated};
@@ -33,6 +54,50 @@ use crate::snapshot::{
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
+
+/// How kube-scheduler sees an evicted pod while its replacement is scheduled (see the module
+/// docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Termination {
+    /// Evicted pods with a grace period stay on their node while their replacements are
+    /// scheduled (a real kubelet); false: every evicted pod is gone at once.
+    pub graceful: bool,
+    /// The grace period every eviction asks for (the policy's `gracePeriodSeconds`), which
+    /// overrides each pod's `terminationGracePeriodSeconds`.
+    pub grace_override: Option<i64>,
+}
+
+impl Termination {
+    /// A real kubelet: each evicted pod stops within its grace period (the default).
+    pub const GRACEFUL: Termination = Termination {
+        graceful: true,
+        grace_override: None,
+    };
+    /// A kubelet that deletes every evicted pod at once, whatever its grace period.
+    pub const INSTANT: Termination = Termination {
+        graceful: false,
+        grace_override: None,
+    };
+
+    /// Whether an evicted `pod` is still on its node while replacements are scheduled.
+    pub fn lingers(&self, pod: &Pod) -> bool {
+        self.graceful && pod.is_active() && pod.grace_seconds(self.grace_override) > 0
+    }
+}
+
+impl Default for Termination {
+    fn default() -> Self {
+        Termination::GRACEFUL
+    }
+}
+
+/// Sorts pods whose replacements wait to be scheduled together into kube-scheduler's queue
+/// order (its default `PrioritySort`): higher priority first, then the earlier created; the
+/// replacements are created in the order of `pods` (the order of their evictions), which a
+/// stable sort keeps among equal priorities.
+pub fn queue_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
+    pods.sort_by_key(|&p| std::cmp::Reverse(snap.pod(p).priority.unwrap_or(0)));
+}
 
 type DomainCache<'s> = FxHashMap<(Option<&'s str>, PodId, usize), Arc<Domains<'s>>>;
 
@@ -80,6 +145,17 @@ pub struct Simulation<'s> {
     non_zero: Vec<(i64, i64)>,
     /// The score plugins and their weights.
     profile: Arc<ScoreProfile>,
+    /// How evicted pods terminate.
+    termination: Termination,
+    /// Evicted pods still terminating on their node while replacements are scheduled.
+    lingering: Vec<bool>,
+    /// What the lingering pods request on each node (`pods` counts them), and their cpu and
+    /// memory as scoring counts them.
+    linger_load: Vec<Resources>,
+    linger_non_zero: Vec<(i64, i64)>,
+    /// Whether the filters and scores see the lingering pods (false while a pending pod is
+    /// placed: kube-scheduler places it once they are gone).
+    see_lingering: bool,
     /// Every placement, in order.
     placed_all: Vec<(PodId, NodeId)>,
     /// The placements of pods with required pod anti-affinity.
@@ -221,6 +297,11 @@ impl<'s> Simulation<'s> {
                 .collect(),
             non_zero: non_zero_load,
             profile,
+            termination: Termination::default(),
+            lingering: vec![false; snap.pods.len()],
+            linger_load: vec![Resources::default(); snap.nodes.len()],
+            linger_non_zero: vec![(0, 0); snap.nodes.len()],
+            see_lingering: true,
             placed_all: Vec::new(),
             placed_anti: Vec::new(),
             next_start: 0,
@@ -246,7 +327,17 @@ impl<'s> Simulation<'s> {
         &self.profile
     }
 
+    /// Sets how evicted pods terminate ([`Termination`]). Call before anything is removed.
+    pub fn set_termination(&mut self, termination: Termination) {
+        self.termination = termination;
+    }
+
+    pub fn termination(&self) -> Termination {
+        self.termination
+    }
+
     /// Where a snapshot pod is as the plan leaves it: its node, unless it is gone or done.
+    /// (Topology spread counts these: a terminating pod counts nowhere.)
     fn present(&self, pod: PodId) -> Option<NodeId> {
         if self.gone[pod as usize] || !self.snap.pod(pod).is_active() {
             return None;
@@ -254,11 +345,36 @@ impl<'s> Simulation<'s> {
         self.snap.pod_node(pod)
     }
 
+    /// Whether kube-scheduler sees the snapshot pod `pod` on its node while it schedules the
+    /// replacement of (or the pending pod) `subject`: present, or evicted and still
+    /// terminating. `subject` itself counts only where it lingers once evicted.
+    fn seen(&self, pod: PodId, subject: PodId) -> bool {
+        let i = pod as usize;
+        if !self.snap.pod(pod).is_active() {
+            return false;
+        }
+        let lingering = self.see_lingering && (self.lingering[i] || !self.gone[i]);
+        if pod == subject {
+            return lingering && self.termination.lingers(self.snap.pod(pod));
+        }
+        !self.gone[i] || (self.see_lingering && self.lingering[i])
+    }
+
+    /// [`Simulation::present`] as kube-scheduler sees it while it schedules `subject`
+    /// ([`Simulation::seen`]).
+    fn seen_at(&self, pod: PodId, subject: PodId) -> Option<NodeId> {
+        self.seen(pod, subject)
+            .then(|| self.snap.pod_node(pod))
+            .flatten()
+    }
+
     pub fn snap(&self) -> &'s ClusterSnapshot {
         self.snap
     }
 
-    /// Takes a pod off its node (its eviction is planned).
+    /// Takes a pod off its node (its eviction is planned). With a grace period
+    /// ([`Termination::lingers`]) it stays in kube-scheduler's view until
+    /// [`Simulation::settle`].
     pub fn remove(&mut self, pod: PodId) {
         if std::mem::replace(&mut self.gone[pod as usize], true) {
             return;
@@ -266,12 +382,38 @@ impl<'s> Simulation<'s> {
         let p = self.snap.pod(pod);
         if let Some(n) = self.snap.pod_node(pod) {
             if p.is_active() {
-                self.load[n as usize].sub_pod(&p.requests);
                 let (c, m) = non_zero(p);
+                self.load[n as usize].sub_pod(&p.requests);
                 self.non_zero[n as usize].0 -= c;
                 self.non_zero[n as usize].1 -= m;
+                if self.termination.lingers(p) {
+                    self.lingering[pod as usize] = true;
+                    self.linger_load[n as usize].add_pod(&p.requests);
+                    self.linger_non_zero[n as usize].0 += c;
+                    self.linger_non_zero[n as usize].1 += m;
+                }
             }
         }
+    }
+
+    /// Whether an evicted pod still terminates on its node in kube-scheduler's view.
+    pub fn is_lingering(&self, pod: PodId) -> bool {
+        self.lingering[pod as usize]
+    }
+
+    /// Whether any evicted pod still terminates in kube-scheduler's view.
+    pub fn any_lingering(&self) -> bool {
+        self.lingering.iter().any(|&l| l)
+    }
+
+    /// The evicted pods are gone: every pod still terminating is taken out of
+    /// kube-scheduler's view.
+    pub fn settle(&mut self) {
+        self.lingering.iter_mut().for_each(|l| *l = false);
+        self.linger_load
+            .iter_mut()
+            .for_each(|l| *l = Resources::default());
+        self.linger_non_zero.iter_mut().for_each(|l| *l = (0, 0));
     }
 
     pub fn is_gone(&self, pod: PodId) -> bool {
@@ -316,6 +458,26 @@ impl<'s> Simulation<'s> {
             .copied()
             .filter(move |&p| !self.gone[p as usize] && self.snap.pod(p).is_active())
             .chain(self.placed[node as usize].iter().copied())
+    }
+
+    /// The pods on a node as kube-scheduler sees them while it schedules `subject`
+    /// ([`Simulation::seen`]), then the replacements placed there, without `subject`'s own.
+    fn pods_seen_on(
+        &self,
+        node: NodeId,
+        subject: PodId,
+    ) -> impl Iterator<Item = PodId> + use<'_, 's> {
+        self.snap
+            .pods_on_node(node)
+            .iter()
+            .copied()
+            .filter(move |&p| self.seen(p, subject))
+            .chain(
+                self.placed[node as usize]
+                    .iter()
+                    .copied()
+                    .filter(move |&p| p != subject),
+            )
     }
 
     /// Whether the replacement of `pod` passes every filter on `node`. The pod itself is not
@@ -416,6 +578,16 @@ impl<'s> Simulation<'s> {
         self.schedule_predicted(pod, nodes).map(|p| p.node)
     }
 
+    /// [`Simulation::schedule_predicted`] once the evicted pods are gone: where kube-scheduler
+    /// puts a pod it places after they terminated (a pending pod, which waits in its queue
+    /// until a deletion frees room). The pods still terminating stay so for later placements.
+    pub fn schedule_settled(&mut self, pod: PodId, nodes: &[NodeId]) -> Result<Prediction, NoFit> {
+        self.see_lingering = false;
+        let placed = self.schedule_predicted(pod, nodes);
+        self.see_lingering = true;
+        placed
+    }
+
     /// [`Simulation::predict`], then places the pod on the predicted node.
     pub fn schedule_predicted(
         &mut self,
@@ -431,18 +603,28 @@ impl<'s> Simulation<'s> {
         })
     }
 
-    /// What the node requests without `pod` (when the pod is still counted on it).
+    /// What the node requests as kube-scheduler sees it while it schedules the replacement of
+    /// `pod`: with the pods still terminating there, and without `pod` itself unless it will
+    /// still be terminating there ([`Simulation::seen`]).
     pub(crate) fn load_without(&self, pod: PodId, node: NodeId) -> Resources {
         let mut load = self.load[node as usize].clone();
+        if self.see_lingering {
+            load.add(&self.linger_load[node as usize]);
+        }
         if self.counted_on(pod, node) {
             load.sub_pod(&self.snap.pod(pod).requests);
         }
         load
     }
 
-    /// The node's cpu and memory requests as scoring counts them, without `pod`.
+    /// The node's cpu and memory requests as scoring counts them, as
+    /// [`Simulation::load_without`] counts pods.
     pub(crate) fn non_zero_without(&self, pod: PodId, node: NodeId) -> (i64, i64) {
         let (mut c, mut m) = self.non_zero[node as usize];
+        if self.see_lingering {
+            c += self.linger_non_zero[node as usize].0;
+            m += self.linger_non_zero[node as usize].1;
+        }
         if self.counted_on(pod, node) {
             let (pc, pm) = non_zero(self.snap.pod(pod));
             c -= pc;
@@ -451,11 +633,16 @@ impl<'s> Simulation<'s> {
         (c, m)
     }
 
-    /// Whether the pod is still counted on the node (not gone, bound there, active).
+    /// Whether the pod is counted on the node now (in [`Simulation::load`], or terminating
+    /// there in kube-scheduler's view) but not as its replacement sees it.
     fn counted_on(&self, pod: PodId, node: NodeId) -> bool {
-        !self.gone[pod as usize]
-            && self.snap.pod_node(pod) == Some(node)
-            && self.snap.pod(pod).is_active()
+        let i = pod as usize;
+        let p = self.snap.pod(pod);
+        if self.snap.pod_node(pod) != Some(node) || !p.is_active() {
+            return false;
+        }
+        let counted = !self.gone[i] || (self.see_lingering && self.lingering[i]);
+        counted && !self.seen(pod, pod)
     }
 
     /// The pods of a namespace where the plan leaves them (each with its node).
@@ -475,35 +662,36 @@ impl<'s> Simulation<'s> {
             .chain(placed)
     }
 
-    /// The pods with pod (anti-)affinity terms where the plan leaves them, without `skip`.
+    /// The pods with pod (anti-)affinity terms as kube-scheduler sees them while it
+    /// schedules `subject` ([`Simulation::seen`]), and the replacements placed but
+    /// `subject`'s.
     pub(crate) fn affinity_pods(
         &self,
-        skip: PodId,
+        subject: PodId,
     ) -> impl Iterator<Item = (PodId, NodeId)> + use<'_, 's> {
         self.affinity_holders
             .iter()
-            .filter_map(|&e| self.present(e).map(|n| (e, n)))
+            .filter_map(move |&e| self.seen_at(e, subject).map(|n| (e, n)))
             .chain(
                 self.placed_all
                     .iter()
                     .copied()
-                    .filter(|&(p, _)| has_pod_affinity(self.snap.pod(p))),
+                    .filter(move |&(p, _)| p != subject && has_pod_affinity(self.snap.pod(p))),
             )
-            .filter(move |&(p, _)| p != skip)
     }
 
     fn ns_labels(&self, ns: &str) -> Option<&'s crate::labels::Labels> {
         self.snap.namespace(ns).map(|n| &n.labels)
     }
 
-    /// Every (pod, node) of the cluster as the plan leaves it, without `skip`.
+    /// Every (pod, node) of the cluster as kube-scheduler sees it while it schedules
+    /// `subject` ([`Simulation::pods_seen_on`]).
     pub(crate) fn all_pods(
         &self,
-        skip: PodId,
+        subject: PodId,
     ) -> impl Iterator<Item = (PodId, NodeId)> + use<'_, 's> {
         (0..self.snap.nodes.len() as NodeId)
-            .flat_map(move |n| self.pods_on(n).map(move |p| (p, n)))
-            .filter(move |&(p, _)| p != skip)
+            .flat_map(move |n| self.pods_seen_on(n, subject).map(move |p| (p, n)))
     }
 
     fn scope(&self, id: PodId) -> PodScope<'s> {
@@ -530,9 +718,8 @@ impl<'s> Simulation<'s> {
         let holders = self
             .anti_holders
             .iter()
-            .filter_map(|&e| self.present(e).map(|n| (e, n)))
-            .chain(self.placed_anti.iter().copied())
-            .filter(|&(e, _)| e != id);
+            .filter_map(|&e| self.seen_at(e, id).map(|n| (e, n)))
+            .chain(self.placed_anti.iter().copied().filter(|&(e, _)| e != id));
         for (e, n) in holders {
             let ep = snap.pod(e);
             let node = snap.node(n);
@@ -678,8 +865,7 @@ impl<'s> Simulation<'s> {
         // NodePorts
         if !pod.host_ports.is_empty() {
             let used: FxHashSet<_> = self
-                .pods_on(n)
-                .filter(|&q| q != id)
+                .pods_seen_on(n, id)
                 .flat_map(|q| self.snap.pod(q).host_ports.iter().copied())
                 .collect();
             if pod.host_ports.iter().any(|hp| used.contains(hp)) {
@@ -1141,15 +1327,243 @@ mod tests {
     }
 
     #[test]
-    fn the_pod_itself_is_not_counted_where_it_is() {
-        // a full node: the pod's own requests free up when it leaves
+    fn the_pod_itself_counts_where_it_is_while_it_terminates() {
+        // a full node: the pod's own requests free up only once it is gone
         let s = snapshot(
             vec![node("a").cpu(1000).build()],
             vec![pod("d", "p").node("a").cpu(1000).host_port(80).build()],
         );
-        let sim = Simulation::new(&s);
+        let mut sim = Simulation::new(&s);
+        assert_eq!(sim.termination(), Termination::GRACEFUL);
+        let ports = "node(s) didn't have free ports for the requested pod ports";
+        assert_eq!(sim.check(0, 0).unwrap_err(), ports);
+        sim.remove(0);
+        assert!(sim.is_lingering(0));
+        assert_eq!(sim.check(0, 0).unwrap_err(), ports);
+        assert_eq!(sim.load_without(0, 0).cpu, 1000);
+        // what the node requests once everything settled: the pod gone
+        assert_eq!(sim.load(0).cpu, 0);
+        sim.settle();
+        assert!(sim.check(0, 0).is_ok());
+        // a kubelet that deletes at once: the room is free for the replacement at once
+        let mut sim = Simulation::new(&s);
+        sim.set_termination(Termination::INSTANT);
         assert!(sim.check(0, 0).is_ok());
         assert_eq!(sim.destination(0, &[0]).unwrap(), 0);
+        sim.remove(0);
+        assert!(!sim.is_lingering(0));
+        assert!(sim.check(0, 0).is_ok());
+    }
+
+    #[test]
+    fn a_grace_period_of_zero_frees_the_room_at_once() {
+        let s = snapshot(
+            vec![node("a").cpu(1000).build()],
+            vec![
+                pod("d", "zero").node("a").cpu(600).grace(0).build(),
+                pod("d", "thirty").node("a").cpu(400).build(),
+            ],
+        );
+        let (zero, thirty) = (id(&s, "zero"), id(&s, "thirty"));
+        let mut sim = Simulation::new(&s);
+        sim.remove(zero);
+        sim.remove(thirty);
+        assert!(!sim.is_lingering(zero));
+        assert!(sim.is_lingering(thirty));
+        // 400m still terminating: 600m free
+        assert!(sim.check(zero, 0).is_ok());
+        assert_eq!(sim.load_without(zero, 0).cpu, 400);
+        // the policy's gracePeriodSeconds overrides each pod's own
+        for (grace, lingers) in [(Some(0), [false, false]), (Some(5), [true, true])] {
+            let mut sim = Simulation::new(&s);
+            sim.set_termination(Termination {
+                graceful: true,
+                grace_override: grace,
+            });
+            sim.remove(zero);
+            sim.remove(thirty);
+            assert_eq!([sim.is_lingering(zero), sim.is_lingering(thirty)], lingers);
+        }
+    }
+
+    #[test]
+    fn terminating_pods_hold_their_room_for_other_replacements() {
+        // big leaves n1 and still terminates there while replacements are scheduled
+        let s = snapshot(
+            vec![node("n1").cpu(2000).build(), node("n2").cpu(2000).build()],
+            vec![
+                pod("d", "big").node("n1").cpu(1500).build(),
+                pod("d", "fill").node("n2").cpu(1000).build(),
+                pod("d", "small").node("n2").cpu(400).build(),
+            ],
+        );
+        let (big, small) = (id(&s, "big"), id(&s, "small"));
+        let nodes = all(&s);
+        let mut sim = Simulation::new(&s);
+        sim.remove(big);
+        // its replacement finds 500m free on n1 and 600m on n2: none until big is gone
+        assert!(sim.predict(big, &nodes).is_err());
+        // another replacement finds big's room taken
+        sim.remove(small);
+        assert_eq!(sim.load_without(small, 0).cpu, 1500);
+        assert_eq!(sim.load_without(small, 1).cpu, 1400);
+        // the cluster once everything settled: both gone
+        assert_eq!((sim.load(0).cpu, sim.load(1).cpu), (0, 1000));
+        sim.settle();
+        assert_eq!(sim.schedule(big, &nodes).unwrap(), 0);
+        // instant: big's room is free at once
+        let mut sim = Simulation::new(&s);
+        sim.set_termination(Termination::INSTANT);
+        sim.remove(big);
+        assert_eq!(sim.schedule(big, &nodes).unwrap(), 0);
+        sim.remove(small);
+        assert_eq!(sim.load_without(small, 1).cpu, 1000);
+    }
+
+    #[test]
+    fn terminating_pods_count_in_scores_but_not_in_topology_spread() {
+        // LeastAllocated: with p still on n1 (2 of 4 cpus), n1 and n2 tie for its
+        // replacement; gone at once, n1 is the emptiest (p and q of different workloads, so
+        // that default spreading scores nothing)
+        let s = snapshot(
+            vec![node("n1").cpu(4000).build(), node("n2").cpu(4000).build()],
+            vec![
+                pod("d", "p")
+                    .node("n1")
+                    .cpu(2000)
+                    .owner("ReplicaSet", "p")
+                    .build(),
+                pod("d", "q")
+                    .node("n2")
+                    .cpu(2000)
+                    .owner("ReplicaSet", "q")
+                    .build(),
+            ],
+        );
+        let p = id(&s, "p");
+        let mut sim = Simulation::new(&s);
+        sim.remove(p);
+        assert_eq!(
+            sim.predict(p, &all(&s)).unwrap(),
+            Prediction {
+                node: 0,
+                alternatives: vec![1]
+            }
+        );
+        let mut sim = Simulation::new(&s);
+        sim.set_termination(Termination::INSTANT);
+        sim.remove(p);
+        assert_eq!(
+            sim.predict(p, &all(&s)).unwrap(),
+            Prediction {
+                node: 0,
+                alternatives: vec![]
+            }
+        );
+        // DoNotSchedule zone spread (maxSkew 1): w1 and w2 leave zone a; terminating, they
+        // count nowhere, so w1's replacement must go to zone a (0 there, 1 in zone b)
+        let w = |name: &str, n: &str| {
+            pod("d", name)
+                .node(n)
+                .label("app", "w")
+                .spread(1, "zone", DoNotSchedule, "app", "w")
+                .build()
+        };
+        let s = snapshot(
+            vec![
+                node("a1").label("zone", "a").build(),
+                node("b1").label("zone", "b").build(),
+            ],
+            vec![w("w1", "a1"), w("w2", "a1"), w("w3", "b1")],
+        );
+        let mut sim = Simulation::new(&s);
+        sim.remove(id(&s, "w1"));
+        sim.remove(id(&s, "w2"));
+        assert!(sim.is_lingering(id(&s, "w2")));
+        assert_eq!(
+            sim.check(id(&s, "w1"), 1).unwrap_err(),
+            "node(s) didn't match pod topology spread constraints"
+        );
+        assert!(sim.check(id(&s, "w1"), 0).is_ok());
+    }
+
+    #[test]
+    fn terminating_pods_keep_their_anti_affinity_and_affinity() {
+        // w1 repels app=w on its host; while it terminates, its own replacement cannot land
+        // there, nor can another w; db attracts app=api to its host until it is gone
+        let anti = Affinity {
+            pod_anti_affinity_required: vec![affinity_term("kubernetes.io/hostname", "app", "w")],
+            ..Default::default()
+        };
+        let s = snapshot(
+            vec![node("n1").build(), node("n2").build()],
+            vec![
+                pod("d", "w1")
+                    .node("n1")
+                    .label("app", "w")
+                    .affinity(anti.clone())
+                    .build(),
+                pod("d", "w2")
+                    .node("n2")
+                    .label("app", "w")
+                    .affinity(anti)
+                    .build(),
+            ],
+        );
+        let (w1, w2) = (id(&s, "w1"), id(&s, "w2"));
+        let mut sim = Simulation::new(&s);
+        sim.remove(w1);
+        sim.remove(w2);
+        for (pod, node) in [(w1, 0), (w1, 1), (w2, 0), (w2, 1)] {
+            assert!(sim.check(pod, node).is_err(), "{pod} on {node}");
+        }
+        sim.settle();
+        assert!(sim.check(w1, 0).is_ok());
+        let mut sim = Simulation::new(&s);
+        sim.set_termination(Termination::INSTANT);
+        sim.remove(w1);
+        sim.remove(w2);
+        assert!(sim.check(w1, 0).is_ok());
+    }
+
+    #[test]
+    fn pending_pods_are_placed_once_the_evicted_pods_are_gone() {
+        let s = snapshot(
+            vec![node("n1").cpu(1000).build()],
+            vec![
+                pod("d", "old").node("n1").cpu(1000).build(),
+                pod("d", "pending").cpu(1000).build(),
+            ],
+        );
+        let (old, pending) = (id(&s, "old"), id(&s, "pending"));
+        let mut sim = Simulation::new(&s);
+        sim.remove(old);
+        assert!(sim.check(pending, 0).is_err());
+        assert_eq!(sim.schedule_settled(pending, &[0]).unwrap().node, 0);
+        // later replacements still see old terminating
+        assert!(sim.is_lingering(old));
+        assert_eq!(sim.load(0).cpu, 1000);
+    }
+
+    #[test]
+    fn replacements_queue_by_priority_then_creation() {
+        let s = snapshot(
+            vec![node("n").build()],
+            vec![
+                pod("d", "low").node("n").priority(1).build(),
+                pod("d", "none").node("n").build(),
+                pod("d", "high").node("n").priority(100).build(),
+                pod("d", "low-later").node("n").priority(1).build(),
+                pod("d", "high-later").node("n").priority(100).build(),
+            ],
+        );
+        let mut order: Vec<PodId> = ["low", "none", "high", "low-later", "high-later"]
+            .iter()
+            .map(|n| id(&s, n))
+            .collect();
+        queue_order(&s, &mut order);
+        let names: Vec<&str> = order.iter().map(|&p| &*s.pod(p).name).collect();
+        assert_eq!(names, ["high", "high-later", "low", "low-later", "none"]);
     }
 
     #[test]

@@ -108,6 +108,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         requests: Resources::default(),
         qos: Qos::BestEffort,
         priority: None,
+        termination_grace_seconds: None,
         priority_class_name: None,
         phase: Phase::Running,
         terminating: false,
@@ -183,6 +184,11 @@ impl PodBuilder {
             .collect();
         pairs.push((k.into(), v.into()));
         self.0.labels = Labels::new(pairs);
+        self
+    }
+    /// `spec.terminationGracePeriodSeconds`.
+    pub fn grace(mut self, seconds: i64) -> Self {
+        self.0.termination_grace_seconds = Some(seconds);
         self
     }
     pub fn priority(mut self, p: i32) -> Self {

@@ -2089,6 +2089,7 @@ fn convert_pod(
             .map(Str::boxed),
         phase: Phase::parse(&status.phase),
         terminating: metadata.deletion_timestamp.is_some(),
+        termination_grace_seconds: spec.termination_grace_period_seconds,
         created,
         started,
         has_local_storage: spec
@@ -2400,6 +2401,7 @@ struct RawSpec<'a> {
     priority: Option<i32>,
     #[serde(borrow)]
     priority_class_name: Option<Str<'a>>,
+    termination_grace_period_seconds: Option<i64>,
     #[serde(borrow, deserialize_with = "nullable")]
     tolerations: Vec<RawToleration<'a>>,
     #[serde(borrow, deserialize_with = "nullable")]

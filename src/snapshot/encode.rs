@@ -418,6 +418,9 @@ fn pod_object(pod: &Pod) -> Value {
     if let Some(pc) = &pod.priority_class_name {
         spec["priorityClassName"] = Value::from(&**pc);
     }
+    if let Some(g) = pod.termination_grace_seconds {
+        spec["terminationGracePeriodSeconds"] = Value::from(g);
+    }
     if let Some(a) = &pod.affinity {
         spec["affinity"] = affinity(a);
     }

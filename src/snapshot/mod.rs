@@ -44,6 +44,9 @@ pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 /// `scheduling.SystemCriticalPriority`: pods at or above it are system critical.
 pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
+
+/// The grace period the API server gives a pod that sets no `terminationGracePeriodSeconds`.
+pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
 /// The pod label naming a scheduler-plugins (coscheduling) PodGroup.
 pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The pod annotation naming a Volcano PodGroup.
@@ -414,6 +417,10 @@ pub struct Pod {
     pub priority_class_name: Option<Box<str>>,
     pub phase: Phase,
     pub terminating: bool,
+    /// `spec.terminationGracePeriodSeconds`: how long the kubelet lets the pod stop once it is
+    /// deleted (None: not given, which the API server defaults to
+    /// [`DEFAULT_TERMINATION_GRACE_SECONDS`]).
+    pub termination_grace_seconds: Option<i64>,
     /// Unix seconds.
     pub created: i64,
     /// `status.startTime`, unix seconds.
@@ -492,6 +499,17 @@ impl Pod {
 
     pub fn is_critical(&self) -> bool {
         self.priority.is_some_and(|p| p >= SYSTEM_CRITICAL_PRIORITY)
+    }
+
+    /// How long the kubelet lets the pod stop once it is evicted: `grace_override` (the
+    /// policy's `gracePeriodSeconds`, which the eviction passes on) when given, else the pod's
+    /// `terminationGracePeriodSeconds` (the API server's default 30 when not set). A negative
+    /// value (which the API server refuses) counts as 0.
+    pub fn grace_seconds(&self, grace_override: Option<i64>) -> i64 {
+        grace_override
+            .or(self.termination_grace_seconds)
+            .unwrap_or(DEFAULT_TERMINATION_GRACE_SECONDS)
+            .max(0)
     }
 
     /// Succeeded and failed pods hold no resources on their node.

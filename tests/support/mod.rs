@@ -94,19 +94,60 @@ pub struct Components {
     /// The fake kubelet: keeps every Node Ready (and its Lease renewed), marks pods bound to a
     /// node Running, and completes their graceful deletion.
     pub fake_kubelet: bool,
+    /// How the fake kubelet ends and starts pods ([`Kubelet::INSTANT`] or
+    /// [`Kubelet::REALISTIC`]).
+    pub kubelet: Kubelet,
     /// Flags given to kube-apiserver besides the harness's own (such as
     /// `--watch-cache=false`).
     pub apiserver_args: &'static [&'static str],
 }
 
+/// How the fake kubelet ends and starts pods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kubelet {
+    /// How much of each terminating pod's grace period it stays Running on its node, in
+    /// thousandths (100: a pod with the default 30 s stays 3 s); 0 deletes it at once.
+    pub grace_per_mille: u32,
+    /// How long a started pod runs before it becomes Ready.
+    pub ready_delay: Duration,
+}
+
+impl Kubelet {
+    /// Evicted pods are deleted at once and started pods are Ready at once: for tests that
+    /// do not measure what kube-scheduler sees while pods terminate (and are faster so).
+    pub const INSTANT: Kubelet = Kubelet {
+        grace_per_mille: 0,
+        ready_delay: Duration::ZERO,
+    };
+    /// As a real kubelet, on a shorter clock: a terminating pod keeps its place (and its
+    /// requests, for kube-scheduler) for a tenth of its grace period (3 s for the default
+    /// 30 s), and a started pod becomes Ready a second after it starts. For the tests that
+    /// measure predictions.
+    pub const REALISTIC: Kubelet = Kubelet {
+        grace_per_mille: 100,
+        ready_delay: Duration::from_secs(1),
+    };
+}
+
 impl Components {
-    /// Every component.
+    /// Every component, with a kubelet that deletes evicted pods at once
+    /// ([`Kubelet::INSTANT`]).
     pub fn all() -> Self {
         Components {
             controller_manager: true,
             scheduler: true,
             fake_kubelet: true,
+            kubelet: Kubelet::INSTANT,
             apiserver_args: &[],
+        }
+    }
+
+    /// Every component, with a kubelet that honours grace periods and readiness delays
+    /// ([`Kubelet::REALISTIC`]): what kube-scheduler sees on a real cluster.
+    pub fn realistic() -> Self {
+        Components {
+            kubelet: Kubelet::REALISTIC,
+            ..Components::all()
         }
     }
 
@@ -116,6 +157,7 @@ impl Components {
             controller_manager: false,
             scheduler: false,
             fake_kubelet: false,
+            kubelet: Kubelet::INSTANT,
             apiserver_args: &[],
         }
     }
@@ -941,22 +983,38 @@ pub async fn kubectl_run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) 
     )
 }
 
-/// The full cluster (all components) shared by the tests of this test binary, started on first
-/// use. Its processes stop, and its folder goes, when the test process exits.
+/// The full cluster (all components, [`Components::all`]) shared by the tests of this test
+/// binary, started on first use. Its processes stop, and its folder goes, when the test
+/// process exits.
 pub fn shared() -> &'static Cluster {
     static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
-    match SHARED.get_or_init(|| {
-        let cluster = Cluster::try_start(Components::all());
+    shared_in(&SHARED, Components::all(), "shared")
+}
+
+/// Like [`shared`], with the kubelet that honours grace periods and readiness delays
+/// ([`Components::realistic`]): for the tests that measure predictions.
+pub fn shared_realistic() -> &'static Cluster {
+    static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+    shared_in(&SHARED, Components::realistic(), "shared_realistic")
+}
+
+fn shared_in(
+    cell: &'static OnceLock<Result<Cluster, String>>,
+    components: Components,
+    name: &str,
+) -> &'static Cluster {
+    match cell.get_or_init(|| {
+        let cluster = Cluster::try_start(components);
         if let Ok(c) = &cluster {
             eprintln!(
-                "support::shared(): control plane ready in {:.1?}",
+                "support::{name}(): control plane ready in {:.1?}",
                 c.startup_time()
             );
         }
         cluster
     }) {
         Ok(cluster) => cluster,
-        Err(e) => panic!("the shared control plane did not start: {e}"),
+        Err(e) => panic!("the {name} control plane did not start: {e}"),
     }
 }
 
@@ -1249,6 +1307,14 @@ fn launch_clients(
         let args = vec![
             arg("kubeconfig", dir.join("admin.kubeconfig").display()),
             arg("heartbeat", "5s"),
+            arg(
+                "grace-scale",
+                format!("{}", f64::from(components.kubelet.grace_per_mille) / 1000.0),
+            ),
+            arg(
+                "ready-delay",
+                format!("{}ms", components.kubelet.ready_delay.as_millis()),
+            ),
             arg("v", 1),
         ];
         let exe = bin.join("fake-kubelet");

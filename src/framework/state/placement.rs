@@ -3,7 +3,7 @@
 //! them, cumulatively; and where the running plugin wants evicted pods to go.
 
 use super::EvictError;
-use crate::sim::{Prediction, ScoreProfile, Simulation};
+use crate::sim::{queue_order, Prediction, ScoreProfile, Simulation, Termination};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId};
 use std::collections::BTreeMap;
 
@@ -50,7 +50,15 @@ impl<'s> Placement<'s> {
     /// Scores destinations with a scheduler profile (`--scheduler-config`) instead of
     /// kube-scheduler's default one. Call before anything is planned.
     pub fn set_profile(&mut self, profile: std::sync::Arc<ScoreProfile>) {
+        let termination = self.sim.termination();
         self.sim = Simulation::with_profile(self.snap, profile);
+        self.sim.set_termination(termination);
+    }
+
+    /// How evicted pods terminate while their replacements are scheduled ([`Termination`]).
+    /// Call before anything is planned.
+    pub fn set_termination(&mut self, termination: Termination) {
+        self.sim.set_termination(termination);
     }
 
     pub fn snap(&self) -> &'s ClusterSnapshot {
@@ -92,18 +100,30 @@ impl<'s> Placement<'s> {
     /// Takes an evicted pod off the simulated cluster and, when predicting, places its
     /// replacement. Returns the predicted destination and its alternatives (None: not
     /// predicting, or no node fits).
+    ///
+    /// A replacement that finds no node while the evicted pods still terminate waits in
+    /// kube-scheduler's queue until the deletions free room: it is placed where it goes once
+    /// they are gone ([`Simulation::settle`]), and later replacements see them gone too.
     pub(super) fn evict(&mut self, pod: PodId) -> Option<Prediction> {
         self.sim.remove(pod);
-        if self.predict {
-            self.sim.schedule_predicted(pod, &self.nodes).ok()
-        } else {
-            None
+        if !self.predict {
+            return None;
+        }
+        match self.sim.schedule_predicted(pod, &self.nodes) {
+            Ok(p) => Some(p),
+            Err(_) if self.sim.any_lingering() => {
+                self.sim.settle();
+                self.sim.schedule_predicted(pod, &self.nodes).ok()
+            }
+            Err(_) => None,
         }
     }
 
-    /// Places a pending pod (one bound to no node) where kube-scheduler would put it.
+    /// Places a pending pod (one bound to no node) where kube-scheduler would put it once
+    /// the pods evicted so far are gone (it waits in kube-scheduler's queue until a deletion
+    /// frees room).
     pub(super) fn place_pending(&mut self, pod: PodId) -> Result<Prediction, crate::sim::NoFit> {
-        self.sim.schedule_predicted(pod, &self.nodes)
+        self.sim.schedule_settled(pod, &self.nodes)
     }
 
     /// Whether planned evictions' replacements are placed by the simulator.
@@ -118,8 +138,9 @@ impl<'s> Placement<'s> {
         self.sim.place(pod, node);
     }
 
-    /// Places a whole gang on a trial copy (`gangPolicy: WholeGang`): every member gone, then
-    /// each replacement placed, one after the other; and where the running plugin set
+    /// Places a whole gang on a trial copy (`gangPolicy: WholeGang`): every member evicted,
+    /// then each replacement placed, one after the other in kube-scheduler's queue order
+    /// ([`queue_order`]); and where the running plugin set
     /// targets, every member's destination among them and within its target. `gang_name`
     /// names the gang in the reasons. Nothing changes until [`Placement::keep`].
     pub(super) fn place_whole_gang(
@@ -135,13 +156,16 @@ impl<'s> Placement<'s> {
         for &m in members {
             trial.remove(m);
         }
-        let mut destinations = Vec::with_capacity(members.len());
-        let mut alternatives = Vec::with_capacity(members.len());
-        for &m in members {
+        let mut queue = members.to_vec();
+        queue_order(snap, &mut queue);
+        let mut destinations = vec![0; members.len()];
+        let mut alternatives = vec![Vec::new(); members.len()];
+        for &m in &queue {
             match trial.schedule_predicted(m, &self.nodes) {
                 Ok(d) => {
-                    destinations.push(d.node);
-                    alternatives.push(d.alternatives);
+                    let i = members.iter().position(|&x| x == m).expect("queued from members");
+                    destinations[i] = d.node;
+                    alternatives[i] = d.alternatives;
                 }
                 Err(e) => {
                     return Err(EvictError::WholeGang(format!(

@@ -229,6 +229,13 @@ impl<'de> Reader<'de> {
         self.i32().map(Some)
     }
 
+    fn opt_int(&mut self) -> R<Option<i64>> {
+        if self.null()? {
+            return Some(None);
+        }
+        self.int().map(Some)
+    }
+
     fn bool(&mut self) -> R<bool> {
         match self.peek()? {
             b't' => self.literal("true").map(|_| true),
@@ -595,6 +602,7 @@ fn clear_spec_but_containers(s: &mut RawSpec<'_>) {
     s.resources = None;
     s.priority = None;
     s.priority_class_name = None;
+    s.termination_grace_period_seconds = None;
     s.tolerations.clear();
     s.node_selector.0.clear();
     s.affinity = None;
@@ -633,6 +641,9 @@ fn spec<'de>(r: &mut Reader<'de>, s: &mut RawSpec<'de>) -> R {
         "resources" => absent(r),
         "priority" => r.opt_i32().map(|v| s.priority = v),
         "priorityClassName" => r.opt_string().map(|v| s.priority_class_name = v),
+        "terminationGracePeriodSeconds" => {
+            r.opt_int().map(|v| s.termination_grace_period_seconds = v)
+        },
         "tolerations" => r.list(&mut s.tolerations, toleration),
         "nodeSelector" => r.pairs(&mut s.node_selector),
         "affinity" => opt(r, affinity).map(|v| s.affinity = v.map(Box::new)),

@@ -352,6 +352,9 @@ fn pod_spec<'de>(b: &'de [u8], s: &mut RawSpec<'de>) -> P {
     table!(b, RawSpec, |v| {
         1 "volumes" => s.volumes.push(volume(v.bytes()?)?),
         2 "containers" => s.containers.push(container(v.bytes()?)?),
+        4 "terminationGracePeriodSeconds" => {
+            s.termination_grace_period_seconds = Some(v.int()? as i64)
+        },
         7 "nodeSelector" => s.node_selector.0.push(v.string_entry()?),
         10 "nodeName" => s.node_name = v.omitted()?,
         18 "affinity" => s.affinity = Some(Box::new(affinity(v.bytes()?)?)),
