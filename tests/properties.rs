@@ -593,3 +593,157 @@ proptest! {
         prop_assert_eq!(a, b);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// What kube-scheduler sees while evicted pods terminate
+
+use descheduler::plan::EvictionPlan;
+use descheduler::sim::{queue_order, Simulation, Termination};
+
+/// The pods of a case, each with `grace` seconds of terminationGracePeriodSeconds.
+fn with_grace(pods: Vec<Pod>, grace: i64) -> Vec<Pod> {
+    pods.into_iter()
+        .map(|mut p| {
+            p.termination_grace_seconds = Some(grace);
+            p
+        })
+        .collect()
+}
+
+/// The case's pipeline, predicting destinations with `termination`.
+fn predicting(c: &Case, termination: Termination) -> Pipeline {
+    let mut p = pipeline(c);
+    p.predict_destinations = true;
+    p.termination = termination;
+    p
+}
+
+/// Each planned eviction with its predicted destination and alternatives.
+fn predictions(p: &EvictionPlan) -> Vec<(u32, Option<u32>, Vec<u32>)> {
+    p.evictions
+        .iter()
+        .map(|e| (e.pod, e.destination, e.alternatives.clone()))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, .. ProptestConfig::default() })]
+
+    /// Pods with grace period 0 are gone at once, as with a kubelet that deletes at once; so
+    /// are all pods when the policy's gracePeriodSeconds is 0.
+    #[test]
+    fn grace_period_zero_predicts_as_instant_deletion(c in case()) {
+        let graceful = predicting(&c, Termination::GRACEFUL);
+        let instant = predicting(&c, Termination::INSTANT);
+        let zero = build(&c, with_grace(build_pods(&c), 0));
+        prop_assert_eq!(
+            predictions(&plan(&graceful, &zero, T0 + 3600).unwrap()),
+            predictions(&plan(&instant, &zero, T0 + 3600).unwrap())
+        );
+        let snap = build(&c, build_pods(&c));
+        let override_zero = predicting(&c, Termination { graceful: true, grace_override: Some(0) });
+        prop_assert_eq!(
+            predictions(&plan(&override_zero, &snap, T0 + 3600).unwrap()),
+            predictions(&plan(&instant, &snap, T0 + 3600).unwrap())
+        );
+    }
+
+    /// Evicted pods with a grace period keep their requests on their node while the
+    /// replacements are scheduled: every node a replacement lands on holds, within its
+    /// allocatable cpu and pod count, every pod bound there before (the evicted ones still
+    /// terminating) and the replacements placed there. Once everything settled, the evicted
+    /// pods are off their nodes.
+    #[test]
+    fn replacements_fit_beside_the_pods_still_terminating(
+        c in case(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..10),
+    ) {
+        let snap = build(&c, build_pods(&c));
+        let nodes = snap.ready_nodes(&Default::default());
+        let bound: Vec<u32> = (0..snap.pods.len() as u32)
+            .filter(|&p| snap.pod_node(p).is_some() && snap.pod(p).is_active() && !snap.pod(p).terminating)
+            .collect();
+        prop_assume!(!bound.is_empty());
+        let mut evicted: Vec<u32> = picks.iter().map(|i| bound[i.index(bound.len())]).collect();
+        evicted.sort_unstable();
+        evicted.dedup();
+        let mut sim = Simulation::new(&snap);
+        for &p in &evicted {
+            sim.remove(p);
+            prop_assert!(sim.is_lingering(p));
+        }
+        let mut queue = evicted.clone();
+        queue_order(&snap, &mut queue);
+        let mut placed: Vec<(u32, u32)> = Vec::new();
+        for &p in &queue {
+            if let Ok(d) = sim.schedule_predicted(p, &nodes) {
+                placed.push((p, d.node));
+            }
+        }
+        for n in 0..snap.nodes.len() as u32 {
+            let before: Vec<u32> = snap
+                .pods_on_node(n)
+                .iter()
+                .copied()
+                .filter(|&q| snap.pod(q).is_active())
+                .collect();
+            let landed: Vec<u32> = placed.iter().filter(|(_, d)| *d == n).map(|(p, _)| *p).collect();
+            let cpu = |ps: &[u32]| ps.iter().map(|&q| snap.pod(q).requests.cpu).sum::<i64>();
+            let alloc = &snap.node(n).allocatable;
+            if !landed.is_empty() {
+                prop_assert!(
+                    cpu(&before) + cpu(&landed) <= alloc.cpu,
+                    "{}: {}m before, {}m landed, {}m allocatable",
+                    snap.node(n).name, cpu(&before), cpu(&landed), alloc.cpu
+                );
+                prop_assert!((before.len() + landed.len()) as i64 <= alloc.pods);
+            }
+            let gone: Vec<u32> = before.iter().copied().filter(|q| evicted.contains(q)).collect();
+            prop_assert_eq!(
+                sim.load(n).cpu,
+                cpu(&before) - cpu(&gone) + cpu(&landed),
+                "{} once settled", &snap.node(n).name
+            );
+        }
+    }
+
+    /// Replacements waiting together go in kube-scheduler's queue order: higher priority
+    /// first (none counts as 0), then in the order they were created (the order given).
+    #[test]
+    fn replacements_queue_by_priority_then_creation(
+        priorities in prop::collection::vec(prop::option::of(-3i32..3), 0..20),
+    ) {
+        let pods: Vec<Pod> = priorities
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let b = pod("q", &format!("p{i:02}")).node("n0");
+                match p {
+                    Some(p) => b.priority(*p).build(),
+                    None => b.build(),
+                }
+            })
+            .collect();
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n0").build()],
+            pods,
+            ..Default::default()
+        });
+        let given: Vec<u32> = (0..snap.pods.len() as u32).rev().collect();
+        let mut order = given.clone();
+        queue_order(&snap, &mut order);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        let mut all = given.clone();
+        all.sort_unstable();
+        prop_assert_eq!(sorted, all, "a permutation");
+        let prio = |p: u32| snap.pod(p).priority.unwrap_or(0);
+        for w in order.windows(2) {
+            let pos = |p: u32| given.iter().position(|&q| q == p).unwrap();
+            prop_assert!(
+                prio(w[0]) > prio(w[1]) || (prio(w[0]) == prio(w[1]) && pos(w[0]) < pos(w[1])),
+                "{:?}", order
+            );
+        }
+    }
+}

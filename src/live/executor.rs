@@ -275,7 +275,9 @@ impl LiveExecutor {
                                         }
                                     }
                                 }
-                                // The rest of the cycle is planned from where it really landed.
+                                // The rest of the cycle is planned from where it really landed,
+                                // with the evicted pods whose termination is over gone.
+                                self.note_terminated(snap, &mut memory).await;
                                 continue 'replan;
                             }
                         }
@@ -436,6 +438,30 @@ impl LiveExecutor {
             Err(err) => {
                 tracing::warn!(pod = %pod.key(), error = %err, "eviction failed");
                 Outcome::Failed
+            }
+        }
+    }
+
+    /// Records in `memory.gone` the pods evicted earlier in the cycle that the API no longer
+    /// holds (their termination over); a pod that cannot be read is taken to terminate still.
+    async fn note_terminated(&self, snap: &ClusterSnapshot, memory: &mut CycleMemory) {
+        let waiting: Vec<_> = memory
+            .evicted
+            .iter()
+            .copied()
+            .filter(|p| !memory.gone.contains(p))
+            .collect();
+        for p in waiting {
+            let pod = snap.pod(p);
+            let pods: Api<Pod> = Api::namespaced(self.api.client.clone(), &pod.namespace);
+            self.api.throttle().await;
+            let gone = match pods.get_opt(&pod.name).await {
+                Ok(None) => true,
+                Ok(Some(current)) => current.metadata.uid.as_deref() != Some(&*pod.uid),
+                Err(_) => false,
+            };
+            if gone {
+                memory.gone.push(p);
             }
         }
     }

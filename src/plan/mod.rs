@@ -58,6 +58,9 @@ pub struct CycleMemory {
     /// Evicted pods whose replacement was seen bound (`--await-placement`), with its node:
     /// the plan places the replacement there instead of where the simulator would.
     pub landed: Vec<(PodId, NodeId)>,
+    /// Pods evicted earlier in this cycle that are gone from the API (their termination
+    /// over): later replacements no longer find them on their nodes.
+    pub gone: Vec<PodId>,
     /// What earlier cycles observed (continuous mode).
     pub history: History,
 }
@@ -111,6 +114,9 @@ pub fn plan_with(
             Some(&(_, node)) => state.record_landed(p, node),
             None => state.record_evicted_earlier(p),
         }
+    }
+    for &p in &memory.gone {
+        state.placement_mut().terminated(p);
     }
     for &p in &memory.refused {
         state.pin(p);

@@ -401,6 +401,20 @@ impl<'s> Simulation<'s> {
         self.lingering[pod as usize]
     }
 
+    /// An evicted pod is gone: it no longer terminates on its node in kube-scheduler's view.
+    pub fn terminated(&mut self, pod: PodId) {
+        if !std::mem::replace(&mut self.lingering[pod as usize], false) {
+            return;
+        }
+        let p = self.snap.pod(pod);
+        if let Some(n) = self.snap.pod_node(pod) {
+            let (c, m) = non_zero(p);
+            self.linger_load[n as usize].sub_pod(&p.requests);
+            self.linger_non_zero[n as usize].0 -= c;
+            self.linger_non_zero[n as usize].1 -= m;
+        }
+    }
+
     /// Whether any evicted pod still terminates in kube-scheduler's view.
     pub fn any_lingering(&self) -> bool {
         self.lingering.iter().any(|&l| l)
@@ -1409,6 +1423,11 @@ mod tests {
         assert_eq!(sim.load_without(small, 1).cpu, 1400);
         // the cluster once everything settled: both gone
         assert_eq!((sim.load(0).cpu, sim.load(1).cpu), (0, 1000));
+        // once big is seen gone, its room is free; small still terminates
+        sim.terminated(big);
+        assert!(!sim.is_lingering(big) && sim.is_lingering(small));
+        assert_eq!(sim.load_without(small, 0).cpu, 0);
+        assert_eq!(sim.load_without(small, 1).cpu, 1400);
         sim.settle();
         assert_eq!(sim.schedule(big, &nodes).unwrap(), 0);
         // instant: big's room is free at once

@@ -131,6 +131,12 @@ impl<'s> Placement<'s> {
         self.predict
     }
 
+    /// An evicted pod is gone from the API: it no longer terminates on its node in
+    /// kube-scheduler's view.
+    pub fn terminated(&mut self, pod: PodId) {
+        self.sim.terminated(pod);
+    }
+
     /// Takes an evicted pod off the simulated cluster and puts its replacement where it really
     /// landed.
     pub(super) fn evict_to(&mut self, pod: PodId, node: NodeId) {
