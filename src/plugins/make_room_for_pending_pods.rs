@@ -289,11 +289,12 @@ pub struct Trial {
     pub placed_on: Vec<NodeId>,
 }
 
-/// Simulates a set of moves on a copy of `sim`: every pod of `moves` evicted, their
-/// replacements placed where kube-scheduler would put them (each on a node other than its
-/// pod's own, or the set fails) in its queue order, while the evicted pods still terminate
-/// (with a grace period, they keep their room until the replacements are placed); then, once
-/// they are gone, every pod of `unit` placed. None when something finds no place.
+/// Simulates a set of moves on a copy of `sim`: each pod of `moves` evicted and its
+/// replacement placed where kube-scheduler would put it (on a node other than its pod's own,
+/// or the set fails), one after the other as the plan records them ([`Simulation::replace`]:
+/// with a grace period, the evicted pods keep their room while the replacements are placed);
+/// then, once they are gone, every pod of `unit` placed. None when something finds no place.
+/// The caller gives the moves in kube-scheduler's queue order ([`queue_order`]).
 ///
 /// Where a moved pod is gone at once (grace period 0, or `--termination-model instant`),
 /// kube-scheduler may also take the pending pods first (they wait in its queue while the
@@ -309,23 +310,16 @@ pub fn simulate(
 ) -> Option<Trial> {
     let snap = sim.snap();
     let mut t = sim.clone();
+    let instant = moves
+        .iter()
+        .any(|&m| !sim.termination().lingers(snap.pod(m)));
+    let mut moved_to = Vec::with_capacity(moves.len());
     for &m in moves {
-        t.remove(m);
-    }
-    let instant = moves.iter().any(|&m| !t.is_lingering(m));
-    let mut queue = moves.to_vec();
-    queue_order(snap, &mut queue);
-    let mut moved_to = vec![0; moves.len()];
-    for &m in &queue {
-        let d = t.schedule_predicted(m, nodes).ok()?;
+        let d = t.replace(m, nodes).ok()?;
         if Some(d.node) == snap.pod_node(m) {
             return None;
         }
-        let i = moves
-            .iter()
-            .position(|&x| x == m)
-            .expect("queued from moves");
-        moved_to[i] = d.node;
+        moved_to.push(d.node);
     }
     let mut placed_on = Vec::with_capacity(unit.len());
     for &p in unit {
@@ -339,7 +333,7 @@ pub fn simulate(
         for &p in unit {
             first.schedule_settled(p, nodes).ok()?;
         }
-        for &m in &queue {
+        for &m in moves {
             first.schedule_predicted(m, nodes).ok()?;
         }
     }
@@ -665,7 +659,9 @@ impl MakeRoomForPendingPods {
                     } else {
                         vec![moves]
                     };
-                    for order in orders {
+                    for mut order in orders {
+                        // kube-scheduler takes the replacements by priority first
+                        queue_order(cx.snap(), &mut order);
                         if *budget == 0 {
                             return Search::NotFound { budget_spent: true };
                         }

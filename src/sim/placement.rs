@@ -602,6 +602,21 @@ impl<'s> Simulation<'s> {
         placed
     }
 
+    /// Evicts `pod` ([`Simulation::remove`]) and places its replacement where kube-scheduler
+    /// would put it: while the evicted pods terminate or, when it finds no node then, once
+    /// they are gone (it waits in kube-scheduler's queue until the deletions free room, and
+    /// later replacements see them gone too: [`Simulation::settle`]).
+    pub fn replace(&mut self, pod: PodId, nodes: &[NodeId]) -> Result<Prediction, NoFit> {
+        self.remove(pod);
+        match self.schedule_predicted(pod, nodes) {
+            Err(_) if self.any_lingering() => {
+                self.settle();
+                self.schedule_predicted(pod, nodes)
+            }
+            placed => placed,
+        }
+    }
+
     /// [`Simulation::predict`], then places the pod on the predicted node.
     pub fn schedule_predicted(
         &mut self,

@@ -105,18 +105,11 @@ impl<'s> Placement<'s> {
     /// kube-scheduler's queue until the deletions free room: it is placed where it goes once
     /// they are gone ([`Simulation::settle`]), and later replacements see them gone too.
     pub(super) fn evict(&mut self, pod: PodId) -> Option<Prediction> {
-        self.sim.remove(pod);
         if !self.predict {
+            self.sim.remove(pod);
             return None;
         }
-        match self.sim.schedule_predicted(pod, &self.nodes) {
-            Ok(p) => Some(p),
-            Err(_) if self.sim.any_lingering() => {
-                self.sim.settle();
-                self.sim.schedule_predicted(pod, &self.nodes).ok()
-            }
-            Err(_) => None,
-        }
+        self.sim.replace(pod, &self.nodes).ok()
     }
 
     /// Places a pending pod (one bound to no node) where kube-scheduler would put it once
