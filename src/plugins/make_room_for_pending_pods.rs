@@ -287,6 +287,9 @@ fn move_cost(snap: &ClusterSnapshot, pod: PodId) -> (i32, bool, std::cmp::Revers
 pub struct Trial {
     pub moved_to: Vec<NodeId>,
     pub placed_on: Vec<NodeId>,
+    /// The moves whose replacement must win a score tie for the set to work: (the moved
+    /// pod, the node it must land on, how many nodes tie). Empty for [`simulate`].
+    pub ties: Vec<(PodId, NodeId, usize)>,
 }
 
 /// Simulates a set of moves on a copy of `sim`: each pod of `moves` evicted and its
@@ -308,18 +311,61 @@ pub fn simulate(
     moves: &[PodId],
     unit: &[PodId],
 ) -> Option<Trial> {
+    simulate_moves(sim, nodes, moves, unit, false, &mut false)
+}
+
+/// [`simulate`]; a move whose replacement's own node ties for the best score with others
+/// fails it (the replacement may land back there; `home_tie` is set), unless `ties`: then the replacement is taken to land on
+/// another of the tied nodes (kube-scheduler picks among them at random), recorded in
+/// [`Trial::ties`].
+fn simulate_moves(
+    sim: &Simulation<'_>,
+    nodes: &[NodeId],
+    moves: &[PodId],
+    unit: &[PodId],
+    ties: bool,
+    home_tie: &mut bool,
+) -> Option<Trial> {
     let snap = sim.snap();
     let mut t = sim.clone();
+    let mut won = Vec::new();
     let instant = moves
         .iter()
         .any(|&m| !sim.termination().lingers(snap.pod(m)));
     let mut moved_to = Vec::with_capacity(moves.len());
     for &m in moves {
-        let d = t.replace(m, nodes).ok()?;
-        if Some(d.node) == snap.pod_node(m) {
-            return None;
-        }
-        moved_to.push(d.node);
+        let own = snap.pod_node(m);
+        let mut trial = t.clone();
+        let d = trial.replace(m, nodes).ok()?;
+        // A replacement whose own node ties for the best score may land back there: the
+        // move works only if kube-scheduler breaks the tie the other way.
+        let home = own.is_some_and(|o| d.node == o || d.alternatives.contains(&o));
+        let to = if !home {
+            t = trial;
+            d.node
+        } else {
+            let other = std::iter::once(d.node)
+                .chain(d.alternatives.iter().copied())
+                .find(|&n| Some(n) != own);
+            match other {
+                Some(other) if ties => {
+                    if other == d.node {
+                        t = trial;
+                    } else {
+                        t.remove(m);
+                        t.place(m, other);
+                    }
+                    won.push((m, other, 1 + d.alternatives.len()));
+                    other
+                }
+                Some(_) => {
+                    *home_tie = true;
+                    return None;
+                }
+                None => return None,
+            }
+        };
+        moved_to.push(to);
     }
     let mut placed_on = Vec::with_capacity(unit.len());
     for &p in unit {
@@ -340,6 +386,7 @@ pub fn simulate(
     Some(Trial {
         moved_to,
         placed_on,
+        ties: won,
     })
 }
 
@@ -452,6 +499,9 @@ enum Search {
     /// No set within the bounds; whether the simulation budget cut the search short.
     NotFound {
         budget_spent: bool,
+        /// Whether some set failed only because a replacement's own node tied for the best
+        /// score with other nodes.
+        home_tie: bool,
     },
 }
 
@@ -625,6 +675,8 @@ impl MakeRoomForPendingPods {
 
     /// The fewest, cheapest moves that let the simulator place the whole unit, within the
     /// bounds; `budget` is what is left of the cycle's simulations.
+    /// With `ties`, a set that works only if replacements win score ties counts too
+    /// ([`Trial::ties`]).
     fn search(
         &self,
         cx: &Context<'_, '_>,
@@ -632,7 +684,9 @@ impl MakeRoomForPendingPods {
         pool: &[PodId],
         chain_start: usize,
         budget: &mut u32,
+        ties: bool,
     ) -> Search {
+        let mut home_tie = false;
         let sim = cx.placement().sim();
         let nodes = cx.placement().nodes();
         let capacity = Capacity::of(cx, unit);
@@ -663,10 +717,15 @@ impl MakeRoomForPendingPods {
                         // kube-scheduler takes the replacements by priority first
                         queue_order(cx.snap(), &mut order);
                         if *budget == 0 {
-                            return Search::NotFound { budget_spent: true };
+                            return Search::NotFound {
+                                budget_spent: true,
+                                home_tie,
+                            };
                         }
                         *budget -= 1;
-                        if let Some(t) = simulate(sim, nodes, &order, &unit.pods) {
+                        if let Some(t) =
+                            simulate_moves(sim, nodes, &order, &unit.pods, ties, &mut home_tie)
+                        {
                             return Search::Found(order, t);
                         }
                     }
@@ -678,7 +737,33 @@ impl MakeRoomForPendingPods {
         }
         Search::NotFound {
             budget_spent: false,
+            home_tie,
         }
+    }
+
+    /// What a set of moves that works only through score ties needs, with its odds.
+    fn describe_ties(snap: &ClusterSnapshot, moves: &[PodId], trial: &Trial) -> String {
+        let names: Vec<String> = moves.iter().map(|&m| snap.pod(m).key()).collect();
+        let mut chance = 1.0;
+        let needs: Vec<String> = trial
+            .ties
+            .iter()
+            .map(|&(m, to, k)| {
+                chance /= k as f64;
+                let from = snap.pod_node(m).map_or("?", |n| &*snap.node(n).name);
+                format!(
+                    "the replacement of {} lands on {} rather than back on {from} (1 in {k}: kube-scheduler picks among {k} nodes of equal score at random)",
+                    snap.pod(m).key(),
+                    snap.node(to).name
+                )
+            })
+            .collect();
+        format!(
+            " for certain; moving {} makes room only if {}: {:.0}% likely, so it is not planned",
+            names.join(", "),
+            needs.join(" and "),
+            100.0 * chance
+        )
     }
 
     /// Why the unit finds no place as the plan leaves the cluster: the scheduler's reason for
@@ -770,6 +855,8 @@ impl Plugin for MakeRoomForPendingPods {
             planning[n as usize] = true;
         }
         let mut budget = self.args.max_simulations;
+        // The search for sets that work only through score ties has a budget of its own.
+        let mut tie_budget = self.args.max_simulations;
         for unit in &units {
             let name = unit.describe(snap);
             // Room already: nothing to move.
@@ -793,9 +880,10 @@ impl Plugin for MakeRoomForPendingPods {
             let found = if pool.is_empty() {
                 Search::NotFound {
                     budget_spent: false,
+                    home_tie: false,
                 }
             } else {
-                self.search(cx, unit, &pool, chain_start, &mut budget)
+                self.search(cx, unit, &pool, chain_start, &mut budget, false)
             };
             match found {
                 Search::Found(moves, trial) => {
@@ -837,7 +925,10 @@ impl Plugin for MakeRoomForPendingPods {
                     );
                     Self::record(cx, unit, placed, planned, why);
                 }
-                Search::NotFound { budget_spent } => {
+                Search::NotFound {
+                    budget_spent,
+                    home_tie,
+                } => {
                     let mut why = format!(
                         "{}; no set of at most {} running pods to move makes room",
                         Self::scheduler_reason(cx, unit),
@@ -851,6 +942,14 @@ impl Plugin for MakeRoomForPendingPods {
                             " within the search budget (maxSimulations {})",
                             self.args.max_simulations
                         ));
+                    } else if home_tie {
+                        // A set that works only if kube-scheduler breaks ties its way is
+                        // reported, with the odds, not planned.
+                        if let Search::Found(moves, trial) =
+                            self.search(cx, unit, &pool, chain_start, &mut tie_budget, true)
+                        {
+                            why.push_str(&Self::describe_ties(snap, &moves, &trial));
+                        }
                     }
                     Self::record(cx, unit, vec![None; unit.pods.len()], Vec::new(), Some(why));
                 }
@@ -1298,6 +1397,60 @@ mod tests {
         // the second one needs the move, since the first took the empty node
         assert_eq!(dest(&snap, &out.pending[1].destinations), ["busy-1"]);
         assert_eq!(names(&snap, &out.pending[1].made_room_by), ["infer-1"]);
+    }
+
+    /// The example: a 4-cpu pod pending on three 4-cpu nodes with 2, 2 and 1 cpu free.
+    /// Moving a 2-cpu pod frees a node only if its replacement, scheduled while the pod still
+    /// terminates, lands on the other 2-cpu-free node rather than back on its own: a tie
+    /// kube-scheduler breaks at random. Reported with its odds, not planned.
+    #[test]
+    fn a_move_that_needs_a_tie_is_reported_with_its_odds() {
+        let n = |name: &str| node(name).cpu(4000).memory(16 * GI);
+        let run_pod = |name: &str, on: &str, cpu: i64| {
+            pod("d", name)
+                .node(on)
+                .cpu(cpu)
+                .memory(GI)
+                .owner("ReplicaSet", name)
+        };
+        let parts = SnapshotParts {
+            nodes: vec![n("n1").build(), n("n2").build(), n("n3").build()],
+            pods: vec![
+                run_pod("a", "n1", 2000).build(),
+                run_pod("b", "n2", 2000).build(),
+                run_pod("c", "n3", 3000).build(),
+                pending("ml", "big").cpu(4000).resource(GPU, 0).build(),
+            ],
+            ..Default::default()
+        };
+        let snap = ClusterSnapshot::build(parts);
+        let out = run(&snap, json!({}));
+        assert!(out.evicted.is_empty(), "{:?}", out.evicted);
+        let why = out.pending[0].reason.as_deref().unwrap();
+        assert!(
+            why.starts_with("0/3 nodes are available: 3 Insufficient cpu; no set of at most 4 running pods to move makes room for certain; moving d/"),
+            "{why}"
+        );
+        assert!(
+            why.contains("rather than back on n")
+                && why.contains("(1 in 2: kube-scheduler picks among 2 nodes of equal score at random): 50% likely, so it is not planned"),
+            "{why}"
+        );
+        // with a kubelet that deletes at once, the pod's own node is the emptiest for its
+        // replacement: no set at all, and no odds to give
+        let nodes = snap.ready_nodes(&Default::default());
+        let mut state = PlanningState::new(&snap, Limits::default());
+        state
+            .placement_mut()
+            .set_termination(crate::sim::Termination::INSTANT);
+        run_on(&plugin(json!({})), &mut state, &evictor(), &nodes, NOW);
+        let out = state.into_output();
+        assert!(out.evictions.is_empty());
+        let why = out.pending[0].reason.as_deref().unwrap();
+        assert!(
+            why.ends_with("no set of at most 4 running pods to move makes room"),
+            "{why}"
+        );
     }
 
     #[test]
