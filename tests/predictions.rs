@@ -364,14 +364,14 @@ async fn with_await_placement_predictions_are_exact_and_nothing_returns_to_its_s
         .collect();
     assert!(evicted.len() >= 4, "{real}");
     let (mut exact, mut within) = (0, 0);
+    let mut back_home = Vec::new();
     for e in &evicted {
         let landed = e["landed"]
             .as_str()
             .unwrap_or_else(|| panic!("no replacement seen for {e}"));
-        assert_ne!(
-            landed, e["node"],
-            "a replacement went back to its source: {e}"
-        );
+        if landed == e["node"] {
+            back_home.push(e);
+        }
         let alternative = e["alternatives"]
             .as_array()
             .is_some_and(|a| a.iter().any(|n| n == landed));
@@ -387,6 +387,10 @@ async fn with_await_placement_predictions_are_exact_and_nothing_returns_to_its_s
         "await-placement: {n} evictions; replacements on the predicted node {exact}/{n} ({:.0}%), on it or an alternative {within}/{n} ({:.0}%)",
         100.0 * exact as f64 / n as f64,
         100.0 * within as f64 / n as f64
+    );
+    assert!(
+        back_home.is_empty(),
+        "replacements went back to their source: {back_home:?}"
     );
     // Each prediction is made on the cluster as it is: what is left is kube-scheduler's
     // random pick among tied nodes, which the prediction names as alternatives. (The issue

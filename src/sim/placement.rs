@@ -147,8 +147,10 @@ pub struct Simulation<'s> {
     profile: Arc<ScoreProfile>,
     /// How evicted pods terminate.
     termination: Termination,
-    /// Evicted pods still terminating on their node while replacements are scheduled.
+    /// Evicted pods still terminating on their node while replacements are scheduled, and
+    /// how many they are.
     lingering: Vec<bool>,
+    lingering_count: usize,
     /// What the lingering pods request on each node (`pods` counts them), and their cpu and
     /// memory as scoring counts them.
     linger_load: Vec<Resources>,
@@ -299,6 +301,7 @@ impl<'s> Simulation<'s> {
             profile,
             termination: Termination::default(),
             lingering: vec![false; snap.pods.len()],
+            lingering_count: 0,
             linger_load: vec![Resources::default(); snap.nodes.len()],
             linger_non_zero: vec![(0, 0); snap.nodes.len()],
             see_lingering: true,
@@ -388,6 +391,7 @@ impl<'s> Simulation<'s> {
                 self.non_zero[n as usize].1 -= m;
                 if self.termination.lingers(p) {
                     self.lingering[pod as usize] = true;
+                    self.lingering_count += 1;
                     self.linger_load[n as usize].add_pod(&p.requests);
                     self.linger_non_zero[n as usize].0 += c;
                     self.linger_non_zero[n as usize].1 += m;
@@ -406,6 +410,7 @@ impl<'s> Simulation<'s> {
         if !std::mem::replace(&mut self.lingering[pod as usize], false) {
             return;
         }
+        self.lingering_count -= 1;
         let p = self.snap.pod(pod);
         if let Some(n) = self.snap.pod_node(pod) {
             let (c, m) = non_zero(p);
@@ -417,12 +422,16 @@ impl<'s> Simulation<'s> {
 
     /// Whether any evicted pod still terminates in kube-scheduler's view.
     pub fn any_lingering(&self) -> bool {
-        self.lingering.iter().any(|&l| l)
+        self.lingering_count > 0
     }
 
     /// The evicted pods are gone: every pod still terminating is taken out of
     /// kube-scheduler's view.
     pub fn settle(&mut self) {
+        if self.lingering_count == 0 {
+            return;
+        }
+        self.lingering_count = 0;
         self.lingering.iter_mut().for_each(|l| *l = false);
         self.linger_load
             .iter_mut()
