@@ -477,8 +477,26 @@ impl DefaultEvictor {
         }
         if self.args.placement_check {
             placement_check(placement, id)?;
+        } else if self.args.node_fit && placement.targets().is_some() {
+            returns_home(placement, id)?;
         }
         Ok(())
+    }
+}
+
+/// With nodeFit, under a plugin that moves load to placement targets (LowNodeUtilization),
+/// an eviction whose replacement kube-scheduler is predicted to put back on the pod's own node
+/// changes nothing but restarts the pod: refused, unlike upstream (whose nodeFit asks only
+/// whether another node fits). Plugins that restart pods on purpose (PodLifeTime and the
+/// like) set no targets and are not held to it. `placementCheck: true` asks more.
+fn returns_home(placement: &Placement<'_>, id: PodId) -> Result<(), String> {
+    let snap = placement.snap();
+    match placement.sim().destination(id, placement.nodes()) {
+        Ok(dest) if Some(dest) == snap.pod_node(id) => Err(format!(
+            "its replacement is predicted to land back on its own node {}: the eviction would change nothing (nodeFit)",
+            snap.node(dest).name
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -902,6 +920,48 @@ mod tests {
         assert!(err.contains("topology spread"), "{err}");
         // w2 leaving b: a=1, b=1: it may go to a
         assert!(ev.pre_eviction_filter(state.placement(), 1).is_ok());
+    }
+
+    #[test]
+    fn with_node_fit_an_eviction_predicted_back_home_is_refused_under_placement_targets() {
+        // hot holds 3 x 1500m, cold 2500m: once a is planned onto cold, b's best place is hot.
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("hot").cpu(4000).build(),
+                node("cold").cpu(4000).build(),
+            ],
+            pods: vec![
+                pod("d", "a").node("hot").cpu(1500).build(),
+                pod("d", "b").node("hot").cpu(1500).build(),
+                pod("d", "x").node("cold").cpu(1000).build(),
+            ],
+            ..Default::default()
+        });
+        let ev = evictor(json!({"nodeFit": true}));
+        let p = |name: &str| snap.pod_id("d", name).unwrap();
+        let cold = snap.node_id("cold").unwrap();
+        let mut state = PlanningState::new(&snap, Limits::default());
+        state
+            .placement_mut()
+            .set_termination(crate::sim::Termination::INSTANT);
+        state
+            .placement_mut()
+            .set_targets(vec![(cold, [("cpu".to_string(), 4000)].into())]);
+        assert!(ev.pre_eviction_filter(state.placement(), p("a")).is_ok());
+        state.plan_eviction(p("a"), "p", "T", "r".into()).unwrap();
+        let err = ev
+            .pre_eviction_filter(state.placement(), p("b"))
+            .unwrap_err();
+        assert!(err.contains("land back on its own node hot"), "{err}");
+        // without targets (PodLifeTime and the like restart pods on purpose): allowed
+        state.placement_mut().clear_targets();
+        assert!(ev.pre_eviction_filter(state.placement(), p("b")).is_ok());
+        // without nodeFit: upstream's behaviour
+        let plain = evictor(json!({}));
+        state
+            .placement_mut()
+            .set_targets(vec![(cold, [("cpu".to_string(), 4000)].into())]);
+        assert!(plain.pre_eviction_filter(state.placement(), p("b")).is_ok());
     }
 
     #[test]
