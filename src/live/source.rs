@@ -143,7 +143,8 @@ impl ResourceApi {
 }
 
 /// Where Kubernetes' own PodGroups are read: `v1beta1` (Kubernetes 1.37, with
-/// `--runtime-config=scheduling.k8s.io/v1beta1=true`), else `v1alpha3`.
+/// `--runtime-config=scheduling.k8s.io/v1beta1=true`), else `v1alpha3`, else `v1alpha2`
+/// (Kubernetes 1.36).
 const KUBERNETES_POD_GROUP_VERSIONS: &[(&str, &str)] = &[
     (
         "/apis/scheduling.k8s.io/v1beta1/podgroups",
@@ -152,6 +153,10 @@ const KUBERNETES_POD_GROUP_VERSIONS: &[(&str, &str)] = &[
     (
         "/apis/scheduling.k8s.io/v1alpha3/podgroups",
         "scheduling.k8s.io/v1alpha3",
+    ),
+    (
+        "/apis/scheduling.k8s.io/v1alpha2/podgroups",
+        "scheduling.k8s.io/v1alpha2",
     ),
 ];
 

@@ -2,7 +2,8 @@
 //! priorityclasses -A -o yaml` (or `-o json`) prints, or a multi-document YAML stream.
 //! Gang schedulers' PodGroups are read too: add `podgroups.scheduling.x-k8s.io` and/or
 //! `podgroups.scheduling.volcano.sh` to the kubectl command where those CRDs are installed,
-//! and `podgroups.scheduling.k8s.io` for Kubernetes' own (1.37, `v1beta1` or `v1alpha3`).
+//! and `podgroups.scheduling.k8s.io` for Kubernetes' own (1.37, `v1beta1` or `v1alpha3`; 1.36,
+//! `v1alpha2`).
 //! A pod naming a PodGroup the file lacks is treated as a gang of unknown minMember (every
 //! member protected).
 //!
@@ -1219,7 +1220,7 @@ pub(crate) fn share<T: PartialEq + ?Sized>(own: &mut Arc<T>, rep: &Arc<T>) {
 /// read as 1: the last running member of a gang is never evicted. A Kubernetes PodGroup
 /// (`scheduling.k8s.io`) has its gang size in `spec.schedulingPolicy.gang.minCount` (the API
 /// requires at least 1; a `basic` policy has none, read as 1) and its
-/// `spec.disruptionMode`, `single: {}` or `all: {}`.
+/// `spec.disruptionMode`, `single: {}` or `all: {}` (1.36: `Pod` or `PodGroup`).
 fn convert_pod_group(
     file: &str,
     label: Obj<'_>,
@@ -1265,7 +1266,25 @@ fn convert_pod_group(
         }
     };
     let disruption = match (kind, &obj.spec.disruption_mode) {
-        (GangKind::Kubernetes, Some(m)) => match (m.single.is_some(), m.all.is_some()) {
+        (GangKind::Kubernetes, Some(m)) if m.named.is_some() => {
+            match m.named.as_deref().unwrap_or_default() {
+                "Pod" => Some(DisruptionMode::Single),
+                "PodGroup" => Some(DisruptionMode::All),
+                // An empty string is an unset field (1.36 defaults it to Pod).
+                "" => None,
+                other => {
+                    return Err(SnapshotError::field(
+                        file,
+                        label,
+                        "spec.disruptionMode",
+                        format!(
+                            "{other:?} is not a disruption mode; Kubernetes 1.36 (scheduling.k8s.io/v1alpha2) names Pod (members one by one) or PodGroup (the group whole), 1.37 writes {{single: {{}}}} or {{all: {{}}}}"
+                        ),
+                    ))
+                }
+            }
+        }
+        (GangKind::Kubernetes, Some(m)) => match (m.single, m.all) {
             (true, false) => Some(DisruptionMode::Single),
             (false, true) => Some(DisruptionMode::All),
             (true, true) => {
@@ -2453,13 +2472,51 @@ struct RawGangPolicy {
     min_count: Option<RawInt>,
 }
 
-/// `spec.disruptionMode` of a Kubernetes PodGroup: a union, `single: {}` or `all: {}`.
-#[derive(Deserialize, Default)]
+/// `spec.disruptionMode` of a Kubernetes PodGroup: in 1.37 (`v1beta1`, `v1alpha3`) a union,
+/// `single: {}` or `all: {}`; in 1.36 (`v1alpha2`) a string, `Pod` or `PodGroup`.
+#[derive(Default)]
 #[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
 struct RawDisruptionMode {
+    single: bool,
+    all: bool,
+    /// The 1.36 string, as written.
+    named: Option<String>,
+}
+
+/// The union's members, as the API writes them.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct RawDisruptionUnion {
     single: Option<IgnoredAny>,
     all: Option<IgnoredAny>,
+}
+
+impl<'de> Deserialize<'de> for RawDisruptionMode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawDisruptionMode;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a disruption mode: {single: {}} or {all: {}} (Kubernetes 1.37), or the string Pod or PodGroup (1.36)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawDisruptionMode, E> {
+                Ok(RawDisruptionMode {
+                    named: Some(v.to_owned()),
+                    ..RawDisruptionMode::default()
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawDisruptionMode, A::Error> {
+                let u =
+                    RawDisruptionUnion::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawDisruptionMode {
+                    single: u.single.is_some(),
+                    all: u.all.is_some(),
+                    named: None,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// An integer field read without failing on another type, so that the error can name the
@@ -4024,6 +4081,69 @@ items:
   spec: {nodeName: n1, schedulingGroup: {podGroupName: null}}
   status: {phase: Running}
 "#;
+
+    /// Kubernetes 1.36 writes `scheduling.k8s.io/v1alpha2` PodGroups: the disruption mode a
+    /// string (`Pod`, `PodGroup`), the template reference `podGroupTemplateRef`.
+    #[test]
+    fn decodes_kubernetes_1_36_pod_groups() {
+        let doc = |mode: &str| {
+            format!(
+                r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {{name: n1}}
+  status: {{allocatable: {{cpu: "4"}}}}
+- apiVersion: scheduling.k8s.io/v1alpha2
+  kind: PodGroup
+  metadata: {{name: train, namespace: ml}}
+  spec:
+    schedulingPolicy: {{gang: {{minCount: 3}}}}
+    podGroupTemplateRef: {{workload: {{workloadName: job, podGroupTemplateName: workers}}}}
+    {mode}
+- apiVersion: v1
+  kind: Pod
+  metadata: {{name: train-0, namespace: ml}}
+  spec: {{nodeName: n1, schedulingGroup: {{podGroupName: train}}}}
+  status: {{phase: Running}}
+"#
+            )
+        };
+        let read = |mode: &str| load_bytes("k.yaml", doc(mode).as_bytes());
+        for (mode, want) in [
+            ("disruptionMode: PodGroup", Some(DisruptionMode::All)),
+            ("disruptionMode: Pod", Some(DisruptionMode::Single)),
+            ("disruptionMode: \"\"", None),
+            ("", None),
+        ] {
+            let snap = read(mode).unwrap_or_else(|e| panic!("{mode}: {e}"));
+            let g = snap.gang(snap.gang_id(GangKind::Kubernetes, "ml", "train").unwrap());
+            assert_eq!((g.min_member, g.disruption), (Some(3), want), "{mode}");
+            assert_eq!(g.members.len(), 1, "{mode}");
+        }
+        // The same from JSON, through the fast reader.
+        let json = r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"4"}}},{"apiVersion":"scheduling.k8s.io/v1alpha2","kind":"PodGroup","metadata":{"name":"train","namespace":"ml"},"spec":{"schedulingPolicy":{"gang":{"minCount":2}},"disruptionMode":"PodGroup"}}]}"#;
+        let snap = load_bytes("k.json", json.as_bytes()).unwrap();
+        let g = snap.gang(snap.gang_id(GangKind::Kubernetes, "ml", "train").unwrap());
+        assert_eq!(
+            (g.min_member, g.disruption),
+            (Some(2), Some(DisruptionMode::All))
+        );
+        // A mode no version has: named, with the ones there are.
+        let err = read("disruptionMode: Whole").unwrap_err().to_string();
+        assert!(
+            err.contains("spec.disruptionMode")
+                && err.contains("\"Whole\" is not a disruption mode")
+                && err.contains("Pod")
+                && err.contains("PodGroup"),
+            "{err}"
+        );
+        // Neither a string nor a map: a clear type error, not a panic.
+        let err = read("disruptionMode: [Pod]").unwrap_err().to_string();
+        assert!(err.contains("disruption mode"), "{err}");
+    }
 
     #[test]
     fn decodes_kubernetes_pod_groups() {
