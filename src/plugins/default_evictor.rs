@@ -924,7 +924,8 @@ mod tests {
 
     #[test]
     fn with_node_fit_an_eviction_predicted_back_home_is_refused_under_placement_targets() {
-        // hot holds 3 x 1500m, cold 2500m: once a is planned onto cold, b's best place is hot.
+        // hot holds 2 x 1500m, cold 1000m: once a is planned onto cold (2500m), b's best place
+        // is hot, where only b is left.
         let snap = ClusterSnapshot::build(SnapshotParts {
             nodes: vec![
                 node("hot").cpu(4000).build(),
