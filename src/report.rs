@@ -4,7 +4,10 @@
 //! `{"evictions":[{"pod":"<ns>/<name>","node":"..","profile":"..","plugin":"..","reason":"..",
 //!   "destination":".."}],
 //!   "nodes":[{"name":"..","before":{"cpu":12.5,..},"after":{..}}]}`
-//! where before/after are requests as a percentage of allocatable, per resource, and
+//! where before/after are requests as a percentage of allocatable, per resource (`after`: the
+//! evicted pods gone, their replacements and the pending pods the plan places where they are
+//! predicted to land; `"afterRange":{"cpu":[low,high],..}` where that depends on a tie
+//! kube-scheduler breaks at random, absent otherwise), and
 //! `destination` is the node the placement simulator predicts for the pod's replacement
 //! (absent when no node fits), and `alternatives` the other nodes with the same best
 //! kube-scheduler score, any of which kube-scheduler is as likely to pick (absent when none). A pod evicted with its whole gang (`gangPolicy: WholeGang`)
@@ -284,7 +287,17 @@ pub struct EvictionRow {
 pub struct NodeRow {
     pub name: String,
     pub before: BTreeMap<String, f64>,
+    /// Once the plan is carried out: the evicted pods gone, their replacements (and the
+    /// pending pods the plan makes room for) where they are predicted to land.
     pub after: BTreeMap<String, f64>,
+    /// When replacements may land here or elsewhere (kube-scheduler breaks a tie at random),
+    /// the lowest and highest `after` by resource; absent when `after` is certain.
+    #[serde(
+        default,
+        rename = "afterRange",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub after_range: BTreeMap<String, [f64; 2]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<MeasuredRow>,
 }
@@ -435,10 +448,25 @@ fn node_row(snap: &ClusterSnapshot, plan: &EvictionPlan, n: crate::snapshot::Nod
             before: measured_percentages(node, &m.before),
             after: measured_percentages(node, &m.after),
         });
+    let after = &plan.requested_after;
+    let i = n as usize;
+    let after_range = if after.uncertain(n) {
+        let (low, high) = (
+            percentages(node, &after.low[i]),
+            percentages(node, &after.high[i]),
+        );
+        low.into_iter()
+            .filter_map(|(k, lo)| Some((k.clone(), [lo, *high.get(&k)?])))
+            .filter(|(_, [lo, hi])| lo != hi)
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
     NodeRow {
         name: node.name.to_string(),
         before: percentages(node, snap.node_requested(n)),
-        after: percentages(node, &plan.requested_after[n as usize]),
+        after: percentages(node, &after.predicted[i]),
+        after_range,
         measured,
     }
 }
@@ -790,10 +818,18 @@ impl Report {
         let mut headers: Vec<String> =
             vec!["NODE".into(), "CPU".into(), "MEMORY".into(), "PODS".into()];
         headers.extend(extra.iter().map(|e| e.to_uppercase()));
+        // `82.5% -> 52.5%`; where a tie decides, the range too: `15.0% -> 15.0% (15.0-30.0%)`.
         let cell = |n: &NodeRow, k: &str| -> String {
+            let range = n
+                .after_range
+                .get(k)
+                .map(|[lo, hi]| format!(" ({lo:.1}-{hi:.1}%)"))
+                .unwrap_or_default();
             match (n.before.get(k), n.after.get(k)) {
-                (Some(b), Some(a)) if (b - a).abs() < 0.005 => format!("{b:.1}%"),
-                (Some(b), Some(a)) => format!("{b:.1}% -> {a:.1}%"),
+                (Some(b), Some(a)) if (b - a).abs() < 0.005 && range.is_empty() => {
+                    format!("{b:.1}%")
+                }
+                (Some(b), Some(a)) => format!("{b:.1}% -> {a:.1}%{range}"),
                 _ => "-".into(),
             }
         };
@@ -806,6 +842,25 @@ impl Report {
             rows.push(row);
         }
         write_table(&mut out, &headers, &rows);
+        if self.nodes.iter().any(|n| !n.after_range.is_empty()) {
+            let _ = writeln!(
+                out,
+                "(low-high): replacements kube-scheduler may put here or on a tied node (it picks among them at random)"
+            );
+        }
+        let unplaced = self
+            .evictions
+            .iter()
+            .filter(|e| {
+                e.destination.is_none() && e.result.as_deref().is_none_or(|r| r == "evicted")
+            })
+            .count();
+        if unplaced > 0 {
+            let _ = writeln!(
+                out,
+                "{unplaced} of the evictions have no predicted destination (no node fits, or destinations are not predicted: --predict-destinations); their replacements are not in the after figures"
+            );
+        }
         let measured: Vec<[String; 5]> = self
             .nodes
             .iter()
@@ -1067,7 +1122,7 @@ mod tests {
     #[test]
     fn a_large_plan_reports_every_eviction_in_plan_order() {
         // Large enough for the rows to be split over the threads in many pieces.
-        let snap = synthetic::snapshot(&Config::new(600, 20_000, 7));
+        let snap = synthetic::snapshot(&Config::new(900, 30_000, 7));
         let policy =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/scale-policy.yaml");
         let pipeline = Pipeline::load(&policy, &crate::plugins::REGISTRY).unwrap();
@@ -1132,6 +1187,7 @@ mod tests {
                     name: "n1".into(),
                     before: percent(80.5),
                     after: BTreeMap::new(),
+                    after_range: BTreeMap::new(),
                     measured: Some(MeasuredRow {
                         source: "prometheus".into(),
                         before: percent(90.0),
@@ -1142,6 +1198,7 @@ mod tests {
                     name: "n2".into(),
                     before: BTreeMap::new(),
                     after: percent(1.0),
+                    after_range: BTreeMap::from([("cpu".to_string(), [0.5, 1.5])]),
                     measured: None,
                 },
             ],

@@ -520,6 +520,7 @@ fn large_report(evictions: usize) -> descheduler::report::Report {
                 name: node(i),
                 before,
                 after,
+                after_range: Default::default(),
                 measured: None,
             }
         })

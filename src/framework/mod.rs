@@ -26,7 +26,7 @@ pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
 pub use sort::{sort_by_eviction_order, upstream_cmp, CandidateOrder, SortPlugin, TenantShare};
 pub use state::{
     EvictError, Journal, Ledger, Limits, MeasuredNode, NoteKind, PendingUnit, Placement,
-    PlacementTargets, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
+    PlacementTarget, PlacementTargets, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
@@ -43,6 +43,11 @@ pub trait EvictorPlugin: Send + Sync + std::fmt::Debug {
     fn evicts_whole_gangs(&self) -> bool;
     /// Whether the filters rely on the placement simulation.
     fn needs_placement(&self) -> bool;
+    /// Whether the filters check predicted destinations under a plugin that sets placement
+    /// targets ([`Plugin::sets_placement_targets`]): the simulation runs for such profiles.
+    fn checks_destinations(&self) -> bool {
+        false
+    }
     /// What makes a cycle impossible for this evictor (an argument the snapshot cannot
     /// resolve), checked before any plugin runs.
     fn check(&self, snap: &ClusterSnapshot) -> Result<(), String>;
@@ -62,6 +67,11 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
     /// Whether the plugin relies on the placement simulation (every planned eviction's
     /// replacement placed); false by default.
     fn needs_placement(&self) -> bool {
+        false
+    }
+    /// Whether the plugin sets placement targets ([`Context::set_placement_targets`]), which
+    /// the evictor checks predicted destinations against; false by default.
+    fn sets_placement_targets(&self) -> bool {
         false
     }
 }

@@ -189,15 +189,18 @@ impl Pipeline {
     }
 
     /// Whether the planning state must simulate placements: asked for, or an evictor's
-    /// `nodeFit` / `placementCheck` or a plugin (MakeRoomForPendingPods) relies on them.
+    /// `nodeFit` / `placementCheck` or a plugin (MakeRoomForPendingPods) relies on them, or an
+    /// evictor checks the destinations of a plugin that sets placement targets
+    /// (LowNodeUtilization on requests, with `placementCheck` unset).
     pub fn needs_placement(&self) -> bool {
         self.predict_destinations
             || self.profiles.iter().any(|p| {
+                let mut plugins = p.deschedule.iter().chain(&p.balance);
                 p.evictor.needs_placement()
-                    || p.deschedule
-                        .iter()
-                        .chain(&p.balance)
-                        .any(|pl| pl.needs_placement())
+                    || plugins.any(|pl| {
+                        pl.needs_placement()
+                            || (pl.sets_placement_targets() && p.evictor.checks_destinations())
+                    })
             })
     }
 

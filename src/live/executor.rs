@@ -28,9 +28,11 @@ use super::client::ApiClient;
 use crate::framework::{History, Ledger, Limits, Pipeline, PlannedEviction};
 use crate::metrics::Metrics;
 use crate::outcome::Outcome;
-use crate::plan::{plan_with, CycleMemory, EvictionPlan, PlanError, PlanObserver};
+use crate::plan::{
+    plan_with, AfterState, CycleMemory, EvictionPlan, Landing, PlanError, PlanObserver,
+};
 use crate::report::Report;
-use crate::snapshot::ClusterSnapshot;
+use crate::snapshot::{ClusterSnapshot, NodeId};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Api, ListParams};
@@ -298,7 +300,48 @@ impl LiveExecutor {
         for p in &memory.evicted {
             after.record_evicted_earlier(*p);
         }
-        let (_, requested_after) = after.into_parts();
+        let (_, evicted_after) = after.into_parts();
+        // Replacements of the pods evicted: where they were seen bound (`--await-placement`),
+        // else where they are predicted; and the pending pods once all their moves happened.
+        let landed_at: Vec<Option<NodeId>> = attempted
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                landings
+                    .iter()
+                    .find(|(j, _)| *j == i)
+                    .and_then(|(_, name)| snap.node_id(name))
+            })
+            .collect();
+        let replacements = attempted
+            .iter()
+            .zip(&landed_at)
+            .filter(|((_, o), _)| matches!(o, Outcome::Evicted))
+            .filter_map(|((e, _), landed)| {
+                Some(Landing {
+                    requests: &snap.pod(e.pod).requests,
+                    node: landed.or(e.destination)?,
+                    alternatives: if landed.is_some() {
+                        &[]
+                    } else {
+                        &e.alternatives
+                    },
+                })
+            });
+        let placed = last_plan
+            .pending
+            .iter()
+            .filter(|u| u.made_room_by.iter().all(|p| memory.evicted.contains(p)))
+            .flat_map(|u| {
+                u.pods.iter().zip(&u.destinations).filter_map(|(&p, d)| {
+                    Some(Landing {
+                        requests: &snap.pod(p).requests,
+                        node: (*d)?,
+                        alternatives: &[],
+                    })
+                })
+            });
+        let requested_after = AfterState::new(evicted_after, replacements.chain(placed));
         let over = last_plan.over;
         let plan = EvictionPlan {
             // The tenants' shares as the last plan left them (after the earlier evictions).

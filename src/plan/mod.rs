@@ -27,8 +27,10 @@ pub struct EvictionPlan {
     pub evictions: Vec<PlannedEviction>,
     /// The planning nodes (Ready, matching the policy's nodeSelector).
     pub nodes: Vec<NodeId>,
-    /// What each node of the snapshot requests after the plan, by node id.
-    pub requested_after: Vec<Resources>,
+    /// What each node of the snapshot requests after the plan, by node id: the evicted pods
+    /// gone, their replacements (and the pending pods the plan makes room for) where they are
+    /// predicted to land ([`AfterState`]).
+    pub requested_after: AfterState,
     /// Plugins that skipped the cycle, nodes left out, and why.
     pub notes: Vec<PlanNote>,
     /// Measured usage by node id, where a plugin planned with it (empty when none did).
@@ -40,6 +42,97 @@ pub struct EvictionPlan {
     pub tenants: Vec<TenantShare>,
     /// Pending units a plugin (MakeRoomForPendingPods) made room for, or found no room for.
     pub pending: Vec<PendingUnit>,
+}
+
+/// What each node requests once the plan is carried out, by node id.
+///
+/// `evicted`: the evicted pods gone, nothing placed. `predicted`: their replacements added where
+/// the simulator predicts kube-scheduler puts them (each eviction's `destination`), and the
+/// pending pods the plan makes room for where they are placed. Where kube-scheduler picks at
+/// random among tied nodes (an eviction's `alternatives`), `low` counts on a node only the
+/// replacements that can land nowhere else and `high` every replacement that may land there, so
+/// `low <= predicted <= high`. Without predictions (no `nodeFit`, `placementCheck` or
+/// `--predict-destinations`) the three equal `evicted`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AfterState {
+    pub evicted: Vec<Resources>,
+    pub predicted: Vec<Resources>,
+    pub low: Vec<Resources>,
+    pub high: Vec<Resources>,
+}
+
+/// Where one replacement (or a pending pod) lands: its requests, the predicted node and the
+/// nodes tied with it.
+pub struct Landing<'a> {
+    pub requests: &'a Resources,
+    pub node: NodeId,
+    pub alternatives: &'a [NodeId],
+}
+
+impl AfterState {
+    /// The after-state of `evicted` (each node's requests with the evicted pods gone) and the
+    /// replacements' `landings`.
+    pub fn new<'a>(
+        evicted: Vec<Resources>,
+        landings: impl IntoIterator<Item = Landing<'a>>,
+    ) -> Self {
+        let mut predicted = evicted.clone();
+        let mut low = evicted.clone();
+        let mut high = evicted.clone();
+        for l in landings {
+            let Some(at) = predicted.get_mut(l.node as usize) else {
+                continue;
+            };
+            at.add_pod(l.requests);
+            if l.alternatives.is_empty() {
+                low[l.node as usize].add_pod(l.requests);
+            }
+            for &n in std::iter::once(&l.node).chain(l.alternatives) {
+                if let Some(h) = high.get_mut(n as usize) {
+                    h.add_pod(l.requests);
+                }
+            }
+        }
+        AfterState {
+            evicted,
+            predicted,
+            low,
+            high,
+        }
+    }
+
+    /// Whether a node's after-state depends on a tie kube-scheduler breaks at random.
+    pub fn uncertain(&self, node: NodeId) -> bool {
+        let n = node as usize;
+        self.low.get(n) != self.high.get(n)
+    }
+
+    /// The after-state of a plan's evictions, their replacements at their destinations, and
+    /// the pending pods it places.
+    pub fn of_plan(
+        snap: &ClusterSnapshot,
+        evicted: Vec<Resources>,
+        evictions: &[PlannedEviction],
+        pending: &[PendingUnit],
+    ) -> Self {
+        let replacements = evictions.iter().filter_map(|e| {
+            Some(Landing {
+                requests: &snap.pod(e.pod).requests,
+                node: e.destination?,
+                alternatives: &e.alternatives,
+            })
+        });
+        let placed = pending.iter().flat_map(|u| {
+            u.pods.iter().zip(&u.destinations).filter_map(|(&p, d)| {
+                Some(Landing {
+                    requests: &snap.pod(p).requests,
+                    node: (*d)?,
+                    alternatives: &[],
+                })
+            })
+        });
+        AfterState::new(evicted, replacements.chain(placed))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -177,14 +270,62 @@ pub fn plan_with(
         .collect();
     tenants.sort_by(|a, b| (&a.tenant_label, &a.tenant).cmp(&(&b.tenant_label, &b.tenant)));
     let out = state.into_output();
+    let requested_after = AfterState::of_plan(snap, out.requested, &out.evictions, &out.pending);
     Ok(EvictionPlan {
         evictions: out.evictions,
         nodes,
-        requested_after: out.requested,
+        requested_after,
         notes: out.notes,
         measured: out.measured,
         over: out.over,
         tenants,
         pending: out.pending,
     })
+}
+
+#[cfg(test)]
+mod after_state_tests {
+    use super::*;
+
+    #[test]
+    fn landings_count_where_predicted_and_ties_make_a_range() {
+        let evicted = vec![
+            Resources::new(1000, 0, 1),
+            Resources::default(),
+            Resources::default(),
+        ];
+        let pod = Resources::new(500, 0, 0);
+        let after = AfterState::new(
+            evicted.clone(),
+            [
+                // certain: on node 1
+                Landing {
+                    requests: &pod,
+                    node: 1,
+                    alternatives: &[],
+                },
+                // on node 1, or node 2 as likely
+                Landing {
+                    requests: &pod,
+                    node: 1,
+                    alternatives: &[2],
+                },
+                // a node the snapshot does not have is ignored
+                Landing {
+                    requests: &pod,
+                    node: 9,
+                    alternatives: &[],
+                },
+            ],
+        );
+        assert_eq!(after.evicted, evicted);
+        assert_eq!(after.predicted[0].cpu, 1000);
+        assert_eq!(after.predicted[1].cpu, 1000);
+        assert_eq!(after.predicted[1].pods, 2);
+        assert_eq!(after.predicted[2].cpu, 0);
+        assert_eq!((after.low[1].cpu, after.high[1].cpu), (500, 1000));
+        assert_eq!((after.low[2].cpu, after.high[2].cpu), (0, 500));
+        assert!(!after.uncertain(0));
+        assert!(after.uncertain(1) && after.uncertain(2));
+    }
 }

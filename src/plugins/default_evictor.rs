@@ -46,11 +46,15 @@ pub struct DefaultEvictorArgs {
     pub priority_threshold: Option<PriorityThreshold>,
     #[serde(default)]
     pub node_fit: bool,
-    /// Admit a planned eviction only when the placement simulator finds the pod a destination
-    /// better than where it is: another node (for LowNodeUtilization: one of its underutilized
-    /// nodes that stays under the target thresholds after every placement).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub placement_check: bool,
+    /// Where the placement simulator predicts an eviction's replacement lands. Unset (the
+    /// default): under a plugin that moves load to targets (LowNodeUtilization on requests),
+    /// an eviction is refused when its replacement may land back on the pod's own node or push
+    /// the node it lands on over its target ([`destination_check`]). `true` asks more: a
+    /// destination for every pod, another node (for LowNodeUtilization: one of its
+    /// underutilized nodes that stays under the target thresholds). `false`: no check, as
+    /// upstream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_check: Option<bool>,
     #[serde(default)]
     pub min_replicas: u32,
     #[serde(default)]
@@ -475,29 +479,118 @@ impl DefaultEvictor {
                 return Err(format!("pod does not fit on any other node (nodeFit): {e}"));
             }
         }
-        if self.args.placement_check {
-            placement_check(placement, id)?;
-        } else if self.args.node_fit && placement.targets().is_some() {
-            returns_home(placement, id)?;
+        match self.args.placement_check {
+            Some(false) => Ok(()),
+            Some(true) => destination_check(placement, id, Strictness::PlacementCheck).map(|_| ()),
+            None if placement.has_targets() => {
+                destination_check(placement, id, Strictness::Default).map(|_| ())
+            }
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Whether the evictor checks destinations under plugins that set placement targets
+    /// (`placementCheck` unset or true).
+    pub fn checks_destinations(&self) -> bool {
+        self.args.placement_check != Some(false)
     }
 }
 
-/// With nodeFit, under a plugin that moves load to placement targets (LowNodeUtilization),
-/// an eviction whose replacement kube-scheduler is predicted to put back on the pod's own node
-/// changes nothing but restarts the pod: refused, unlike upstream (whose nodeFit asks only
-/// whether another node fits). Plugins that restart pods on purpose (PodLifeTime and the
-/// like) set no targets and are not held to it. `placementCheck: true` asks more.
-fn returns_home(placement: &Placement<'_>, id: PodId) -> Result<(), String> {
+/// How much [`destination_check`] asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strictness {
+    /// `placementCheck` unset, under a plugin that set placement targets: no node
+    /// kube-scheduler may pick for the replacement is the pod's own or goes over its target.
+    Default,
+    /// `placementCheck: true`: besides, the pod has a destination, and (where the plugin set
+    /// targets) every node it may land on is one the plugin wants (an underutilized node).
+    PlacementCheck,
+}
+
+/// Where kube-scheduler would put the pod's replacement, as the plan so far leaves the
+/// cluster: the predicted node and every node tied with it (kube-scheduler picks among them at
+/// random). An eviction is refused when one of them is the pod's own node (it would restart the
+/// pod for nothing) or would go over the running plugin's target with the pod
+/// ([`Placement::set_targets`]; the eviction would make a new hot spot). Unlike upstream,
+/// whose nodeFit asks only whether another node fits: a deliberate difference, on by default,
+/// `placementCheck: false` turns it off. Plugins that restart pods on purpose (PodLifeTime and
+/// the like) set no targets and are not held to it. Returns the destination (None: no node
+/// fits, refused only with `placementCheck: true`).
+pub fn destination_check(
+    placement: &Placement<'_>,
+    id: PodId,
+    strictness: Strictness,
+) -> Result<Option<NodeId>, String> {
+    let strict = strictness == Strictness::PlacementCheck;
+    let rule = if strict {
+        "placementCheck"
+    } else {
+        "placementCheck unset; false turns it off"
+    };
     let snap = placement.snap();
-    match placement.sim().destination(id, placement.nodes()) {
-        Ok(dest) if Some(dest) == snap.pod_node(id) => Err(format!(
-            "its replacement is predicted to land back on its own node {}: the eviction would change nothing (nodeFit)",
-            snap.node(dest).name
-        )),
-        _ => Ok(()),
+    let sim = placement.sim();
+    let predicted = match sim.predict(id, placement.nodes()) {
+        Ok(p) => p,
+        Err(e) if strict => {
+            return Err(format!(
+                "no simulated destination for the pod ({rule}): {e}"
+            ));
+        }
+        // Where no node fits, nodeFit (when on) refuses; without it, as upstream.
+        Err(_) => return Ok(None),
+    };
+    let tied = |n: NodeId| {
+        if predicted.alternatives.is_empty() {
+            String::new()
+        } else {
+            let others: Vec<&str> = std::iter::once(predicted.node)
+                .chain(predicted.alternatives.iter().copied())
+                .filter(|&o| o != n)
+                .map(|o| &*snap.node(o).name)
+                .collect();
+            format!(
+                " (tied with {}: kube-scheduler picks among them at random)",
+                others.join(", ")
+            )
+        }
+    };
+    let own = snap.pod_node(id);
+    for n in std::iter::once(predicted.node).chain(predicted.alternatives.iter().copied()) {
+        let name = &snap.node(n).name;
+        let may = if predicted.alternatives.is_empty() {
+            "is predicted to"
+        } else {
+            "may"
+        };
+        if Some(n) == own {
+            return Err(format!(
+                "its replacement {may} land back on its own node {name}{}: the eviction would change nothing ({rule})",
+                tied(n)
+            ));
+        }
+        if !placement.has_targets() {
+            continue;
+        }
+        let target = placement.target(n);
+        if strict && !target.is_some_and(|t| t.wanted) {
+            return Err(format!(
+                "its replacement {may} land on {name}{}, not an underutilized node ({rule})",
+                tied(n)
+            ));
+        }
+        if let Some(t) = target {
+            let mut after = sim.load(n).clone();
+            after.add_pod(&snap.pod(id).requests);
+            if let Some((r, max)) = t.over(&after) {
+                return Err(format!(
+                    "its replacement {may} land on {name}{}, which would go over its target {r} with it ({} > {max}) ({rule})",
+                    tied(n),
+                    after.get(r)
+                ));
+            }
+        }
     }
+    Ok(Some(predicted.node))
 }
 
 impl EvictorPlugin for DefaultEvictor {
@@ -514,47 +607,16 @@ impl EvictorPlugin for DefaultEvictor {
     }
 
     fn needs_placement(&self) -> bool {
-        self.args.node_fit || self.args.placement_check
+        self.args.node_fit || self.args.placement_check == Some(true)
+    }
+
+    fn checks_destinations(&self) -> bool {
+        DefaultEvictor::checks_destinations(self)
     }
 
     fn check(&self, snap: &ClusterSnapshot) -> Result<(), String> {
         self.priority_threshold(snap).map(|_| ())
     }
-}
-
-/// `placementCheck`: where kube-scheduler would put the pod's replacement, as the plan so far
-/// leaves the cluster, must be another node; and, when the running plugin set placement
-/// targets ([`Placement::set_targets`]), one of them that stays within its
-/// target with the pod's requests added. Returns the destination.
-pub fn placement_check(placement: &Placement<'_>, id: PodId) -> Result<NodeId, String> {
-    let snap = placement.snap();
-    let sim = placement.sim();
-    let dest = sim
-        .destination(id, placement.nodes())
-        .map_err(|e| format!("no simulated destination for the pod (placementCheck): {e}"))?;
-    let name = &snap.node(dest).name;
-    if Some(dest) == snap.pod_node(id) {
-        return Err(format!(
-            "the simulated destination is the pod's own node {name} (placementCheck)"
-        ));
-    }
-    if let Some(targets) = placement.targets() {
-        let Some((_, limit)) = targets.iter().find(|(n, _)| *n == dest) else {
-            return Err(format!(
-                "the simulated destination {name} is not an underutilized node (placementCheck)"
-            ));
-        };
-        let mut after = sim.load(dest).clone();
-        after.add_pod(&snap.pod(id).requests);
-        for (r, &max) in limit {
-            if after.get(r) > max {
-                return Err(format!(
-                    "the simulated destination {name} would go over its target {r} with the pod (placementCheck)"
-                ));
-            }
-        }
-    }
-    Ok(dest)
 }
 
 #[cfg(test)]
@@ -922,8 +984,18 @@ mod tests {
         assert!(ev.pre_eviction_filter(state.placement(), 1).is_ok());
     }
 
+    /// A LowNodeUtilization-like target: `node` may reach `cpu` millicores; `wanted` when it is
+    /// an underutilized node.
+    fn target(node: NodeId, cpu: i64, wanted: bool) -> crate::framework::PlacementTarget {
+        crate::framework::PlacementTarget {
+            node,
+            limit: [("cpu".to_string(), cpu)].into(),
+            wanted,
+        }
+    }
+
     #[test]
-    fn with_node_fit_an_eviction_predicted_back_home_is_refused_under_placement_targets() {
+    fn by_default_an_eviction_predicted_back_home_is_refused_under_placement_targets() {
         // hot holds 2 x 1500m, cold 1000m: once a is planned onto cold (2500m), b's best place
         // is hot, where only b is left.
         let snap = ClusterSnapshot::build(SnapshotParts {
@@ -938,31 +1010,122 @@ mod tests {
             ],
             ..Default::default()
         });
-        let ev = evictor(json!({"nodeFit": true}));
         let p = |name: &str| snap.pod_id("d", name).unwrap();
-        let cold = snap.node_id("cold").unwrap();
+        let (hot, cold) = (snap.node_id("hot").unwrap(), snap.node_id("cold").unwrap());
+        let targets = || vec![target(cold, 4000, true), target(hot, 4000, false)];
         let mut state = PlanningState::new(&snap, Limits::default());
         state
             .placement_mut()
             .set_termination(crate::sim::Termination::INSTANT);
-        state
-            .placement_mut()
-            .set_targets(vec![(cold, [("cpu".to_string(), 4000)].into())]);
-        assert!(ev.pre_eviction_filter(state.placement(), p("a")).is_ok());
+        state.placement_mut().set_targets(targets());
+        for args in [json!({}), json!({"nodeFit": true})] {
+            let ev = evictor(args);
+            assert!(ev.checks_destinations());
+            assert!(ev.pre_eviction_filter(state.placement(), p("a")).is_ok());
+        }
         state.plan_eviction(p("a"), "p", "T", "r".into()).unwrap();
-        let err = ev
-            .pre_eviction_filter(state.placement(), p("b"))
-            .unwrap_err();
-        assert!(err.contains("land back on its own node hot"), "{err}");
+        for args in [json!({}), json!({"nodeFit": true})] {
+            let err = evictor(args)
+                .pre_eviction_filter(state.placement(), p("b"))
+                .unwrap_err();
+            assert_eq!(
+                err,
+                "its replacement is predicted to land back on its own node hot: the eviction would change nothing (placementCheck unset; false turns it off)"
+            );
+        }
+        // `placementCheck: false`: upstream's behaviour
+        let plain = evictor(json!({"placementCheck": false}));
+        assert!(!plain.checks_destinations());
+        assert!(plain.pre_eviction_filter(state.placement(), p("b")).is_ok());
         // without targets (PodLifeTime and the like restart pods on purpose): allowed
         state.placement_mut().clear_targets();
-        assert!(ev.pre_eviction_filter(state.placement(), p("b")).is_ok());
-        // without nodeFit: upstream's behaviour
-        let plain = evictor(json!({}));
+        assert!(evictor(json!({}))
+            .pre_eviction_filter(state.placement(), p("b"))
+            .is_ok());
+    }
+
+    #[test]
+    fn by_default_an_eviction_that_may_land_home_on_a_tie_or_push_a_node_over_its_target_is_refused(
+    ) {
+        // Three equal nodes: hot with 3600m, cold-a and cold-b with 1500m each.
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("cold-a").cpu(4000).build(),
+                node("cold-b").cpu(4000).build(),
+                node("hot").cpu(4000).build(),
+            ],
+            pods: vec![
+                pod("d", "w").node("hot").cpu(600).build(),
+                pod("d", "big").node("hot").cpu(1500).build(),
+                pod("d", "z").node("hot").cpu(1500).build(),
+                pod("d", "x").node("cold-a").cpu(1500).build(),
+                pod("d", "y").node("cold-b").cpu(1500).build(),
+            ],
+            ..Default::default()
+        });
+        let p = |name: &str| snap.pod_id("d", name).unwrap();
+        let n = |name: &str| snap.node_id(name).unwrap();
+        let ev = evictor(json!({}));
+        let mut state = PlanningState::new(&snap, Limits::default());
         state
             .placement_mut()
-            .set_targets(vec![(cold, [("cpu".to_string(), 4000)].into())]);
-        assert!(plain.pre_eviction_filter(state.placement(), p("b")).is_ok());
+            .set_termination(crate::sim::Termination::INSTANT);
+        // big (1500m) lands on cold-a or cold-b (1500m each, tied): 3000m, over a 2000m
+        // target on either.
+        state.placement_mut().set_targets(vec![
+            target(n("cold-a"), 2000, false),
+            target(n("cold-b"), 2000, false),
+            target(n("hot"), 2000, false),
+        ]);
+        let err = ev
+            .pre_eviction_filter(state.placement(), p("big"))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "its replacement may land on cold-a (tied with cold-b: kube-scheduler picks among them at random), which would go over its target cpu with it (3000 > 2000) (placementCheck unset; false turns it off)"
+        );
+        // Within the targets it goes.
+        state.placement_mut().set_targets(vec![
+            target(n("cold-a"), 3000, false),
+            target(n("cold-b"), 3000, false),
+        ]);
+        assert!(ev.pre_eviction_filter(state.placement(), p("big")).is_ok());
+        // A node without a target (outside the plugin's nodes) is not held to one.
+        state
+            .placement_mut()
+            .set_targets(vec![target(n("hot"), 1000, false)]);
+        assert!(ev.pre_eviction_filter(state.placement(), p("big")).is_ok());
+        // Once every other pod is gone (instant), w's replacement ties between the three
+        // nodes, its own among them.
+        let mut state = PlanningState::new(&snap, Limits::default());
+        state
+            .placement_mut()
+            .set_termination(crate::sim::Termination::INSTANT);
+        for q in ["big", "z", "x", "y"] {
+            state.plan_eviction(p(q), "p", "T", "r".into()).unwrap();
+        }
+        let predicted = state
+            .placement()
+            .sim()
+            .predict(p("w"), state.placement().nodes())
+            .unwrap();
+        let mut tied: Vec<NodeId> = std::iter::once(predicted.node)
+            .chain(predicted.alternatives.iter().copied())
+            .collect();
+        tied.sort();
+        assert!(tied.contains(&n("hot")) && tied.len() > 1, "{predicted:?}");
+        state.placement_mut().set_targets(vec![
+            target(n("cold-a"), 4000, true),
+            target(n("cold-b"), 4000, true),
+            target(n("hot"), 4000, false),
+        ]);
+        let err = ev
+            .pre_eviction_filter(state.placement(), p("w"))
+            .unwrap_err();
+        assert!(
+            err.starts_with("its replacement may land back on its own node hot (tied with "),
+            "{err}"
+        );
     }
 
     #[test]
@@ -985,20 +1148,23 @@ mod tests {
             ..Default::default()
         });
         let ev = evictor(json!({"placementCheck": true}));
-        assert!(ev.args.placement_check);
+        assert_eq!(ev.args.placement_check, Some(true));
         let n = |name: &str| snap.node_id(name).unwrap();
         let p = |name: &str| snap.pod_id("d", name).unwrap();
+        let check = |state: &PlanningState<'_>, pod| {
+            destination_check(state.placement(), pod, Strictness::PlacementCheck)
+        };
         let mut state = PlanningState::new(&snap, Limits::default());
         // evicted pods gone at once: their room is free for later replacements
         state
             .placement_mut()
             .set_termination(crate::sim::Termination::INSTANT);
-        assert_eq!(placement_check(state.placement(), p("a")), Ok(n("cold")));
+        assert_eq!(check(&state, p("a")), Ok(Some(n("cold"))));
         assert!(ev.pre_eviction_filter(state.placement(), p("a")).is_ok());
         // with targets: cold may reach 2500m
         state
             .placement_mut()
-            .set_targets(vec![(n("cold"), [("cpu".to_string(), 2500)].into())]);
+            .set_targets(vec![target(n("cold"), 2500, true)]);
         assert!(ev.pre_eviction_filter(state.placement(), p("a")).is_ok());
         state.plan_eviction(p("a"), "p", "T", "r".into()).unwrap();
         assert_eq!(state.ledger().evictions()[0].destination, Some(n("cold")));
@@ -1007,11 +1173,11 @@ mod tests {
         let err = ev
             .pre_eviction_filter(state.placement(), p("b"))
             .unwrap_err();
-        assert!(err.contains("placementCheck"), "{err}");
+        assert!(err.contains("(placementCheck)"), "{err}");
         state.placement_mut().clear_targets();
         assert_eq!(
-            placement_check(state.placement(), p("b")).unwrap_err(),
-            "the simulated destination is the pod's own node hot (placementCheck)"
+            check(&state, p("b")).unwrap_err(),
+            "its replacement is predicted to land back on its own node hot: the eviction would change nothing (placementCheck)"
         );
         // a target the destination would cross
         let snap2 = ClusterSnapshot::build(SnapshotParts {
@@ -1029,13 +1195,27 @@ mod tests {
         let mut state = PlanningState::new(&snap2, Limits::default());
         let cold = snap2.node_id("cold").unwrap();
         let a = snap2.pod_id("d", "a").unwrap();
+        let check = |state: &PlanningState<'_>| {
+            destination_check(state.placement(), a, Strictness::PlacementCheck)
+        };
         state
             .placement_mut()
-            .set_targets(vec![(cold, [("cpu".to_string(), 1200)].into())]);
-        let err = placement_check(state.placement(), a).unwrap_err();
+            .set_targets(vec![target(cold, 1200, true)]);
+        let err = check(&state).unwrap_err();
         assert!(err.contains("over its target cpu"), "{err}");
+        // a node the plugin does not want: refused with placementCheck, not by default
+        state
+            .placement_mut()
+            .set_targets(vec![target(cold, 4000, false)]);
+        assert!(check(&state)
+            .unwrap_err()
+            .contains("not an underutilized node"));
+        assert_eq!(
+            destination_check(state.placement(), a, Strictness::Default),
+            Ok(Some(cold))
+        );
         state.placement_mut().set_targets(vec![]);
-        assert!(placement_check(state.placement(), a)
+        assert!(check(&state)
             .unwrap_err()
             .contains("not an underutilized node"));
     }
@@ -1069,10 +1249,12 @@ mod tests {
         assert!(notes[0].message.contains("1 Insufficient cpu"), "{notes:?}");
         // the report lists it apart from the notes, with the eviction's destination
         let out = state.into_output();
+        let requested_after =
+            crate::plan::AfterState::of_plan(&snap, out.requested, &out.evictions, &out.pending);
         let plan = crate::plan::EvictionPlan {
             evictions: out.evictions,
             nodes: nodes.to_vec(),
-            requested_after: out.requested,
+            requested_after,
             notes: out.notes,
             measured: out.measured,
             over: Default::default(),

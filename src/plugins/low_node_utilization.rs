@@ -18,7 +18,7 @@
 //! - `evictionLimits.node` caps this plugin's evictions per node.
 
 use crate::framework::MeasuredNode;
-use crate::framework::{Context, Plugin};
+use crate::framework::{Context, PlacementTarget, Plugin};
 use crate::plugins::node_utilization::{
     self as nu, amount, capacity, pct, validate_thresholds, EvictOptions, SourceNode, UsageMode,
     Whole,
@@ -201,6 +201,11 @@ impl Plugin for LowNodeUtilization {
         self.mode.needs()
     }
 
+    /// On requests, every classified node's target thresholds are its placement target.
+    fn sets_placement_targets(&self) -> bool {
+        self.mode == nu::UsageMode::Requests
+    }
+
     fn run(&self, cx: &mut Context<'_, '_>, all_nodes: &[NodeId]) {
         let snap = cx.snap();
         let measured = match nu::measure(&self.mode, snap, all_nodes, cx.now()) {
@@ -286,6 +291,8 @@ impl Plugin for LowNodeUtilization {
         // Only the nodes below their thresholds or above their targets are kept.
         let mut low_nodes = Vec::new();
         let mut high_nodes = Vec::new();
+        // Every classified node with its target, for the placement checks (below).
+        let mut targets: Vec<PlacementTarget> = Vec::with_capacity(nodes.len());
         for &n in nodes {
             let node = snap.node(n);
             let k = self.resources.len();
@@ -314,7 +321,20 @@ impl Plugin for LowNodeUtilization {
                 low,
                 high,
             };
-            if !node.unschedulable && info.below_low() {
+            let wanted = !node.unschedulable && info.below_low();
+            if measured.is_none() {
+                targets.push(PlacementTarget {
+                    node: n,
+                    limit: self
+                        .resources
+                        .iter()
+                        .cloned()
+                        .zip(info.high.clone())
+                        .collect(),
+                    wanted,
+                });
+            }
+            if wanted {
                 low_nodes.push(info);
             } else if info.above_target() {
                 high_nodes.push(info);
@@ -409,22 +429,14 @@ impl Plugin for LowNodeUtilization {
             .map(|d| d.high.iter().zip(&d.usage).map(|(h, u)| h - u).collect())
             .collect();
 
-        // On requests, the destinations' targets are where the simulator's placements must
-        // stay: placementCheck admits a pod only if kube-scheduler would put it on an
-        // underutilized node that stays within its target, and a gang evicted whole only goes
-        // where every member does. (Measured usage is not in the simulator's units.)
+        // On requests, the nodes' targets are where the simulator's placements must stay: the
+        // evictor refuses a pod whose replacement kube-scheduler may put back on its own node
+        // or on a node it would push over its target; placementCheck admits a pod only if it
+        // would go to an underutilized node that stays within its target, and a gang evicted
+        // whole only goes where every member does. (Measured usage is not in the simulator's
+        // units.)
         if measured.is_none() {
-            cx.set_placement_targets(
-                low_nodes
-                    .iter()
-                    .map(|d| {
-                        (
-                            d.id,
-                            self.resources.iter().cloned().zip(d.high.clone()).collect(),
-                        )
-                    })
-                    .collect(),
-            );
+            cx.set_placement_targets(targets);
         }
         nu::evict_pods_within_rooms(
             cx,
@@ -583,7 +595,7 @@ mod tests {
         assert!(
             notes.iter().any(|n| n
                 .message
-                .contains("mid is not an underutilized node (placementCheck)")),
+                .contains("land on mid, not an underutilized node (placementCheck)")),
             "{notes:?}"
         );
     }
@@ -967,7 +979,7 @@ profiles:
         let mut dedup = ids.clone();
         dedup.dedup();
         assert_eq!(ids, dedup);
-        assert_eq!(plan.requested_after[0].cpu, 2000);
+        assert_eq!(plan.requested_after.evicted[0].cpu, 2000);
     }
 
     // ---- real usage ----

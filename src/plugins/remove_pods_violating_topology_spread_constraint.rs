@@ -1663,7 +1663,7 @@ profiles:
             .evictions
             .iter()
             .all(|e| e.plugin == NAME && e.profile == "spread"));
-        assert_eq!(plan.requested_after[1].pods, 0);
+        assert_eq!(plan.requested_after.evicted[1].pods, 0);
     }
 
     #[test]

@@ -30,7 +30,7 @@ struct PageData<'a> {
     /// `[namespace, name, node, destination, plugin, profile, reason, gang, result]`;
     /// `0` (the empty text) where a row has none.
     evictions: Vec<[u32; 9]>,
-    /// `[name, before, after, measured]`.
+    /// `[name, before, after, measured, afterRange]` (`afterRange` null when certain).
     nodes: Vec<NodeData<'a>>,
     /// `[namespace, name, node, plugin, profile, reason]`.
     not_chosen: Vec<[u32; 6]>,
@@ -46,6 +46,7 @@ type NodeData<'a> = (
     &'a BTreeMap<String, f64>,
     &'a BTreeMap<String, f64>,
     Option<&'a MeasuredRow>,
+    Option<&'a BTreeMap<String, [f64; 2]>>,
 );
 
 /// The texts of each column of the long lists, once each, `""` first, sorted (by their
@@ -152,7 +153,15 @@ impl<'a> PageData<'a> {
         let node_rows = report
             .nodes
             .iter()
-            .map(|n| (nodes.at(&n.name), &n.before, &n.after, n.measured.as_ref()))
+            .map(|n| {
+                (
+                    nodes.at(&n.name),
+                    &n.before,
+                    &n.after,
+                    n.measured.as_ref(),
+                    (!n.after_range.is_empty()).then_some(&n.after_range),
+                )
+            })
             .collect();
         let not_chosen = nc
             .iter()
@@ -256,6 +265,7 @@ tr.spacer td { padding: 0; border: 0; }
 .bar { position: relative; height: 16px; width: 220px; background: #eef1f5; border-radius: 3px; margin: 2px 0; }
 .bar .before { position: absolute; left: 0; top: 0; height: 8px; background: var(--before); }
 .bar .after { position: absolute; left: 0; top: 8px; height: 8px; background: var(--after); }
+.bar .range { position: absolute; top: 8px; height: 8px; background: repeating-linear-gradient(45deg, var(--after) 0 2px, transparent 2px 5px); opacity: .7; }
 .bar .th { position: absolute; top: -2px; height: 20px; width: 2px; }
 .bar .th.low { background: var(--low); } .bar .th.high { background: var(--high); }
 .res { display: flex; align-items: center; gap: 8px; white-space: nowrap; }
@@ -288,7 +298,7 @@ button { padding: 4px 10px; border: 1px solid #9aa6b2; background: #fff; border-
   <button id="print" type="button">Print overview</button>
 </div>
 <section id="nodes"><h2>Nodes</h2>
-  <div class="legend"><span><i style="background:var(--before)"></i>before</span><span><i style="background:var(--after)"></i>after</span><span><i style="background:var(--low)"></i>underutilized below</span><span><i style="background:var(--high)"></i>overutilized above</span><span id="threshold-note" class="muted"></span></div>
+  <div class="legend"><span><i style="background:var(--before)"></i>before</span><span><i style="background:var(--after)"></i>after</span><span><i style="background:repeating-linear-gradient(45deg, var(--after) 0 2px, transparent 2px 5px)"></i>after, where a tie kube-scheduler breaks at random decides</span><span><i style="background:var(--low)"></i>underutilized below</span><span><i style="background:var(--high)"></i>overutilized above</span><span id="threshold-note" class="muted"></span></div>
   <table><thead><tr><th data-key="name">Node</th><th data-key="out">Evicted from</th><th data-key="in">Predicted to</th><th data-key="cpu">Requests (% of allocatable)</th><th data-key="measured">Measured</th></tr></thead><tbody></tbody></table>
   <div class="more"></div>
 </section>
@@ -562,23 +572,31 @@ const SCRIPT: &str = r##"
     });
   }
 
-  function bar(before, after, resource) {
-    var b = el("div", { "class": "bar", title: visible(resource) + ": " + pct(before) + " before, " + pct(after) + " after" });
+  function bar(before, after, resource, range) {
+    var title = visible(resource) + ": " + pct(before) + " before, " + pct(after) + " after";
+    if (range) title += " (" + pct(range[0]) + " to " + pct(range[1]) + " as kube-scheduler breaks ties)";
+    var b = el("div", { "class": "bar", title: title });
     b.appendChild(el("div", { "class": "before", style: "width:" + Math.min(100, before || 0) + "%" }));
     b.appendChild(el("div", { "class": "after", style: "width:" + Math.min(100, after || 0) + "%" }));
+    if (range) {
+      var lo = Math.min(100, range[0]), hi = Math.min(100, range[1]);
+      b.appendChild(el("div", { "class": "range", style: "left:" + lo + "%;width:" + Math.max(0, hi - lo) + "%" }));
+    }
     if (low.has(resource)) b.appendChild(el("div", { "class": "th low", title: "underutilized below " + low.get(resource) + "%", style: "left:" + Math.min(100, low.get(resource)) + "%" }));
     if (high.has(resource)) b.appendChild(el("div", { "class": "th high", title: "overutilized above " + high.get(resource) + "%", style: "left:" + Math.min(100, high.get(resource)) + "%" }));
     return b;
   }
-  function resources(before, after, keys) {
+  function resources(before, after, keys, ranges) {
     var cell = el("td");
     keys.forEach(function (r) {
-      var b = own(before, r), a = own(after, r);
+      var b = own(before, r), a = own(after, r), range = ranges ? own(ranges, r) : undefined;
       if (b === undefined && a === undefined) return;
       var changed = Math.abs((b || 0) - (a || 0)) >= 0.05;
+      var text = changed || range ? pct(b) + " \u2192 " + pct(a) : pct(b);
+      if (range) text += " (" + pct(range[0]) + "\u2013" + pct(range[1]) + ")";
       cell.appendChild(el("div", { "class": "res", "data-resource": r }, [
-        el("span", { "class": "name", text: visible(r) }), bar(b, a, r),
-        el("span", { "class": "val", text: changed ? pct(b) + " \u2192 " + pct(a) : pct(b) })
+        el("span", { "class": "name", text: visible(r) }), bar(b, a, r, range),
+        el("span", { "class": "val", text: text })
       ]));
     });
     return cell;
@@ -612,7 +630,7 @@ const SCRIPT: &str = r##"
       var n = N[i], m = n[3];
       return el("tr", { "data-node": NODE.raw(n[0]) }, [
         el("td", { text: NODE.txt(n[0]) }), el("td", { text: String(out[n[0]]) }),
-        el("td", { text: String(into[n[0]]) }), resources(n[1], n[2], resourceKeys(n[1], n[2])),
+        el("td", { text: String(into[n[0]]) }), resources(n[1], n[2], resourceKeys(n[1], n[2]), n[4]),
         m ? resources(m.before, m.after, Object.keys(m.before)) : el("td", { "class": "muted", text: "-" })
       ]);
     }

@@ -18,7 +18,7 @@ mod placement;
 
 pub use journal::{Journal, MeasuredNode, NoteKind, PendingUnit, PlanNote};
 pub use ledger::Ledger;
-pub use placement::{Placement, PlacementTargets};
+pub use placement::{Placement, PlacementTarget, PlacementTargets};
 
 use super::History;
 use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};

@@ -7,9 +7,31 @@ use crate::sim::{queue_order, Prediction, ScoreProfile, Simulation, Termination}
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId};
 use std::collections::BTreeMap;
 
-/// Where a plugin wants destinations: each node with what it may request after a placement,
-/// by resource name.
-pub type PlacementTargets = Vec<(NodeId, BTreeMap<String, i64>)>;
+/// A node a plugin moves load between ([`Placement::set_targets`]), with what it may request
+/// after a placement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacementTarget {
+    pub node: NodeId,
+    /// What the node may request after a placement, by resource name (`cpu` in millicores,
+    /// `memory` in bytes, `pods` a count; resources left out are not limited).
+    pub limit: BTreeMap<String, i64>,
+    /// Whether the plugin wants evicted pods here (LowNodeUtilization: an underutilized
+    /// node); `placementCheck: true` and whole gangs go only to these.
+    pub wanted: bool,
+}
+
+impl PlacementTarget {
+    /// The first resource of the limit that `load` goes over, with the limit.
+    pub fn over(&self, load: &crate::snapshot::Resources) -> Option<(&str, i64)> {
+        self.limit
+            .iter()
+            .find(|(r, max)| load.get(r) > **max)
+            .map(|(r, max)| (r.as_str(), *max))
+    }
+}
+
+/// Where a plugin moves load: the nodes it classified, each with its limit.
+pub type PlacementTargets = Vec<PlacementTarget>;
 
 pub struct Placement<'s> {
     snap: &'s ClusterSnapshot,
@@ -20,10 +42,10 @@ pub struct Placement<'s> {
     sim: Simulation<'s>,
     /// The nodes kube-scheduler may choose: every Ready node of the snapshot.
     nodes: Vec<NodeId>,
-    /// Where a destination must be for `placementCheck` to admit an eviction, set by the
-    /// running plugin (for LowNodeUtilization: its underutilized nodes and the requests each
-    /// may reach, by resource name); None: any node other than the pod's own.
-    targets: Option<PlacementTargets>,
+    /// The nodes the running plugin moves load between, by node id (for LowNodeUtilization:
+    /// every node it classified, with its target; its underutilized nodes wanted); None: the
+    /// plugin set none.
+    targets: Option<Vec<Option<PlacementTarget>>>,
 }
 
 /// A whole gang placed on a trial copy of the simulation, not yet kept.
@@ -80,21 +102,32 @@ impl<'s> Placement<'s> {
         self.predict = predict;
     }
 
-    /// Sets where `placementCheck` wants destinations: each node with what it may request
-    /// after a placement, by resource name (`cpu` in millicores, `memory` in bytes, `pods` a
-    /// count; resources left out are not limited). LowNodeUtilization: its underutilized
-    /// nodes and their target thresholds as absolute amounts. Cleared after each plugin.
+    /// Sets the nodes the running plugin moves load between, each with what it may request
+    /// after a placement and whether the plugin wants pods there (LowNodeUtilization: every
+    /// node it classified with its target thresholds as absolute amounts, the underutilized
+    /// ones wanted). The evictor refuses destinations over their limit, and with
+    /// `placementCheck: true` destinations not wanted. Cleared after each plugin.
     pub fn set_targets(&mut self, targets: PlacementTargets) {
-        self.targets = Some(targets);
+        let mut by_node = vec![None; self.snap.nodes.len()];
+        for t in targets {
+            let i = t.node as usize;
+            by_node[i] = Some(t);
+        }
+        self.targets = Some(by_node);
     }
 
     pub fn clear_targets(&mut self) {
         self.targets = None;
     }
 
-    /// Where the running plugin wants destinations ([`Placement::set_targets`]).
-    pub fn targets(&self) -> Option<&[(NodeId, BTreeMap<String, i64>)]> {
-        self.targets.as_deref()
+    /// Whether the running plugin set targets ([`Placement::set_targets`]).
+    pub fn has_targets(&self) -> bool {
+        self.targets.is_some()
+    }
+
+    /// The running plugin's target for a node, if it set one for it.
+    pub fn target(&self, node: NodeId) -> Option<&PlacementTarget> {
+        self.targets.as_ref()?.get(node as usize)?.as_ref()
     }
 
     /// Takes an evicted pod off the simulated cluster and, when predicting, places its
@@ -176,17 +209,17 @@ impl<'s> Placement<'s> {
         }
         // Where the running plugin wants its pods to go (LowNodeUtilization: underutilized
         // nodes, each within its target), every member must go.
-        if let Some(targets) = &self.targets {
+        if self.has_targets() {
             for (&m, &d) in members.iter().zip(&destinations) {
                 let name = &snap.node(d).name;
-                let Some((_, limit)) = targets.iter().find(|(n, _)| *n == d) else {
+                let Some(target) = self.target(d).filter(|t| t.wanted) else {
                     return Err(EvictError::WholeGang(format!(
                         "gang {gang_name} goes whole or not at all ({rule}), and the simulated destination of member {} is {name}, not an underutilized node",
                         snap.pod(m).key()
                     )));
                 };
                 let load = trial.load(d);
-                if let Some((r, max)) = limit.iter().find(|(r, max)| load.get(r) > **max) {
+                if let Some((r, max)) = target.over(load) {
                     return Err(EvictError::WholeGang(format!(
                         "gang {gang_name} goes whole or not at all ({rule}), and with its members placed {name} would go over its target {r} ({} > {max})",
                         load.get(r)
