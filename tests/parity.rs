@@ -441,6 +441,34 @@ fn scenarios() -> Vec<Scenario> {
                 ),
             )
         },
+        // LowNodeUtilization where the replacements would not go where the room is: b is
+        // underutilized by cpu (2.5%) but its memory is three-quarters requested, m sits
+        // between the thresholds (40% cpu) with its memory free. Upstream moves h1 and h2 on
+        // b's room; kube-scheduler (LeastAllocated and BalancedAllocation, simulated) would put
+        // each replacement on m, pushing it over its 50% target (2100m > 2000m): ours refuses
+        // them, by default (`placementCheck` unset; `placementCheck: false`, which upstream's
+        // evictor does not read, evicts as upstream).
+        Scenario {
+            expect: Expect::Differs {
+                upstream_only: &["h1", "h2"],
+                ours_only: &[],
+            },
+            ..base(
+                "lnu-over-target",
+                "LowNodeUtilization, replacements predicted to push a node over its target",
+                ["a", "b", "m"]
+                    .into_iter()
+                    .map(|n| node(n).label("parity-ot", "lnu-over-target"))
+                    .collect(),
+                lnu_over_target_pods(),
+                single(
+                    "LowNodeUtilization",
+                    "balance",
+                    "thresholds: {cpu: 20}\ntargetThresholds: {cpu: 50}",
+                    "",
+                ),
+            )
+        },
         // LowNodeUtilization with deviation thresholds: mean 30%, a at 70% is above mean+10,
         // b and c at 10% below mean-10; a gives its lowest priorities until at mean+10.
         base(
@@ -972,6 +1000,36 @@ fn scenarios() -> Vec<Scenario> {
 }
 
 /// Nodes labelled `parity-fit=<fit>`: a and c tainted.
+/// a at 75% cpu (six 500m pods, the lowest priorities first), b at 2.5% cpu and 75% memory,
+/// m at 40% cpu. Every pod selects the scenario's nodes (label `parity-ot`), so that its
+/// replacement can go to no other scenario's node of the shared cluster.
+fn lnu_over_target_pods() -> Vec<PodDef> {
+    let mut pods: Vec<PodDef> = ["h1", "h2", "h3", "h4", "h5", "h6"]
+        .into_iter()
+        .zip([
+            "parity-p1",
+            "parity-p2",
+            "parity-p3",
+            "parity-p4",
+            "parity-p5",
+            "parity-p6",
+        ])
+        .map(|(name, class)| pod(name, "a").cpu("500m").priority(class))
+        .collect();
+    pods.push(pod("b1", "b").spec(json!({"containers": [{
+        "name": "main",
+        "image": PAUSE_IMAGE,
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "6Gi"},
+            "limits": {"cpu": "100m", "memory": "6Gi"},
+        },
+    }]})));
+    pods.push(pod("m1", "m").cpu("1600m"));
+    pods.into_iter()
+        .map(|p| p.spec(json!({"nodeSelector": {"parity-ot": "lnu-over-target"}})))
+        .collect()
+}
+
 fn nodefit_nodes(fit: &'static str) -> Vec<NodeDef> {
     vec![
         node("a")
