@@ -353,8 +353,28 @@ impl LiveExecutor {
             notes: last_plan.notes,
             measured: last_plan.measured,
             over: Default::default(),
+            targets: last_plan.targets,
         };
         let mut report = Report::new(snap, &plan);
+        // A replacement that landed elsewhere than predicted and put its node over a target:
+        // said in the report, not only in the log.
+        let landed: Vec<(usize, NodeId)> = landed_at
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.map(|n| (i, n)))
+            .collect();
+        for (i, message) in plan.landing_misses(snap, &landed) {
+            let e = &plan.evictions[i];
+            let node = landed.iter().find(|(j, _)| *j == i).map(|&(_, n)| n);
+            tracing::warn!(pod = %snap.pod(e.pod).key(), "{message}");
+            report.notes.push(crate::report::NoteRow {
+                profile: e.profile.clone(),
+                plugin: e.plugin.to_string(),
+                node: node.map(|n| snap.node(n).name.to_string()),
+                message,
+                skipped: false,
+            });
+        }
         for (row, (_, outcome)) in report.evictions.iter_mut().zip(&attempted) {
             row.result = Some(outcome.as_str().to_string());
         }

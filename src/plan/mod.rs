@@ -14,8 +14,8 @@
 #[cfg(doc)]
 use crate::framework::SortPlugin;
 use crate::framework::{
-    CandidateOrder, Context, History, MeasuredNode, PendingUnit, Pipeline, PlanNote,
-    PlannedEviction, PlanningState, TenantShare,
+    CandidateOrder, Context, History, MeasuredNode, PendingUnit, Pipeline, PlacementTarget,
+    PlanNote, PlannedEviction, PlanningState, TenantShare,
 };
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 use std::collections::BTreeMap;
@@ -42,6 +42,51 @@ pub struct EvictionPlan {
     pub tenants: Vec<TenantShare>,
     /// Pending units a plugin (MakeRoomForPendingPods) made room for, or found no room for.
     pub pending: Vec<PendingUnit>,
+    /// The targets plugins held destinations to (LowNodeUtilization on requests: each node's
+    /// target thresholds), with the plugin's name, in plugin order.
+    pub targets: Vec<(&'static str, PlacementTarget)>,
+}
+
+impl EvictionPlan {
+    /// Nodes the after-state puts over a target a plugin held destinations to, where a
+    /// replacement landed that was predicted elsewhere (a prediction miss, seen live with
+    /// `--await-placement`): `(eviction index, the note)`, one per such eviction.
+    pub fn landing_misses(
+        &self,
+        snap: &ClusterSnapshot,
+        landed: &[(usize, NodeId)],
+    ) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        for &(i, node) in landed {
+            let Some(e) = self.evictions.get(i) else {
+                continue;
+            };
+            if e.destination == Some(node) {
+                continue;
+            }
+            let load = &self.requested_after.predicted[node as usize];
+            let over = self
+                .targets
+                .iter()
+                .filter(|(_, t)| t.node == node)
+                .find_map(|(plugin, t)| t.over(load).map(|(r, max)| (*plugin, r, max)));
+            if let Some((plugin, r, max)) = over {
+                let predicted = e
+                    .destination
+                    .map_or("no node".to_string(), |d| snap.node(d).name.to_string());
+                out.push((
+                    i,
+                    format!(
+                        "the replacement of {} landed on {}, not on the predicted {predicted}: the node is over its {plugin} target now ({r} {} > {max})",
+                        snap.pod(e.pod).key(),
+                        snap.node(node).name,
+                        load.get(r),
+                    ),
+                ));
+            }
+        }
+        out
+    }
 }
 
 /// What each node requests once the plan is carried out, by node id.
@@ -231,6 +276,7 @@ pub fn plan_with(
             })
         })
         .collect();
+    let mut targets = Vec::new();
     if !nodes.is_empty() {
         let deschedule = pipeline
             .profiles
@@ -258,7 +304,13 @@ pub fn plan_with(
                 order_of[pi].map(|i| &*orders[i].1),
             );
             plugin.run(&mut cx, &nodes);
-            state.placement_mut().clear_targets();
+            targets.extend(
+                state
+                    .placement_mut()
+                    .clear_targets()
+                    .into_iter()
+                    .map(|t| (plugin.name(), t)),
+            );
             let planned = state.ledger().evictions().len() - before;
             observer.plugin_finished(&profile.name, plugin.name(), planned);
             tracing::debug!(planned, "plugin finished");
@@ -280,6 +332,7 @@ pub fn plan_with(
         over: out.over,
         tenants,
         pending: out.pending,
+        targets,
     })
 }
 

@@ -1260,6 +1260,7 @@ mod tests {
             over: Default::default(),
             tenants: Vec::new(),
             pending: Vec::new(),
+            targets: Vec::new(),
         };
         let report = crate::report::Report::new(&snap, &plan);
         assert!(report.notes.is_empty());

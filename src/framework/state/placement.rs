@@ -116,8 +116,12 @@ impl<'s> Placement<'s> {
         self.targets = Some(by_node);
     }
 
-    pub fn clear_targets(&mut self) {
-        self.targets = None;
+    /// Clears the running plugin's targets ([`Placement::set_targets`]), returning them.
+    pub fn clear_targets(&mut self) -> Vec<PlacementTarget> {
+        self.targets
+            .take()
+            .map(|t| t.into_iter().flatten().collect())
+            .unwrap_or_default()
     }
 
     /// Whether the running plugin set targets ([`Placement::set_targets`]).
