@@ -811,9 +811,10 @@ fn spread_scores(
             })
         })
         .collect();
-    // matching pods per node, per constraint (the pod's namespace, not terminating)
-    let nodes = snap.nodes.len();
-    let mut per_node: Vec<Vec<i64>> = vec![vec![0; nodes]; cs.len()];
+    // matching pods per node, per constraint (the pod's namespace, not terminating); only
+    // nodes holding some are kept, so a call costs the namespace's pods, not the cluster's
+    // nodes
+    let mut per_node: Vec<FxHashMap<NodeId, i64>> = vec![FxHashMap::default(); cs.len()];
     for (q, n) in sim.namespace_pods(&spec.namespace) {
         let qp = snap.pod(q);
         if q == pod || qp.terminating {
@@ -821,29 +822,31 @@ fn spread_scores(
         }
         for (i, c) in cs.iter().enumerate() {
             if c.selects.matches(qp) {
-                per_node[i][n as usize] += 1;
+                *per_node[i].entry(n).or_insert(0) += 1;
             }
         }
     }
-    // each domain's count, over every node the constraint counts
-    for n in 0..nodes as NodeId {
-        if require_all && !has_keys(n) {
+    // each domain's count, over every node the constraint counts (a node without matching
+    // pods adds nothing)
+    for (i, c) in cs.iter().enumerate() {
+        if c.key == LABEL_HOSTNAME {
             continue;
         }
-        let node = snap.node(n);
-        for (i, c) in cs.iter().enumerate() {
-            if c.key == LABEL_HOSTNAME
-                || !super::matches_node_inclusion_policies(
-                    spec,
-                    node,
-                    c.node_affinity_policy,
-                    c.node_taints_policy,
-                )
-            {
+        for (&n, &count) in &per_node[i] {
+            if require_all && !has_keys(n) {
                 continue;
             }
-            if let Some(count) = domains[i].get_mut(value(n, c.key)) {
-                *count += per_node[i][n as usize];
+            let node = snap.node(n);
+            if !super::matches_node_inclusion_policies(
+                spec,
+                node,
+                c.node_affinity_policy,
+                c.node_taints_policy,
+            ) {
+                continue;
+            }
+            if let Some(d) = domains[i].get_mut(value(n, c.key)) {
+                *d += count;
             }
         }
     }
@@ -859,7 +862,7 @@ fn spread_scores(
             for (i, c) in cs.iter().enumerate() {
                 let Some(v) = labels.get(c.key) else { continue };
                 let count = if c.key == LABEL_HOSTNAME {
-                    per_node[i][n as usize]
+                    per_node[i].get(&n).copied().unwrap_or(0)
                 } else {
                     domains[i].get(v).copied().unwrap_or(0)
                 };
