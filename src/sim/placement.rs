@@ -175,6 +175,9 @@ pub struct Simulation<'s> {
     /// The snapshot's bound pods with any pod (anti-)affinity term (the only ones that score
     /// an incoming pod without terms of its own).
     affinity_holders: Vec<PodId>,
+    /// How many nodes have each image (by each of its names), for ImageLocality: node images
+    /// do not change while a cycle is planned.
+    image_nodes: Arc<FxHashMap<&'s str, usize>>,
 }
 
 /// Where the simulator predicts a replacement lands: the node and the others kube-scheduler
@@ -322,7 +325,26 @@ impl<'s> Simulation<'s> {
             affinity_holders: (0..snap.pods.len() as PodId)
                 .filter(|&p| snap.pod_node(p).is_some() && has_pod_affinity(snap.pod(p)))
                 .collect(),
+            image_nodes: {
+                let mut counts: FxHashMap<&'s str, usize> = FxHashMap::default();
+                for node in &snap.nodes {
+                    // sorted by name: a name listed twice counts the node once
+                    let mut last: Option<&str> = None;
+                    for (name, _) in node.images.iter() {
+                        if last != Some(&**name) {
+                            *counts.entry(&**name).or_insert(0) += 1;
+                        }
+                        last = Some(&**name);
+                    }
+                }
+                Arc::new(counts)
+            },
         }
+    }
+
+    /// How many nodes of the snapshot have an image (by one of its names).
+    pub(crate) fn nodes_with_image(&self, name: &str) -> usize {
+        self.image_nodes.get(name).copied().unwrap_or(0)
     }
 
     /// The score profile the simulation picks nodes with.
