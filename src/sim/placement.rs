@@ -178,6 +178,20 @@ pub struct Simulation<'s> {
     /// How many nodes have each image (by each of its names), for ImageLocality: node images
     /// do not change while a cycle is planned.
     image_nodes: Arc<FxHashMap<&'s str, usize>>,
+    /// The last node picked ([`Simulation::pick`]) and for what, until the simulation
+    /// changes: a planned eviction's destination is predicted by the evictor's check, then
+    /// again when its replacement is placed, on the same state (the pod itself aside).
+    last_pick: Cache<Option<PickMemo>>,
+}
+
+/// A [`Simulation::pick`] result with what it was picked for.
+#[derive(Debug, Clone)]
+struct PickMemo {
+    pod: PodId,
+    nodes: (usize, usize),
+    next_start: usize,
+    see_lingering: bool,
+    picked: (Ranking, usize),
 }
 
 /// Where the simulator predicts a replacement lands: the node and the others kube-scheduler
@@ -339,7 +353,13 @@ impl<'s> Simulation<'s> {
                 }
                 Arc::new(counts)
             },
+            last_pick: Default::default(),
         }
+    }
+
+    /// The state changed: the last pick no longer holds.
+    fn forget_pick(&mut self) {
+        *self.last_pick.lock() = None;
     }
 
     /// How many nodes of the snapshot have an image (by one of its names).
@@ -354,6 +374,7 @@ impl<'s> Simulation<'s> {
 
     /// Sets how evicted pods terminate ([`Termination`]). Call before anything is removed.
     pub fn set_termination(&mut self, termination: Termination) {
+        self.forget_pick();
         self.termination = termination;
     }
 
@@ -404,6 +425,10 @@ impl<'s> Simulation<'s> {
         if std::mem::replace(&mut self.gone[pod as usize], true) {
             return;
         }
+        // A pick for this very pod holds: its replacement sees it as it will be now.
+        if self.last_pick.lock().as_ref().is_some_and(|m| m.pod != pod) {
+            self.forget_pick();
+        }
         let p = self.snap.pod(pod);
         if let Some(n) = self.snap.pod_node(pod) {
             if p.is_active() {
@@ -432,6 +457,7 @@ impl<'s> Simulation<'s> {
         if !std::mem::replace(&mut self.lingering[pod as usize], false) {
             return;
         }
+        self.forget_pick();
         self.lingering_count -= 1;
         let p = self.snap.pod(pod);
         if let Some(n) = self.snap.pod_node(pod) {
@@ -453,6 +479,7 @@ impl<'s> Simulation<'s> {
         if self.lingering_count == 0 {
             return;
         }
+        self.forget_pick();
         self.lingering_count = 0;
         self.lingering.iter_mut().for_each(|l| *l = false);
         self.linger_load
@@ -467,6 +494,7 @@ impl<'s> Simulation<'s> {
 
     /// Puts the replacement of `pod` on `node`.
     pub fn place(&mut self, pod: PodId, node: NodeId) {
+        self.forget_pick();
         self.placed[node as usize].push(pod);
         self.placed_all.push((pod, node));
         if self
@@ -597,6 +625,34 @@ impl<'s> Simulation<'s> {
     }
 
     fn pick(&self, pod: PodId, nodes: &[NodeId]) -> Result<(Ranking, usize), NoFit> {
+        let key = (nodes.as_ptr() as usize, nodes.len());
+        let memo = self.last_pick.lock().clone().filter(|m| {
+            m.pod == pod
+                && m.nodes == key
+                && m.next_start == self.next_start
+                && m.see_lingering == self.see_lingering
+        });
+        if let Some(m) = memo {
+            // In tests, every reuse is checked against a fresh pick.
+            debug_assert_eq!(
+                Ok(&m.picked),
+                self.pick_afresh(pod, nodes).as_ref(),
+                "a remembered pick differs from a fresh one"
+            );
+            return Ok(m.picked);
+        }
+        let picked = self.pick_afresh(pod, nodes)?;
+        *self.last_pick.lock() = Some(PickMemo {
+            pod,
+            nodes: key,
+            next_start: self.next_start,
+            see_lingering: self.see_lingering,
+            picked: picked.clone(),
+        });
+        Ok(picked)
+    }
+
+    fn pick_afresh(&self, pod: PodId, nodes: &[NodeId]) -> Result<(Ranking, usize), NoFit> {
         let start = if nodes.is_empty() {
             0
         } else {

@@ -888,7 +888,10 @@ fn image_scores(sim: &Simulation<'_>, pod: PodId, feasible: &[NodeId]) -> Vec<i6
         .map(|i| normalized_image_name(i))
         .collect();
     // how many nodes have each of the pod's images
-    let spread: Vec<usize> = names.iter().map(|name| sim.nodes_with_image(name)).collect();
+    let spread: Vec<usize> = names
+        .iter()
+        .map(|name| sim.nodes_with_image(name))
+        .collect();
     if spread.iter().all(|&k| k == 0) {
         return vec![0; feasible.len()];
     }
