@@ -378,12 +378,34 @@ fn a_scheduler_config_scores_destinations_as_that_scheduler_and_bad_ones_exit_tw
     assert_eq!(default.status.code(), Some(0), "{}", stderr(&default));
     // kube-scheduler's default profile (LeastAllocated) spreads to the emptier node-b2
     assert_eq!(destination_of(&default, pod), "node-b2");
-    // the example profile packs (MostAllocated, weight 5): back to the fuller node-a1
+    // the example profile packs (MostAllocated, weight 5): back to the fuller node-a1, its
+    // own node, so the eviction would change nothing and is not planned
     let mut args = base.to_vec();
     args.extend(["--scheduler-config", "examples/scheduler-config.yaml"]);
     let packed = run(&args);
     assert_eq!(packed.status.code(), Some(0), "{}", stderr(&packed));
-    assert_eq!(destination_of(&packed, pod), "node-a1");
+    let v: serde_json::Value = serde_json::from_slice(&packed.stdout).unwrap();
+    assert!(
+        v["evictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["pod"] != pod),
+        "{v}"
+    );
+    let why = v["notChosen"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["pod"] == pod)
+        .unwrap_or_else(|| panic!("{pod} not among the candidates not chosen: {v}"));
+    assert!(
+        why["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("its replacement is predicted to land back on its own node node-a1"),
+        "{why}"
+    );
     // a profile the file does not have
     let mut args = base.to_vec();
     args.extend([

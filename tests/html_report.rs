@@ -258,6 +258,49 @@ fn the_example_page_shows_the_plan_in_a_browser() {
     assert!(bytes.len() > 10_000, "{} bytes", bytes.len());
 }
 
+/// Where a tie decides a node's after-state (examples/no-pointless-evictions: the first
+/// replacement goes to cold-a or cold-b), the page gives the range, in text and as a band on
+/// the bar, as the JSON's `afterRange` says; a node the tie does not touch has none.
+#[test]
+fn an_after_state_a_tie_decides_is_shown_as_a_range() {
+    let args = [
+        "--policy-config-file",
+        "examples/no-pointless-evictions/policy.yaml",
+        "--snapshot",
+        "examples/no-pointless-evictions/cluster.yaml",
+    ];
+    let json: serde_json::Value = serde_json::from_slice(&report(&args, "json")).unwrap();
+    let page = artifacts().join("after-range.html");
+    std::fs::write(&page, report(&args, "html")).unwrap();
+    let dom = dom(&page, "");
+    let table = section(&dom, "nodes");
+    let mut ranged = 0;
+    for n in json["nodes"].as_array().unwrap() {
+        let r = row(table, "data-node", n["name"].as_str().unwrap());
+        let cpu = (
+            n["before"]["cpu"].as_f64().unwrap(),
+            n["after"]["cpu"].as_f64().unwrap(),
+        );
+        match n["afterRange"]["cpu"].as_array() {
+            Some(range) => {
+                ranged += 1;
+                let (lo, hi) = (range[0].as_f64().unwrap(), range[1].as_f64().unwrap());
+                let want = format!(
+                    "{} \u{2192} {} ({}\u{2013}{})",
+                    fixed1(cpu.0),
+                    fixed1(cpu.1),
+                    fixed1(lo),
+                    fixed1(hi)
+                );
+                assert!(r.contains(&want), "{want} in {r}");
+                assert!(r.contains("class=\"range\""), "a band in {r}");
+            }
+            None => assert!(!r.contains("class=\"range\""), "no band in {r}"),
+        }
+    }
+    assert_eq!(ranged, 2, "cold-a and cold-b depend on the tie: {json}");
+}
+
 #[test]
 fn tenants_shares_are_shown_when_a_profile_orders_by_drf() {
     // The example's policy with DominantResourceFairness ordering its candidates.

@@ -43,7 +43,10 @@ async fn group_of_nodes(client: &kube::Client, n: usize) -> (String, Vec<String>
 }
 
 /// A LowNodeUtilization policy over the group's nodes: under 20% cpu is cold, over
-/// `target`% is hot. `top` adds top-level fields.
+/// `target`% is hot. `top` adds top-level fields. The hot pods of these tests are pinned to
+/// their node ([`hot_replicaset`]), so their replacements come back to it: the evictor's
+/// default check would refuse every such eviction as pointless, and these tests are about
+/// carrying evictions out, so it is off (`placementCheck: false`, as upstream).
 fn lnu_policy(group: &str, target: u32, top: &str) -> String {
     format!(
         r#"apiVersion: descheduler/v1alpha2
@@ -53,6 +56,8 @@ nodeSelector: "{GROUP_LABEL}={group}"
 profiles:
 - name: rebalance
   pluginConfig:
+  - name: DefaultEvictor
+    args: {{placementCheck: false}}
   - name: LowNodeUtilization
     args:
       thresholds: {{cpu: 20}}
@@ -117,6 +122,38 @@ async fn dry_run_changes_nothing_and_a_real_run_evicts_through_the_api() {
     let policy = write_policy(dir.path(), &lnu_policy(&group, 50, ""));
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
     let policy = policy.to_str().unwrap();
+
+    // By default nothing goes: each pod is pinned to its node, so its replacement would come
+    // back to it, and the report says so.
+    let checked = write_policy(
+        dir.path(),
+        &lnu_policy(&group, 50, "").replace(
+            "  - name: DefaultEvictor\n    args: {placementCheck: false}\n",
+            "",
+        ),
+    );
+    let run = run_bin(&[
+        "--policy-config-file",
+        checked.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--dry-run",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let r = report(&run);
+    assert!(r["evictions"].as_array().unwrap().is_empty(), "{r}");
+    let refused = r["notChosen"].as_array().unwrap();
+    assert_eq!(refused.len(), 6, "{r}");
+    assert!(
+        refused.iter().all(|n| n["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("land back on its own node {}", nodes[0]))),
+        "{r}"
+    );
 
     // Dry-run: the plan (6 x 500m = 75% of 4 CPUs; down to 50% takes two pods), no change.
     let dry = run_bin(&[
@@ -1094,9 +1131,10 @@ async fn predicted_destinations_match_where_kube_scheduler_places_replacements()
 
     let dir = tempfile::tempdir().unwrap();
     let text = lnu_policy(&group, 50, "").replace(
-        "  pluginConfig:\n",
-        "  pluginConfig:\n  - name: DefaultEvictor\n    args: {placementCheck: true}\n",
+        "args: {placementCheck: false}",
+        "args: {placementCheck: true}",
     );
+    assert!(text.contains("placementCheck: true"), "{text}");
     let policy = write_policy(dir.path(), &text);
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
     let policy = policy.to_str().unwrap();

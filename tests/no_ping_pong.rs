@@ -415,8 +415,11 @@ async fn pinned_hot_workload(
         .node_selector("kubernetes.io/hostname", &nodes[0]);
     run_replicaset(client, &ns, "hot", 6, &pod).await;
     let policy = format!(
-        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nnodeSelector: \"{GROUP_LABEL}={group}\"\nprofiles:\n- name: rebalance\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {{thresholds: {{cpu: 20}}, targetThresholds: {{cpu: 50}}}}\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n"
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nnodeSelector: \"{GROUP_LABEL}={group}\"\nprofiles:\n- name: rebalance\n  pluginConfig:\n  - name: DefaultEvictor\n    args: {{placementCheck: false}}\n  - name: LowNodeUtilization\n    args: {{thresholds: {{cpu: 20}}, targetThresholds: {{cpu: 50}}}}\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n"
     );
+    // The pods are pinned to their node, so their replacements come back: the evictor's
+    // default check refuses such evictions as pointless. The cooldown is what is tested
+    // here, so the check is off (`placementCheck: false`, as upstream).
     let path = dir.join(format!("{}.yaml", unique("policy")));
     std::fs::write(&path, policy).unwrap();
     path
