@@ -10,21 +10,11 @@
 
 mod support;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::api::{Api, ListParams};
-use std::collections::{BTreeMap, BTreeSet};
-use support::process::{run_bin, Run};
+use std::collections::BTreeSet;
+use support::process::run_bin;
+use support::states::{measure, node_of, report, State, StateNode, GROUP_LABEL, ZONE};
 use support::*;
-
-const GROUP_LABEL: &str = "descheduler-test";
-const ZONE: &str = "topology.kubernetes.io/zone";
-
-fn report(run: &Run) -> serde_json::Value {
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("not a JSON report ({e}): {}\n{}", run.stdout, run.stderr))
-}
 
 fn policy(group: &str) -> String {
     format!(
@@ -49,49 +39,15 @@ profiles:
     )
 }
 
-fn node_of(p: &Pod) -> String {
-    p.spec
-        .as_ref()
-        .and_then(|s| s.node_name.clone())
-        .unwrap_or_default()
-}
-
-fn app_of(p: &Pod) -> String {
-    p.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get("app").cloned())
-        .unwrap_or_default()
-}
-
-fn cpu_milli(p: &Pod) -> i64 {
-    let q = p
-        .spec
-        .as_ref()
-        .and_then(|s| s.containers[0].resources.as_ref())
-        .and_then(|r| r.requests.as_ref())
-        .and_then(|r| r.get("cpu"))
-        .map(|q| q.0.clone())
-        .unwrap_or_default();
-    match q.strip_suffix('m') {
-        Some(m) => m.parse().unwrap(),
-        None => q.parse::<i64>().map(|c| c * 1000).unwrap_or(0),
-    }
-}
-
-/// The issue's state, in a fresh namespace on fresh nodes: returns the group label's value,
-/// the namespace, every node with its allocatable cpu (millicores) and each Deployment's
-/// name and replicas.
-async fn issue_state(
-    client: &kube::Client,
-) -> (String, String, Vec<(String, i64)>, Vec<(&'static str, i32)>) {
+/// The issue's state, in a fresh namespace on fresh nodes, with the policy above.
+async fn issue_state(client: &kube::Client) -> State {
     let client = client.clone();
     let group = unique("g");
     let ns = create_namespace(&client, "predict").await;
     // 30 nodes: in each of three zones three small (2 cpu), three medium (4) and three large
     // (8) ones; and a medium node in each zone, the one in zone a with a taint no pod
     // tolerates.
-    let mut nodes: Vec<(String, i64)> = Vec::new();
+    let mut nodes: Vec<StateNode> = Vec::new();
     let mut specs: Vec<(&str, &str, &str, bool)> = Vec::new();
     for zone in ["a", "b", "c"] {
         for (cpu, memory) in [("2", "8Gi"), ("4", "16Gi"), ("8", "32Gi")] {
@@ -112,7 +68,11 @@ async fn issue_state(
             config = config.taint("dedicated", "infra", "NoSchedule");
         }
         create_node(&client, config).await;
-        nodes.push((name, cpu.parse::<i64>().unwrap() * 1000));
+        nodes.push(StateNode {
+            name,
+            cpu_milli: cpu.parse::<i64>().unwrap() * 1000,
+            role: if tainted { "tainted" } else { "filled" },
+        });
     }
     // Ten Deployments, placed by kube-scheduler: about 60% of the schedulable cpu; some spread
     // over zones, hard or soft.
@@ -156,153 +116,59 @@ async fn issue_state(
                 .memory("32Gi"),
         )
         .await;
-        nodes.push((name, 8000));
+        nodes.push(StateNode {
+            name,
+            cpu_milli: 8000,
+            role: "joined",
+        });
     }
-    let workloads = workloads.iter().map(|(n, r, _)| (*n, *r)).collect();
-    (group, ns, nodes, workloads)
+    State {
+        seed: 0,
+        family: "issue".to_string(),
+        policy: "dup+spread+lnu cpu 20/50".to_string(),
+        policy_yaml: policy(&group),
+        group,
+        namespace: ns,
+        nodes,
+        workloads: workloads
+            .iter()
+            .map(|(n, r, _)| (n.to_string(), *r))
+            .collect(),
+        summary: "the issue's state".to_string(),
+    }
 }
 
 #[tokio::test]
 async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
     let cluster = shared_realistic();
     let client = cluster.client();
-    let (group, ns, nodes, workloads) = issue_state(&client).await;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let before = pods.list(&ListParams::default()).await.unwrap().items;
-    let before_uids: BTreeSet<String> = before
-        .iter()
-        .filter_map(|p| p.metadata.uid.clone())
-        .collect();
-    // The pods before the run, by `<namespace>/<name>` as the report names them.
-    let by_name: BTreeMap<String, &Pod> = before
-        .iter()
-        .map(|p| (format!("{ns}/{}", p.metadata.name.clone().unwrap()), p))
-        .collect();
-
-    let dir = tempfile::tempdir().unwrap();
-    let policy = write_policy(dir.path(), &policy(&group));
-    let policy = policy.to_str().unwrap();
-    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let args = |dry: bool| {
-        let mut a = vec![
-            "--policy-config-file",
-            policy,
-            "--kubeconfig",
-            kubeconfig.as_str(),
-            "--predict-destinations",
-            "-o",
-            "json",
-        ];
-        if dry {
-            a.push("--dry-run");
-        }
-        a
-    };
-    let dry = report(&run_bin(&args(true)).await);
-    let real = report(&run_bin(&args(false)).await);
-    let names = |r: &serde_json::Value| -> Vec<String> {
-        r["evictions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["pod"].as_str().unwrap().to_string())
-            .collect()
-    };
-    let planned = names(&dry);
+    let state = issue_state(&client).await;
+    let o = measure(cluster, &state).await;
     assert!(
-        planned.len() >= 4,
-        "the state needs a rebalance: {planned:?}\n{}",
-        describe_pods(&before)
+        o.planned >= 4,
+        "the state needs a rebalance: {}\n{}",
+        o.dry,
+        describe_pods(&o.before)
     );
     // Dry-run equals reality: the same pods, all evicted.
-    assert_eq!(planned, names(&real), "dry-run {dry}\nreal {real}");
-    let evictions = real["evictions"].as_array().unwrap();
-    assert!(evictions.iter().all(|e| e["result"] == "evicted"), "{real}");
-
-    // Every Deployment back to its replicas; the replacements are the pods not there before.
-    let mut after = Vec::new();
-    for (name, replicas) in &workloads {
-        after
-            .extend(wait_running_pods(&client, &ns, &app_selector(name), *replicas as usize).await);
-    }
-    let mut landed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for p in &after {
-        if !before_uids.contains(p.metadata.uid.as_deref().unwrap_or_default()) {
-            landed.entry(app_of(p)).or_default().push(node_of(p));
-        }
-    }
-    // Compared per workload (the ReplicaSet controller recreates pods in its own order): each
-    // replacement takes a prediction of its workload naming its node, exactly first.
-    let mut predictions: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
-    for e in evictions {
-        let app = app_of(by_name[e["pod"].as_str().unwrap()]);
-        let dest = e["destination"].as_str().unwrap_or("-").to_string();
-        let alts = e["alternatives"]
-            .as_array()
-            .map(|a| a.iter().map(|n| n.as_str().unwrap().to_string()).collect())
-            .unwrap_or_default();
-        predictions.entry(app).or_default().push((dest, alts));
-    }
-    let (mut exact, mut within, mut total) = (0usize, 0usize, 0usize);
-    let mut misses = Vec::new();
-    for (app, nodes_landed) in &landed {
-        let mut open = predictions.get(app).cloned().unwrap_or_default();
-        let mut rest = Vec::new();
-        for n in nodes_landed {
-            total += 1;
-            if let Some(i) = open.iter().position(|(d, _)| d == n) {
-                open.remove(i);
-                exact += 1;
-                within += 1;
-            } else {
-                rest.push(n.clone());
-            }
-        }
-        for n in rest {
-            if let Some(i) = open.iter().position(|(_, a)| a.contains(&n)) {
-                open.remove(i);
-                within += 1;
-            } else {
-                misses.push(format!("{app} landed on {n}, predicted {open:?}"));
-            }
-        }
-    }
-    assert_eq!(total, evictions.len(), "one replacement per eviction");
-    // The predicted after-state against the real one: each node's requested cpu as a
-    // percentage of allocatable, the report's `after` (evicted pods gone, replacements at
-    // their predicted destinations).
-    let mut real_cpu: BTreeMap<String, i64> = BTreeMap::new();
-    for p in &after {
-        *real_cpu.entry(node_of(p)).or_default() += cpu_milli(p);
-    }
-    let predicted_after: BTreeMap<String, f64> = real["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            (
-                n["name"].as_str().unwrap().to_string(),
-                n["after"]["cpu"].as_f64().unwrap_or(0.0),
-            )
-        })
-        .collect();
-    let errors: Vec<f64> = nodes
-        .iter()
-        .filter_map(|(name, alloc)| {
-            let want = predicted_after.get(name)?;
-            let got = 100.0 * *real_cpu.get(name).unwrap_or(&0) as f64 / *alloc as f64;
-            Some((want - got).abs())
-        })
-        .collect();
-    let mean_error = errors.iter().sum::<f64>() / errors.len().max(1) as f64;
+    assert!(o.dry_equals_real, "dry-run {}\nreal {}", o.dry, o.real);
+    assert_eq!(o.evicted, o.planned, "{}", o.real);
+    // Every Deployment is back to its replicas (measure waits for that); one replacement per
+    // eviction, compared per workload (the ReplicaSet controller recreates pods in its own
+    // order): each replacement takes a prediction of its workload naming its node, exactly
+    // first. The predicted after-state against the real one: each node's requested cpu as a
+    // percentage of allocatable (see support::states::predicted_after).
+    let (exact, within, total, mean_error, misses) =
+        (o.exact, o.within, o.total, o.mean_error, &o.misses);
+    assert_eq!(total, o.evicted, "one replacement per eviction");
     eprintln!(
         "predictions: {} evictions; replacements on the predicted node {exact}/{total} ({:.0}%), \
          on it or an alternative {within}/{total} ({:.0}%); after-state cpu error {mean_error:.2} \
          points of allocatable on average over {} nodes; misses: {misses:?}",
-        evictions.len(),
+        o.evicted,
         100.0 * exact as f64 / total as f64,
         100.0 * within as f64 / total as f64,
-        errors.len()
+        o.error_nodes
     );
     // The issue's target is 2 points; measured 0 to 2.5 (the same cascade as below).
     assert!(
@@ -317,8 +183,8 @@ async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
     assert!(
         within * 10 >= total * 8,
         "only {within}/{total} replacements on the predicted node or an alternative: {misses:?}\nbefore {}\nafter {}",
-        describe_pods(&before),
-        describe_pods(&after)
+        describe_pods(&o.before),
+        describe_pods(&o.after)
     );
     cluster.assert_running();
 }
@@ -330,9 +196,10 @@ async fn dry_run_equals_the_real_run_and_replacements_land_where_predicted() {
 async fn with_await_placement_predictions_are_exact_and_nothing_returns_to_its_source() {
     let cluster = shared_realistic();
     let client = cluster.client();
-    let (group, ns, _, workloads) = issue_state(&client).await;
+    let state = issue_state(&client).await;
+    let (ns, workloads) = (&state.namespace, &state.workloads);
     let dir = tempfile::tempdir().unwrap();
-    let policy = write_policy(dir.path(), &policy(&group));
+    let policy = write_policy(dir.path(), &state.policy_yaml);
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
     let real = report(
         &run_bin(&[
@@ -394,9 +261,9 @@ async fn with_await_placement_predictions_are_exact_and_nothing_returns_to_its_s
     // The landings are real: every Deployment is back to its replicas, the replacements on
     // the nodes the report names.
     let mut running = Vec::new();
-    for (name, replicas) in &workloads {
+    for (name, replicas) in workloads {
         running
-            .extend(wait_running_pods(&client, &ns, &app_selector(name), *replicas as usize).await);
+            .extend(wait_running_pods(&client, ns, &app_selector(name), *replicas as usize).await);
     }
     let nodes_now: BTreeSet<String> = running.iter().map(node_of).collect();
     for e in &evicted {
