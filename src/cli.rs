@@ -147,9 +147,11 @@ pub struct Cli {
     )]
     pub descheduling_interval: String,
 
-    /// Continuous mode: after a workload has a pod evicted, leave its pods alone for this
-    /// long, and do not treat a node that received its rescheduled pods as overutilized
-    /// (no ping-pong). A Go duration; 0 turns it off. A single cycle has no memory.
+    /// Continuous mode: a workload that had a pod evicted waits until its replacements are
+    /// placed; if one lands back where it came from or on an overutilized node, its pods are
+    /// left alone for this long, and a node that received rescheduled pods is not treated as
+    /// overutilized for this long (no ping-pong). A Go duration; 0 turns it off. A single
+    /// cycle has no memory.
     #[arg(
         long = "eviction-cooldown",
         env = "DESCHEDULER_EVICTION_COOLDOWN",

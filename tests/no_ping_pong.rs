@@ -5,7 +5,7 @@
 
 mod support;
 
-use descheduler::framework::{History, Pipeline};
+use descheduler::framework::{History, NoteKind, Pipeline};
 use descheduler::plan::{plan, plan_with, CycleMemory, EvictionPlan};
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pod, GIB, T0};
@@ -162,10 +162,16 @@ proptest! {
 /// One hot node (n1: 8 pods of 400m of 4000m = 80%), two cold ones; the hot pods belong to
 /// two workloads, web and api.
 fn hot_cold() -> ClusterSnapshot {
+    hot_cold_and(Vec::new())
+}
+
+/// [`hot_cold`] with more pods.
+fn hot_cold_and(extra: Vec<Pod>) -> ClusterSnapshot {
     let mut pods: Vec<Pod> = (0..8)
         .map(|i| {
             let owner = if i % 2 == 0 { "web" } else { "api" };
             pod("shop", &format!("{owner}-{i}"))
+                .created(T0 - 3600)
                 .node("n1")
                 .cpu(400)
                 .owner("ReplicaSet", owner)
@@ -186,6 +192,7 @@ fn hot_cold() -> ClusterSnapshot {
             .owner("ReplicaSet", "db")
             .build(),
     );
+    pods.extend(extra);
     ClusterSnapshot::build(SnapshotParts {
         nodes: vec![node("n1").build(), node("n2").build(), node("n3").build()],
         pods,
@@ -221,11 +228,38 @@ fn a_workload_moved_within_the_cooldown_is_not_moved_again() {
         moved.iter().all(|n| n.starts_with("web-")),
         "api is cooling down: {moved:?}"
     );
-    // The filter says why.
+    // The cooldown says why, with the time left, and every api pod LowNodeUtilization would
+    // have taken is in the not-chosen list with that reason.
+    let why = "workload shop/ReplicaSet/api had a pod evicted 2m ago and waits until its replacement is placed; at most 8m more";
     assert_eq!(
         history.cooldown_refusal(snap.pod(api), now).as_deref(),
-        Some("workload shop/ReplicaSet/api had a pod evicted 2m ago; cooldown 10m")
+        Some(why)
     );
+    let held: Vec<String> = p
+        .notes
+        .iter()
+        .filter_map(|n| match n.kind {
+            NoteKind::NotChosen(pod) if n.message == why => Some(snap.pod(pod).name.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !held.is_empty() && held.iter().all(|n| n.starts_with("api-")),
+        "{:?}",
+        p.notes
+    );
+    // Once its replacement is placed on a cold node, api may move again at once.
+    let placed = hot_cold_and(vec![pod("shop", "api-new")
+        .node("n2")
+        .cpu(400)
+        .owner("ReplicaSet", "api")
+        .created(T0 + 5)
+        .build()]);
+    let released = history.observe(&placed, now);
+    assert!(released.moves.is_empty() && released.frozen.is_empty());
+    assert!(names(&placed, &with_history(&placed, released, now))
+        .iter()
+        .any(|n| n.starts_with("api-")));
     // Without memory, api pods go first (upstream's order). After the cooldown, api may move
     // again; with the cooldown off it always may.
     let later = with_history(&snap, history.observe(&snap, T0 + 600), T0 + 600);
@@ -475,6 +509,103 @@ async fn live_continuous_mode_moves_a_workload_once_per_cooldown() {
     );
     let (cycles, evicting) = cooled.cycles();
     assert_eq!(evicting, 1, "{cycles} cycles: {}", cooled.output());
+    // Its replacements came back to the hot node: frozen for ping-pong, and each pod held
+    // back is in the not-chosen list with the time left.
+    let out = cooled.output();
+    assert!(
+        out.contains("is frozen for ping-pong: its replacement")
+            && out.contains("where it was evicted from;")
+            && out.contains("left of the 1h eviction cooldown"),
+        "{out}"
+    );
     assert_eq!(pingpong.terminate().await, Some(0));
     assert_eq!(cooled.terminate().await, Some(0));
+}
+
+/// A job half done goes on: a workload whose replacements land on cold nodes is released as
+/// soon as they are placed, so a per-node limit of one eviction a cycle moves it in several
+/// cycles, well within the cooldown; then, balanced, nothing more moves.
+#[tokio::test]
+async fn live_a_workload_whose_moves_succeed_is_not_frozen() {
+    use support::*;
+    let cluster = support::shared();
+    let client = cluster.client();
+    let dir = tempfile::tempdir().unwrap();
+    let group = unique("g");
+    let hot = unique("n");
+    create_node(&client, NodeConfig::new(&hot).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "progress").await;
+    // Six 500m pods on the only node of the group: 75%, over the 50% target.
+    let pod = PodConfig::new()
+        .cpu("500m")
+        .memory("64Mi")
+        .node_selector(GROUP_LABEL, &group);
+    run_replicaset(&client, &ns, "web", 6, &pod).await;
+    for _ in 0..2 {
+        create_node(
+            &client,
+            NodeConfig::new(&unique("n")).label(GROUP_LABEL, &group),
+        )
+        .await;
+    }
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nnodeSelector: \"{GROUP_LABEL}={group}\"\nmaxNoOfPodsToEvictPerNode: 1\nprofiles:\n- name: rebalance\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {{thresholds: {{cpu: 20}}, targetThresholds: {{cpu: 50}}}}\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n"
+        ),
+    )
+    .unwrap();
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    let run = Run::spawn(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--descheduling-interval",
+        "2s",
+        "--eviction-cooldown",
+        "1h",
+        "-o",
+        "json",
+    ]);
+    let pods_on_hot = || async {
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(client.clone(), &ns);
+        pods.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(hot.as_str()))
+            .count()
+    };
+    // 6 x 500m on 4 cpu: down to 50% or below takes two evictions at least, one a cycle.
+    assert!(
+        wait_until(std::time::Duration::from_secs(120), || async {
+            pods_on_hot().await <= 4
+        })
+        .await,
+        "the workload stopped after its first move: {}",
+        run.output()
+    );
+    let (_, evicting) = run.cycles();
+    assert!(evicting >= 2, "{}", run.output());
+    // Balanced now: a few more cycles move nothing.
+    let settled = run.cycles().0;
+    assert!(
+        wait_until(std::time::Duration::from_secs(60), || async {
+            run.cycles().0 >= settled + 3
+        })
+        .await
+    );
+    let evicted_total = run.output().matches("\"result\": \"evicted\"").count();
+    assert!(
+        evicted_total <= 3,
+        "{evicted_total} evictions for a 6-pod workload: {}",
+        run.output()
+    );
+    assert!(pods_on_hot().await >= 3, "moved too far: {}", run.output());
+    assert_eq!(run.terminate().await, Some(0));
 }

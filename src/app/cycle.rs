@@ -212,8 +212,8 @@ impl Cycles<'_> {
                     .await?;
                 self.history = self
                     .history
-                    .record_evictions(snap, &r.evicted, now)
-                    .advance(&r.over);
+                    .advance(&r.over)
+                    .record_evictions(snap, &r.evicted, now);
                 let evicted = r
                     .outcomes
                     .iter()

@@ -3,17 +3,20 @@
 //!
 //! Two memories live here:
 //! - the hysteresis streaks: how many consecutive cycles each node was overutilized;
-//! - recent evictions (no ping-pong): when a workload last had a pod evicted, and when a
-//!   node last received a rescheduled pod. During the eviction cooldown a workload whose
-//!   pod was just moved is not moved again ([`History::cooldown_refusal`]), and a node that
-//!   just received moved pods is not treated as overutilized ([`History::received_within`]).
+//! - recent evictions (no ping-pong). A workload that had pods evicted waits until its
+//!   replacements are placed; then, if one landed back on a node it was moved from or on a
+//!   node that was overutilized when it moved (evidence of ping-pong), it is frozen for the
+//!   eviction cooldown; otherwise it is released at once, and may move again in the next
+//!   cycle (a job half done goes on). [`History::cooldown_refusal`] says why a pod is held
+//!   back and for how long. A node that just received moved pods is not treated as
+//!   overutilized during the cooldown ([`History::received_within`]).
 //!
 //! The runner updates it in three pure steps per cycle: [`History::observe`] (the new
 //! snapshot shows where the replacements of evicted workloads landed), planning with it,
 //! then [`History::record_evictions`] and [`History::advance`].
 
 use crate::snapshot::{ClusterSnapshot, Pod, PodId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What earlier cycles of a continuous run leave for the next: for each plugin (by
 /// `profile/plugin`), how many consecutive cycles each node was overutilized; and the
@@ -23,16 +26,39 @@ pub struct History {
     pub over_streak: BTreeMap<String, BTreeMap<String, u32>>,
     /// The eviction cooldown, in seconds; 0 turns the memory of evictions off.
     pub cooldown_seconds: i64,
-    /// Workload (`namespace/Kind/name` of the pod's controller) → unix seconds of its last
-    /// eviction.
-    pub evicted_owners: BTreeMap<String, i64>,
+    /// Workload (`namespace/Kind/name` of the pod's controller) → its latest move, while its
+    /// replacements are not all placed.
+    pub moves: BTreeMap<String, Move>,
+    /// Workload → why it is frozen, and since when: a replacement landed where it came from
+    /// or on an overutilized node.
+    pub frozen: BTreeMap<String, Frozen>,
     /// Node name → unix seconds it last received a pod of a workload evicted earlier.
     pub received: BTreeMap<String, i64>,
+    /// The nodes some plugin found overutilized in the latest cycle.
+    pub over_nodes: BTreeSet<String>,
 }
 
-/// How far the API server's clock (pods' creation times) may be behind ours (the eviction
-/// times) and a pod created "before" an eviction still count as its replacement.
-const CLOCK_SKEW_SECONDS: i64 = 5;
+/// One cycle's evictions of a workload, until its replacements are placed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Move {
+    /// Unix seconds of the eviction.
+    pub at: i64,
+    /// The nodes its pods were evicted from, one entry per pod.
+    pub sources: Vec<String>,
+    /// The nodes found overutilized in the cycle that moved it.
+    pub over: BTreeSet<String>,
+    /// The uids of the workload's pods when it moved: any other pod of it is a replacement.
+    pub known: BTreeSet<String>,
+}
+
+/// A workload frozen on evidence of ping-pong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frozen {
+    /// Unix seconds the evidence was seen; the freeze lasts the cooldown from then.
+    pub since: i64,
+    /// What was seen, e.g. "its replacement web-7 landed back on n1, where it was evicted from".
+    pub why: String,
+}
 
 /// The workload a pod belongs to, as `namespace/Kind/name` of its controller owner (None for
 /// a bare pod: nothing recreates it, so it cannot ping-pong).
@@ -63,8 +89,10 @@ impl History {
     pub const EMPTY: History = History {
         over_streak: BTreeMap::new(),
         cooldown_seconds: 0,
-        evicted_owners: BTreeMap::new(),
+        moves: BTreeMap::new(),
+        frozen: BTreeMap::new(),
         received: BTreeMap::new(),
+        over_nodes: BTreeSet::new(),
     };
 
     /// An empty history with this eviction cooldown (seconds; 0: off).
@@ -89,23 +117,44 @@ impl History {
         self.cooldown_seconds > 0 && now - at < self.cooldown_seconds
     }
 
-    /// Why this pod may not be evicted now: its workload had a pod evicted within the
-    /// cooldown. None when the cooldown is off, the pod is bare or has ended (removing a
-    /// failed pod moves nothing), or its workload is cool.
+    /// Why this pod may not be evicted now, with the time left: its workload is frozen on
+    /// evidence of ping-pong, or waits for the replacements of its last move to be placed.
+    /// None when the cooldown is off, the pod is bare or has ended (removing a failed pod
+    /// moves nothing), or its workload is free to move.
     pub fn cooldown_refusal(&self, pod: &Pod, now: i64) -> Option<String> {
         // A pod that has ended (Failed, Succeeded) is cleaned up, not moved.
-        if self.cooldown_seconds <= 0 || self.evicted_owners.is_empty() || !pod.is_active() {
+        if self.cooldown_seconds <= 0
+            || (self.moves.is_empty() && self.frozen.is_empty())
+            || !pod.is_active()
+        {
             return None;
         }
         let key = owner_key(pod)?;
-        let at = *self.evicted_owners.get(&key)?;
-        self.cooling(at, now).then(|| {
-            format!(
-                "workload {key} had a pod evicted {} ago; cooldown {}",
-                fmt_duration(now - at),
+        if let Some(f) = self.frozen.get(&key).filter(|f| self.cooling(f.since, now)) {
+            return Some(format!(
+                "workload {key} is frozen for ping-pong: {}; {} left of the {} eviction cooldown",
+                f.why,
+                fmt_duration(f.since + self.cooldown_seconds - now),
                 fmt_duration(self.cooldown_seconds)
-            )
-        })
+            ));
+        }
+        let m = self.moves.get(&key).filter(|m| self.cooling(m.at, now))?;
+        let n = m.sources.len();
+        Some(format!(
+            "workload {key} had {} evicted {} ago and waits until {} placed; at most {} more",
+            if n == 1 {
+                "a pod".to_string()
+            } else {
+                format!("{n} pods")
+            },
+            fmt_duration(now - m.at),
+            if n == 1 {
+                "its replacement is"
+            } else {
+                "their replacements are"
+            },
+            fmt_duration(m.at + self.cooldown_seconds - now)
+        ))
     }
 
     /// When the node received a rescheduled pod, if that was within the cooldown.
@@ -128,15 +177,19 @@ impl History {
         })
     }
 
-    /// The history after looking at a new snapshot: pods of recently evicted workloads
-    /// created after the eviction are the replacements, and the nodes they run on received
-    /// them (at the later of the eviction and their creation). Entries older than the
-    /// cooldown are dropped.
+    /// The history after looking at a new snapshot. Pods of recently moved workloads that
+    /// were not there when it moved are its replacements; the nodes they run on received them (at the
+    /// later of the eviction and their creation). A replacement on a node its workload was
+    /// evicted from, or on one overutilized when it moved, freezes the workload for the
+    /// cooldown; once every replacement is placed elsewhere, the workload is released.
+    /// Entries older than the cooldown are dropped.
     pub fn observe(&self, snap: &ClusterSnapshot, now: i64) -> History {
         let mut next = self.expired(now);
-        if next.evicted_owners.is_empty() {
+        if next.moves.is_empty() {
             return next;
         }
+        // Workload → its placed replacements (pod name, node, when).
+        let mut landed: BTreeMap<String, Vec<(&str, &str, i64)>> = BTreeMap::new();
         for pod in &snap.pods {
             let Some(node) = pod.node_name.as_deref() else {
                 continue;
@@ -144,15 +197,38 @@ impl History {
             if !pod.is_active() || pod.terminating {
                 continue;
             }
-            let Some(at) = owner_key(pod).and_then(|k| next.evicted_owners.get(&k).copied()) else {
+            let Some(key) = owner_key(pod) else {
                 continue;
             };
-            if pod.created < at - CLOCK_SKEW_SECONDS {
+            let Some(m) = next.moves.get(&key) else {
+                continue;
+            };
+            if m.known.contains(&*pod.uid) {
                 continue;
             }
-            let when = pod.created.min(now).max(at);
+            let when = pod.created.min(now).max(m.at);
             let slot = next.received.entry(node.to_string()).or_insert(when);
             *slot = (*slot).max(when);
+            landed.entry(key).or_default().push((&pod.name, node, when));
+        }
+        for (key, replacements) in landed {
+            let m = &next.moves[&key];
+            let back = replacements.iter().find_map(|&(name, node, when)| {
+                if m.sources.iter().any(|s| s == node) {
+                    Some((when, format!("its replacement {name} landed back on {node}, where it was evicted from")))
+                } else if m.over.contains(node) {
+                    Some((when, format!("its replacement {name} landed on {node}, overutilized when it was moved")))
+                } else {
+                    None
+                }
+            });
+            if let Some((when, why)) = back {
+                next.moves.remove(&key);
+                next.frozen.insert(key, Frozen { since: when, why });
+            } else if replacements.len() >= m.sources.len() {
+                // Every replacement placed, none where it should not be: the move worked.
+                next.moves.remove(&key);
+            }
         }
         next
     }
@@ -164,10 +240,35 @@ impl History {
         if next.cooldown_seconds <= 0 {
             return next;
         }
+        let mut moved: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for &p in evicted.iter().filter(|&&p| snap.pod(p).is_active()) {
-            if let Some(key) = owner_key(snap.pod(p)) {
-                next.evicted_owners.insert(key, now);
+            let pod = snap.pod(p);
+            if let Some(key) = owner_key(pod) {
+                let node = pod.node_name.as_deref().unwrap_or_default().to_string();
+                moved.entry(key).or_default().push(node);
             }
+        }
+        if moved.is_empty() {
+            return next;
+        }
+        // The pods each moved workload has now; its replacements will be the others.
+        let mut known: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        for pod in &snap.pods {
+            if let Some((key, _)) = owner_key(pod).and_then(|k| moved.get_key_value(&k)) {
+                known.entry(key).or_default().insert(pod.uid.to_string());
+            }
+        }
+        for (key, sources) in &moved {
+            let known = known.remove(key.as_str()).unwrap_or_default();
+            next.moves.insert(
+                key.clone(),
+                Move {
+                    at: now,
+                    sources: sources.clone(),
+                    over: self.over_nodes.clone(),
+                    known,
+                },
+            );
         }
         next
     }
@@ -176,23 +277,23 @@ impl History {
     fn expired(&self, now: i64) -> History {
         let mut next = self.clone();
         let cooldown = self.cooldown_seconds;
-        let keep = |at: &i64| cooldown > 0 && now - *at < cooldown;
-        next.evicted_owners.retain(|_, at| keep(at));
-        next.received.retain(|_, at| keep(at));
+        let keep = |at: i64| cooldown > 0 && now - at < cooldown;
+        next.moves.retain(|_, m| keep(m.at));
+        next.frozen.retain(|_, f| keep(f.since));
+        next.received.retain(|_, at| keep(*at));
         next
     }
 
     /// The history after a cycle that observed `over` (plugin key → nodes overutilized this
     /// cycle). A plugin that classified nodes this cycle replaces its streaks (nodes not over
     /// now start again from zero); a plugin that did not (it skipped the cycle) loses them,
-    /// so a gap in the measurements never counts as "still over". The eviction memory and
-    /// the cooldown carry over unchanged.
+    /// so a gap in the measurements never counts as "still over". The nodes over this cycle
+    /// are kept for the evictions it makes; the eviction memory and the cooldown carry over.
     pub fn advance(&self, over: &BTreeMap<String, Vec<String>>) -> History {
         let mut next = History {
             over_streak: BTreeMap::new(),
-            cooldown_seconds: self.cooldown_seconds,
-            evicted_owners: self.evicted_owners.clone(),
-            received: self.received.clone(),
+            over_nodes: over.values().flatten().cloned().collect(),
+            ..self.clone()
         };
         for (key, nodes) in over {
             let streaks = next.over_streak.entry(key.clone()).or_default();
@@ -226,32 +327,112 @@ mod tests {
         assert_eq!(fmt_duration(7260), "2h1m");
     }
 
+    fn web(name: &str, node: Option<&str>, created: i64) -> Pod {
+        let b = pod("shop", name)
+            .owner("ReplicaSet", "web")
+            .created(created);
+        match node {
+            Some(n) => b.node(n).build(),
+            None => b.build(),
+        }
+    }
+
     #[test]
-    fn an_evicted_workload_cools_down_then_expires() {
+    fn a_moved_workload_waits_for_its_replacements_then_expires() {
         let before = snap(vec![
-            pod("shop", "web-a")
-                .owner("ReplicaSet", "web")
-                .node("n1")
-                .build(),
+            web("web-a", Some("n1"), T0 - 100),
             pod("shop", "solo").bare().node("n1").build(),
         ]);
         let h = History::with_cooldown(600).record_evictions(&before, &[0, 1], T0);
         assert_eq!(
-            h.evicted_owners.keys().collect::<Vec<_>>(),
+            h.moves.keys().collect::<Vec<_>>(),
             vec!["shop/ReplicaSet/web"],
             "a bare pod has no workload to remember"
         );
-        let other = pod("shop", "web-b").owner("ReplicaSet", "web").build();
+        assert_eq!(h.moves["shop/ReplicaSet/web"].sources, vec!["n1"]);
+        let other = web("web-b", Some("n2"), T0 - 100);
         assert_eq!(
             h.cooldown_refusal(&other, T0 + 120).as_deref(),
-            Some("workload shop/ReplicaSet/web had a pod evicted 2m ago; cooldown 10m")
+            Some("workload shop/ReplicaSet/web had a pod evicted 2m ago and waits until its replacement is placed; at most 8m more")
         );
         assert_eq!(h.cooldown_refusal(&other, T0 + 600), None);
         let stranger = pod("shop", "api-a").owner("ReplicaSet", "api").build();
         assert_eq!(h.cooldown_refusal(&stranger, T0 + 1), None);
+        // No replacement placed yet (none, or one still pending): still waiting.
+        let pending = snap(vec![web("web-c", None, T0 + 2)]);
+        assert_eq!(h.observe(&pending, T0 + 20).moves.len(), 1);
         // Observing after the cooldown forgets the workload.
-        assert!(h.observe(&before, T0 + 600).evicted_owners.is_empty());
-        assert_eq!(h.observe(&before, T0 + 599).evicted_owners.len(), 1);
+        assert!(h.observe(&before, T0 + 600).moves.is_empty());
+        assert_eq!(h.observe(&before, T0 + 599).moves.len(), 1);
+    }
+
+    #[test]
+    fn a_workload_whose_replacements_landed_elsewhere_may_move_again() {
+        let before = snap(vec![
+            web("web-a", Some("n1"), T0 - 100),
+            web("web-b", Some("n1"), T0 - 100),
+        ]);
+        let over = BTreeMap::from([("p/LowNodeUtilization".to_string(), vec!["n1".to_string()])]);
+        let h = History::with_cooldown(600)
+            .advance(&over)
+            .record_evictions(&before, &[0, 1], T0);
+        assert_eq!(h.moves["shop/ReplicaSet/web"].sources, vec!["n1", "n1"]);
+        assert!(h.moves["shop/ReplicaSet/web"].over.contains("n1"));
+        // One of two replacements placed, on a cold node: the move is not done yet.
+        let half = snap(vec![
+            web("web-c", Some("n2"), T0 + 1),
+            web("web-d", None, T0 + 1),
+        ]);
+        let h1 = h.observe(&half, T0 + 20);
+        assert!(h1.cooldown_refusal(half.pod(0), T0 + 20).is_some());
+        // Both placed away from n1 and from every overutilized node: released at once.
+        let done = snap(vec![
+            web("web-c", Some("n2"), T0 + 1),
+            web("web-d", Some("n3"), T0 + 3),
+        ]);
+        let h2 = h1.observe(&done, T0 + 40);
+        assert!(h2.moves.is_empty() && h2.frozen.is_empty(), "{h2:?}");
+        assert_eq!(h2.cooldown_refusal(done.pod(0), T0 + 40), None);
+        // Their nodes received moved pods all the same.
+        assert_eq!(h2.received_within("n2", T0 + 40), Some(T0 + 1));
+        assert_eq!(h2.received_within("n3", T0 + 40), Some(T0 + 3));
+    }
+
+    #[test]
+    fn a_replacement_back_on_its_source_freezes_the_workload_for_the_cooldown() {
+        let before = snap(vec![web("web-a", Some("n1"), T0 - 100)]);
+        let h = History::with_cooldown(600).record_evictions(&before, &[0], T0);
+        let back = snap(vec![web("web-b", Some("n1"), T0 + 5)]);
+        let h = h.observe(&back, T0 + 30);
+        assert!(h.moves.is_empty());
+        assert_eq!(h.frozen["shop/ReplicaSet/web"].since, T0 + 5);
+        assert_eq!(
+            h.cooldown_refusal(back.pod(0), T0 + 65).as_deref(),
+            Some("workload shop/ReplicaSet/web is frozen for ping-pong: its replacement web-b landed back on n1, where it was evicted from; 9m left of the 10m eviction cooldown")
+        );
+        // The freeze lasts the cooldown from when the replacement landed, then expires.
+        assert!(h.cooldown_refusal(back.pod(0), T0 + 604).is_some());
+        assert_eq!(h.cooldown_refusal(back.pod(0), T0 + 605), None);
+        assert!(h.observe(&back, T0 + 605).frozen.is_empty());
+    }
+
+    #[test]
+    fn a_replacement_on_an_overutilized_node_freezes_the_workload() {
+        let before = snap(vec![web("web-a", Some("n1"), T0 - 100)]);
+        let over = BTreeMap::from([(
+            "p/LowNodeUtilization".to_string(),
+            vec!["n1".to_string(), "n3".to_string()],
+        )]);
+        let h = History::with_cooldown(600)
+            .advance(&over)
+            .record_evictions(&before, &[0], T0);
+        let landed = snap(vec![web("web-b", Some("n3"), T0 + 5)]);
+        let h = h.observe(&landed, T0 + 30);
+        let why = h.cooldown_refusal(landed.pod(0), T0 + 30).unwrap();
+        assert!(
+            why.contains("its replacement web-b landed on n3, overutilized when it was moved"),
+            "{why}"
+        );
     }
 
     #[test]
@@ -274,7 +455,7 @@ mod tests {
         ]);
         let h = History::with_cooldown(600).record_evictions(&s, &[0, 1], T0);
         assert_eq!(
-            h.evicted_owners.keys().collect::<Vec<_>>(),
+            h.moves.keys().collect::<Vec<_>>(),
             vec!["shop/ReplicaSet/web"]
         );
         assert_eq!(
@@ -292,16 +473,24 @@ mod tests {
             .node("n1")
             .build()]);
         let h = History::default().record_evictions(&s, &[0], T0);
-        assert!(h.evicted_owners.is_empty());
+        assert!(h.moves.is_empty());
         assert_eq!(h.cooldown_refusal(s.pod(0), T0), None);
     }
 
     #[test]
     fn replacements_mark_their_nodes_as_receiving() {
-        let before = snap(vec![pod("shop", "web-a")
+        let older = pod("shop", "web-c")
             .owner("ReplicaSet", "web")
-            .node("n1")
-            .build()]);
+            .node("n3")
+            .created(T0)
+            .build();
+        let before = snap(vec![
+            pod("shop", "web-a")
+                .owner("ReplicaSet", "web")
+                .node("n1")
+                .build(),
+            older.clone(),
+        ]);
         let h = History::with_cooldown(600).record_evictions(&before, &[0], T0 + 100);
         let after = snap(vec![
             // The replacement, created after the eviction.
@@ -310,22 +499,13 @@ mod tests {
                 .node("n2")
                 .created(T0 + 105)
                 .build(),
-            // An older pod of the same workload: not a replacement.
-            pod("shop", "web-c")
-                .owner("ReplicaSet", "web")
-                .node("n3")
-                .created(T0)
-                .build(),
+            // A pod the workload had when it moved: not a replacement.
+            older,
             // Another workload's new pod: not ours.
             pod("shop", "api-a")
                 .owner("ReplicaSet", "api")
                 .node("n3")
                 .created(T0 + 105)
-                .build(),
-            // A pending replacement: no node yet.
-            pod("shop", "web-d")
-                .owner("ReplicaSet", "web")
-                .created(T0 + 106)
                 .build(),
         ]);
         let h = h.observe(&after, T0 + 160);
@@ -336,9 +516,9 @@ mod tests {
         // The streaks advance; the eviction memory carries over; expiry drops both.
         let next = h.advance(&BTreeMap::new());
         assert_eq!(next.received, h.received);
-        assert_eq!(next.evicted_owners, h.evicted_owners);
+        assert_eq!(next.moves, h.moves);
         assert_eq!(next.cooldown_seconds, 600);
         let late = next.observe(&after, T0 + 705);
-        assert!(late.received.is_empty() && late.evicted_owners.is_empty());
+        assert!(late.received.is_empty() && late.moves.is_empty());
     }
 }

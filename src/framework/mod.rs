@@ -20,7 +20,7 @@ mod state;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use history::History;
+pub use history::{Frozen, History, Move};
 pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
 pub use sort::{sort_by_eviction_order, upstream_cmp, CandidateOrder, SortPlugin, TenantShare};
@@ -238,11 +238,21 @@ impl<'a, 's> Context<'a, 's> {
         if ledger.is_pinned(pod) {
             return Err("the API refused to evict it earlier in this cycle".into());
         }
-        let snap = self.snap();
-        if let Some(why) = self.history().cooldown_refusal(snap.pod(pod), self.now) {
-            return Err(why);
+        self.evictor.filter(self.snap(), pod, self.now)
+    }
+
+    /// Whether the eviction cooldown holds the pod back (its workload was just moved and its
+    /// replacements are not placed yet, or it is frozen for ping-pong), and why, with the
+    /// time left. Checked when a plugin plans the eviction, so a candidate held back is in
+    /// the not-chosen list.
+    pub fn cooldown(&self, pod: PodId) -> Result<(), String> {
+        match self
+            .history()
+            .cooldown_refusal(self.snap().pod(pod), self.now)
+        {
+            Some(why) => Err(why),
+            None => Ok(()),
         }
-        self.evictor.filter(snap, pod, self.now)
     }
 
     /// The evictor's PreEvictionFilter extension point (nodeFit), checked just before a
@@ -325,6 +335,12 @@ impl<'a, 's> Context<'a, 's> {
             .snap()
             .goes_whole(pod, self.evictor.evicts_whole_gangs())
             && self.snap().counts_as_running(pod);
+        if let Err(why) = self.cooldown(pod) {
+            tracing::info!(pod = %self.snap().pod(pod).key(), plugin = self.plugin, %why, "held back by the eviction cooldown");
+            let e = EvictError::Cooldown(why);
+            self.not_chosen(pod, e.to_string());
+            return Err(e);
+        }
         let r = if whole_gang {
             self.evict_gang(pod, reason.into())
         } else {
@@ -375,7 +391,7 @@ impl<'a, 's> Context<'a, 's> {
         let members = ledger.gang_members(pod);
         ledger.admit_gang_members(&members)?;
         for &m in &members[1..] {
-            if let Err(why) = self.filter(m) {
+            if let Err(why) = self.filter(m).and_then(|_| self.cooldown(m)) {
                 return Err(EvictError::WholeGang(format!(
                     "gang {} goes whole or not at all ({rule}), and its member {} may not be evicted: {why}",
                     self.state.ledger().gang_description(pod),

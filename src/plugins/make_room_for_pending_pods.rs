@@ -613,7 +613,10 @@ impl MakeRoomForPendingPods {
         ranked.sort_by_key(|(rank, n, _)| (*rank, *n));
         let max = self.args.max_candidates as usize;
         let admitted = |q: PodId| {
-            cx.filter(q).is_ok() && cx.ledger().admit(q).is_ok() && cx.check_pre_eviction(q).is_ok()
+            cx.filter(q).is_ok()
+                && cx.cooldown(q).is_ok()
+                && cx.ledger().admit(q).is_ok()
+                && cx.check_pre_eviction(q).is_ok()
         };
         let mut out = Vec::new();
         let mut seen: rustc_hash::FxHashSet<PodId> = Default::default();

@@ -612,6 +612,9 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                     let pod = snap.pod(p);
                     (
                         is_evictable(p),
+                        // A pod the eviction cooldown holds back is chosen last (and, if
+                        // chosen, refused with the time left, in the not-chosen list).
+                        cx.cooldown(p).is_ok(),
                         !has_selector_or_affinity(pod),
                         !pod.has_prefer_no_eviction_annotation,
                         Reverse(pod.priority.map(i64::from).unwrap_or(i64::MIN)),

@@ -67,6 +67,9 @@ pub enum EvictError {
     MultipleBudgets(String),
     #[error("the API refused to evict this pod earlier in this cycle")]
     Refused,
+    /// The eviction cooldown holds the pod's workload back (continuous mode).
+    #[error("{0}")]
+    Cooldown(String),
     /// Evicting the pod would leave its gang below minMember running members.
     #[error("{0}")]
     GangMinMember(String),
