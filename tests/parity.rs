@@ -324,6 +324,13 @@ enum Expect {
         candidates: &'static [&'static str],
         ours: &'static [&'static str],
     },
+    /// A deliberate difference where upstream's choice is its informer's map order: ours
+    /// plans exactly `ours`, upstream some of `candidates`, never fewer pods per node and
+    /// plugin than ours (it takes the tied pods in any order; ours the fewest that do).
+    FewerThanUpstreamByMapOrder {
+        candidates: &'static [&'static str],
+        ours: &'static [&'static str],
+    },
 }
 
 #[derive(Clone)]
@@ -432,6 +439,37 @@ fn scenarios() -> Vec<Scenario> {
                     pod("o2", "a").cpu("1500m").priority("parity-p2"),
                     pod("b1", "b").cpu("600m"),
                     pod("c1", "c").cpu("600m"),
+                ],
+                single(
+                    "LowNodeUtilization",
+                    "balance",
+                    "thresholds: {cpu: 20}\ntargetThresholds: {cpu: 50}",
+                    "",
+                ),
+            )
+        },
+        // LowNodeUtilization with a choice upstream leaves free: a (87.5%) holds four 500m
+        // pods and one of 1500m (x-big), all of equal priority and QoS; 1500m above the 50% target.
+        // Upstream takes them in its informer's order (up to three evictions); ours the one
+        // pod that alone brings a under its target.
+        Scenario {
+            expect: Expect::FewerThanUpstreamByMapOrder {
+                candidates: &["s1", "s2", "s3", "s4", "x-big"],
+                ours: &["x-big"],
+            },
+            ..base(
+                "lnu-fewest-evictions",
+                "LowNodeUtilization, the fewest evictions among pods upstream's order ties",
+                ["a", "b", "c"]
+                    .into_iter()
+                    .map(|n| node(n).label("parity-fe", "lnu-fewest-evictions"))
+                    .collect(),
+                vec![
+                    pod("s1", "a").cpu("500m"),
+                    pod("s2", "a").cpu("500m"),
+                    pod("x-big", "a").cpu("1500m"),
+                    pod("s3", "a").cpu("500m"),
+                    pod("s4", "a").cpu("500m"),
                 ],
                 single(
                     "LowNodeUtilization",
@@ -1502,6 +1540,31 @@ fn check(sc: &Scenario, upstream_outcome: &Outcome, ours_outcome: &Outcome) -> R
             if counts(upstream) != counts(ours) {
                 return fail("different numbers of pods per node and plugin".to_string());
             }
+        }
+        Expect::FewerThanUpstreamByMapOrder {
+            candidates,
+            ours: want,
+        } => {
+            let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+            if o != want {
+                return fail(format!("ours should plan exactly {want:?}"));
+            }
+            if !u.iter().all(|p| candidates.contains(&p.as_str())) {
+                return fail(format!("upstream planned a pod outside {candidates:?}"));
+            }
+            let counts = |p: &Planned| {
+                let mut c = BTreeMap::<(String, String), usize>::new();
+                for (pod, plugin) in p {
+                    *c.entry((node_of(pod).to_string(), plugin.clone()))
+                        .or_default() += 1;
+                }
+                c
+            };
+            let (cu, co) = (counts(upstream), counts(ours));
+            if co.iter().any(|(k, n)| cu.get(k).copied().unwrap_or(0) < *n) {
+                return fail("ours planned more pods than upstream on some node".to_string());
+            }
+            eprintln!("parity: {} upstream planned {u:?}, ours {o:?}", sc.name);
         }
     }
     Ok(())

@@ -23,7 +23,9 @@ pub(crate) mod testing;
 pub use history::{Frozen, History, Move};
 pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
-pub use sort::{sort_by_eviction_order, upstream_cmp, CandidateOrder, SortPlugin, TenantShare};
+pub use sort::{
+    sort_by_eviction_order, upstream_cmp, upstream_tie, CandidateOrder, SortPlugin, TenantShare,
+};
 pub use state::{
     EvictError, Journal, Ledger, Limits, MeasuredNode, NoteKind, PendingUnit, Placement,
     PlacementTarget, PlacementTargets, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
@@ -411,6 +413,12 @@ impl<'a, 's> Context<'a, 's> {
             None => sort_by_eviction_order(self.snap(), pods),
             Some(o) => o.sort(self.state.ledger(), pods),
         }
+    }
+
+    /// Whether the profile's `sort` extension point enables a plugin (then it, not upstream's
+    /// order, says which candidate goes next).
+    pub fn has_sort_plugin(&self) -> bool {
+        self.order.is_some()
     }
 
     /// Removes and returns the next pod to try from candidates sorted by

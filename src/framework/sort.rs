@@ -42,16 +42,25 @@ pub struct TenantShare {
 
 /// Upstream's order of two pods: see [`sort_by_eviction_order`].
 pub fn upstream_cmp(snap: &ClusterSnapshot, a: PodId, b: PodId) -> std::cmp::Ordering {
-    let key = |p: &crate::snapshot::Pod| {
-        (
-            p.priority.map(i64::from).unwrap_or(i64::MIN),
-            p.qos,
-            p.has_prefer_no_eviction_annotation,
-        )
-    };
-    key(snap.pod(a))
-        .cmp(&key(snap.pod(b)))
+    upstream_key(snap.pod(a))
+        .cmp(&upstream_key(snap.pod(b)))
         .then_with(|| a.cmp(&b))
+}
+
+/// What upstream orders candidates by: priority, QoS, the prefer-no-eviction annotation.
+/// Pods with equal keys are a free choice (upstream's sort is not stable).
+fn upstream_key(p: &crate::snapshot::Pod) -> (i64, crate::snapshot::Qos, bool) {
+    (
+        p.priority.map(i64::from).unwrap_or(i64::MIN),
+        p.qos,
+        p.has_prefer_no_eviction_annotation,
+    )
+}
+
+/// Whether upstream's order leaves the choice between these two pods free (equal priority,
+/// QoS and annotation).
+pub fn upstream_tie(snap: &ClusterSnapshot, a: PodId, b: PodId) -> bool {
+    upstream_key(snap.pod(a)) == upstream_key(snap.pod(b))
 }
 
 /// Upstream's order, without a sort plugin: lowest priority first (no priority is lowest),

@@ -190,6 +190,15 @@ impl SourceNode for NodeInfo {
     fn reason(&self, node: &crate::snapshot::Node, resources: &[String]) -> String {
         over_target_reason(self, node, resources)
     }
+    fn excess(&self) -> Option<Vec<i64>> {
+        Some(
+            self.usage
+                .iter()
+                .zip(&self.high)
+                .map(|(u, h)| (u - h).max(0))
+                .collect(),
+        )
+    }
 }
 
 impl Plugin for LowNodeUtilization {

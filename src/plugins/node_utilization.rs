@@ -713,6 +713,71 @@ pub trait SourceNode {
     fn keep_going(&self, available: &[i64]) -> bool;
     /// Why pods leave this node, for the plan.
     fn reason(&self, node: &Node, resources: &[String]) -> String;
+    /// How far the node is above its target, per classified resource (0 where it is not),
+    /// when pods leave it until it is under: then, among candidates upstream's order leaves
+    /// free, the ones that bring it under with the fewest evictions go first
+    /// ([`fewest_first`]). None: upstream's order only.
+    fn excess(&self) -> Option<Vec<i64>> {
+        None
+    }
+}
+
+/// The next candidate to try when the source wants to get under its target (`excess`, per
+/// resource) and upstream's order leaves a choice: among the candidates tied with the first
+/// (equal priority, QoS and annotation; upstream's sort is not stable, so any of them is
+/// upstream's possible pick), one that alone brings the node under its target, the smallest
+/// such (the least moved); else the one that covers most of what is left above the target,
+/// each resource's share capped at its excess. Fewest evictions, least overshoot. Ties go in
+/// upstream's order. `amounts` gives what a pod takes with it, per resource.
+pub fn fewest_first(
+    snap: &ClusterSnapshot,
+    candidates: &[PodId],
+    excess: &[i64],
+    mut amounts: impl FnMut(PodId) -> Vec<i64>,
+) -> usize {
+    let Some(&first) = candidates.first() else {
+        return 0;
+    };
+    if excess.iter().all(|e| *e <= 0) {
+        return 0;
+    }
+    let tied = candidates
+        .iter()
+        .take_while(|&&p| crate::framework::upstream_tie(snap, first, p))
+        .count();
+    if tied < 2 {
+        return 0;
+    }
+    // (covers all, size as a share of the excess): the best is the smallest that covers
+    // all, else the largest.
+    let mut best: Option<(usize, bool, f64)> = None;
+    for (i, &p) in candidates[..tied].iter().enumerate() {
+        let a = amounts(p);
+        let mut covers = true;
+        let mut share = 0.0;
+        let mut size = 0.0;
+        for (&e, &x) in excess.iter().zip(&a) {
+            if e <= 0 {
+                continue;
+            }
+            covers &= x >= e;
+            share += x.min(e) as f64 / e as f64;
+            size += x as f64 / e as f64;
+        }
+        let better = match best {
+            None => true,
+            Some((_, best_covers, best_v)) => match (covers, best_covers) {
+                (true, false) => true,
+                (false, true) => false,
+                (true, true) => size < best_v,
+                (false, false) => share > best_v,
+            },
+        };
+        if better {
+            best = Some((i, covers, if covers { size } else { share }));
+        }
+    }
+    best.map_or(0, |(i, _, _)| i)
 }
 
 /// How the loop picks and counts pods.
@@ -820,7 +885,23 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
         let mut evicted_here = 0u32;
         // One at a time: with DominantResourceFairness, each eviction can change whose turn
         // is next.
-        while let Some(pod_id) = cx.next_by_order(&mut candidates) {
+        loop {
+            let pick = match source.excess() {
+                Some(excess) if !cx.has_sort_plugin() => {
+                    Some(fewest_first(snap, &candidates, &excess, |p| {
+                        amounts_of(p).0
+                    }))
+                }
+                _ => None,
+            };
+            let next = match pick {
+                Some(i) if i < candidates.len() => Some(candidates.remove(i)),
+                Some(_) => None,
+                None => cx.next_by_order(&mut candidates),
+            };
+            let Some(pod_id) = next else {
+                break;
+            };
             if opts.node_limit.is_some_and(|l| evicted_here >= l) {
                 break;
             }
@@ -945,6 +1026,63 @@ mod tests {
             seed ^= seed << 17;
             (seed % m as u64) as i64
         }
+    }
+
+    /// Pods on n1 named after their cpu, in this order (ids follow namespace/name).
+    fn sized(pods: &[(&str, i64, i32)]) -> ClusterSnapshot {
+        use crate::snapshot::builders::{node, snapshot};
+        snapshot(
+            vec![node("n1").build()],
+            pods.iter()
+                .map(|&(name, cpu, prio)| {
+                    pod("ns", name).node("n1").cpu(cpu).priority(prio).build()
+                })
+                .collect(),
+        )
+    }
+
+    fn pick(snap: &ClusterSnapshot, excess: &[i64]) -> String {
+        let mut ids: Vec<PodId> = (0..snap.pods.len() as PodId).collect();
+        crate::framework::sort_by_eviction_order(snap, &mut ids);
+        let i = fewest_first(snap, &ids, excess, |p| {
+            vec![snap.pod(p).requests.get("cpu")]
+        });
+        snap.pod(ids[i]).name.to_string()
+    }
+
+    #[test]
+    fn the_fewest_evictions_go_first_among_pods_upstream_ties() {
+        let s = sized(&[
+            ("a500", 500, 0),
+            ("b1500", 1500, 0),
+            ("c3000", 3000, 0),
+            ("d500", 500, 0),
+        ]);
+        // One pod brings the node under: the smallest that does (not the largest).
+        assert_eq!(pick(&s, &[1500]), "b1500");
+        assert_eq!(pick(&s, &[1501]), "c3000");
+        // None does: the largest share of what is left.
+        assert_eq!(pick(&s, &[5000]), "c3000");
+        // Under its target already, or a choice upstream's order does not leave: the first.
+        assert_eq!(pick(&s, &[0]), "a500");
+        let ranked = sized(&[("a500", 500, 0), ("b1500", 1500, 10), ("c3000", 3000, 10)]);
+        assert_eq!(pick(&ranked, &[1500]), "a500", "lower priority goes first");
+        // Two resources: a pod covers only if it covers both.
+        let s2 = sized(&[("a", 0, 0), ("b", 0, 0)]);
+        let amounts = |p: PodId| {
+            if p == 0 {
+                vec![2000, 10]
+            } else {
+                vec![1000, 1000]
+            }
+        };
+        let ids: Vec<PodId> = vec![0, 1];
+        assert_eq!(fewest_first(&s2, &ids, &[1000, 500], amounts), 1);
+        assert_eq!(
+            fewest_first(&s2, &ids, &[1000, 0], amounts),
+            1,
+            "the smaller cover"
+        );
     }
 
     #[test]
