@@ -1149,7 +1149,16 @@ mod tests {
         let json = report.render(Format::Json);
         assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), report);
         assert_eq!(json, serde_json::to_string_pretty(&report).unwrap() + "\n");
-        assert!(!report.not_chosen.is_empty() && report.notes.is_empty());
+        assert!(!report.not_chosen.is_empty());
+        // The only notes: budgets the hard-constraint repairs were given first.
+        assert!(
+            report
+                .notes
+                .iter()
+                .all(|n| n.message.contains("of its evictions waited")),
+            "{:?}",
+            report.notes
+        );
         for format in [Format::Json, Format::Yaml, Format::Table] {
             let mut out = Vec::new();
             write_plan(&snap, &plan, format, &mut out).unwrap();

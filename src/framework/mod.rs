@@ -76,6 +76,14 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
     fn sets_placement_targets(&self) -> bool {
         false
     }
+    /// Whether the plugin's evictions repair a hard constraint (a DoNotSchedule topology
+    /// spread, a required node affinity or pod anti-affinity, a taint the pod does not
+    /// tolerate): when the disruption budgets and limits allow fewer evictions than the
+    /// profiles want, such plugins spend them first (see [`crate::plan::plan_with`]).
+    /// False by default.
+    fn repairs_hard_constraints(&self) -> bool {
+        false
+    }
 }
 
 /// What became of a candidate offered through [`Context::try_evict`]: the caller's next step.
@@ -107,6 +115,8 @@ pub struct Context<'a, 's> {
     /// The profile's order, when its `sort` extension point enables a plugin; None:
     /// upstream's order.
     order: Option<&'a dyn CandidateOrder>,
+    /// Whether the plugin repairs hard constraints ([`Plugin::repairs_hard_constraints`]).
+    hard: bool,
 }
 
 impl<'a, 's> Context<'a, 's> {
@@ -129,7 +139,14 @@ impl<'a, 's> Context<'a, 's> {
             now,
             nodes,
             order,
+            hard: false,
         }
+    }
+
+    /// The context of a plugin that repairs hard constraints (or not): its refusals for
+    /// want of budget are counted as such ([`crate::framework::Journal::scarce`]).
+    pub fn repairing_hard_constraints(self, hard: bool) -> Self {
+        Context { hard, ..self }
     }
 
     /// Planning time, unix seconds.
@@ -352,6 +369,11 @@ impl<'a, 's> Context<'a, 's> {
         if let Err(e) = &r {
             if *e != EvictError::AlreadyPlanned {
                 self.not_chosen(pod, e.to_string());
+            }
+            if e.is_scarcity() {
+                self.state
+                    .journal_mut()
+                    .scarce(self.profile, self.plugin, self.hard);
             }
         }
         r

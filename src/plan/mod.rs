@@ -14,8 +14,8 @@
 #[cfg(doc)]
 use crate::framework::SortPlugin;
 use crate::framework::{
-    CandidateOrder, Context, History, MeasuredNode, PendingUnit, Pipeline, PlacementTarget,
-    PlanNote, PlannedEviction, PlanningState, TenantShare,
+    CandidateOrder, Context, History, MeasuredNode, NoteKind, PendingUnit, Pipeline,
+    PlacementTarget, PlanNote, PlannedEviction, PlanningState, Plugin, TenantShare,
 };
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
 use std::collections::BTreeMap;
@@ -239,6 +239,103 @@ pub fn plan_with(
             })?;
     }
     let nodes = snap.ready_nodes(&pipeline.node_selector);
+    // Upstream's order: every profile's deschedule plugins, then every profile's balance
+    // plugins.
+    let deschedule = pipeline
+        .profiles
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| p.deschedule.iter().map(move |pl| (i, &**pl)));
+    let balance = pipeline
+        .profiles
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| p.balance.iter().map(move |pl| (i, &**pl)));
+    let steps: Vec<Step<'_>> = deschedule.chain(balance).collect();
+    let mut pass = run_pass(pipeline, snap, now, memory, observer, &nodes, &steps);
+    // Scarce budgets spent where they fix most: when a plugin repairing hard constraints was
+    // refused for want of budget (a disruption budget, a limit) that plugins before it
+    // spent, plan again with the hard repairs first. The second pass is not timed: the
+    // observer saw the plugins run once.
+    if let Some(hard_first) = hard_first(&steps, pass.state.journal().scarce_refusals()) {
+        let second = run_pass(pipeline, snap, now, memory, &mut (), &nodes, &hard_first);
+        if hard_planned(pipeline, &steps, &second) > hard_planned(pipeline, &steps, &pass) {
+            let waited: Vec<(String, &'static str, u32)> = second
+                .state
+                .journal()
+                .scarce_refusals()
+                .iter()
+                .filter(|(_, (hard, _))| !hard)
+                .map(|((profile, plugin), (_, n))| (profile.clone(), *plugin, *n))
+                .collect();
+            let repairs: Vec<&'static str> = hard_first
+                .iter()
+                .map(|(_, pl)| *pl)
+                .filter(|pl| pl.repairs_hard_constraints())
+                .map(|pl| pl.name())
+                .collect();
+            pass = second;
+            for (profile, plugin, n) in waited {
+                let message = format!(
+                    "{n} of its evictions waited: the disruption budgets and limits allowed fewer evictions than the profiles want, and went first to the plugins repairing hard constraints ({})",
+                    repairs.join(", ")
+                );
+                tracing::info!(%profile, plugin, "{message}");
+                pass.state.journal_mut().note(PlanNote {
+                    profile,
+                    plugin,
+                    node: None,
+                    message,
+                    kind: NoteKind::Info,
+                });
+            }
+        }
+    }
+    let Pass {
+        state,
+        orders,
+        targets,
+    } = pass;
+    let mut tenants: Vec<TenantShare> = orders
+        .iter()
+        .flat_map(|(_, o)| o.summary(state.ledger()))
+        .collect();
+    tenants.sort_by(|a, b| (&a.tenant_label, &a.tenant).cmp(&(&b.tenant_label, &b.tenant)));
+    let out = state.into_output();
+    let requested_after = AfterState::of_plan(snap, out.requested, &out.evictions, &out.pending);
+    Ok(EvictionPlan {
+        evictions: out.evictions,
+        nodes,
+        requested_after,
+        notes: out.notes,
+        measured: out.measured,
+        over: out.over,
+        tenants,
+        pending: out.pending,
+        targets,
+    })
+}
+
+/// One plugin run of a cycle: its profile (index) and the plugin.
+type Step<'p> = (usize, &'p dyn Plugin);
+
+/// What one pass over the plugins leaves.
+struct Pass<'s> {
+    state: PlanningState<'s>,
+    orders: Vec<(String, Box<dyn CandidateOrder + 's>)>,
+    targets: Vec<(&'static str, PlacementTarget)>,
+}
+
+/// Runs the plugins in `steps` order on a fresh planning state.
+fn run_pass<'s>(
+    pipeline: &'s Pipeline,
+    snap: &'s ClusterSnapshot,
+    now: i64,
+    memory: &'s CycleMemory,
+    observer: &mut dyn PlanObserver,
+    nodes: &[NodeId],
+    steps: &[Step<'s>],
+) -> Pass<'s> {
     let mut state = PlanningState::new(snap, pipeline.limits).with_history(&memory.history);
     state.placement_mut().set_termination(pipeline.termination);
     if let Some(profile) = &pipeline.scheduler_profile {
@@ -260,7 +357,7 @@ pub fn plan_with(
         state.pin(p);
     }
     // The order of each distinct sort plugin in use, and each profile's.
-    let mut orders: Vec<(String, Box<dyn CandidateOrder + '_>)> = Vec::new();
+    let mut orders: Vec<(String, Box<dyn CandidateOrder + 's>)> = Vec::new();
     let order_of: Vec<Option<usize>> = pipeline
         .profiles
         .iter()
@@ -278,17 +375,8 @@ pub fn plan_with(
         .collect();
     let mut targets = Vec::new();
     if !nodes.is_empty() {
-        let deschedule = pipeline
-            .profiles
-            .iter()
-            .enumerate()
-            .flat_map(|(i, p)| p.deschedule.iter().map(move |pl| (i, p, pl)));
-        let balance = pipeline
-            .profiles
-            .iter()
-            .enumerate()
-            .flat_map(|(i, p)| p.balance.iter().map(move |pl| (i, p, pl)));
-        for (pi, profile, plugin) in deschedule.chain(balance) {
+        for &(pi, plugin) in steps {
+            let profile = &pipeline.profiles[pi];
             let _span =
                 tracing::debug_span!("plugin", profile = %profile.name, plugin = plugin.name())
                     .entered();
@@ -300,10 +388,11 @@ pub fn plan_with(
                 &profile.name,
                 plugin.name(),
                 now,
-                &nodes,
+                nodes,
                 order_of[pi].map(|i| &*orders[i].1),
-            );
-            plugin.run(&mut cx, &nodes);
+            )
+            .repairing_hard_constraints(plugin.repairs_hard_constraints());
+            plugin.run(&mut cx, nodes);
             targets.extend(
                 state
                     .placement_mut()
@@ -316,24 +405,47 @@ pub fn plan_with(
             tracing::debug!(planned, "plugin finished");
         }
     }
-    let mut tenants: Vec<TenantShare> = orders
-        .iter()
-        .flat_map(|(_, o)| o.summary(state.ledger()))
-        .collect();
-    tenants.sort_by(|a, b| (&a.tenant_label, &a.tenant).cmp(&(&b.tenant_label, &b.tenant)));
-    let out = state.into_output();
-    let requested_after = AfterState::of_plan(snap, out.requested, &out.evictions, &out.pending);
-    Ok(EvictionPlan {
-        evictions: out.evictions,
-        nodes,
-        requested_after,
-        notes: out.notes,
-        measured: out.measured,
-        over: out.over,
-        tenants,
-        pending: out.pending,
+    Pass {
+        state,
+        orders,
         targets,
-    })
+    }
+}
+
+/// The plugins repairing hard constraints first (each group in upstream's order), when one
+/// of them was refused for want of budget and another plugin ran before it; None otherwise
+/// (the order would not change, or nothing repairing a hard constraint waited).
+fn hard_first<'p>(
+    steps: &[Step<'p>],
+    scarce: &std::collections::BTreeMap<(String, &'static str), (bool, u32)>,
+) -> Option<Vec<Step<'p>>> {
+    if !scarce.values().any(|(hard, _)| *hard) {
+        return None;
+    }
+    let (hard, soft): (Vec<Step<'p>>, Vec<Step<'p>>) = steps
+        .iter()
+        .partition(|(_, pl)| pl.repairs_hard_constraints());
+    let reordered: Vec<Step<'p>> = hard.into_iter().chain(soft).collect();
+    let same = reordered
+        .iter()
+        .zip(steps)
+        .all(|(a, b)| a.0 == b.0 && std::ptr::addr_eq(a.1, b.1));
+    (!same).then_some(reordered)
+}
+
+/// How many evictions a pass planned for plugins repairing hard constraints.
+fn hard_planned(pipeline: &Pipeline, steps: &[Step<'_>], pass: &Pass<'_>) -> usize {
+    let hard: Vec<(&str, &str)> = steps
+        .iter()
+        .filter(|(_, pl)| pl.repairs_hard_constraints())
+        .map(|(pi, pl)| (pipeline.profiles[*pi].name.as_str(), pl.name()))
+        .collect();
+    pass.state
+        .ledger()
+        .evictions()
+        .iter()
+        .filter(|e| hard.contains(&(e.profile.as_str(), e.plugin)))
+        .count()
 }
 
 #[cfg(test)]
@@ -380,5 +492,108 @@ mod after_state_tests {
         assert_eq!((after.low[2].cpu, after.high[2].cpu), (0, 500));
         assert!(!after.uncertain(0));
         assert!(after.uncertain(1) && after.uncertain(2));
+    }
+}
+
+#[cfg(test)]
+mod scarce_tests {
+    use super::*;
+    use crate::policy::Policy;
+    use crate::snapshot::builders::{node, pdb, pod, T0};
+    use crate::snapshot::{SnapshotParts, WhenUnsatisfiable};
+
+    const ZONE: &str = "topology.kubernetes.io/zone";
+
+    fn pipeline(balance: &str) -> Pipeline {
+        let config: String = balance
+            .split(", ")
+            .map(|name| format!("  - name: {name}\n    args: {{}}\n"))
+            .collect();
+        let text = format!(
+            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n{config}  plugins:\n    balance:\n      enabled: [{balance}]\n"
+        );
+        let policy = Policy::from_yaml("policy.yaml", &text).unwrap();
+        Pipeline::build(&policy, "policy.yaml", &crate::plugins::REGISTRY).unwrap()
+    }
+
+    /// Zone z1 holds four web pods (three on a1), z2 one, z3 none: a DoNotSchedule zone
+    /// spread of maxSkew 1 is violated, and a1 holds duplicates. The budget lets one go.
+    fn drifted(allowed: i32) -> ClusterSnapshot {
+        let web = |name: &str, n: &str| {
+            pod("shop", name)
+                .node(n)
+                .cpu(100)
+                .owner("ReplicaSet", "web")
+                .label("app", "web")
+                .image("web:1")
+                .spread(1, ZONE, WhenUnsatisfiable::DoNotSchedule, "app", "web")
+                .build()
+        };
+        ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("a1").label(ZONE, "z1").build(),
+                node("a2").label(ZONE, "z1").build(),
+                node("b1").label(ZONE, "z2").build(),
+                node("c1").label(ZONE, "z3").build(),
+            ],
+            pods: vec![
+                web("web-1", "a1"),
+                web("web-2", "a1"),
+                web("web-3", "a1"),
+                web("web-4", "a2"),
+                web("web-5", "b1"),
+            ],
+            pdbs: vec![pdb("shop", "web", "app", "web", allowed)],
+            ..Default::default()
+        })
+    }
+
+    fn plugins_of(plan: &EvictionPlan) -> Vec<&'static str> {
+        plan.evictions.iter().map(|e| e.plugin).collect()
+    }
+
+    #[test]
+    fn a_scarce_budget_goes_first_to_the_hard_constraint_repair() {
+        let both = pipeline("RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint");
+        let snap = drifted(1);
+        let planned = plan(&both, &snap, T0).unwrap();
+        assert_eq!(
+            plugins_of(&planned),
+            vec!["RemovePodsViolatingTopologySpreadConstraint"],
+            "{:?}",
+            planned.notes
+        );
+        // The move that waited is said, on the plugin whose move it was.
+        let waited: Vec<&PlanNote> = planned
+            .notes
+            .iter()
+            .filter(|n| n.plugin == "RemoveDuplicates" && n.kind == NoteKind::Info)
+            .collect();
+        assert_eq!(waited.len(), 1, "{:?}", planned.notes);
+        assert!(
+            waited[0].message.starts_with("2 of its evictions waited")
+                && waited[0]
+                    .message
+                    .contains("(RemovePodsViolatingTopologySpreadConstraint)"),
+            "{}",
+            waited[0].message
+        );
+        // Alone, RemoveDuplicates spends the budget as before.
+        let dups = plan(&pipeline("RemoveDuplicates"), &snap, T0).unwrap();
+        assert_eq!(plugins_of(&dups), vec!["RemoveDuplicates"]);
+    }
+
+    #[test]
+    fn with_budget_enough_the_order_is_upstreams() {
+        let both = pipeline("RemoveDuplicates, RemovePodsViolatingTopologySpreadConstraint");
+        let planned = plan(&both, &drifted(10), T0).unwrap();
+        let plugins = plugins_of(&planned);
+        assert_eq!(plugins.first(), Some(&"RemoveDuplicates"), "{plugins:?}");
+        assert!(plugins.contains(&"RemovePodsViolatingTopologySpreadConstraint"));
+        assert!(
+            !planned.notes.iter().any(|n| n.message.contains("waited")),
+            "{:?}",
+            planned.notes
+        );
     }
 }

@@ -237,6 +237,11 @@ impl Plugin for RemovePodsViolatingInterPodAntiAffinity {
         NAME
     }
 
+    /// Required pod anti-affinity is a hard constraint.
+    fn repairs_hard_constraints(&self) -> bool {
+        true
+    }
+
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
         let mut domains = Domains::new(snap, nodes);

@@ -233,6 +233,11 @@ impl Plugin for RemovePodsViolatingNodeAffinity {
         NAME
     }
 
+    /// A required node affinity is a hard constraint; a preferred one is not.
+    fn repairs_hard_constraints(&self) -> bool {
+        self.types.contains(&AffinityType::Required)
+    }
+
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
         for &t in &self.types {

@@ -251,6 +251,11 @@ impl Plugin for RemovePodsViolatingNodeTaints {
         NAME
     }
 
+    /// A taint the pod does not tolerate keeps new pods off the node: a hard constraint.
+    fn repairs_hard_constraints(&self) -> bool {
+        true
+    }
+
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
         'nodes: for &node_id in nodes {

@@ -172,6 +172,11 @@ impl Plugin for RemovePodsViolatingTopologySpreadConstraint {
         NAME
     }
 
+    /// A DoNotSchedule spread is a hard constraint (the default `constraints`).
+    fn repairs_hard_constraints(&self) -> bool {
+        self.do_not_schedule
+    }
+
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
         if nodes.is_empty() || !(self.do_not_schedule || self.schedule_anyway) {

@@ -95,6 +95,9 @@ pub struct Journal {
     /// checks, which read the state (from several threads, while a plugin only chooses).
     not_chosen: Mutex<NotChosen>,
     not_chosen_seq: AtomicU64,
+    /// Evictions refused for want of budget (a disruption budget or a limit), by profile
+    /// and plugin, and whether that plugin repairs hard constraints.
+    scarce: BTreeMap<(String, &'static str), (bool, u32)>,
 }
 
 impl Journal {
@@ -104,6 +107,22 @@ impl Journal {
             node_count,
             ..Journal::default()
         }
+    }
+
+    /// Records that a plugin's eviction was refused for want of budget (see
+    /// [`super::EvictError::is_scarcity`]); `hard`: the plugin repairs hard constraints.
+    pub fn scarce(&mut self, profile: &str, plugin: &'static str, hard: bool) {
+        let e = self
+            .scarce
+            .entry((profile.to_string(), plugin))
+            .or_insert((hard, 0));
+        e.1 += 1;
+    }
+
+    /// The evictions refused for want of budget: (profile, plugin) → (repairs hard
+    /// constraints, how many).
+    pub fn scarce_refusals(&self) -> &BTreeMap<(String, &'static str), (bool, u32)> {
+        &self.scarce
     }
 
     /// Records a note for the report and the logs.

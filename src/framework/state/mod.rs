@@ -82,6 +82,21 @@ pub enum EvictError {
     WholeGang(String),
 }
 
+impl EvictError {
+    /// Whether the eviction was refused for want of budget: a disruption budget with no
+    /// disruptions left, or a limit per node, namespace or cycle reached. Another plugin
+    /// having spent it first could be why.
+    pub fn is_scarcity(&self) -> bool {
+        matches!(
+            self,
+            EvictError::NodeLimit(_)
+                | EvictError::NamespaceLimit(_)
+                | EvictError::TotalLimit(_)
+                | EvictError::DisruptionBudget(_)
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedEviction {
     pub pod: PodId,
