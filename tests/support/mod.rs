@@ -25,6 +25,7 @@ pub mod executor;
 pub mod metrics_api;
 pub mod process;
 pub mod prometheus;
+pub mod outcome;
 pub mod states;
 
 use std::collections::BTreeMap;
