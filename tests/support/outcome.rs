@@ -806,13 +806,15 @@ impl Model {
             for (k, (r, low, high)) in named.iter().enumerate() {
                 let cap = node.alloc[*r];
                 problem =
-                    problem.with(constraint!(on(Some(*r)) - cap * o[n] <= cap * high / 100.0));
+                    problem.with(constraint!(
+                        on(Some(*r)) - cap * (100.0 - high) / 100.0 * o[n] <= cap * high / 100.0
+                    ));
                 if named.len() == 1 {
                     problem =
-                        problem.with(constraint!(on(Some(*r)) + cap * o[n] >= cap * low / 100.0));
+                        problem.with(constraint!(on(Some(*r)) + cap * low / 100.0 * o[n] >= cap * low / 100.0));
                 } else {
                     problem = problem
-                        .with(constraint!(on(Some(*r)) - cap * z[n][k] >= cap * low / 100.0 - cap));
+                        .with(constraint!(on(Some(*r)) - cap * low / 100.0 * z[n][k] >= 0.0));
                 }
             }
             if named.len() > 1 {
