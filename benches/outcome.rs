@@ -122,7 +122,10 @@ fn bound_cell(b: &Bound) -> String {
     } else if b.optimal {
         format!("{:.0} moves, {:.0} outside", b.moves, b.outside)
     } else {
-        format!("{:.0} moves, {:.0} outside (not proven)", b.moves, b.outside)
+        format!(
+            "{:.0} moves, {:.0} outside (not proven)",
+            b.moves, b.outside
+        )
     }
 }
 
@@ -310,7 +313,12 @@ fn main() {
             println!("- seed {} {}: {}", r.seed, r.binary.name(), r.summary);
             if let Ok(o) = &r.result {
                 println!("  - start: {}", o.bound.describe());
-                for c in o.cycles.iter().enumerate().filter(|(_, c)| c.reevicted + c.home > 0) {
+                for c in o
+                    .cycles
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.reevicted + c.home > 0)
+                {
                     println!(
                         "  - cycle {}: {} evictions, {} of replacements, {} back home",
                         c.0 + 1,

@@ -6,8 +6,8 @@ mod support;
 
 use std::time::Duration;
 use support::outcome::{
-    figures, run, Binary, Model, ModelNode, ModelWorkload, NodeInfo, PodInfo, RunConfig,
-    Scenario, Thresholds, CPU,
+    figures, run, Binary, Model, ModelNode, ModelWorkload, NodeInfo, PodInfo, RunConfig, Scenario,
+    Thresholds, CPU,
 };
 
 const GI: f64 = 1024.0 * 1024.0 * 1024.0;

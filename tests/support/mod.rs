@@ -23,9 +23,9 @@
 
 pub mod executor;
 pub mod metrics_api;
+pub mod outcome;
 pub mod process;
 pub mod prometheus;
-pub mod outcome;
 pub mod states;
 
 use std::collections::BTreeMap;

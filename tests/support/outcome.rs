@@ -193,9 +193,11 @@ impl PodInfo {
             .flatten()
             .find(|c| c.topology_key == ZONE && c.when_unsatisfiable == "DoNotSchedule")
             .map(|c| i64::from(c.max_skew));
-        let deleted = p.metadata.deletion_timestamp.as_ref().map(|t| {
-            unix(t) - p.metadata.deletion_grace_period_seconds.unwrap_or(0) as f64
-        });
+        let deleted = p
+            .metadata
+            .deletion_timestamp
+            .as_ref()
+            .map(|t| unix(t) - p.metadata.deletion_grace_period_seconds.unwrap_or(0) as f64);
         PodInfo {
             uid: p.metadata.uid.clone().unwrap_or_default(),
             name: p.metadata.name.clone().unwrap_or_default(),
@@ -324,10 +326,7 @@ pub fn figures(nodes: &[NodeInfo], pods: &[PodInfo], thresholds: &Thresholds) ->
             for p in &bound {
                 *per_node.entry(p.node.as_str()).or_default() += 1;
             }
-            duplicates_excess += per_node
-                .values()
-                .map(|c| (c - limit).max(0))
-                .sum::<i64>();
+            duplicates_excess += per_node.values().map(|c| (c - limit).max(0)).sum::<i64>();
         }
     }
     Figures {
@@ -495,7 +494,9 @@ impl Model {
                 return b;
             }
             Ok(b) => Some(b),
-            Err(ResolutionError::Infeasible) => return self.failed(ResolutionError::Infeasible, started),
+            Err(ResolutionError::Infeasible) => {
+                return self.failed(ResolutionError::Infeasible, started)
+            }
             Err(_) => None,
         };
         let mut bound = match self.solve_with(false, time_limit, limits) {
@@ -518,7 +519,6 @@ impl Model {
         bound
     }
 
-
     /// Per node, how far outside the thresholds a placement leaves it: (outside, distance in
     /// points), for the local search of [`Model::heuristic`].
     fn badness(&self, n: usize, load: &[f64; 3]) -> (i64, f64) {
@@ -537,10 +537,7 @@ impl Model {
         } else {
             0.0
         };
-        (
-            i64::from(self.thresholds.outside(&pct)),
-            over + under,
-        )
+        (i64::from(self.thresholds.outside(&pct)), over + under)
     }
 
     /// A placement honouring capacity, feasibility and (with `limits`) the duplicate and spread
@@ -579,16 +576,17 @@ impl Model {
                 && load[m][MEMORY] + w.requests[MEMORY] <= node.alloc[MEMORY] + 1e-9
                 && load[m][2] + 1.0 <= node.max_pods
         };
-        let shift = |y: &mut Vec<Vec<i64>>, load: &mut Vec<[f64; 3]>, wi: usize, from: usize, to: usize| {
-            let w = &self.workloads[wi];
-            y[wi][from] -= 1;
-            y[wi][to] += 1;
-            for (r, sign) in [(from, -1.0), (to, 1.0)] {
-                load[r][CPU] += sign * w.requests[CPU];
-                load[r][MEMORY] += sign * w.requests[MEMORY];
-                load[r][2] += sign;
-            }
-        };
+        let shift =
+            |y: &mut Vec<Vec<i64>>, load: &mut Vec<[f64; 3]>, wi: usize, from: usize, to: usize| {
+                let w = &self.workloads[wi];
+                y[wi][from] -= 1;
+                y[wi][to] += 1;
+                for (r, sign) in [(from, -1.0), (to, 1.0)] {
+                    load[r][CPU] += sign * w.requests[CPU];
+                    load[r][MEMORY] += sign * w.requests[MEMORY];
+                    load[r][2] += sign;
+                }
+            };
         let zone_counts = |y: &Vec<Vec<i64>>, wi: usize| -> BTreeMap<&str, i64> {
             let w = &self.workloads[wi];
             let mut c: BTreeMap<&str, i64> = (0..nn)
@@ -654,7 +652,10 @@ impl Model {
                         if to == from || y[wi][to] >= limit[wi] || !fits(&load, wi, to) {
                             continue;
                         }
-                        if limits && w.zone_skew.is_some() && self.nodes[to].zone != self.nodes[from].zone {
+                        if limits
+                            && w.zone_skew.is_some()
+                            && self.nodes[to].zone != self.nodes[from].zone
+                        {
                             continue;
                         }
                         let before_to = self.badness(to, &load[to]);
@@ -668,7 +669,11 @@ impl Model {
                             after_from.1 + after_to.1 - before_from.1 - before_to.1,
                         );
                         let better = delta.0 < 0 || (delta.0 == 0 && delta.1 < -1e-9);
-                        if better && best.is_none_or(|b| delta.0 < b.0 .0 || (delta.0 == b.0 .0 && delta.1 < b.0 .1)) {
+                        if better
+                            && best.is_none_or(|b| {
+                                delta.0 < b.0 .0 || (delta.0 == b.0 .0 && delta.1 < b.0 .1)
+                            })
+                        {
                             best = Some((delta, wi, from, to));
                         }
                     }
@@ -720,8 +725,7 @@ impl Model {
                     vars.add(if integer { v.integer() } else { v })
                 }));
                 dw.push(
-                    (w.start[n] > 0)
-                        .then(|| vars.add(variable().min(0.0).max(w.start[n] as f64))),
+                    (w.start[n] > 0).then(|| vars.add(variable().min(0.0).max(w.start[n] as f64))),
                 );
             }
             y.push(yw);
@@ -780,8 +784,8 @@ impl Model {
                 for a in &zones {
                     for b in &zones {
                         if a != b {
-                            problem = problem
-                                .with(constraint!(in_zone(a) - in_zone(b) <= skew as f64));
+                            problem =
+                                problem.with(constraint!(in_zone(a) - in_zone(b) <= skew as f64));
                         }
                     }
                 }
@@ -805,16 +809,17 @@ impl Model {
             // least low on one of them.
             for (k, (r, low, high)) in named.iter().enumerate() {
                 let cap = node.alloc[*r];
-                problem =
-                    problem.with(constraint!(
-                        on(Some(*r)) - cap * (100.0 - high) / 100.0 * o[n] <= cap * high / 100.0
-                    ));
+                problem = problem.with(constraint!(
+                    on(Some(*r)) - cap * (100.0 - high) / 100.0 * o[n] <= cap * high / 100.0
+                ));
                 if named.len() == 1 {
-                    problem =
-                        problem.with(constraint!(on(Some(*r)) + cap * low / 100.0 * o[n] >= cap * low / 100.0));
+                    problem = problem.with(constraint!(
+                        on(Some(*r)) + cap * low / 100.0 * o[n] >= cap * low / 100.0
+                    ));
                 } else {
-                    problem = problem
-                        .with(constraint!(on(Some(*r)) - cap * low / 100.0 * z[n][k] >= 0.0));
+                    problem = problem.with(constraint!(
+                        on(Some(*r)) - cap * low / 100.0 * z[n][k] >= 0.0
+                    ));
                 }
             }
             if named.len() > 1 {
@@ -943,7 +948,10 @@ impl Scenario {
 /// The policy file, confined to the nodes labelled `GROUP_LABEL=group`.
 pub fn policy_yaml(group: &str, t: &Thresholds) -> String {
     let (low, high) = (t.low[CPU].unwrap_or(0.0), t.high[CPU].unwrap_or(100.0));
-    let (mlow, mhigh) = (t.low[MEMORY].unwrap_or(0.0), t.high[MEMORY].unwrap_or(100.0));
+    let (mlow, mhigh) = (
+        t.low[MEMORY].unwrap_or(0.0),
+        t.high[MEMORY].unwrap_or(100.0),
+    );
     format!(
         r#"apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
@@ -1119,15 +1127,7 @@ impl Scenario {
                 let cores: i64 = plans.iter().map(|p| p.0).sum();
                 make_nodes(client, &group, &plans).await;
                 let count = rng.range(4, 7) as usize;
-                workloads = draw(
-                    &mut rng,
-                    &group,
-                    "app",
-                    count,
-                    cores * 10 * fill,
-                    pods,
-                    750,
-                );
+                workloads = draw(&mut rng, &group, "app", count, cores * 10 * fill, pods, 750);
                 place(client, &namespace, &workloads).await;
                 if self == Scenario::PdbTight {
                     for w in &workloads {
@@ -1147,9 +1147,8 @@ impl Scenario {
                     .collect();
                 make_nodes(client, &group, &joiners).await;
                 nodes = plans.len() + joiners.len();
-                summary = format!(
-                    "{filled} nodes filled to {fill}% ({cores} cpu), {joining} joined"
-                );
+                summary =
+                    format!("{filled} nodes filled to {fill}% ({cores} cpu), {joining} joined");
             }
             Scenario::HotSpots => {
                 let hot = rng.range(2, 3) as usize;
@@ -1231,7 +1230,8 @@ impl Scenario {
                 )
                 .await;
                 wait_pdb(client, &namespace, "web", web.replicas, 1).await;
-                let zone_c: Vec<(i64, &str, bool)> = (0..per_zone).map(|_| (8, "c", false)).collect();
+                let zone_c: Vec<(i64, &str, bool)> =
+                    (0..per_zone).map(|_| (8, "c", false)).collect();
                 make_nodes(client, &group, &zone_c).await;
                 nodes = 3 * per_zone;
                 summary = format!(
@@ -1282,7 +1282,9 @@ impl Scenario {
                     (0..joining).map(|i| (4, zone(i + first), false)).collect();
                 make_nodes(client, &group, &joiners).await;
                 nodes = first + joining;
-                summary = format!("{big} pods of 2.2 cpu on 4-cpu nodes, {first} filled, {joining} joined");
+                summary = format!(
+                    "{big} pods of 2.2 cpu on 4-cpu nodes, {first} filled, {joining} joined"
+                );
             }
         }
         let summary = format!(
@@ -1548,7 +1550,8 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
     let mut target = cfg.cycles;
     let mut skipped_first = false;
     let mut decided = false;
-    let deadline = Instant::now() + cfg.interval * (cfg.cycles as u32 + 3) + Duration::from_secs(90);
+    let deadline =
+        Instant::now() + cfg.interval * (cfg.cycles as u32 + 3) + Duration::from_secs(90);
     let poll = |seen: &mut BTreeMap<String, PodInfo>, items: Vec<Pod>| {
         let now = now_unix();
         let present: BTreeSet<String> = items
@@ -1606,7 +1609,10 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
             break;
         }
         if Instant::now() > deadline {
-            notes.push(format!("{} cycles of {target} before the deadline", ends.len()));
+            notes.push(format!(
+                "{} cycles of {target} before the deadline",
+                ends.len()
+            ));
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
