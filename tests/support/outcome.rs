@@ -593,9 +593,9 @@ impl Model {
                 .filter(|n| w.feasible[*n])
                 .map(|n| (self.nodes[n].zone.as_str(), 0))
                 .collect();
-            for n in 0..nn {
-                if let Some(v) = c.get_mut(self.nodes[n].zone.as_str()) {
-                    *v += y[wi][n];
+            for (node, count) in self.nodes.iter().zip(&y[wi]) {
+                if let Some(v) = c.get_mut(node.zone.as_str()) {
+                    *v += count;
                 }
             }
             c
@@ -744,7 +744,7 @@ impl Model {
         } else {
             Vec::new()
         };
-        let moves: Expression = d.iter().flatten().flatten().map(|v| *v).sum();
+        let moves: Expression = d.iter().flatten().flatten().copied().sum();
         let outside: Expression = o.iter().copied().sum();
         let objective = outside.clone() * (total_pods + 1) as f64 + moves.clone();
         let mut problem = vars
