@@ -23,6 +23,7 @@
 
 pub mod executor;
 pub mod metrics_api;
+pub mod outcome;
 pub mod process;
 pub mod prometheus;
 pub mod states;

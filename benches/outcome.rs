@@ -1,0 +1,345 @@
+//! The outcome of continuous descheduling against upstream v0.36.0 and against the best
+//! possible (issue 29). Starts one control plane whose kubelet honours grace periods
+//! (`Components::realistic()`), then for each seed builds the start state of its scenario
+//! family (`tests/support/outcome.rs`) once per binary (the same seed draws the same nodes and
+//! Deployments; kube-scheduler places the pods), runs the binary in continuous mode for a
+//! number of cycles while watching the pods and PDBs, and measures the end state; beside them,
+//! the integer program's fewest moves reaching the thresholds from each start state.
+//!
+//! ```text
+//! cargo bench --bench outcome -- --seeds 1-6 [--cycles 5] [--interval 20s] [--json FILE]
+//!     [--only ours|upstream] [--families all|new-nodes,big-pods,...] [--cooldown 10m]
+//!     [--ilp-seconds 20]
+//! ```
+//!
+//! Seed `s` builds family `(s - 1) % 6` (seeds 1-6 cover every family once) unless `--families`
+//! names some (`all`: every family for every seed). See benches/outcome.md.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use futures::FutureExt;
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+use support::outcome::{discard, run, Binary, Bound, RunConfig, RunOutcome, Scenario};
+use support::{Cluster, Components};
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: cargo bench --bench outcome -- --seeds 1-6|3,7 [--cycles 5] [--interval 20s] \
+         [--json FILE] [--only ours|upstream] [--families all|NAME,...] [--cooldown DURATION] \
+         [--ilp-seconds 20]"
+    );
+    std::process::exit(2)
+}
+
+fn parse_seeds(spec: &str) -> Vec<u64> {
+    let mut seeds = Vec::new();
+    for part in spec.split(',').filter(|p| !p.is_empty()) {
+        let number = |s: &str| s.trim().parse::<u64>().unwrap_or_else(|_| usage());
+        match part.split_once('-') {
+            Some((a, b)) => seeds.extend(number(a)..=number(b)),
+            None => seeds.push(number(part)),
+        }
+    }
+    seeds
+}
+
+/// `20s`, `1m`, `500ms` or seconds.
+fn parse_duration(s: &str) -> Duration {
+    let (number, unit) = s
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((s, "s"), |i| s.split_at(i));
+    let n: u64 = number.parse().unwrap_or_else(|_| usage());
+    match unit {
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(60 * n),
+        "ms" => Duration::from_millis(n),
+        _ => usage(),
+    }
+}
+
+fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".to_string())
+}
+
+/// One binary's run on one seed's state.
+struct Row {
+    scenario: Scenario,
+    seed: u64,
+    binary: Binary,
+    summary: String,
+    pods: usize,
+    result: Result<RunOutcome, String>,
+}
+
+async fn run_one(
+    cluster: &Cluster,
+    scenario: Scenario,
+    seed: u64,
+    binary: Binary,
+    cfg: &RunConfig,
+) -> Row {
+    let client = cluster.client();
+    let result = AssertUnwindSafe(async {
+        let built = scenario.build(&client, seed).await;
+        let outcome = run(cluster, &built, binary, cfg).await;
+        discard(&client, &built).await;
+        (built, outcome)
+    })
+    .catch_unwind()
+    .await;
+    match result {
+        Ok((built, o)) => Row {
+            scenario,
+            seed,
+            binary,
+            summary: built.summary.clone(),
+            pods: built.pods(),
+            result: Ok(o),
+        },
+        Err(e) => Row {
+            scenario,
+            seed,
+            binary,
+            summary: String::new(),
+            pods: 0,
+            result: Err(panic_message(&*e)),
+        },
+    }
+}
+
+fn bound_cell(b: &Bound) -> String {
+    if b.moves.is_nan() {
+        return format!("none ({})", b.note);
+    }
+    if b.relaxed {
+        format!(">= {:.1} moves (LP), {:.1} outside", b.moves, b.outside)
+    } else if b.optimal {
+        format!("{:.0} moves, {:.0} outside", b.moves, b.outside)
+    } else {
+        format!(
+            "{:.0} moves, {:.0} outside (not proven)",
+            b.moves, b.outside
+        )
+    }
+}
+
+const HEADER: &str = "| seed | binary | evictions (per cycle) | churn | pending left | PDB overruns | outside start → end (of N) | cpu sd start → end | mem sd start → end | spread excess start → end | duplicates excess start → end | cycles to settle |";
+
+fn table_row(r: &Row) -> String {
+    match &r.result {
+        Ok(o) => format!(
+            "| {} | {} | {} ({}) | {} | {} | {} | {} → {} (of {}) | {:.1} → {:.1} | {:.1} → {:.1} | {} → {} | {} → {} | {} |",
+            r.seed,
+            r.binary.name(),
+            o.evictions,
+            o.cycles
+                .iter()
+                .map(|c| c.evictions.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            o.churn,
+            o.pending,
+            o.pdb_overruns,
+            o.start.outside,
+            o.end.outside,
+            o.end.nodes,
+            o.start.cpu_sd,
+            o.end.cpu_sd,
+            o.start.memory_sd,
+            o.end.memory_sd,
+            o.start.spread_excess,
+            o.end.spread_excess,
+            o.start.duplicates_excess,
+            o.end.duplicates_excess,
+            o.settle
+        ),
+        Err(e) => format!(
+            "| {} | {} | FAILED: {} |",
+            r.seed,
+            r.binary.name(),
+            e.lines().next().unwrap_or("?")
+        ),
+    }
+}
+
+fn row_json(r: &Row) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "scenario": r.scenario.name(), "seed": r.seed, "binary": r.binary.name(),
+        "state": r.summary, "pods": r.pods,
+    });
+    match &r.result {
+        Ok(o) => {
+            let fig = |f: &support::outcome::Figures| {
+                serde_json::json!({
+                    "nodes": f.nodes, "outside": f.outside, "over": f.over, "under": f.under,
+                    "cpuStddev": f.cpu_sd, "memoryStddev": f.memory_sd,
+                    "spreadExcess": f.spread_excess, "duplicatesExcess": f.duplicates_excess,
+                    "pending": f.pending,
+                })
+            };
+            v["start"] = fig(&o.start);
+            v["end"] = fig(&o.end);
+            v["evictions"] = o.evictions.into();
+            v["churn"] = o.churn.into();
+            v["pendingLeft"] = o.pending.into();
+            v["pdbOverruns"] = o.pdb_overruns.into();
+            v["cyclesToSettle"] = o.settle.into();
+            v["cycles"] = o
+                .cycles
+                .iter()
+                .map(|c| {
+                    serde_json::json!({"evictions": c.evictions, "reevicted": c.reevicted, "home": c.home})
+                })
+                .collect::<Vec<_>>()
+                .into();
+            v["bound"] = serde_json::json!({
+                "moves": o.bound.moves, "outside": o.bound.outside, "optimal": o.bound.optimal,
+                "relaxed": o.bound.relaxed, "seconds": o.bound.seconds, "note": o.bound.note,
+            });
+            v["notes"] = o.notes.clone().into();
+            v["seconds"] = o.seconds.into();
+        }
+        Err(e) => v["failure"] = e.clone().into(),
+    }
+    v
+}
+
+fn main() {
+    let mut seeds = None;
+    let mut json = None;
+    let mut binaries = vec![Binary::Ours, Binary::Upstream];
+    let mut families: Option<Vec<Scenario>> = None;
+    let mut cfg = RunConfig::default();
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    while let Some(a) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| usage());
+        match a.as_str() {
+            "--seeds" => seeds = Some(parse_seeds(&value())),
+            "--json" => json = Some(value()),
+            "--cycles" => cfg.cycles = value().parse().unwrap_or_else(|_| usage()),
+            "--interval" => cfg.interval = parse_duration(&value()),
+            "--cooldown" => cfg.cooldown = Some(value()),
+            "--ilp-seconds" => cfg.ilp_seconds = value().parse().unwrap_or_else(|_| usage()),
+            "--only" => {
+                binaries = match value().as_str() {
+                    "ours" => vec![Binary::Ours],
+                    "upstream" => vec![Binary::Upstream],
+                    _ => usage(),
+                }
+            }
+            "--families" => {
+                let v = value();
+                families = Some(if v == "all" {
+                    Scenario::ALL.to_vec()
+                } else {
+                    v.split(',')
+                        .map(|n| Scenario::parse(n).unwrap_or_else(|| usage()))
+                        .collect()
+                })
+            }
+            _ => usage(),
+        }
+    }
+    let seeds = seeds.unwrap_or_else(|| parse_seeds("1-6"));
+    let cluster = Cluster::start(Components::realistic());
+    eprintln!("control plane ready in {:.1?}", cluster.startup_time());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    println!(
+        "{} cycles of {:?} each; our cooldown {}; integer program bounded to {} s",
+        cfg.cycles,
+        cfg.interval,
+        cfg.cooldown.as_deref().unwrap_or("default (10m)"),
+        cfg.ilp_seconds
+    );
+    let mut rows: Vec<Row> = Vec::new();
+    for seed in seeds {
+        let scenarios = families.clone().unwrap_or_else(|| vec![Scenario::of(seed)]);
+        for scenario in scenarios {
+            for binary in &binaries {
+                let row = runtime.block_on(run_one(&cluster, scenario, seed, *binary, &cfg));
+                eprintln!("{}: {}", scenario.name(), table_row(&row));
+                if let Ok(o) = &row.result {
+                    eprintln!("    state: {}", row.summary);
+                    eprintln!("    start: {}", o.bound.describe());
+                    for n in &o.notes {
+                        eprintln!("    note: {n}");
+                    }
+                }
+                rows.push(row);
+            }
+        }
+    }
+    cluster.assert_running();
+
+    let mut by_family: BTreeMap<Scenario, Vec<&Row>> = BTreeMap::new();
+    for r in &rows {
+        by_family.entry(r.scenario).or_default().push(r);
+    }
+    for (scenario, rs) in &by_family {
+        println!();
+        println!("## {}", scenario.name());
+        println!();
+        println!("{HEADER}");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for r in rs {
+            println!("{}", table_row(r));
+        }
+        for r in rs {
+            if let Ok(o) = &r.result {
+                println!(
+                    "| {} | best possible from {}'s start | {} | | | | {} | | | 0 | 0 | |",
+                    r.seed,
+                    r.binary.name(),
+                    bound_cell(&o.bound),
+                    if o.bound.moves.is_nan() {
+                        "-".to_string()
+                    } else {
+                        format!("{:.0}", o.bound.outside)
+                    }
+                );
+            }
+        }
+        println!();
+        for r in rs {
+            println!("- seed {} {}: {}", r.seed, r.binary.name(), r.summary);
+            if let Ok(o) = &r.result {
+                println!("  - start: {}", o.bound.describe());
+                for c in o
+                    .cycles
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.reevicted + c.home > 0)
+                {
+                    println!(
+                        "  - cycle {}: {} evictions, {} of replacements, {} back home",
+                        c.0 + 1,
+                        c.1.evictions,
+                        c.1.reevicted,
+                        c.1.home
+                    );
+                }
+                for n in &o.notes {
+                    println!("  - note: {n}");
+                }
+            }
+        }
+    }
+    if let Some(path) = json {
+        let out = serde_json::json!({
+            "cycles": cfg.cycles, "intervalSeconds": cfg.interval.as_secs_f64(),
+            "cooldown": cfg.cooldown, "runs": rows.iter().map(row_json).collect::<Vec<_>>(),
+        });
+        std::fs::write(&path, serde_json::to_string_pretty(&out).unwrap())
+            .unwrap_or_else(|e| panic!("writing {path}: {e}"));
+        eprintln!("wrote {path}");
+    }
+}

@@ -1,0 +1,230 @@
+//! The outcome benchmark's bounded version (benches/outcome.rs, issue 29): the integer
+//! program's lower bound on hand-made placements whose optimum is known, and one small live
+//! "new nodes" state run by our binary in continuous mode for three 5-second cycles.
+
+mod support;
+
+use std::time::Duration;
+use support::outcome::{
+    figures, run, Binary, Model, ModelNode, ModelWorkload, NodeInfo, PodInfo, RunConfig, Scenario,
+    Thresholds, CPU,
+};
+
+const GI: f64 = 1024.0 * 1024.0 * 1024.0;
+
+fn node(zone: &str, cpu: f64) -> ModelNode {
+    ModelNode {
+        zone: zone.to_string(),
+        alloc: [cpu, 4.0 * cpu * GI],
+        max_pods: 110.0,
+    }
+}
+
+/// A workload of pods of `cpu` cores and `memory` GiB, `start[n]` of them on node n.
+fn workload(name: &str, cpu: f64, memory: f64, start: &[i64]) -> ModelWorkload {
+    ModelWorkload {
+        name: name.to_string(),
+        requests: [cpu, memory * GI],
+        feasible: vec![true; start.len()],
+        start: start.to_vec(),
+        zone_skew: None,
+    }
+}
+
+fn solve(model: &Model) -> (f64, f64) {
+    let b = model.solve(30.0);
+    assert!(b.optimal, "not proven optimal: {b:?}");
+    (b.moves.round(), b.outside.round())
+}
+
+#[test]
+fn one_node_above_high_needs_exactly_the_pods_above_it() {
+    // 9 pods of 1 cpu on a 10-cpu node (90%), an empty 10-cpu node; 20/50 on cpu: the first
+    // keeps at most 5 (50%), the second takes the 4 (40%).
+    let model = Model {
+        nodes: vec![node("a", 10.0), node("a", 10.0)],
+        workloads: vec![workload("w", 1.0, 0.0, &[9, 0])],
+        thresholds: Thresholds::cpu(20.0, 50.0),
+        duplicates: false,
+    };
+    assert_eq!(solve(&model), (4.0, 0.0));
+}
+
+#[test]
+fn an_underutilized_node_needs_one_move() {
+    // 3 pods of 1 cpu on a 4-cpu node (75%), an empty one: one move leaves 50% and 25%.
+    let model = Model {
+        nodes: vec![node("a", 4.0), node("a", 4.0)],
+        workloads: vec![workload("w", 1.0, 0.0, &[3, 0])],
+        thresholds: Thresholds::cpu(20.0, 50.0),
+        duplicates: false,
+    };
+    assert_eq!(solve(&model), (1.0, 0.0));
+}
+
+#[test]
+fn a_pod_above_the_high_threshold_on_its_own_stays_outside_wherever_it_goes() {
+    // One 2.2-cpu pod (55% of a 4-cpu node): whichever node holds it is over, the other
+    // under; no move helps, so none is made.
+    let model = Model {
+        nodes: vec![node("a", 4.0), node("b", 4.0)],
+        workloads: vec![workload("big", 2.2, 0.0, &[1, 0])],
+        thresholds: Thresholds::cpu(20.0, 50.0),
+        duplicates: false,
+    };
+    assert_eq!(solve(&model), (0.0, 2.0));
+}
+
+#[test]
+fn on_two_resources_a_node_under_on_one_only_is_within() {
+    // cpu 30%, memory 10% of allocatable with 20/50 on both: not under (cpu reaches 20), not
+    // over: nothing to move. Another node at 10% cpu, 5% memory is under on both.
+    let model = Model {
+        nodes: vec![node("a", 10.0), node("a", 10.0)],
+        workloads: vec![
+            workload("w", 3.0, 4.0, &[1, 0]),
+            workload("v", 1.0, 2.0, &[0, 1]),
+        ],
+        thresholds: Thresholds::cpu_memory(20.0, 50.0),
+        duplicates: false,
+    };
+    // Moving the 1-cpu pod onto the first node leaves the second empty (still under); the
+    // best is one outside and no move.
+    assert_eq!(solve(&model), (0.0, 1.0));
+}
+
+#[test]
+fn hard_zone_spread_takes_the_moves_to_the_empty_zone() {
+    // 6 pods, maxSkew 1, zones a=3 b=3 c=0: two moves make 2/2/2. Thresholds that no node
+    // can leave (0/100).
+    let mut w = workload("web", 0.1, 0.0, &[3, 3, 0]);
+    w.zone_skew = Some(1);
+    let model = Model {
+        nodes: vec![node("a", 8.0), node("b", 8.0), node("c", 8.0)],
+        workloads: vec![w],
+        thresholds: Thresholds::cpu(0.0, 100.0),
+        duplicates: false,
+    };
+    assert_eq!(solve(&model), (2.0, 0.0));
+}
+
+#[test]
+fn duplicates_limit_each_node_to_its_share() {
+    // 4 replicas on one of two nodes, RemoveDuplicates: at most ceil(4/2) = 2 per node.
+    let model = Model {
+        nodes: vec![node("a", 8.0), node("a", 8.0)],
+        workloads: vec![workload("w", 0.1, 0.0, &[4, 0])],
+        thresholds: Thresholds::cpu(0.0, 100.0),
+        duplicates: true,
+    };
+    assert_eq!(solve(&model), (2.0, 0.0));
+}
+
+#[test]
+fn a_workload_goes_only_where_it_may() {
+    // 9 pods of 1 cpu on a 10-cpu node; of the two empty nodes, the first is infeasible for
+    // the workload (a taint, a selector): the 4 moves all go to the second.
+    let mut w = workload("w", 1.0, 0.0, &[9, 0, 0]);
+    w.feasible = vec![true, false, true];
+    let model = Model {
+        nodes: vec![node("a", 10.0), node("a", 10.0), node("a", 10.0)],
+        workloads: vec![w],
+        thresholds: Thresholds::cpu(20.0, 50.0),
+        duplicates: false,
+    };
+    // The infeasible node stays empty (under): one outside, 4 moves.
+    assert_eq!(solve(&model), (4.0, 1.0));
+}
+
+#[test]
+fn figures_count_outside_nodes_and_excess() {
+    let node = |name: &str, zone: &str| NodeInfo {
+        name: name.to_string(),
+        zone: zone.to_string(),
+        labels: Default::default(),
+        alloc: [4.0, 16.0 * GI],
+        max_pods: 110.0,
+        unschedulable: false,
+        taints: Vec::new(),
+    };
+    let pod = |app: &str, node: &str, skew: Option<i64>| PodInfo {
+        uid: format!("{app}-{node}-{}", rand_suffix()),
+        name: app.to_string(),
+        app: app.to_string(),
+        node: node.to_string(),
+        requests: [1.0, GI],
+        running: true,
+        terminating: false,
+        node_selector: Default::default(),
+        zone_skew: skew,
+        created: 0.0,
+        deleted: None,
+    };
+    let nodes = vec![node("n1", "a"), node("n2", "b"), node("n3", "c")];
+    // n1: 3 cpu (75%: over), n2: 1 cpu (25%), n3: empty (under).
+    let pods = vec![
+        pod("web", "n1", Some(1)),
+        pod("web", "n1", Some(1)),
+        pod("web", "n1", Some(1)),
+        pod("web", "n2", Some(1)),
+    ];
+    let f = figures(&nodes, &pods, &Thresholds::cpu(20.0, 50.0));
+    assert_eq!((f.outside, f.over, f.under), (2, 1, 1));
+    // Zones 3/1/0 with maxSkew 1: 2 above the skew in a; duplicates: ceil(4/3) = 2 per node,
+    // one too many on n1.
+    assert_eq!(f.spread_excess, 2);
+    assert_eq!(f.duplicates_excess, 1);
+    assert!((f.cpu_sd - 31.18).abs() < 0.01, "{}", f.cpu_sd);
+    assert_eq!(f.pending, 0);
+    let _ = CPU;
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// One small "new nodes" state (seed 1: nodes filled above the high threshold, then empty
+/// ones join), our binary in continuous mode for three 5-second cycles.
+#[tokio::test(flavor = "multi_thread")]
+async fn new_nodes_three_cycles_of_ours() {
+    let cluster = support::shared_realistic();
+    let client = cluster.client();
+    let built = Scenario::NewNodes.build(&client, 1).await;
+    let cfg = RunConfig {
+        cycles: 3,
+        interval: Duration::from_secs(5),
+        cooldown: None,
+        ilp_seconds: 20.0,
+    };
+    let o = run(cluster, &built, Binary::Ours, &cfg).await;
+    let what = format!(
+        "{}\n{}\nstart {:?}\nend {:?}\ncycles {:?}\nnotes {:?}",
+        built.summary,
+        o.bound.describe(),
+        o.start,
+        o.end,
+        o.cycles,
+        o.notes
+    );
+    assert!(o.notes.is_empty(), "{what}");
+    assert_eq!(o.cycles.len(), 3, "{what}");
+    assert!(o.start.outside > 0, "the state leaves work to do: {what}");
+    assert!(o.evictions > 0, "{what}");
+    assert_eq!(o.churn, 0, "{what}");
+    assert_eq!(o.pdb_overruns, 0, "{what}");
+    assert_eq!(o.pending, 0, "{what}");
+    assert!(o.end.outside <= o.start.outside, "{what}");
+    assert!(o.end.cpu_sd < o.start.cpu_sd, "{what}");
+    // The bound: the fewest moves reaching the thresholds. An end state at least as good as
+    // the bound's, within the limits it honours, took at least its moves.
+    assert!(o.bound.optimal || o.bound.relaxed, "{what}");
+    if o.end.outside as f64 <= o.bound.outside
+        && o.end.duplicates_excess == 0
+        && o.end.spread_excess == 0
+    {
+        assert!(o.evictions as f64 >= o.bound.moves - 1e-6, "{what}");
+    }
+    support::outcome::discard(&client, &built).await;
+}
