@@ -509,15 +509,6 @@ async fn live_continuous_mode_moves_a_workload_once_per_cooldown() {
     );
     let (cycles, evicting) = cooled.cycles();
     assert_eq!(evicting, 1, "{cycles} cycles: {}", cooled.output());
-    // Its replacements came back to the hot node: frozen for ping-pong, and each pod held
-    // back is in the not-chosen list with the time left.
-    let out = cooled.output();
-    assert!(
-        out.contains("is frozen for ping-pong: its replacement")
-            && out.contains("where it was evicted from;")
-            && out.contains("left of the 1h eviction cooldown"),
-        "{out}"
-    );
     assert_eq!(pingpong.terminate().await, Some(0));
     assert_eq!(cooled.terminate().await, Some(0));
 }
