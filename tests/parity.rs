@@ -1461,6 +1461,19 @@ fn show(outcome: &Outcome) -> String {
     }
 }
 
+/// Planned pods per (node, plugin).
+fn counts(
+    p: &Planned,
+    node_of: &dyn Fn(&str) -> &'static str,
+) -> BTreeMap<(String, String), usize> {
+    let mut c = BTreeMap::<(String, String), usize>::new();
+    for (pod, plugin) in p {
+        *c.entry((node_of(pod).to_string(), plugin.clone()))
+            .or_default() += 1;
+    }
+    c
+}
+
 /// Checks a scenario's two plans against its expectation; an error says how they differ.
 fn check(sc: &Scenario, upstream_outcome: &Outcome, ours_outcome: &Outcome) -> Result<(), String> {
     let fail = |why: String| {
@@ -1529,15 +1542,7 @@ fn check(sc: &Scenario, upstream_outcome: &Outcome, ours_outcome: &Outcome) -> R
             if !u.iter().all(|p| candidates.contains(&p.as_str())) {
                 return fail(format!("upstream planned a pod outside {candidates:?}"));
             }
-            let counts = |p: &Planned| {
-                let mut c = BTreeMap::<(String, String), usize>::new();
-                for (pod, plugin) in p {
-                    *c.entry((node_of(pod).to_string(), plugin.clone()))
-                        .or_default() += 1;
-                }
-                c
-            };
-            if counts(upstream) != counts(ours) {
+            if counts(upstream, &node_of) != counts(ours, &node_of) {
                 return fail("different numbers of pods per node and plugin".to_string());
             }
         }
@@ -1552,15 +1557,7 @@ fn check(sc: &Scenario, upstream_outcome: &Outcome, ours_outcome: &Outcome) -> R
             if !u.iter().all(|p| candidates.contains(&p.as_str())) {
                 return fail(format!("upstream planned a pod outside {candidates:?}"));
             }
-            let counts = |p: &Planned| {
-                let mut c = BTreeMap::<(String, String), usize>::new();
-                for (pod, plugin) in p {
-                    *c.entry((node_of(pod).to_string(), plugin.clone()))
-                        .or_default() += 1;
-                }
-                c
-            };
-            let (cu, co) = (counts(upstream), counts(ours));
+            let (cu, co) = (counts(upstream, &node_of), counts(ours, &node_of));
             if co.iter().any(|(k, n)| cu.get(k).copied().unwrap_or(0) < *n) {
                 return fail("ours planned more pods than upstream on some node".to_string());
             }
