@@ -28,7 +28,7 @@ use support::{Cluster, Components};
 fn usage() -> ! {
     eprintln!(
         "usage: cargo bench --bench outcome -- --seeds 1-6|3,7 [--cycles 5] [--interval 20s] \
-         [--json FILE] [--only ours|upstream] [--families all|NAME,...] [--cooldown DURATION] \
+         [--json FILE] [--only ours|ours-outcome|upstream|all] [--families all|NAME,...] [--cooldown DURATION] \
          [--ilp-seconds 20]"
     );
     std::process::exit(2)
@@ -229,7 +229,9 @@ fn main() {
             "--only" => {
                 binaries = match value().as_str() {
                     "ours" => vec![Binary::Ours],
+                    "ours-outcome" => vec![Binary::OursOutcome],
                     "upstream" => vec![Binary::Upstream],
+                    "all" => vec![Binary::Ours, Binary::OursOutcome, Binary::Upstream],
                     _ => usage(),
                 }
             }

@@ -7,6 +7,7 @@ pub mod high_node_utilization;
 pub mod low_node_utilization;
 pub mod make_room_for_pending_pods;
 pub mod node_utilization;
+pub mod outcome_balance;
 pub mod pod_lifetime;
 pub mod remove_duplicates;
 pub mod remove_failed_pods;
@@ -39,4 +40,5 @@ pub const REGISTRY: Registry = Registry::new(&[
     remove_failed_pods::SPEC,
     dominant_resource_fairness::SPEC,
     make_room_for_pending_pods::SPEC,
+    outcome_balance::SPEC,
 ]);

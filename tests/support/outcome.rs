@@ -974,6 +974,35 @@ profiles:
     )
 }
 
+/// The policy of [`Binary::OursOutcome`]: the same thresholds, spreads and duplicates planned
+/// together by OutcomeBalance instead of RemoveDuplicates, the topology spread plugin and
+/// LowNodeUtilization.
+pub fn outcome_policy_yaml(group: &str, t: &Thresholds) -> String {
+    let (low, high) = (t.low[CPU].unwrap_or(0.0), t.high[CPU].unwrap_or(100.0));
+    let (mlow, mhigh) = (
+        t.low[MEMORY].unwrap_or(0.0),
+        t.high[MEMORY].unwrap_or(100.0),
+    );
+    format!(
+        r#"apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: "{GROUP_LABEL}={group}"
+profiles:
+- name: rebalance
+  pluginConfig:
+  - name: DefaultEvictor
+    args: {{nodeFit: true}}
+  - name: OutcomeBalance
+    args:
+      thresholds: {{cpu: {low}, memory: {mlow}}}
+      targetThresholds: {{cpu: {high}, memory: {mhigh}}}
+  plugins:
+    balance:
+      enabled: [OutcomeBalance]
+"#
+    )
+}
+
 /// A start state on the cluster.
 #[derive(Clone, Debug)]
 pub struct Built {
@@ -1323,6 +1352,8 @@ impl Scenario {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Binary {
     Ours,
+    /// Our binary with the outcome planner ([`outcome_policy_yaml`]).
+    OursOutcome,
     Upstream,
 }
 
@@ -1330,8 +1361,14 @@ impl Binary {
     pub fn name(self) -> &'static str {
         match self {
             Binary::Ours => "ours",
+            Binary::OursOutcome => "ours-outcome",
             Binary::Upstream => "upstream",
         }
+    }
+
+    /// Whether this is our binary (either policy).
+    pub fn is_ours(self) -> bool {
+        self != Binary::Upstream
     }
 }
 
@@ -1468,7 +1505,7 @@ impl Running {
 fn spawn(binary: Binary, cluster: &Cluster, policy: &Path, dir: &Path, cfg: &RunConfig) -> Running {
     let interval = format!("{}s", cfg.interval.as_secs().max(1));
     let mut command = match binary {
-        Binary::Ours => {
+        Binary::Ours | Binary::OursOutcome => {
             let mut c = tokio::process::Command::new(bin());
             c.arg("--decision-log")
                 .arg(dir.join("decisions"))
@@ -1526,7 +1563,7 @@ fn spawn(binary: Binary, cluster: &Cluster, policy: &Path, dir: &Path, cfg: &Run
         child,
         ends,
         log,
-        decision_log: (binary == Binary::Ours).then(|| dir.join("decisions")),
+        decision_log: binary.is_ours().then(|| dir.join("decisions")),
     }
 }
 
@@ -1539,7 +1576,14 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
     let (nodes, start_pods, start, bound) = start_state(&client, built, cfg.ilp_seconds).await;
     let start_uids: BTreeSet<String> = start_pods.iter().map(|p| p.uid.clone()).collect();
     let dir = tempfile::tempdir().unwrap();
-    let policy = write_policy(dir.path(), &built.policy_yaml);
+    let policy = if binary == Binary::OursOutcome {
+        write_policy(
+            dir.path(),
+            &outcome_policy_yaml(&built.group, &built.thresholds),
+        )
+    } else {
+        write_policy(dir.path(), &built.policy_yaml)
+    };
     let mut notes = Vec::new();
 
     // Every pod seen, by uid, as last seen; and when each was seen gone.

@@ -1,0 +1,912 @@
+//! OutcomeBalance: plans toward the state the policy describes rather than plugin after
+//! plugin. Not an upstream plugin: opt-in, a `balance` plugin a profile enables in place of
+//! LowNodeUtilization (and, with its defaults, of RemoveDuplicates and the topology spread
+//! plugin's DoNotSchedule repairs); upstream's plugins stay as they are.
+//!
+//! It searches for the evictions that bring the cluster closest to the policy's outcome with
+//! the fewest evictions, one move at a time:
+//! - **The outcome.** Every planning node inside `thresholds` / `targetThresholds` (percent of
+//!   allocatable per resource, as LowNodeUtilization: over when any resource is above its
+//!   target, under when schedulable and every resource is at or below its threshold); with
+//!   `topologySpread` (default true), every workload's DoNotSchedule topology spread within
+//!   its maxSkew; with `duplicates` (default true), no workload with more pods on a node than
+//!   its fair share (its pods over the schedulable planning nodes, rounded up).
+//! - **A move** is the eviction of one pod and its replacement where the kube-scheduler
+//!   simulation predicts it lands, as the plan so far leaves the cluster. Where kube-scheduler
+//!   picks at random among tied nodes, the move counts at its worst tied node: a move counts
+//!   only where the replacement lands where the search needs it, ties included.
+//! - **The search** is greedy on the gain per eviction: each step plans the move that lowers
+//!   the distance to the outcome most, and stops when no move lowers it. The distance weighs,
+//!   in this order, the pods above their DoNotSchedule spread, the nodes outside the
+//!   thresholds, the pods above their fair share, then the percentage points outside: a hard
+//!   spread repair may leave one more node outside, a duplicate is never repaired at that
+//!   price.
+//!   Candidates are bounded from above without the simulator (what leaving their node gains,
+//!   plus the most any destination could); the simulator is asked in that order until no
+//!   bound can beat the best move found. Pods of one workload on one node with the same
+//!   requests are one candidate.
+//! - **Safety** is the framework's: every move goes through the profile's evictor (filters,
+//!   nodeFit), the limits, PodDisruptionBudgets, gangs and the eviction cooldown; a refused pod
+//!   is a candidate not chosen, and the search goes on without it.
+//! - **Bounded**: at most `maxEvaluations` simulated placements per cycle (default 20,000);
+//!   when it runs out, a note says so and the moves planned so far stand.
+
+use crate::framework::{Attempt, Context, EvictError, PlacementTarget, Plugin};
+use crate::plugins::node_utilization::{
+    amount, at_or_below, capacity, fmt_pct, pct, validate_thresholds,
+};
+use crate::plugins::shared::Namespaces;
+use crate::policy::{decode_args, ArgsError};
+use crate::snapshot::{ClusterSnapshot, NodeId, PodId, WhenUnsatisfiable};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+pub const NAME: &str = "OutcomeBalance";
+
+/// The registry entry: a `balance` plugin.
+pub const SPEC: crate::framework::PluginSpec =
+    crate::framework::PluginSpec::balance(NAME, |args| Ok(Box::new(OutcomeBalance::new(args)?)));
+
+/// The default bound on simulated placements per cycle.
+pub const DEFAULT_MAX_EVALUATIONS: u32 = 20_000;
+
+/// What a node outside the thresholds weighs against percentage points: more than any
+/// distance a single move can close.
+const OUTSIDE: f64 = 1_000.0;
+
+/// What a pod above its DoNotSchedule spread weighs: a hard constraint goes before the
+/// thresholds (a repair may leave one more node outside).
+const SPREAD: f64 = 2_000.0;
+
+/// What a pod above its workload's fair share on a node weighs: less than a node outside, so
+/// no duplicate is repaired at the price of a node pushed outside the thresholds.
+const DUPLICATE: f64 = 400.0;
+
+/// Gains below this are rounding noise, not a reason to evict.
+const MIN_GAIN: f64 = 1e-6;
+
+fn yes() -> bool {
+    true
+}
+
+fn default_max_evaluations() -> u32 {
+    DEFAULT_MAX_EVALUATIONS
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutcomeBalanceArgs {
+    #[serde(default)]
+    pub thresholds: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub target_thresholds: BTreeMap<String, f64>,
+    #[serde(default = "yes")]
+    pub topology_spread: bool,
+    #[serde(default = "yes")]
+    pub duplicates: bool,
+    #[serde(default)]
+    pub evictable_namespaces: Option<Namespaces>,
+    #[serde(default = "default_max_evaluations")]
+    pub max_evaluations: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct OutcomeBalance {
+    pub args: OutcomeBalanceArgs,
+    /// The thresholds' resources, sorted, with their low and target percentages.
+    resources: Vec<String>,
+    low: Vec<f64>,
+    high: Vec<f64>,
+}
+
+impl OutcomeBalance {
+    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
+        let args: OutcomeBalanceArgs = decode_args(args)?;
+        validate_thresholds("thresholds", &args.thresholds)?;
+        validate_thresholds("targetThresholds", &args.target_thresholds)?;
+        if args.thresholds.len() != args.target_thresholds.len()
+            || args
+                .thresholds
+                .keys()
+                .any(|k| !args.target_thresholds.contains_key(k))
+        {
+            return Err(ArgsError::new(
+                "targetThresholds",
+                "thresholds and targetThresholds configured different resources; give both the same resource names",
+            ));
+        }
+        for (name, v) in &args.thresholds {
+            if *v > args.target_thresholds[name] {
+                return Err(ArgsError::new(
+                    format!("thresholds.{name}"),
+                    format!(
+                        "thresholds' {name} percentage ({v}) is greater than targetThresholds' ({}); the low threshold must not exceed the target",
+                        args.target_thresholds[name]
+                    ),
+                ));
+            }
+        }
+        if let Some(ns) = &args.evictable_namespaces {
+            if !ns.include.is_empty() {
+                return Err(ArgsError::new(
+                    "evictableNamespaces.include",
+                    "only exclude can be set for evictableNamespaces; inclusion is not supported",
+                ));
+            }
+        }
+        if args.max_evaluations == 0 {
+            return Err(ArgsError::new(
+                "maxEvaluations",
+                "0 simulated placements would plan nothing; give a positive bound (default 20000), or disable the plugin",
+            ));
+        }
+        let resources: Vec<String> = args.thresholds.keys().cloned().collect();
+        let low = resources.iter().map(|r| args.thresholds[r]).collect();
+        let high = resources
+            .iter()
+            .map(|r| args.target_thresholds[r])
+            .collect();
+        Ok(OutcomeBalance {
+            args,
+            resources,
+            low,
+            high,
+        })
+    }
+}
+
+/// One workload's topology spread rule (a DoNotSchedule constraint of its pods), over the
+/// planning nodes.
+#[derive(Debug, Clone)]
+struct SpreadRule {
+    key: String,
+    max_skew: i64,
+    /// Each planning node's domain (by position in the model's nodes); None: not counted.
+    domain: Vec<Option<u32>>,
+    domains: usize,
+    names: Vec<String>,
+}
+
+/// One workload (pods of one controller): how many of its pods each planning node holds.
+#[derive(Debug, Clone)]
+struct Workload {
+    name: String,
+    counts: HashMap<usize, i64>,
+    total: i64,
+    spread: Vec<SpreadRule>,
+}
+
+/// The distance of the cluster to the policy's outcome, kept as moves are planned.
+struct Model<'s> {
+    snap: &'s ClusterSnapshot,
+    /// The planning nodes; a node's position here is its index in the vectors below.
+    nodes: Vec<NodeId>,
+    position: HashMap<NodeId, usize>,
+    schedulable: Vec<bool>,
+    capacity: Vec<Vec<i64>>,
+    load: Vec<Vec<i64>>,
+    low: Vec<f64>,
+    high: Vec<f64>,
+    resources: Vec<String>,
+    workloads: Vec<Workload>,
+    workload_of: HashMap<PodId, usize>,
+    /// The fair share per node a duplicate counts above (None: duplicates not counted).
+    duplicates: bool,
+    schedulable_nodes: i64,
+}
+
+/// How a node stands against the thresholds.
+struct Standing {
+    over: bool,
+    under: bool,
+    distance: f64,
+}
+
+impl Standing {
+    fn outside(&self) -> bool {
+        self.over || self.under
+    }
+    fn badness(&self) -> f64 {
+        if self.outside() {
+            OUTSIDE + self.distance
+        } else {
+            0.0
+        }
+    }
+}
+
+impl<'s> Model<'s> {
+    fn standing(&self, i: usize, load: &[i64]) -> Standing {
+        let cap = &self.capacity[i];
+        let mut over = false;
+        let mut distance = 0.0;
+        for r in 0..self.resources.len() {
+            let p = pct(load[r], cap[r]);
+            if p > self.high[r] && load[r] > amount(cap[r], self.high[r]) {
+                over = true;
+                distance += p - self.high[r];
+            }
+        }
+        let under = self.schedulable[i]
+            && (0..self.resources.len()).all(|r| at_or_below(load[r], cap[r], self.low[r]));
+        if under {
+            for r in 0..self.resources.len() {
+                distance += (self.low[r] - pct(load[r], cap[r])).max(0.0);
+            }
+        }
+        Standing {
+            over,
+            under,
+            distance,
+        }
+    }
+
+    fn node_badness(&self, i: usize) -> f64 {
+        self.standing(i, &self.load[i]).badness()
+    }
+
+    /// The node's badness with `pod` added (`sign` 1) or taken off (-1).
+    fn node_badness_with(&self, i: usize, pod: PodId, sign: i64) -> f64 {
+        let req = &self.snap.pod(pod).requests;
+        let load: Vec<i64> = self
+            .resources
+            .iter()
+            .zip(&self.load[i])
+            .map(|(r, l)| l + sign * req.get(r))
+            .collect();
+        self.standing(i, &load).badness()
+    }
+
+    fn fair_share(&self, w: &Workload) -> i64 {
+        (w.total + self.schedulable_nodes - 1) / self.schedulable_nodes.max(1)
+    }
+
+    /// Pods of the workload above its fair share on their nodes.
+    fn duplicate_excess(&self, w: &Workload, counts: &HashMap<usize, i64>) -> i64 {
+        if !self.duplicates {
+            return 0;
+        }
+        let share = self.fair_share(w).max(1);
+        counts.values().map(|c| (c - share).max(0)).sum()
+    }
+
+    /// Pods of the workload above what its spread rules allow in their domains.
+    fn spread_excess(w: &Workload, counts: &HashMap<usize, i64>) -> i64 {
+        let mut excess = 0;
+        for rule in &w.spread {
+            let mut per = vec![0i64; rule.domains];
+            for (&i, &c) in counts {
+                if let Some(d) = rule.domain[i] {
+                    per[d as usize] += c;
+                }
+            }
+            let Some(&min) = per.iter().min() else {
+                continue;
+            };
+            excess += per
+                .iter()
+                .map(|c| (c - min - rule.max_skew).max(0))
+                .sum::<i64>();
+        }
+        excess
+    }
+
+    fn workload_badness(&self, w: &Workload, counts: &HashMap<usize, i64>) -> f64 {
+        DUPLICATE * self.duplicate_excess(w, counts) as f64
+            + SPREAD * Self::spread_excess(w, counts) as f64
+    }
+
+    /// What moving `pod` from its node to `to` (a planning node's position, or None: a node
+    /// outside the planning nodes) lowers the distance by; negative where it raises it.
+    fn gain(&self, pod: PodId, from: usize, to: Option<usize>) -> f64 {
+        if to == Some(from) {
+            return 0.0;
+        }
+        let mut gain = self.node_badness(from) - self.node_badness_with(from, pod, -1);
+        if let Some(t) = to {
+            gain += self.node_badness(t) - self.node_badness_with(t, pod, 1);
+        }
+        if let Some(&wi) = self.workload_of.get(&pod) {
+            let w = &self.workloads[wi];
+            let mut after = w.counts.clone();
+            *after.entry(from).or_default() -= 1;
+            if let Some(t) = to {
+                *after.entry(t).or_default() += 1;
+            }
+            gain += self.workload_badness(w, &w.counts) - self.workload_badness(w, &after);
+        }
+        gain
+    }
+
+    /// The most any destination could gain from receiving `pod`, before the cap of the
+    /// worst underutilized node's badness: unbounded for a pod that requests a resource of
+    /// the thresholds (it may bring an underutilized node inside), nothing for one that
+    /// requests none.
+    fn destination_bound(&self, pod: PodId) -> f64 {
+        let req = &self.snap.pod(pod).requests;
+        if self.resources.iter().any(|r| req.get(r) > 0) {
+            f64::INFINITY
+        } else {
+            0.0
+        }
+    }
+
+    /// What moving `pod` off its node can gain at most, wherever it goes: its node's
+    /// badness it takes away, and its workload's whole excess.
+    fn local_bound(&self, pod: PodId, from: usize) -> f64 {
+        let mut b = self.node_badness(from) - self.node_badness_with(from, pod, -1);
+        if let Some(&wi) = self.workload_of.get(&pod) {
+            let w = &self.workloads[wi];
+            b += self.workload_badness(w, &w.counts);
+        }
+        b
+    }
+
+    fn totals(&self) -> (usize, i64, i64) {
+        let outside = (0..self.nodes.len())
+            .filter(|&i| self.standing(i, &self.load[i]).outside())
+            .count();
+        let spread = self
+            .workloads
+            .iter()
+            .map(|w| Self::spread_excess(w, &w.counts))
+            .sum();
+        let dup = self
+            .workloads
+            .iter()
+            .map(|w| self.duplicate_excess(w, &w.counts))
+            .sum();
+        (outside, spread, dup)
+    }
+
+    /// Why a move is planned: what it improves.
+    fn describe(&self, pod: PodId, from: usize, to: Option<usize>) -> String {
+        let mut parts = Vec::new();
+        let s = self.standing(from, &self.load[from]);
+        let name = |i: usize| self.snap.node(self.nodes[i]).name.to_string();
+        let usage = |i: usize| {
+            self.resources
+                .iter()
+                .enumerate()
+                .map(|(r, n)| format!("{n} {}", fmt_pct(pct(self.load[i][r], self.capacity[i][r]))))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if s.over {
+            parts.push(format!(
+                "{} is over its target ({})",
+                name(from),
+                usage(from)
+            ));
+        }
+        if let Some(t) = to {
+            if self.standing(t, &self.load[t]).under {
+                parts.push(format!("{} is underutilized ({})", name(t), usage(t)));
+            }
+        }
+        if let Some(&wi) = self.workload_of.get(&pod) {
+            let w = &self.workloads[wi];
+            let mut after = w.counts.clone();
+            *after.entry(from).or_default() -= 1;
+            if let Some(t) = to {
+                *after.entry(t).or_default() += 1;
+            }
+            if Self::spread_excess(w, &after) < Self::spread_excess(w, &w.counts) {
+                for rule in &w.spread {
+                    let mut per = vec![0i64; rule.domains];
+                    for (&i, &c) in &w.counts {
+                        if let Some(d) = rule.domain[i] {
+                            per[d as usize] += c;
+                        }
+                    }
+                    let counts: Vec<String> = rule
+                        .names
+                        .iter()
+                        .zip(&per)
+                        .map(|(n, c)| format!("{n}: {c}"))
+                        .collect();
+                    parts.push(format!(
+                        "{} is spread beyond its maxSkew {} over {} ({})",
+                        w.name,
+                        rule.max_skew,
+                        rule.key,
+                        counts.join(", ")
+                    ));
+                }
+            }
+            if self.duplicate_excess(w, &after) < self.duplicate_excess(w, &w.counts) {
+                parts.push(format!(
+                    "{} has {} pods on {}, above its share of {} per node",
+                    w.name,
+                    w.counts.get(&from).copied().unwrap_or(0),
+                    name(from),
+                    self.fair_share(w).max(1)
+                ));
+            }
+        }
+        let dest = to.map_or("a node outside the planning nodes".to_string(), name);
+        format!(
+            "moved toward the policy's outcome, its replacement predicted on {dest}: {}",
+            if parts.is_empty() {
+                "closer to the thresholds".to_string()
+            } else {
+                parts.join("; ")
+            }
+        )
+    }
+
+    /// Takes a planned eviction into the model: the pod off its node, its replacement on its
+    /// destination (the simulation's loads are the truth).
+    fn absorb(
+        &mut self,
+        sim: &crate::sim::Simulation<'_>,
+        pod: PodId,
+        node: NodeId,
+        to: Option<NodeId>,
+    ) {
+        for n in std::iter::once(node).chain(to) {
+            if let Some(&i) = self.position.get(&n) {
+                let l = sim.load(n);
+                self.load[i] = self.resources.iter().map(|r| l.get(r)).collect();
+            }
+        }
+        if let Some(&wi) = self.workload_of.get(&pod) {
+            let w = &mut self.workloads[wi];
+            if let Some(&i) = self.position.get(&node) {
+                *w.counts.entry(i).or_default() -= 1;
+            }
+            if let Some(&t) = to.and_then(|t| self.position.get(&t)) {
+                *w.counts.entry(t).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// A candidate: pods of one workload on one node with the same requests, most evictable
+/// first.
+struct Class {
+    from: usize,
+    pods: Vec<PodId>,
+}
+
+/// A class in the search's heap: its priority (a bound, or the exact gain of its move as of
+/// step `exact_at`), and the class's version it was computed for (older entries are stale).
+struct Entry {
+    priority: f64,
+    class: usize,
+    version: u32,
+    exact_at: Option<usize>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    /// Highest priority first; among equal ones an exact gain before a bound, then the
+    /// earlier class (eviction order).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.priority
+            .total_cmp(&other.priority)
+            .then_with(|| self.exact_at.is_some().cmp(&other.exact_at.is_some()))
+            .then_with(|| other.class.cmp(&self.class))
+    }
+}
+
+impl OutcomeBalance {
+    fn model<'s>(&self, cx: &Context<'_, 's>, nodes: &[NodeId]) -> Model<'s> {
+        let snap = cx.snap();
+        let sim = cx.placement().sim();
+        let position: HashMap<NodeId, usize> =
+            nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let schedulable: Vec<bool> = nodes.iter().map(|&n| !snap.node(n).unschedulable).collect();
+        let capacity = nodes
+            .iter()
+            .map(|&n| {
+                self.resources
+                    .iter()
+                    .map(|r| capacity(snap.node(n), r))
+                    .collect()
+            })
+            .collect();
+        let load = nodes
+            .iter()
+            .map(|&n| {
+                let l = sim.load(n);
+                self.resources.iter().map(|r| l.get(r)).collect()
+            })
+            .collect();
+        let mut workloads: Vec<Workload> = Vec::new();
+        let mut by_uid: HashMap<&str, usize> = HashMap::new();
+        let mut workload_of = HashMap::new();
+        for (i, &n) in nodes.iter().enumerate() {
+            for p in sim.pods_on(n) {
+                let pod = snap.pod(p);
+                let Some(owner) = pod.controller() else {
+                    continue;
+                };
+                if pod.is_daemonset_pod() {
+                    continue;
+                }
+                let wi = *by_uid.entry(&owner.uid).or_insert_with(|| {
+                    workloads.push(Workload {
+                        name: format!("{}/{} {}", pod.namespace, owner.name, owner.kind),
+                        counts: HashMap::new(),
+                        total: 0,
+                        spread: if self.args.topology_spread {
+                            spread_rules(snap, nodes, pod)
+                        } else {
+                            Vec::new()
+                        },
+                    });
+                    workloads.len() - 1
+                });
+                workloads[wi].total += 1;
+                *workloads[wi].counts.entry(i).or_default() += 1;
+                workload_of.insert(p, wi);
+            }
+        }
+        let schedulable_nodes = schedulable.iter().filter(|s| **s).count() as i64;
+        Model {
+            snap,
+            nodes: nodes.to_vec(),
+            position,
+            schedulable,
+            capacity,
+            load,
+            low: self.low.clone(),
+            high: self.high.clone(),
+            resources: self.resources.clone(),
+            workloads,
+            workload_of,
+            duplicates: self.args.duplicates,
+            schedulable_nodes,
+        }
+    }
+}
+
+/// A pod's DoNotSchedule spread constraints that select its own pods, over the planning nodes.
+fn spread_rules(
+    snap: &ClusterSnapshot,
+    nodes: &[NodeId],
+    pod: &crate::snapshot::Pod,
+) -> Vec<SpreadRule> {
+    let mut rules = Vec::new();
+    for c in pod.topology_spread.iter() {
+        if c.when_unsatisfiable != WhenUnsatisfiable::DoNotSchedule {
+            continue;
+        }
+        if !c
+            .label_selector
+            .as_ref()
+            .is_some_and(|s| s.matches(&pod.labels))
+        {
+            continue;
+        }
+        let mut names: Vec<String> = Vec::new();
+        let domain = nodes
+            .iter()
+            .map(|&n| {
+                let node = snap.node(n);
+                if !crate::sim::matches_node_inclusion_policies(
+                    pod,
+                    node,
+                    c.node_affinity_policy,
+                    c.node_taints_policy,
+                ) {
+                    return None;
+                }
+                let v = node.labels.get(&c.topology_key)?;
+                let at = match names.iter().position(|x| x == v) {
+                    Some(at) => at,
+                    None => {
+                        names.push(v.to_string());
+                        names.len() - 1
+                    }
+                };
+                Some(at as u32)
+            })
+            .collect();
+        rules.push(SpreadRule {
+            key: c.topology_key.to_string(),
+            max_skew: i64::from(c.max_skew.max(1)),
+            domain,
+            domains: names.len(),
+            names,
+        });
+    }
+    rules
+}
+
+impl Plugin for OutcomeBalance {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    /// Every move is checked against the kube-scheduler simulation.
+    fn needs_placement(&self) -> bool {
+        true
+    }
+
+    /// Every planning node's targets, the nodes not over them wanted.
+    fn sets_placement_targets(&self) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
+        if !cx.placement().predicts() {
+            cx.note_skipped("skipped this cycle: the placement simulation is off, and every move is checked against it");
+            return;
+        }
+        let snap = cx.snap();
+        let mut model = self.model(cx, nodes);
+        let before = model.totals();
+        // Targets for the evictor's destination checks: each node's target thresholds.
+        let targets = (0..model.nodes.len())
+            .map(|i| PlacementTarget {
+                node: model.nodes[i],
+                limit: self
+                    .resources
+                    .iter()
+                    .enumerate()
+                    .map(|(r, name)| (name.clone(), amount(model.capacity[i][r], self.high[r])))
+                    .collect(),
+                wanted: !model.standing(i, &model.load[i]).over,
+            })
+            .collect();
+        cx.set_placement_targets(targets);
+        let over: Vec<String> = (0..model.nodes.len())
+            .filter(|&i| model.standing(i, &model.load[i]).over)
+            .map(|i| snap.node(model.nodes[i]).name.to_string())
+            .collect();
+        cx.observe_over(over);
+
+        // The candidates: evictable pods of the planning nodes, one class per workload,
+        // node and requests.
+        let mut classes: Vec<Class> = Vec::new();
+        let mut class_of: HashMap<(usize, usize, String), usize> = HashMap::new();
+        let mut whole = 0usize;
+        for (i, &n) in model.nodes.iter().enumerate() {
+            let mut pods: Vec<PodId> = cx.pods_on_node(n).collect();
+            cx.sort_by_eviction_order(&mut pods);
+            for p in pods {
+                let pod = snap.pod(p);
+                if !pod.is_active() {
+                    continue;
+                }
+                if let Some(ns) = &self.args.evictable_namespaces {
+                    if !ns.allows(&pod.namespace) {
+                        continue;
+                    }
+                }
+                if cx.filter(p).is_err() {
+                    continue;
+                }
+                if snap.goes_whole(p, cx.evicts_whole_gangs()) {
+                    whole += 1;
+                    continue;
+                }
+                let key = match model.workload_of.get(&p) {
+                    Some(&w) => (i, w, format!("{:?}", pod.requests)),
+                    None => (i, usize::MAX - p as usize, String::new()),
+                };
+                let at = *class_of.entry(key).or_insert_with(|| {
+                    classes.push(Class {
+                        from: i,
+                        pods: Vec::new(),
+                    });
+                    classes.len() - 1
+                });
+                classes[at].pods.push(p);
+            }
+        }
+        if whole > 0 {
+            cx.note(
+                None,
+                format!(
+                    "{whole} pods that go only with their whole gang are left to the other plugins"
+                ),
+            );
+        }
+
+        // Each class's bound without the simulator, in two parts: what leaving its node and
+        // its workload's excess can gain (kept until its node or workload changes), and the
+        // most a destination could (its requests' share of the smallest node, at most).
+        let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); model.nodes.len()];
+        let mut by_workload: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (k, c) in classes.iter().enumerate() {
+            by_node[c.from].push(k);
+            if let Some(&w) = model.workload_of.get(&c.pods[0]) {
+                by_workload.entry(w).or_default().push(k);
+            }
+        }
+        let destination_bound: Vec<f64> = classes
+            .iter()
+            .map(|c| model.destination_bound(c.pods[0]))
+            .collect();
+        let most_under = |model: &Model<'_>| {
+            (0..model.nodes.len())
+                .filter(|&i| model.standing(i, &model.load[i]).under)
+                .map(|i| model.node_badness(i))
+                .fold(0.0, f64::max)
+        };
+        let bound = |model: &Model<'_>, classes: &[Class], k: usize, under: f64| {
+            let c = &classes[k];
+            model.local_bound(c.pods[0], c.from) + under.min(destination_bound[k])
+        };
+        // Lazy greedy: every class enters with its bound; the top entry is asked of the
+        // simulator and goes back with its exact gain, until the top entry's gain is exact
+        // for the cluster as it stands (asked since the last planned move): that move is
+        // planned. A planned move changes two nodes and a workload: the classes there enter
+        // again with fresh bounds, the others keep their gains until they reach the top.
+        let mut version = vec![0u32; classes.len()];
+        let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(classes.len());
+        let under = most_under(&model);
+        for k in 0..classes.len() {
+            heap.push(Entry {
+                priority: bound(&model, &classes, k, under),
+                class: k,
+                version: 0,
+                exact_at: None,
+            });
+        }
+        let mut exhausted = vec![false; model.nodes.len()];
+        let mut evaluations: u32 = 0;
+        let mut planned = 0usize;
+        let mut out_of_budget = false;
+        let mut step = 0usize;
+        while let Some(top) = heap.pop() {
+            let k = top.class;
+            if top.version != version[k] || classes[k].pods.is_empty() || exhausted[classes[k].from]
+            {
+                continue;
+            }
+            if top.priority <= MIN_GAIN {
+                break;
+            }
+            let (pod, from) = (classes[k].pods[0], classes[k].from);
+            if top.exact_at != Some(step) {
+                // A candidate the limits, budgets, gangs or the cooldown refuse now is offered
+                // once, so the refusal is on record as a candidate not chosen, and its class
+                // leaves the search (its pods share the workload, the node and the budget).
+                let refused = match cx.ledger().admit(pod) {
+                    Err(EvictError::NodeLimit(_)) => {
+                        exhausted[from] = true;
+                        continue;
+                    }
+                    Err(EvictError::TotalLimit(_)) => break,
+                    Err(_) => true,
+                    Ok(_) => cx.cooldown(pod).is_err(),
+                };
+                if refused {
+                    let reason = model.describe(pod, from, None);
+                    let _ = cx.try_evict(pod, reason);
+                    classes[k].pods.clear();
+                    continue;
+                }
+                if evaluations >= self.args.max_evaluations {
+                    out_of_budget = true;
+                    break;
+                }
+                evaluations += 1;
+                let Ok(prediction) = cx.placement().sim().predict(pod, cx.placement().nodes())
+                else {
+                    // No node for its replacement now: it leaves the search until its node
+                    // or workload changes.
+                    continue;
+                };
+                // The move counts at its worst tied node.
+                let gain = std::iter::once(prediction.node)
+                    .chain(prediction.alternatives.iter().copied())
+                    .map(|d| model.gain(pod, from, model.position.get(&d).copied()))
+                    .fold(f64::INFINITY, f64::min);
+                heap.push(Entry {
+                    priority: gain,
+                    class: k,
+                    version: version[k],
+                    exact_at: Some(step),
+                });
+                continue;
+            }
+            // The best move, exact for the cluster as it stands.
+            let pod = classes[k].pods.remove(0);
+            let to = cx
+                .placement()
+                .sim()
+                .predict(pod, cx.placement().nodes())
+                .ok()
+                .and_then(|p| model.position.get(&p.node).copied());
+            let reason = model.describe(pod, from, to);
+            let first = cx.ledger().evictions().len();
+            match cx.try_evict_checked(pod, reason) {
+                Attempt::Planned { .. } => {
+                    planned += 1;
+                    step += 1;
+                    let new: Vec<(PodId, NodeId, Option<NodeId>)> = cx.ledger().evictions()
+                        [first..]
+                        .iter()
+                        .map(|e| (e.pod, e.node, e.destination))
+                        .collect();
+                    let mut dirty: Vec<usize> = Vec::new();
+                    for (p, n, d) in new {
+                        model.absorb(cx.placement().sim(), p, n, d);
+                        for m in std::iter::once(n).chain(d) {
+                            if let Some(&i) = model.position.get(&m) {
+                                dirty.extend(&by_node[i]);
+                            }
+                        }
+                        if let Some(w) = model.workload_of.get(&p).and_then(|w| by_workload.get(w))
+                        {
+                            dirty.extend(w);
+                        }
+                    }
+                    dirty.sort_unstable();
+                    dirty.dedup();
+                    let under = most_under(&model);
+                    for j in dirty {
+                        if classes[j].pods.is_empty() {
+                            continue;
+                        }
+                        version[j] += 1;
+                        heap.push(Entry {
+                            priority: bound(&model, &classes, j, under),
+                            class: j,
+                            version: version[j],
+                            exact_at: None,
+                        });
+                    }
+                    // The class itself goes on with its next pod.
+                    if !classes[k].pods.is_empty() && version[k] == top.version {
+                        version[k] += 1;
+                        heap.push(Entry {
+                            priority: bound(&model, &classes, k, under),
+                            class: k,
+                            version: version[k],
+                            exact_at: None,
+                        });
+                    }
+                }
+                // Refused (the evictor's filters, a budget): its class shares why.
+                Attempt::SkipPod => classes[k].pods.clear(),
+                Attempt::SkipNode => exhausted[from] = true,
+                Attempt::Stop => break,
+            }
+        }
+        let after = model.totals();
+        if out_of_budget {
+            cx.note(
+                None,
+                format!(
+                    "stopped after {} simulated placements (maxEvaluations); the {planned} moves planned so far stand",
+                    self.args.max_evaluations
+                ),
+            );
+        }
+        cx.note(
+            None,
+            format!(
+                "{planned} evictions toward the policy's outcome ({evaluations} placements simulated): nodes outside the thresholds {} -> {} of {}, spread excess {} -> {}, duplicate excess {} -> {}",
+                before.0,
+                after.0,
+                model.nodes.len(),
+                before.1,
+                after.1,
+                before.2,
+                after.2
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

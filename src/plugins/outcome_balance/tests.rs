@@ -1,0 +1,396 @@
+use super::*;
+use crate::framework::testing::{run_alone, run_on};
+use crate::framework::{Limits, PlanningState};
+use crate::plugins::default_evictor::DefaultEvictor;
+use crate::plugins::low_node_utilization::LowNodeUtilization;
+use crate::snapshot::builders::{node, pdb, pod, snapshot};
+use crate::snapshot::{Pod, SnapshotParts};
+use serde_json::json;
+
+fn plugin(args: serde_json::Value) -> OutcomeBalance {
+    OutcomeBalance::new(&args).expect("valid args")
+}
+
+fn cpu_args(low: f64, high: f64) -> serde_json::Value {
+    json!({"thresholds": {"cpu": low}, "targetThresholds": {"cpu": high}})
+}
+
+fn node_fit() -> DefaultEvictor {
+    DefaultEvictor::from_args(&json!({"nodeFit": true})).expect("valid evictor args")
+}
+
+/// The pods of workload `w` (a ReplicaSet of its own): `n` of `milli` on `node`.
+fn pods(w: &str, node_name: &str, n: usize, milli: i64) -> Vec<Pod> {
+    (0..n)
+        .map(|i| {
+            pod("d", &format!("{w}-{node_name}-{i}"))
+                .owner("ReplicaSet", w)
+                .label("app", w)
+                .node(node_name)
+                .cpu(milli)
+                .build()
+        })
+        .collect()
+}
+
+/// Nodes outside cpu thresholds `low`/`high` once `evictions` are carried out as planned.
+fn outside_after(
+    snap: &ClusterSnapshot,
+    evictions: &[crate::framework::PlannedEviction],
+    low: f64,
+    high: f64,
+) -> usize {
+    let mut load: Vec<i64> = (0..snap.nodes.len() as NodeId)
+        .map(|n| {
+            snap.pods_on_node(n)
+                .iter()
+                .map(|&p| snap.pod(p).requests.cpu)
+                .sum()
+        })
+        .collect();
+    for e in evictions {
+        let cpu = snap.pod(e.pod).requests.cpu;
+        load[e.node as usize] -= cpu;
+        load[e.destination.expect("every move has a destination") as usize] += cpu;
+    }
+    (0..snap.nodes.len())
+        .filter(|&n| {
+            let p = 100.0 * load[n] as f64 / snap.node(n as NodeId).allocatable.cpu as f64;
+            p > high || p <= low
+        })
+        .count()
+}
+
+/// New nodes join a packed cluster: two nodes at 90% and 80% of 4 cpu (pods of 500m and
+/// 1000m), two empty ones, thresholds 20/50. Every node can end inside the band; the search
+/// gets there with fewer evictions than LowNodeUtilization, whose order takes the small pods.
+#[test]
+fn new_nodes_end_inside_the_band_with_fewer_evictions_than_low_node_utilization() {
+    let mut all = pods("small", "a", 4, 500);
+    all.extend(pods("big", "a", 1, 1600));
+    all.extend(pods("small2", "b", 2, 500));
+    all.extend(pods("big2", "b", 2, 1100));
+    let snap = snapshot(
+        vec![
+            node("a").cpu(4000).build(),
+            node("b").cpu(4000).build(),
+            node("c").cpu(4000).build(),
+            node("d").cpu(4000).build(),
+        ],
+        all,
+    );
+    let ours = run_alone(
+        &plugin(cpu_args(20.0, 50.0)),
+        &snap,
+        &node_fit(),
+        Limits::default(),
+        0,
+    );
+    let lnu = LowNodeUtilization::new(&cpu_args(20.0, 50.0)).unwrap();
+    let theirs = run_alone(&lnu, &snap, &node_fit(), Limits::default(), 0);
+    assert_eq!(outside_after(&snap, &ours, 20.0, 50.0), 0, "{ours:#?}");
+    assert!(
+        ours.len() <= theirs.len(),
+        "ours {} evictions, LowNodeUtilization {}",
+        ours.len(),
+        theirs.len()
+    );
+    assert!(ours.len() <= 3, "{ours:#?}");
+    for e in &ours {
+        assert!(
+            e.reason.contains("moved toward the policy's outcome")
+                && e.reason.contains("is over its target"),
+            "{}",
+            e.reason
+        );
+    }
+}
+
+/// A cluster already inside its thresholds is left alone: no move lowers the distance.
+#[test]
+fn a_cluster_inside_its_thresholds_is_left_alone() {
+    let mut all = Vec::new();
+    for i in 0..3 {
+        all.extend(pods(&format!("x{i}"), "a", 1, 500));
+        all.extend(pods(&format!("y{i}"), "b", 1, 500));
+    }
+    let snap = snapshot(
+        vec![node("a").cpu(4000).build(), node("b").cpu(4000).build()],
+        all,
+    );
+    let plan = run_alone(
+        &plugin(cpu_args(20.0, 50.0)),
+        &snap,
+        &node_fit(),
+        Limits::default(),
+        0,
+    );
+    assert!(plan.is_empty(), "{plan:#?}");
+}
+
+/// Zone-spread drift: six pods of `web` with a DoNotSchedule zone spread of maxSkew 1, three
+/// in zone a and three in zone b, and zone c empty (spread excess 4). Two moves bring every
+/// zone to two pods; the thresholds are wide enough not to ask for more.
+#[test]
+fn zone_spread_drift_is_repaired_with_the_fewest_moves() {
+    let spread = |p: crate::snapshot::builders::PodBuilder| {
+        p.spread(1, "zone", WhenUnsatisfiable::DoNotSchedule, "app", "web")
+    };
+    let mut all = Vec::new();
+    for (n, count) in [("a1", 2), ("a2", 1), ("b1", 2), ("b2", 1)] {
+        for i in 0..count {
+            all.push(
+                spread(
+                    pod("d", &format!("web-{n}-{i}"))
+                        .owner("ReplicaSet", "web")
+                        .label("app", "web")
+                        .node(n)
+                        .cpu(500),
+                )
+                .build(),
+            );
+        }
+    }
+    let zoned = |name: &str, zone: &str| node(name).cpu(8000).label("zone", zone).build();
+    let snap = snapshot(
+        vec![
+            zoned("a1", "a"),
+            zoned("a2", "a"),
+            zoned("b1", "b"),
+            zoned("b2", "b"),
+            zoned("c1", "c"),
+            zoned("c2", "c"),
+        ],
+        all,
+    );
+    let args =
+        json!({"thresholds": {"cpu": 0}, "targetThresholds": {"cpu": 90}, "duplicates": false});
+    let plan = run_alone(&plugin(args), &snap, &node_fit(), Limits::default(), 0);
+    assert_eq!(plan.len(), 2, "{plan:#?}");
+    let zone = |n: NodeId| snap.node(n).labels.get("zone").unwrap().to_string();
+    let mut to: Vec<String> = plan.iter().map(|e| zone(e.destination.unwrap())).collect();
+    let mut from: Vec<String> = plan.iter().map(|e| zone(e.node)).collect();
+    to.sort();
+    from.sort();
+    assert_eq!(to, ["c", "c"]);
+    assert_eq!(from, ["a", "b"]);
+    assert!(
+        plan.iter().all(|e| e
+            .reason
+            .contains("spread beyond its maxSkew 1 over zone (a: ")),
+        "{plan:#?}"
+    );
+}
+
+/// Duplicates: four replicas of one workload stacked on one of four nodes go one to each of
+/// the others (three moves); the workload's fair share is one per node.
+#[test]
+fn stacked_replicas_spread_one_per_node() {
+    let mut all = pods("web", "n1", 4, 100);
+    all.extend(pods("base", "n2", 1, 100));
+    let snap = snapshot(
+        (1..=4)
+            .map(|i| node(&format!("n{i}")).cpu(4000).build())
+            .collect(),
+        all,
+    );
+    // Thresholds that every node satisfies: only the duplicates count.
+    let plan = run_alone(
+        &plugin(cpu_args(0.0, 100.0)),
+        &snap,
+        &node_fit(),
+        Limits::default(),
+        0,
+    );
+    assert_eq!(plan.len(), 3, "{plan:#?}");
+    let mut dest: Vec<&str> = plan
+        .iter()
+        .map(|e| &*snap.node(e.destination.unwrap()).name)
+        .collect();
+    dest.sort();
+    assert_eq!(dest, ["n2", "n3", "n4"]);
+    assert!(plan
+        .iter()
+        .all(|e| e.reason.contains("above its share of 1 per node")));
+}
+
+/// A PodDisruptionBudget that allows one disruption lets one move through; the others are
+/// candidates not chosen, and the search goes on with other workloads.
+#[test]
+fn a_disruption_budget_holds_moves_back_and_the_search_goes_on() {
+    let mut all = pods("web", "a", 3, 1000);
+    all.extend(pods("api", "a", 1, 600));
+    let snap = ClusterSnapshot::build(SnapshotParts {
+        nodes: vec![
+            node("a").cpu(4000).build(),
+            node("b").cpu(4000).build(),
+            node("c").cpu(4000).build(),
+        ],
+        pods: all,
+        pdbs: vec![pdb("d", "web", "app", "web", 1)],
+        ..Default::default()
+    });
+    let mut state = PlanningState::new(&snap, Limits::default());
+    let nodes = snap.ready_nodes(&Default::default());
+    run_on(
+        &plugin(cpu_args(20.0, 50.0)),
+        &mut state,
+        &node_fit(),
+        &nodes,
+        0,
+    );
+    let out = state.into_output();
+    let web = out
+        .evictions
+        .iter()
+        .filter(|e| snap.pod(e.pod).name.starts_with("web"))
+        .count();
+    assert_eq!(web, 1, "{:#?}", out.evictions);
+    assert!(
+        out.evictions
+            .iter()
+            .any(|e| snap.pod(e.pod).name.starts_with("api")),
+        "{:#?}",
+        out.evictions
+    );
+    assert!(
+        out.notes.iter().any(
+            |n| matches!(n.kind, crate::framework::NoteKind::NotChosen(_))
+                && n.message.contains("blocked by PodDisruptionBudget d/web")
+        ),
+        "{:#?}",
+        out.notes
+    );
+}
+
+/// The bound on simulated placements stops the search, says so, and keeps what it planned.
+#[test]
+fn the_evaluation_bound_stops_the_search_and_says_so() {
+    let mut all = pods("web", "a", 8, 500);
+    all.extend(pods("api", "b", 8, 500));
+    let snap = snapshot(
+        vec![
+            node("a").cpu(4000).build(),
+            node("b").cpu(4000).build(),
+            node("c").cpu(4000).build(),
+            node("d").cpu(4000).build(),
+        ],
+        all,
+    );
+    let mut args = cpu_args(20.0, 50.0);
+    args["maxEvaluations"] = json!(2);
+    let mut state = PlanningState::new(&snap, Limits::default());
+    let nodes = snap.ready_nodes(&Default::default());
+    run_on(&plugin(args), &mut state, &node_fit(), &nodes, 0);
+    let out = state.into_output();
+    assert!(
+        !out.evictions.is_empty() && out.evictions.len() <= 2,
+        "{:#?}",
+        out.evictions
+    );
+    assert!(
+        out.notes.iter().any(|n| n
+            .message
+            .contains("stopped after 2 simulated placements (maxEvaluations)")),
+        "{:#?}",
+        out.notes
+    );
+}
+
+/// The limits hold: with a node limit of one, one pod leaves each overutilized node.
+#[test]
+fn the_node_limit_holds() {
+    let mut all = pods("web", "a", 8, 500);
+    all.extend(pods("api", "b", 8, 500));
+    let snap = snapshot(
+        (1..=4)
+            .map(|i| node(["a", "b", "c", "d"][i - 1]).cpu(4000).build())
+            .collect(),
+        all,
+    );
+    let limits = Limits {
+        per_node: Some(1),
+        ..Default::default()
+    };
+    let plan = run_alone(&plugin(cpu_args(20.0, 50.0)), &snap, &node_fit(), limits, 0);
+    let mut from: Vec<&str> = plan.iter().map(|e| &*snap.node(e.node).name).collect();
+    from.sort();
+    assert_eq!(from, ["a", "b"], "{plan:#?}");
+}
+
+/// Seeded clusters: the plan never names a pod twice, never plans a move whose replacement
+/// is predicted back on its node, and never leaves more nodes outside the thresholds than
+/// it found.
+#[test]
+fn on_seeded_clusters_the_plan_never_ends_worse_than_it_started() {
+    for seed in 1..=40u64 {
+        let mut rng = crate::snapshot::synthetic::Rng::new(seed);
+        let n = 3 + rng.below(6);
+        let nodes: Vec<_> = (0..n)
+            .map(|i| {
+                node(&format!("n{i}"))
+                    .cpu(if rng.chance(0.5) { 4000 } else { 8000 })
+                    .build()
+            })
+            .collect();
+        let mut all = Vec::new();
+        for w in 0..(2 + rng.below(5)) {
+            let milli = 100 * (1 + rng.below(12)) as i64;
+            let home = rng.below(n.min(3));
+            for i in 0..(1 + rng.below(6)) {
+                let on = if rng.chance(0.7) { home } else { rng.below(n) };
+                all.push(
+                    pod("d", &format!("w{w}-{i}"))
+                        .owner("ReplicaSet", &format!("w{w}"))
+                        .label("app", &format!("w{w}"))
+                        .node(&format!("n{on}"))
+                        .cpu(milli)
+                        .build(),
+                );
+            }
+        }
+        let snap = snapshot(nodes, all);
+        let (low, high) = (
+            5.0 * (2 + rng.below(4)) as f64,
+            5.0 * (9 + rng.below(4)) as f64,
+        );
+        let plan = run_alone(
+            &plugin(cpu_args(low, high)),
+            &snap,
+            &node_fit(),
+            Limits::default(),
+            0,
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for e in &plan {
+            assert!(seen.insert(e.pod), "seed {seed}: a pod planned twice");
+            assert_ne!(e.destination, Some(e.node), "seed {seed}: a move back home");
+        }
+        assert!(
+            outside_after(&snap, &plan, low, high) <= outside_after(&snap, &[], low, high),
+            "seed {seed}: {plan:#?}"
+        );
+    }
+}
+
+#[test]
+fn bad_args_are_clear_errors() {
+    let err = |v: serde_json::Value| OutcomeBalance::new(&v).unwrap_err().to_string();
+    assert!(err(json!({})).contains("thresholds"), "{}", err(json!({})));
+    let e = err(json!({"thresholds": {"cpu": 20}, "targetThresholds": {"memory": 50}}));
+    assert!(e.contains("different resources"), "{e}");
+    let e = err(json!({"thresholds": {"cpu": 60}, "targetThresholds": {"cpu": 50}}));
+    assert!(
+        e.contains("thresholds.cpu") && e.contains("must not exceed"),
+        "{e}"
+    );
+    let e = err(json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 150}}));
+    assert!(e.contains("[0, 100]"), "{e}");
+    let e = err(
+        json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "maxEvaluations": 0}),
+    );
+    assert!(e.contains("maxEvaluations"), "{e}");
+    let e =
+        err(json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "spread": true}));
+    assert!(e.contains("spread"), "{e}");
+}
