@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! cargo bench --bench outcome -- --seeds 1-6 [--cycles 5] [--interval 20s] [--json FILE]
-//!     [--only ours|upstream] [--families all|new-nodes,big-pods,...] [--cooldown 10m]
+//!     [--only ours|ours-outcome|upstream|all] [--families all|new-nodes,big-pods,...] [--cooldown 10m]
 //!     [--ilp-seconds 20]
 //! ```
 //!

@@ -62,6 +62,10 @@ const SPREAD: f64 = 2_000.0;
 /// no duplicate is repaired at the price of a node pushed outside the thresholds.
 const DUPLICATE: f64 = 400.0;
 
+/// How many candidates one step asks the simulator about, at most, once it has found a move
+/// (the best of them is planned).
+const STEP_EVALUATIONS: u32 = 16;
+
 /// Gains below this are rounding noise, not a reason to evict.
 const MIN_GAIN: f64 = 1e-6;
 
@@ -765,6 +769,8 @@ impl Plugin for OutcomeBalance {
         let mut planned = 0usize;
         let mut out_of_budget = false;
         let mut step = 0usize;
+        let mut step_evaluations = 0u32;
+        let mut step_best: Option<(f64, usize)> = None;
         while let Some(top) = heap.pop() {
             let k = top.class;
             if top.version != version[k] || classes[k].pods.is_empty() || exhausted[classes[k].from]
@@ -774,8 +780,16 @@ impl Plugin for OutcomeBalance {
             if top.priority <= MIN_GAIN {
                 break;
             }
-            let (pod, from) = (classes[k].pods[0], classes[k].from);
-            if top.exact_at != Some(step) {
+            let k = if top.exact_at == Some(step) {
+                k
+            } else if let Some((_, best)) =
+                step_best.filter(|_| step_evaluations >= STEP_EVALUATIONS)
+            {
+                // Enough candidates asked this step: the best of them is planned.
+                heap.push(top);
+                best
+            } else {
+                let (pod, from) = (classes[k].pods[0], classes[k].from);
                 // A candidate the limits, budgets, gangs or the cooldown refuse now is offered
                 // once, so the refusal is on record as a candidate not chosen, and its class
                 // leaves the search (its pods share the workload, the node and the budget).
@@ -799,6 +813,7 @@ impl Plugin for OutcomeBalance {
                     break;
                 }
                 evaluations += 1;
+                step_evaluations += 1;
                 let Ok(prediction) = cx.placement().sim().predict(pod, cx.placement().nodes())
                 else {
                     // No node for its replacement now: it leaves the search until its node
@@ -810,6 +825,9 @@ impl Plugin for OutcomeBalance {
                     .chain(prediction.alternatives.iter().copied())
                     .map(|d| model.gain(pod, from, model.position.get(&d).copied()))
                     .fold(f64::INFINITY, f64::min);
+                if gain > MIN_GAIN && step_best.is_none_or(|(g, _)| gain > g) {
+                    step_best = Some((gain, k));
+                }
                 heap.push(Entry {
                     priority: gain,
                     class: k,
@@ -817,7 +835,10 @@ impl Plugin for OutcomeBalance {
                     exact_at: Some(step),
                 });
                 continue;
-            }
+            };
+            step_evaluations = 0;
+            step_best = None;
+            let from = classes[k].from;
             // The best move, exact for the cluster as it stands.
             let pod = classes[k].pods.remove(0);
             let to = cx
@@ -852,6 +873,10 @@ impl Plugin for OutcomeBalance {
                     }
                     dirty.sort_unstable();
                     dirty.dedup();
+                    // The class itself goes on with its next pod.
+                    dirty.push(k);
+                    dirty.sort_unstable();
+                    dirty.dedup();
                     let under = most_under(&model);
                     for j in dirty {
                         if classes[j].pods.is_empty() {
@@ -862,16 +887,6 @@ impl Plugin for OutcomeBalance {
                             priority: bound(&model, &classes, j, under),
                             class: j,
                             version: version[j],
-                            exact_at: None,
-                        });
-                    }
-                    // The class itself goes on with its next pod.
-                    if !classes[k].pods.is_empty() && version[k] == top.version {
-                        version[k] += 1;
-                        heap.push(Entry {
-                            priority: bound(&model, &classes, k, under),
-                            class: k,
-                            version: version[k],
                             exact_at: None,
                         });
                     }

@@ -38,7 +38,10 @@
 //! replacement. Pods with grace period 0, and every pod under [`Termination::INSTANT`] (a
 //! kubelet that deletes evicted pods at once), are gone when their replacements are scheduled.
 //! Every eviction of a cycle is taken to happen within the shortest grace period, so the pods
-//! a plan evicts are all still terminating while their replacements are scheduled.
+//! a plan evicts are all still terminating while their replacements are scheduled. A pod
+//! already terminating when the snapshot was read (an earlier cycle's eviction within its
+//! grace period) is treated the same way from the start: kube-scheduler sees it, the cluster
+//! once it is gone does not.
 //!
 //! The cluster once the evicted pods are gone (what [`Simulation::load`] says each node
 //! requests, and where pending pods go: [`Simulation::schedule_settled`]) never counts them.
@@ -307,7 +310,7 @@ impl<'s> Simulation<'s> {
                 }
             }
         }
-        Simulation {
+        let mut sim = Simulation {
             snap,
             gone: vec![false; snap.pods.len()],
             placed: vec![Vec::new(); snap.nodes.len()],
@@ -354,7 +357,35 @@ impl<'s> Simulation<'s> {
                 Arc::new(counts)
             },
             last_pick: Default::default(),
+        };
+        // A pod already terminating when the snapshot was read (evicted or deleted earlier,
+        // within its grace period) is on its way out: kube-scheduler still sees it while it
+        // schedules, the cluster once it is gone does not.
+        for (i, pod) in snap.pods.iter().enumerate() {
+            if pod.terminating && pod.is_active() {
+                if let Some(n) = snap.pod_node(i as PodId) {
+                    sim.linger(i as PodId, n);
+                }
+            }
         }
+        sim
+    }
+
+    /// Takes an active pod on `node` out of the settled cluster and keeps it in
+    /// kube-scheduler's view until it is gone ([`Simulation::terminated`]).
+    fn linger(&mut self, pod: PodId, node: NodeId) {
+        let p = self.snap.pod(pod);
+        let (c, m) = non_zero(p);
+        let (n, i) = (node as usize, pod as usize);
+        self.gone[i] = true;
+        self.load[n].sub_pod(&p.requests);
+        self.non_zero[n].0 -= c;
+        self.non_zero[n].1 -= m;
+        self.lingering[i] = true;
+        self.lingering_count += 1;
+        self.linger_load[n].add_pod(&p.requests);
+        self.linger_non_zero[n].0 += c;
+        self.linger_non_zero[n].1 += m;
     }
 
     /// The state changed: the last pick no longer holds.
@@ -432,16 +463,13 @@ impl<'s> Simulation<'s> {
         let p = self.snap.pod(pod);
         if let Some(n) = self.snap.pod_node(pod) {
             if p.is_active() {
-                let (c, m) = non_zero(p);
-                self.load[n as usize].sub_pod(&p.requests);
-                self.non_zero[n as usize].0 -= c;
-                self.non_zero[n as usize].1 -= m;
                 if self.termination.lingers(p) {
-                    self.lingering[pod as usize] = true;
-                    self.lingering_count += 1;
-                    self.linger_load[n as usize].add_pod(&p.requests);
-                    self.linger_non_zero[n as usize].0 += c;
-                    self.linger_non_zero[n as usize].1 += m;
+                    self.linger(pod, n);
+                } else {
+                    let (c, m) = non_zero(p);
+                    self.load[n as usize].sub_pod(&p.requests);
+                    self.non_zero[n as usize].0 -= c;
+                    self.non_zero[n as usize].1 -= m;
                 }
             }
         }
@@ -1539,6 +1567,35 @@ mod tests {
         assert_eq!(sim.schedule(big, &nodes).unwrap(), 0);
         sim.remove(small);
         assert_eq!(sim.load_without(small, 1).cpu, 1000);
+    }
+
+    #[test]
+    fn pods_terminating_in_the_snapshot_hold_their_room_until_gone() {
+        // old was evicted an earlier cycle and still terminates on n1 when the snapshot is read
+        let s = snapshot(
+            vec![node("n1").cpu(2000).build(), node("n2").cpu(2000).build()],
+            vec![
+                pod("d", "old").node("n1").cpu(1500).terminating().build(),
+                pod("d", "live").node("n1").cpu(200).build(),
+                pod("d", "other").node("n2").cpu(1000).build(),
+            ],
+        );
+        let (old, live, other) = (id(&s, "old"), id(&s, "live"), id(&s, "other"));
+        let nodes = all(&s);
+        let mut sim = Simulation::new(&s);
+        // the cluster once it is gone: not on n1, not among n1's pods
+        assert_eq!(sim.load(0).cpu, 200);
+        assert_eq!(sim.pods_on(0).collect::<Vec<_>>(), vec![live]);
+        assert!(sim.is_lingering(old));
+        // kube-scheduler still sees it: other's replacement (1000m) finds 300m free on n1
+        sim.remove(other);
+        assert_eq!(sim.load_without(other, 0).cpu, 1700);
+        assert_eq!(sim.schedule(other, &nodes).unwrap(), 1);
+        // once it is seen gone, its room is free
+        let mut sim = Simulation::new(&s);
+        sim.terminated(old);
+        assert_eq!(sim.load_without(other, 0).cpu, 200);
+        assert!(!sim.any_lingering());
     }
 
     #[test]
