@@ -6,6 +6,10 @@
 //! - `end_to_end`: read the file, decode, plan and render the JSON report, as
 //!   `descheduler --snapshot FILE -o json` does (the report written straight from the plan).
 //!
+//! - `plan_outcome`: the planner alone with `benches/outcome-scale-policy.yaml` (OutcomeBalance
+//!   planning the same thresholds, spreads and duplicates together; bounded by its
+//!   `maxEvaluations`).
+//!
 //! Each runs on a small cluster (500 nodes, 15,000 pods) and on the large one the scale goal
 //! names (5,000 nodes, 150,000 pods). `cargo bench --bench planner -- small` runs only the
 //! small one; `cargo bench --bench planner -- large/` only the large one.
@@ -34,10 +38,10 @@ const NOW: i64 = 1_796_083_200;
 
 const SIZES: [(&str, usize, usize); 2] = [("small", 500, 15_000), ("large", 5_000, 150_000)];
 
-fn pipeline() -> Pipeline {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/scale-policy.yaml");
+fn load_policy(policy: &str) -> Pipeline {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(policy);
     Pipeline::load(&path, &descheduler::plugins::REGISTRY)
-        .expect("benches/scale-policy.yaml is a valid policy")
+        .unwrap_or_else(|e| panic!("{policy} is a valid policy: {e}"))
 }
 
 fn end_to_end(path: &Path, pipeline: &Pipeline) -> String {
@@ -78,7 +82,8 @@ fn configure(group: &mut BenchmarkGroup<'_, WallTime>, large: bool) {
 }
 
 fn benches(c: &mut Criterion) {
-    let pipeline = pipeline();
+    let pipeline = load_policy("benches/scale-policy.yaml");
+    let outcome = load_policy("benches/outcome-scale-policy.yaml");
     let dir = tempfile::tempdir().expect("a temporary directory");
     for (name, nodes, pods) in SIZES {
         let large = name == "large";
@@ -90,7 +95,7 @@ fn benches(c: &mut Criterion) {
             .collect();
         let wanted = filters.is_empty()
             || filters.iter().any(|f| {
-                ["decode", "plan", "end_to_end"]
+                ["decode", "plan", "plan_outcome", "end_to_end"]
                     .iter()
                     .any(|g| format!("{g}/{id}").contains(f.as_str()))
             });
@@ -106,8 +111,19 @@ fn benches(c: &mut Criterion) {
         let snap = decode::load_bytes("synthetic.json", &bytes).expect("the cluster decodes");
         let plan = plan::plan(&pipeline, &snap, NOW).expect("planning succeeds");
         describe(&id, bytes.len(), &snap, &plan);
-        eprintln!("{id}: set up in {:.1?}", started.elapsed());
         drop(plan);
+        let plan = plan::plan(&outcome, &snap, NOW).expect("planning succeeds");
+        describe(&format!("{id} (OutcomeBalance)"), bytes.len(), &snap, &plan);
+        // Its summary: the distance before and after, and whether maxEvaluations stopped it.
+        for note in plan.notes.iter().filter(|n| {
+            n.plugin == "OutcomeBalance"
+                && (n.message.contains("placements simulated")
+                    || n.message.contains("maxEvaluations"))
+        }) {
+            eprintln!("  {}", note.message);
+        }
+        drop(plan);
+        eprintln!("{id}: set up in {:.1?}", started.elapsed());
 
         let mut group = c.benchmark_group("decode");
         configure(&mut group, large);
@@ -124,6 +140,15 @@ fn benches(c: &mut Criterion) {
         group.bench_function(&id, |b| {
             b.iter_with_large_drop(|| {
                 plan::plan(&pipeline, black_box(&snap), NOW).expect("planning succeeds")
+            })
+        });
+        group.finish();
+
+        let mut group = c.benchmark_group("plan_outcome");
+        configure(&mut group, large);
+        group.bench_function(&id, |b| {
+            b.iter_with_large_drop(|| {
+                plan::plan(&outcome, black_box(&snap), NOW).expect("planning succeeds")
             })
         });
         group.finish();

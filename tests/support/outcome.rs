@@ -1732,6 +1732,19 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
     }
     // Upstream's skipped first cycle: it evicted nothing; its slot goes.
     let cycles: Vec<Cycle> = cycles.into_iter().skip(first_counted).collect();
+    // To read a run's plans afterwards: OUTCOME_KEEP_DECISIONS=DIR keeps our decision log
+    // under DIR/<namespace>-<binary>.
+    if let (Some(keep), true) = (std::env::var_os("OUTCOME_KEEP_DECISIONS"), binary.is_ours()) {
+        let to = Path::new(&keep).join(format!("{ns}-{}", binary.name()));
+        fs::create_dir_all(&to).unwrap();
+        for e in fs::read_dir(dir.path().join("decisions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
     let evictions = cycles.iter().map(|c| c.evictions).sum();
     let churn = cycles.iter().map(|c| c.reevicted + c.home).sum();
     let settle = cycles
