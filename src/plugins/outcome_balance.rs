@@ -39,7 +39,7 @@ use crate::plugins::shared::Namespaces;
 use crate::policy::{decode_args, ArgsError};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, WhenUnsatisfiable};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 pub const NAME: &str = "OutcomeBalance";
 
@@ -764,6 +764,12 @@ impl Plugin for OutcomeBalance {
                 exact_at: None,
             });
         }
+        // Per workload, the nodes it loses a pod from and the nodes a replacement of it may
+        // land on (the predicted node and its ties) in this plan: the two stay apart, since a
+        // pod taken off a node its workload gains one on (or the reverse) is an eviction that
+        // leaves the counts as they were, and its replacement looks restarted onto its source.
+        let mut left: HashSet<(usize, usize)> = HashSet::new();
+        let mut arrived: HashSet<(usize, usize)> = HashSet::new();
         let mut exhausted = vec![false; model.nodes.len()];
         let mut evaluations: u32 = 0;
         let mut planned = 0usize;
@@ -790,6 +796,12 @@ impl Plugin for OutcomeBalance {
                 best
             } else {
                 let (pod, from) = (classes[k].pods[0], classes[k].from);
+                let workload = model.workload_of.get(&pod).copied();
+                if workload.is_some_and(|w| arrived.contains(&(w, from))) {
+                    // Its workload gains a pod on this node in this plan.
+                    classes[k].pods.clear();
+                    continue;
+                }
                 // A candidate the limits, budgets, gangs or the cooldown refuse now is offered
                 // once, so the refusal is on record as a candidate not chosen, and its class
                 // leaves the search (its pods share the workload, the node and the budget).
@@ -820,6 +832,18 @@ impl Plugin for OutcomeBalance {
                     // or workload changes.
                     continue;
                 };
+                let lands = || {
+                    std::iter::once(prediction.node)
+                        .chain(prediction.alternatives.iter().copied())
+                        .filter_map(|d| model.position.get(&d).copied())
+                };
+                if let Some(w) = workload {
+                    if lands().any(|d| left.contains(&(w, d))) {
+                        // It may land where its workload loses a pod in this plan: it leaves
+                        // the search until its node or workload changes.
+                        continue;
+                    }
+                }
                 // The move counts at its worst tied node.
                 let gain = std::iter::once(prediction.node)
                     .chain(prediction.alternatives.iter().copied())
@@ -853,13 +877,19 @@ impl Plugin for OutcomeBalance {
                 Attempt::Planned { .. } => {
                     planned += 1;
                     step += 1;
-                    let new: Vec<(PodId, NodeId, Option<NodeId>)> = cx.ledger().evictions()
-                        [first..]
-                        .iter()
-                        .map(|e| (e.pod, e.node, e.destination))
-                        .collect();
+                    let new: Vec<(PodId, NodeId, Option<NodeId>, Vec<NodeId>)> =
+                        cx.ledger().evictions()[first..]
+                            .iter()
+                            .map(|e| (e.pod, e.node, e.destination, e.alternatives.clone()))
+                            .collect();
                     let mut dirty: Vec<usize> = Vec::new();
-                    for (p, n, d) in new {
+                    for (p, n, d, ties) in new {
+                        if let Some(&w) = model.workload_of.get(&p) {
+                            left.extend(model.position.get(&n).map(|&i| (w, i)));
+                            for t in d.iter().chain(&ties) {
+                                arrived.extend(model.position.get(t).map(|&i| (w, i)));
+                            }
+                        }
                         model.absorb(cx.placement().sim(), p, n, d);
                         for m in std::iter::once(n).chain(d) {
                             if let Some(&i) = model.position.get(&m) {
