@@ -20,7 +20,8 @@
 //!   in this order, the pods above their DoNotSchedule spread, the nodes outside the
 //!   thresholds, the pods above their fair share, then the percentage points outside: a hard
 //!   spread repair may leave one more node outside, a duplicate is never repaired at that
-//!   price.
+//!   price. Moves are ranked with a credit toward finishing a node (see [`Model::credit`]);
+//!   within one plan no workload loses a pod from a node it gains one on.
 //!   Candidates are bounded from above without the simulator (what leaving their node gains,
 //!   plus the most any destination could); the simulator is asked in that order until no
 //!   bound can beat the best move found. Pods of one workload on one node with the same
@@ -344,6 +345,34 @@ impl<'s> Model<'s> {
             b += self.workload_badness(w, &w.counts);
         }
         b
+    }
+
+    /// What a move off an over node that stays over earns toward ranking, not toward the
+    /// distance: the node's share of [`OUTSIDE`] per move still needed to bring it under its
+    /// targets, counted in pods like this one (none where pods like it never would). Greedy
+    /// on the distance alone spreads moves over every hot node, each closing a few points;
+    /// this ranks first the moves that bring one node inside with the fewest evictions.
+    fn credit(&self, pod: PodId, from: usize) -> f64 {
+        let req = &self.snap.pod(pod).requests;
+        let mut needed = 0i64;
+        for (r, name) in self.resources.iter().enumerate() {
+            let cap = self.capacity[from][r];
+            let left = self.load[from][r] - req.get(name);
+            let excess = left - amount(cap, self.high[r]);
+            if excess <= 0 || pct(left, cap) <= self.high[r] {
+                continue;
+            }
+            let per = req.get(name);
+            if per <= 0 {
+                return 0.0;
+            }
+            needed = needed.max((excess + per - 1) / per);
+        }
+        if needed == 0 {
+            // The move brings the node inside: the distance counts it already.
+            return 0.0;
+        }
+        OUTSIDE / (needed + 1) as f64
     }
 
     fn totals(&self) -> (usize, i64, i64) {
@@ -746,7 +775,9 @@ impl Plugin for OutcomeBalance {
         };
         let bound = |model: &Model<'_>, classes: &[Class], k: usize, under: f64| {
             let c = &classes[k];
-            model.local_bound(c.pods[0], c.from) + under.min(destination_bound[k])
+            model.local_bound(c.pods[0], c.from)
+                + model.credit(c.pods[0], c.from)
+                + under.min(destination_bound[k])
         };
         // Lazy greedy: every class enters with its bound; the top entry is asked of the
         // simulator and goes back with its exact gain, until the top entry's gain is exact
@@ -849,11 +880,17 @@ impl Plugin for OutcomeBalance {
                     .chain(prediction.alternatives.iter().copied())
                     .map(|d| model.gain(pod, from, model.position.get(&d).copied()))
                     .fold(f64::INFINITY, f64::min);
-                if gain > MIN_GAIN && step_best.is_none_or(|(g, _)| gain > g) {
-                    step_best = Some((gain, k));
+                // Ranked with its credit; planned only where the distance itself falls.
+                let rank = if gain > MIN_GAIN {
+                    gain + model.credit(pod, from)
+                } else {
+                    gain
+                };
+                if gain > MIN_GAIN && step_best.is_none_or(|(g, _)| rank > g) {
+                    step_best = Some((rank, k));
                 }
                 heap.push(Entry {
-                    priority: gain,
+                    priority: rank,
                     class: k,
                     version: version[k],
                     exact_at: Some(step),
