@@ -147,6 +147,53 @@ fn pods_still_terminating_from_an_earlier_cycle_are_not_moved_for_again() {
 }
 
 /// A cluster already inside its thresholds is left alone: no move lowers the distance.
+/// Room for a few moves only: node a is 150m over its target (two 100m pods from inside),
+/// node b 1,600m over (four 450m pods). Each of b's moves closes more points than a's, so
+/// greedy on the distance alone would spend the room on b and bring no node inside; ranked
+/// toward finishing a node, a goes first and ends inside.
+#[test]
+fn the_moves_that_finish_a_node_go_before_bigger_ones_that_finish_none() {
+    let mut all = pods("near-big", "a", 1, 1950);
+    // One pod per workload: a replacement is not drawn back by its workload's spread.
+    all.extend(pods("near-0", "a", 1, 100));
+    all.extend(pods("near-1", "a", 1, 100));
+    for i in 0..8 {
+        all.extend(pods(&format!("far-{i}"), "b", 1, 450));
+    }
+    all.extend(pods("rest", "c", 1, 1100));
+    let snap = snapshot(
+        vec![
+            node("a").cpu(4000).build(),
+            node("b").cpu(4000).build(),
+            node("c").cpu(4000).build(),
+        ],
+        all,
+    );
+    let args =
+        json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "duplicates": false});
+    let plan = run_alone(&plugin(args), &snap, &node_fit(), Limits::default(), 0);
+    let load = |n: &str| {
+        let id = snap.node_id(n).unwrap();
+        let mut l: i64 = snap
+            .pods_on_node(id)
+            .iter()
+            .map(|&p| snap.pod(p).requests.cpu)
+            .sum();
+        for e in &plan {
+            if e.node == id {
+                l -= snap.pod(e.pod).requests.cpu;
+            }
+            if e.destination == Some(id) {
+                l += snap.pod(e.pod).requests.cpu;
+            }
+        }
+        l
+    };
+    assert!(load("a") <= 2000, "a is brought inside: {plan:#?}");
+    assert!(load("c") <= 2000, "c stays within its target: {plan:#?}");
+    assert_eq!(outside_after(&snap, &plan, 20.0, 50.0), 1, "{plan:#?}");
+}
+
 #[test]
 fn a_cluster_inside_its_thresholds_is_left_alone() {
     let mut all = Vec::new();
