@@ -863,22 +863,21 @@ impl Plugin for OutcomeBalance {
                     // or workload changes.
                     continue;
                 };
-                let lands = || {
-                    std::iter::once(prediction.node)
-                        .chain(prediction.alternatives.iter().copied())
-                        .filter_map(|d| model.position.get(&d).copied())
-                };
-                if let Some(w) = workload {
-                    if lands().any(|d| left.contains(&(w, d))) {
-                        // It may land where its workload loses a pod in this plan: it leaves
-                        // the search until its node or workload changes.
-                        continue;
-                    }
+                // Where it may land: the predicted node and its ties (None: not a planning node).
+                let lands: Vec<Option<usize>> = std::iter::once(prediction.node)
+                    .chain(prediction.alternatives.iter().copied())
+                    .map(|d| model.position.get(&d).copied())
+                    .collect();
+                if workload.is_some_and(|w| lands.iter().flatten().any(|&d| left.contains(&(w, d))))
+                {
+                    // It may land where its workload loses a pod in this plan: it leaves the
+                    // search until its node or workload changes.
+                    continue;
                 }
                 // The move counts at its worst tied node.
-                let gain = std::iter::once(prediction.node)
-                    .chain(prediction.alternatives.iter().copied())
-                    .map(|d| model.gain(pod, from, model.position.get(&d).copied()))
+                let gain = lands
+                    .iter()
+                    .map(|&d| model.gain(pod, from, d))
                     .fold(f64::INFINITY, f64::min);
                 // Ranked with its credit; planned only where the distance itself falls.
                 let rank = if gain > MIN_GAIN {
