@@ -135,23 +135,16 @@ fn benches(c: &mut Criterion) {
         });
         group.finish();
 
-        let mut group = c.benchmark_group("plan");
-        configure(&mut group, large);
-        group.bench_function(&id, |b| {
-            b.iter_with_large_drop(|| {
-                plan::plan(&pipeline, black_box(&snap), NOW).expect("planning succeeds")
-            })
-        });
-        group.finish();
-
-        let mut group = c.benchmark_group("plan_outcome");
-        configure(&mut group, large);
-        group.bench_function(&id, |b| {
-            b.iter_with_large_drop(|| {
-                plan::plan(&outcome, black_box(&snap), NOW).expect("planning succeeds")
-            })
-        });
-        group.finish();
+        for (group_name, policy) in [("plan", &pipeline), ("plan_outcome", &outcome)] {
+            let mut group = c.benchmark_group(group_name);
+            configure(&mut group, large);
+            group.bench_function(&id, |b| {
+                b.iter_with_large_drop(|| {
+                    plan::plan(policy, black_box(&snap), NOW).expect("planning succeeds")
+                })
+            });
+            group.finish();
+        }
         drop(snap);
         drop(bytes);
 
