@@ -76,6 +76,49 @@ fn outside(snap: &ClusterSnapshot, plan: Option<&EvictionPlan>) -> usize {
         .count()
 }
 
+/// Pods above their workload's fair share per node (its pods over the schedulable Ready
+/// nodes, rounded up; a workload is the pods of one controller, DaemonSets aside), with each
+/// evicted pod on its predicted destination (None: before the plan).
+fn duplicates(snap: &ClusterSnapshot, plan: Option<&EvictionPlan>) -> i64 {
+    use std::collections::HashMap;
+    let nodes = snap.ready_nodes(&Default::default());
+    let schedulable = nodes
+        .iter()
+        .filter(|&&n| !snap.node(n).unschedulable)
+        .count()
+        .max(1) as i64;
+    let moved: HashMap<_, _> = plan
+        .map(|p| p.evictions.iter().map(|e| (e.pod, e.destination)).collect())
+        .unwrap_or_default();
+    let mut counts: HashMap<&str, HashMap<u32, i64>> = HashMap::new();
+    for &n in &nodes {
+        for &p in snap.pods_on_node(n) {
+            let pod = snap.pod(p);
+            let Some(owner) = pod.controller().filter(|_| pod.is_active()) else {
+                continue;
+            };
+            if pod.is_daemonset_pod() {
+                continue;
+            }
+            let at = moved.get(&p).copied().unwrap_or(Some(n));
+            let per = counts.entry(&owner.uid).or_default();
+            if let Some(at) = at {
+                *per.entry(at).or_default() += 1;
+            } else {
+                per.entry(u32::MAX).or_default();
+            }
+        }
+    }
+    counts
+        .values()
+        .map(|per| {
+            let total: i64 = per.values().sum();
+            let share = ((total + schedulable - 1) / schedulable).max(1);
+            per.values().map(|c| (c - share).max(0)).sum::<i64>()
+        })
+        .sum()
+}
+
 fn destinations_known(plan: &EvictionPlan) -> bool {
     plan.evictions.iter().all(|e| e.destination.is_some())
 }
@@ -108,8 +151,13 @@ fn on_seeded_clusters_the_outcome_planner_ends_better_with_fewer_evictions() {
             outside(&snap, Some(&a)),
             outside(&snap, Some(&b)),
         );
+        let (dup_before, dup_a, dup_b) = (
+            duplicates(&snap, None),
+            duplicates(&snap, Some(&a)),
+            duplicates(&snap, Some(&b)),
+        );
         rows.push(format!(
-            "seed {seed}: outside {before} -> outcome {oa} ({} evictions), upstream's plugins {ob} ({} evictions)",
+            "seed {seed}: outside {before} -> outcome {oa} ({} evictions), upstream's plugins {ob} ({} evictions); duplicates excess {dup_before} -> {dup_a}, {dup_b}",
             a.evictions.len(),
             b.evictions.len()
         ));

@@ -17,10 +17,10 @@
 //!   only where the replacement lands where the search needs it, ties included.
 //! - **The search** is greedy on the gain per eviction: each step plans the move that lowers
 //!   the distance to the outcome most, and stops when no move lowers it. The distance weighs,
-//!   in this order, the pods above their DoNotSchedule spread, the nodes outside the
-//!   thresholds, the pods above their fair share, then the percentage points outside: a hard
-//!   spread repair may leave one more node outside, a duplicate is never repaired at that
-//!   price. Moves are ranked with a credit toward finishing a node (see [`Model::credit`]);
+//!   in this order, the pods above their DoNotSchedule spread, the pods above their fair
+//!   share, the nodes outside the thresholds, then the percentage points outside: a hard
+//!   spread repair or a duplicate repair may leave one more node outside (availability before
+//!   balance). Moves are ranked with a credit toward finishing a node (see [`Model::credit`]);
 //!   within one plan no workload loses a pod from a node it gains one on.
 //!   Candidates are bounded from above without the simulator (what leaving their node gains,
 //!   plus the most any destination could); the simulator is asked in that order until no
@@ -59,9 +59,12 @@ const OUTSIDE: f64 = 1_000.0;
 /// thresholds (a repair may leave one more node outside).
 const SPREAD: f64 = 2_000.0;
 
-/// What a pod above its workload's fair share on a node weighs: less than a node outside, so
-/// no duplicate is repaired at the price of a node pushed outside the thresholds.
-const DUPLICATE: f64 = 400.0;
+/// What a pod above its workload's fair share on a node weighs: more than a node outside (and
+/// than any distance a single move can close), less than a pod above its spread. Spreading
+/// replicas is availability (a node lost takes fewer of them), the thresholds are balance:
+/// a duplicate is repaired even where that leaves a node outside the thresholds, as upstream's
+/// RemoveDuplicates (first in its profiles) does and as the best possible counts it (a limit).
+const DUPLICATE: f64 = 1_500.0;
 
 /// How many candidates one step asks the simulator about, at most, once it has found a move
 /// (the best of them is planned).
