@@ -331,6 +331,13 @@ enum Expect {
         candidates: &'static [&'static str],
         ours: &'static [&'static str],
     },
+    /// A deliberate difference where upstream's choice is its informer's map order: upstream
+    /// plans exactly `upstream_count` of `candidates`, ours exactly `ours`.
+    DiffersByMapOrder {
+        candidates: &'static [&'static str],
+        upstream_count: usize,
+        ours: &'static [&'static str],
+    },
 }
 
 #[derive(Clone)]
@@ -562,6 +569,38 @@ fn scenarios() -> Vec<Scenario> {
                     pod("x1", "a").owner("ReplicaSet", "api"),
                     pod("x2", "b").owner("ReplicaSet", "api"),
                 ],
+                single("RemoveDuplicates", "balance", "{}", ""),
+            )
+        },
+        // RemoveDuplicates where the duplicate can only come back: two of ReplicaSet web
+        // (1000m each) on a, b and c filled to 3600m of 4 cpu. Upstream counts b and c as
+        // nodes web may use (taints and node selectors only) and evicts one; kube-scheduler can
+        // put its replacement nowhere but a, a duplicate again, evicted again next cycle. Ours
+        // refuses it (`placementCheck` unset; `false` evicts as upstream): its replacement is
+        // predicted back on its own node. Which of the two upstream takes is its informer's
+        // map order.
+        Scenario {
+            expect: Expect::DiffersByMapOrder {
+                candidates: &["w1", "w2"],
+                upstream_count: 1,
+                ours: &[],
+            },
+            ..base(
+                "dup-back-home",
+                "RemoveDuplicates, the duplicate's replacement predicted back on its node",
+                ["a", "b", "c"]
+                    .into_iter()
+                    .map(|n| node(n).label("parity-bh", "dup-back-home"))
+                    .collect(),
+                vec![
+                    pod("w1", "a").owner("ReplicaSet", "web").cpu("1000m"),
+                    pod("w2", "a").owner("ReplicaSet", "web").cpu("1000m"),
+                    pod("f1", "b").owner("ReplicaSet", "fill-b").cpu("3600m"),
+                    pod("f2", "c").owner("ReplicaSet", "fill-c").cpu("3600m"),
+                ]
+                .into_iter()
+                .map(|p| p.spec(json!({"nodeSelector": {"parity-bh": "dup-back-home"}})))
+                .collect(),
                 single("RemoveDuplicates", "balance", "{}", ""),
             )
         },
@@ -1562,6 +1601,21 @@ fn check(sc: &Scenario, upstream_outcome: &Outcome, ours_outcome: &Outcome) -> R
                 return fail("ours planned more pods than upstream on some node".to_string());
             }
             eprintln!("parity: {} upstream planned {u:?}, ours {o:?}", sc.name);
+        }
+        Expect::DiffersByMapOrder {
+            candidates,
+            upstream_count,
+            ours: want,
+        } => {
+            let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+            if o != want {
+                return fail(format!("ours should plan exactly {want:?}"));
+            }
+            if u.len() != *upstream_count || !u.iter().all(|p| candidates.contains(&p.as_str())) {
+                return fail(format!(
+                    "upstream should plan {upstream_count} of {candidates:?}"
+                ));
+            }
         }
     }
     Ok(())

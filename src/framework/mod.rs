@@ -76,6 +76,15 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
     fn sets_placement_targets(&self) -> bool {
         false
     }
+    /// Whether the plugin's evictions help only where the replacement lands on another node
+    /// (RemoveDuplicates, the topology spread plugin: a replacement back on its own node
+    /// leaves the counts as they were, and the next cycle evicts it again). With
+    /// `placementCheck` unset the evictor refuses an eviction whose replacement kube-scheduler
+    /// may put back on the pod's node, as under a plugin that sets placement targets. False
+    /// by default (plugins that restart pods on purpose, PodLifeTime and the like).
+    fn relocates(&self) -> bool {
+        false
+    }
     /// Whether the plugin's evictions repair a hard constraint (a DoNotSchedule topology
     /// spread, a required node affinity or pod anti-affinity, a taint the pod does not
     /// tolerate): when the disruption budgets and limits allow fewer evictions than the

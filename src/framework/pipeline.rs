@@ -191,7 +191,8 @@ impl Pipeline {
     /// Whether the planning state must simulate placements: asked for, or an evictor's
     /// `nodeFit` / `placementCheck` or a plugin (MakeRoomForPendingPods) relies on them, or an
     /// evictor checks the destinations of a plugin that sets placement targets
-    /// (LowNodeUtilization on requests, with `placementCheck` unset).
+    /// (LowNodeUtilization on requests, with `placementCheck` unset) or that relocates pods
+    /// (RemoveDuplicates, the topology spread plugin).
     pub fn needs_placement(&self) -> bool {
         self.predict_destinations
             || self.profiles.iter().any(|p| {
@@ -199,7 +200,8 @@ impl Pipeline {
                 p.evictor.needs_placement()
                     || plugins.any(|pl| {
                         pl.needs_placement()
-                            || (pl.sets_placement_targets() && p.evictor.checks_destinations())
+                            || ((pl.sets_placement_targets() || pl.relocates())
+                                && p.evictor.checks_destinations())
                     })
             })
     }

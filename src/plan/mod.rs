@@ -382,6 +382,7 @@ fn run_pass<'s>(
                     .entered();
             let before = state.ledger().evictions().len();
             observer.plugin_started(&profile.name, plugin.name());
+            state.placement_mut().set_relocating(plugin.relocates());
             let mut cx = Context::new(
                 &mut state,
                 &*profile.evictor,
@@ -393,6 +394,7 @@ fn run_pass<'s>(
             )
             .repairing_hard_constraints(plugin.repairs_hard_constraints());
             plugin.run(&mut cx, nodes);
+            state.placement_mut().set_relocating(false);
             targets.extend(
                 state
                     .placement_mut()

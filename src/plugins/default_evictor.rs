@@ -49,7 +49,9 @@ pub struct DefaultEvictorArgs {
     /// Where the placement simulator predicts an eviction's replacement lands. Unset (the
     /// default): under a plugin that moves load to targets (LowNodeUtilization on requests),
     /// an eviction is refused when its replacement may land back on the pod's own node or push
-    /// the node it lands on over its target ([`destination_check`]). `true` asks more: a
+    /// the node it lands on over its target ([`destination_check`]); under a plugin that
+    /// relocates pods (RemoveDuplicates, the topology spread plugin), when it may land back
+    /// on the pod's own node. `true` asks more: a
     /// destination for every pod, another node (for LowNodeUtilization: one of its
     /// underutilized nodes that stays under the target thresholds). `false`: no check, as
     /// upstream.
@@ -482,7 +484,7 @@ impl DefaultEvictor {
         match self.args.placement_check {
             Some(false) => Ok(()),
             Some(true) => destination_check(placement, id, Strictness::PlacementCheck).map(|_| ()),
-            None if placement.has_targets() => {
+            None if placement.has_targets() || placement.relocating() => {
                 destination_check(placement, id, Strictness::Default).map(|_| ())
             }
             None => Ok(()),
@@ -513,8 +515,10 @@ pub enum Strictness {
 /// pod for nothing) or would go over the running plugin's target with the pod
 /// ([`Placement::set_targets`]; the eviction would make a new hot spot). Unlike upstream,
 /// whose nodeFit asks only whether another node fits: a deliberate difference, on by default,
-/// `placementCheck: false` turns it off. Plugins that restart pods on purpose (PodLifeTime and
-/// the like) set no targets and are not held to it. Returns the destination (None: no node
+/// `placementCheck: false` turns it off. Plugins that relocate pods without targets
+/// (RemoveDuplicates, the topology spread plugin: [`crate::framework::Plugin::relocates`]) are
+/// held to the own-node rule; plugins that restart pods on purpose (PodLifeTime and the like)
+/// set no targets and are not held to it. Returns the destination (None: no node
 /// fits, refused only with `placementCheck: true`).
 pub fn destination_check(
     placement: &Placement<'_>,

@@ -172,6 +172,11 @@ impl Plugin for RemovePodsViolatingTopologySpreadConstraint {
         NAME
     }
 
+    /// A pod restarted on its own node leaves the skew as it was.
+    fn relocates(&self) -> bool {
+        true
+    }
+
     /// A DoNotSchedule spread is a hard constraint (the default `constraints`).
     fn repairs_hard_constraints(&self) -> bool {
         self.do_not_schedule

@@ -46,6 +46,9 @@ pub struct Placement<'s> {
     /// every node it classified, with its target; its underutilized nodes wanted); None: the
     /// plugin set none.
     targets: Option<Vec<Option<PlacementTarget>>>,
+    /// Whether the running plugin's evictions help only where their replacements land on
+    /// another node ([`crate::framework::Plugin::relocates`]).
+    relocating: bool,
 }
 
 /// A whole gang placed on a trial copy of the simulation, not yet kept.
@@ -66,6 +69,7 @@ impl<'s> Placement<'s> {
             sim: Simulation::new(snap),
             nodes: snap.ready_nodes(&Default::default()),
             targets: None,
+            relocating: false,
         }
     }
 
@@ -122,6 +126,18 @@ impl<'s> Placement<'s> {
             .take()
             .map(|t| t.into_iter().flatten().collect())
             .unwrap_or_default()
+    }
+
+    /// Says whether the running plugin's evictions help only where their replacements land
+    /// on another node ([`crate::framework::Plugin::relocates`]); reset after each plugin.
+    pub fn set_relocating(&mut self, relocating: bool) {
+        self.relocating = relocating;
+    }
+
+    /// Whether the running plugin's evictions help only where their replacements land on
+    /// another node: the evictor refuses one predicted back on its own node.
+    pub fn relocating(&self) -> bool {
+        self.relocating
     }
 
     /// Whether the running plugin set targets ([`Placement::set_targets`]).
