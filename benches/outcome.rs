@@ -9,7 +9,7 @@
 //! ```text
 //! cargo bench --bench outcome -- --seeds 1-6 [--cycles 5] [--interval 20s] [--json FILE]
 //!     [--only ours|ours-outcome|upstream|all] [--families all|new-nodes,big-pods,...] [--cooldown 10m]
-//!     [--ilp-seconds 20]
+//!     [--await-placement] [--ilp-seconds 20]
 //! ```
 //!
 //! Seed `s` builds family `(s - 1) % 6` (seeds 1-6 cover every family once) unless `--families`
@@ -29,7 +29,7 @@ fn usage() -> ! {
     eprintln!(
         "usage: cargo bench --bench outcome -- --seeds 1-6|3,7 [--cycles 5] [--interval 20s] \
          [--json FILE] [--only ours|ours-outcome|upstream|all] [--families all|NAME,...] [--cooldown DURATION] \
-         [--ilp-seconds 20]"
+         [--await-placement] [--ilp-seconds 20]"
     );
     std::process::exit(2)
 }
@@ -225,6 +225,7 @@ fn main() {
             "--cycles" => cfg.cycles = value().parse().unwrap_or_else(|_| usage()),
             "--interval" => cfg.interval = parse_duration(&value()),
             "--cooldown" => cfg.cooldown = Some(value()),
+            "--await-placement" => cfg.await_placement = true,
             "--ilp-seconds" => cfg.ilp_seconds = value().parse().unwrap_or_else(|_| usage()),
             "--only" => {
                 binaries = match value().as_str() {
@@ -256,10 +257,15 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     println!(
-        "{} cycles of {:?} each; our cooldown {}; integer program bounded to {} s",
+        "{} cycles of {:?} each; our cooldown {}{}; integer program bounded to {} s",
         cfg.cycles,
         cfg.interval,
         cfg.cooldown.as_deref().unwrap_or("default (10m)"),
+        if cfg.await_placement {
+            "; ours with --await-placement"
+        } else {
+            ""
+        },
         cfg.ilp_seconds
     );
     let mut rows: Vec<Row> = Vec::new();
@@ -338,7 +344,7 @@ fn main() {
     if let Some(path) = json {
         let out = serde_json::json!({
             "cycles": cfg.cycles, "intervalSeconds": cfg.interval.as_secs_f64(),
-            "cooldown": cfg.cooldown, "runs": rows.iter().map(row_json).collect::<Vec<_>>(),
+            "cooldown": cfg.cooldown, "awaitPlacement": cfg.await_placement, "runs": rows.iter().map(row_json).collect::<Vec<_>>(),
         });
         std::fs::write(&path, serde_json::to_string_pretty(&out).unwrap())
             .unwrap_or_else(|e| panic!("writing {path}: {e}"));

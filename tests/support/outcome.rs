@@ -1388,6 +1388,8 @@ pub struct RunConfig {
     pub interval: Duration,
     /// Our `--eviction-cooldown` (None: its default).
     pub cooldown: Option<String>,
+    /// Our binary with `--await-placement` (the closed loop).
+    pub await_placement: bool,
     /// The integer program's time bound, in seconds.
     pub ilp_seconds: f64,
 }
@@ -1398,6 +1400,7 @@ impl Default for RunConfig {
             cycles: 5,
             interval: Duration::from_secs(20),
             cooldown: None,
+            await_placement: false,
             ilp_seconds: 20.0,
         }
     }
@@ -1512,6 +1515,9 @@ fn spawn(binary: Binary, cluster: &Cluster, policy: &Path, dir: &Path, cfg: &Run
                 .args(["-o", "json"]);
             if let Some(cooldown) = &cfg.cooldown {
                 c.args(["--eviction-cooldown", cooldown]);
+            }
+            if cfg.await_placement {
+                c.arg("--await-placement");
             }
             c.env("DESCHEDULER_SECURE_PORT", NO_SECURE_PORT);
             c
