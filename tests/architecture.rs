@@ -155,13 +155,16 @@ fn only_live_and_the_usage_adapters_use_the_kubernetes_client() {
     );
 }
 
-/// The plugin rows of the README's compatibility table: (name, extension points).
-fn readme_plugins() -> Vec<(String, Vec<String>)> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let mut lines = readme
+/// The plugin rows of the compatibility table (docs/compatibility.md): (name, extension points).
+fn compatibility_table_plugins() -> Vec<(String, Vec<String>)> {
+    let doc = std::fs::read_to_string(root().join("docs/compatibility.md")).unwrap();
+    let mut lines = doc
         .lines()
         .skip_while(|l| !l.starts_with("| upstream | extension point | args |"));
-    assert!(lines.next().is_some(), "README.md has its plugin table");
+    assert!(
+        lines.next().is_some(),
+        "docs/compatibility.md has its plugin table"
+    );
     lines
         .skip(1) // the |---| row
         .take_while(|l| l.starts_with('|'))
@@ -184,9 +187,9 @@ fn readme_plugins() -> Vec<(String, Vec<String>)> {
 }
 
 #[test]
-fn the_readme_plugin_table_is_the_registry() {
-    let mut readme = readme_plugins();
-    readme.sort();
+fn the_compatibility_plugin_table_is_the_registry() {
+    let mut table = compatibility_table_plugins();
+    table.sort();
     let mut registry: Vec<(String, Vec<String>)> = REGISTRY
         .iter()
         .map(|p| {
@@ -198,8 +201,8 @@ fn the_readme_plugin_table_is_the_registry() {
         .collect();
     registry.sort();
     assert_eq!(
-        readme, registry,
-        "README.md's plugin table (name | extension points) must list exactly the plugins of \
-         plugins::REGISTRY, with their extension points"
+        table, registry,
+        "docs/compatibility.md's plugin table (name | extension points) must list exactly the \
+         plugins of plugins::REGISTRY, with their extension points"
     );
 }

@@ -119,7 +119,8 @@ fn the_chart_lints_and_renders_each_kind() {
     assert!(a.contains(&"--v=2".to_string()), "{a:?}");
     assert!(!a.iter().any(|x| x.starts_with("--descheduling-interval")));
     let resources = &pod_spec(cron)["containers"][0]["resources"];
-    // The README's measured figures: 320 MiB peak at 5,000 nodes and 150,000 pods.
+    // The measured figures (docs/user-guide.md, "Reading a live cluster"): 320 MiB peak at
+    // 5,000 nodes and 150,000 pods.
     assert_eq!(resources["requests"]["memory"], "256Mi");
     assert_eq!(resources["limits"]["memory"], "512Mi");
     let (_, p) = policy(&docs);

@@ -2,8 +2,8 @@
 //! `scripts/install-chromium`) loads the page of the shipped example and of a 5,000-node
 //! plan, runs its script, and the DOM it leaves is checked against the JSON report of the
 //! same plan (evictions, before/after values, filters, paging). Screenshots are kept under
-//! the target folder (`target/tmp/html-report/`) as test artifacts; the README's picture is
-//! the example's.
+//! the target folder (`target/tmp/html-report/`) as test artifacts; the user guide's picture
+//! (docs/user-guide.md) is the example's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -795,7 +795,7 @@ async fn metrics_can_require_an_authorized_token() {
     let account = unique("scraper");
     let token = cluster.service_account_token(&ns, &account).await;
     assert_eq!(get(Some(token.clone())).await, Some(403), "no RBAC yet");
-    // The scraper's RBAC, as the README gives it.
+    // The scraper's RBAC, as docs/operations.md gives it.
     let rbac = format!(
         r#"{{"apiVersion": "v1", "kind": "List", "items": [
   {{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",

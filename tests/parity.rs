@@ -10,9 +10,9 @@
 //! logs each planned eviction at `--v 1` ("Evicted pod in dry run mode") and each cycle's end
 //! ("Number of evictions/requests"). Ours runs one-shot with `--dry-run -o json`.
 //!
-//! Where the two knowingly differ (the README's "Deliberate differences from upstream"), the
-//! scenario states the exact difference and the test asserts it, so a change on either side
-//! fails it.
+//! Where the two knowingly differ ("Deliberate differences from upstream" in
+//! docs/compatibility.md), the scenario states the exact difference and the test asserts it, so
+//! a change on either side fails it.
 //!
 //! Upstream's binary comes from `scripts/build-upstream` (`.cache/upstream/bin/`), or from
 //! `DESCHEDULER_UPSTREAM_BIN`.
@@ -307,7 +307,8 @@ struct PdbDef {
 enum Expect {
     /// The same pods (by name), each by the same plugin.
     Same,
-    /// A deliberate difference (see the README): these pods only upstream plans, these only ours.
+    /// A deliberate difference (see docs/compatibility.md): these pods only upstream plans,
+    /// these only ours.
     Differs {
         upstream_only: &'static [&'static str],
         ours_only: &'static [&'static str],

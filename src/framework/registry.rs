@@ -2,7 +2,7 @@
 //! the registry entry that names it, builds it from its args and says where it may be enabled.
 //!
 //! The registry itself (the table of every plugin) lives with the plugins; policy validation,
-//! the pipeline builder and the README's plugin table all read that one table.
+//! the pipeline builder and the plugin table of docs/compatibility.md all read that one table.
 
 use super::{EvictorPlugin, Plugin, SortPlugin};
 use crate::policy::ArgsError;

@@ -24,8 +24,8 @@ mod whole_gang_tests;
 use crate::framework::Registry;
 
 /// Every plugin a policy may name, in the order error messages list them: the one table that
-/// policy validation, the pipeline builder and the README's plugin table follow. Adding a
-/// plugin is its module and one line here.
+/// policy validation, the pipeline builder and the plugin table of docs/compatibility.md
+/// follow. Adding a plugin is its module and one line here.
 pub const REGISTRY: Registry = Registry::new(&[
     default_evictor::SPEC,
     low_node_utilization::SPEC,
