@@ -196,6 +196,7 @@ async fn new_nodes_three_cycles(seed: u64, binary: Binary) -> (RunOutcome, Strin
         cycles: 3,
         interval: Duration::from_secs(5),
         cooldown: None,
+        await_placement: false,
         ilp_seconds: 20.0,
     };
     let o = run(cluster, &built, binary, &cfg).await;
