@@ -533,7 +533,12 @@ pub fn destination_check(
     };
     let snap = placement.snap();
     let sim = placement.sim();
-    let predicted = match sim.predict(id, placement.nodes()) {
+    // Where no node fits while the evicted pods terminate, the replacement waits in
+    // kube-scheduler's queue and goes where it fits once they are gone: its own node too.
+    let predicted = match sim
+        .predict(id, placement.nodes())
+        .or_else(|_| sim.predict_settled(id, placement.nodes()))
+    {
         Ok(p) => p,
         Err(e) if strict => {
             return Err(format!(
@@ -1045,6 +1050,53 @@ mod tests {
         state.placement_mut().clear_targets();
         assert!(evictor(json!({}))
             .pre_eviction_filter(state.placement(), p("b"))
+            .is_ok());
+    }
+
+    #[test]
+    fn a_replacement_that_waits_for_room_and_then_goes_home_is_refused_under_a_relocating_plugin() {
+        // own holds a (2000m) and y (1500m), full holds z (3000m), 4 cpu each. While a
+        // terminates (its grace period), no node has 2000m free: its replacement waits, and
+        // once a is gone the room is on own, where it lands.
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![
+                node("own").cpu(4000).build(),
+                node("full").cpu(4000).build(),
+            ],
+            pods: vec![
+                pod("d", "a").node("own").cpu(2000).build(),
+                pod("d", "y").node("own").cpu(1500).build(),
+                pod("d", "z").node("full").cpu(3000).build(),
+            ],
+            ..Default::default()
+        });
+        let a = snap.pod_id("d", "a").unwrap();
+        let mut state = PlanningState::new(&snap, Limits::default());
+        state
+            .placement_mut()
+            .set_termination(crate::sim::Termination::GRACEFUL);
+        assert!(
+            state
+                .placement()
+                .sim()
+                .predict(a, state.placement().nodes())
+                .is_err(),
+            "no node fits while a terminates"
+        );
+        // Without a relocating plugin (PodLifeTime and the like): allowed.
+        assert!(evictor(json!({}))
+            .pre_eviction_filter(state.placement(), a)
+            .is_ok());
+        state.placement_mut().set_relocating(true);
+        let err = evictor(json!({}))
+            .pre_eviction_filter(state.placement(), a)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "its replacement is predicted to land back on its own node own: the eviction would change nothing (placementCheck unset; false turns it off)"
+        );
+        assert!(evictor(json!({"placementCheck": false}))
+            .pre_eviction_filter(state.placement(), a)
             .is_ok());
     }
 

@@ -160,7 +160,7 @@ pub struct Simulation<'s> {
     linger_non_zero: Vec<(i64, i64)>,
     /// Whether the filters and scores see the lingering pods (false while a pending pod is
     /// placed: kube-scheduler places it once they are gone).
-    see_lingering: bool,
+    see_lingering: Flag,
     /// Every placement, in order.
     placed_all: Vec<(PodId, NodeId)>,
     /// The placements of pods with required pod anti-affinity.
@@ -272,6 +272,28 @@ struct Spread<'p> {
 #[derive(Debug, Default)]
 struct Cache<T>(std::sync::Mutex<T>);
 
+/// A boolean a prediction may turn off for its own duration ([`Simulation::predict_settled`]).
+#[derive(Debug)]
+struct Flag(std::sync::atomic::AtomicBool);
+
+impl Flag {
+    fn new(v: bool) -> Self {
+        Flag(std::sync::atomic::AtomicBool::new(v))
+    }
+    fn get(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn set(&self, v: bool) {
+        self.0.store(v, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Clone for Flag {
+    fn clone(&self) -> Self {
+        Flag::new(self.get())
+    }
+}
+
 impl<T> Cache<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, T> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
@@ -324,7 +346,7 @@ impl<'s> Simulation<'s> {
             lingering_count: 0,
             linger_load: vec![Resources::default(); snap.nodes.len()],
             linger_non_zero: vec![(0, 0); snap.nodes.len()],
-            see_lingering: true,
+            see_lingering: Flag::new(true),
             placed_all: Vec::new(),
             placed_anti: Vec::new(),
             next_start: 0,
@@ -430,11 +452,11 @@ impl<'s> Simulation<'s> {
         if !self.snap.pod(pod).is_active() {
             return false;
         }
-        let lingering = self.see_lingering && (self.lingering[i] || !self.gone[i]);
+        let lingering = self.see_lingering.get() && (self.lingering[i] || !self.gone[i]);
         if pod == subject {
             return lingering && self.termination.lingers(self.snap.pod(pod));
         }
-        !self.gone[i] || (self.see_lingering && self.lingering[i])
+        !self.gone[i] || (self.see_lingering.get() && self.lingering[i])
     }
 
     /// [`Simulation::present`] as kube-scheduler sees it while it schedules `subject`
@@ -652,13 +674,25 @@ impl<'s> Simulation<'s> {
         })
     }
 
+    /// [`Simulation::predict`] once the evicted pods are gone: where the replacement of `pod`
+    /// goes when it finds no node while they terminate (it waits in kube-scheduler's queue
+    /// until the deletions free room, as [`Simulation::replace`] places it), its own node
+    /// included once the pod itself is gone.
+    pub fn predict_settled(&self, pod: PodId, nodes: &[NodeId]) -> Result<Prediction, NoFit> {
+        let was = self.see_lingering.get();
+        self.see_lingering.set(false);
+        let predicted = self.predict(pod, nodes);
+        self.see_lingering.set(was);
+        predicted
+    }
+
     fn pick(&self, pod: PodId, nodes: &[NodeId]) -> Result<(Ranking, usize), NoFit> {
         let key = (nodes.as_ptr() as usize, nodes.len());
         let memo = self.last_pick.lock().clone().filter(|m| {
             m.pod == pod
                 && m.nodes == key
                 && m.next_start == self.next_start
-                && m.see_lingering == self.see_lingering
+                && m.see_lingering == self.see_lingering.get()
         });
         if let Some(m) = memo {
             // In tests, every reuse is checked against a fresh pick.
@@ -674,7 +708,7 @@ impl<'s> Simulation<'s> {
             pod,
             nodes: key,
             next_start: self.next_start,
-            see_lingering: self.see_lingering,
+            see_lingering: self.see_lingering.get(),
             picked: picked.clone(),
         });
         Ok(picked)
@@ -711,9 +745,9 @@ impl<'s> Simulation<'s> {
     /// puts a pod it places after they terminated (a pending pod, which waits in its queue
     /// until a deletion frees room). The pods still terminating stay so for later placements.
     pub fn schedule_settled(&mut self, pod: PodId, nodes: &[NodeId]) -> Result<Prediction, NoFit> {
-        self.see_lingering = false;
+        self.see_lingering.set(false);
         let placed = self.schedule_predicted(pod, nodes);
-        self.see_lingering = true;
+        self.see_lingering.set(true);
         placed
     }
 
@@ -752,7 +786,7 @@ impl<'s> Simulation<'s> {
     /// still be terminating there ([`Simulation::seen`]).
     pub(crate) fn load_without(&self, pod: PodId, node: NodeId) -> Resources {
         let mut load = self.load[node as usize].clone();
-        if self.see_lingering {
+        if self.see_lingering.get() {
             load.add(&self.linger_load[node as usize]);
         }
         if self.counted_on(pod, node) {
@@ -765,7 +799,7 @@ impl<'s> Simulation<'s> {
     /// [`Simulation::load_without`] counts pods.
     pub(crate) fn non_zero_without(&self, pod: PodId, node: NodeId) -> (i64, i64) {
         let (mut c, mut m) = self.non_zero[node as usize];
-        if self.see_lingering {
+        if self.see_lingering.get() {
             c += self.linger_non_zero[node as usize].0;
             m += self.linger_non_zero[node as usize].1;
         }
@@ -785,7 +819,7 @@ impl<'s> Simulation<'s> {
         if self.snap.pod_node(pod) != Some(node) || !p.is_active() {
             return false;
         }
-        let counted = !self.gone[i] || (self.see_lingering && self.lingering[i]);
+        let counted = !self.gone[i] || (self.see_lingering.get() && self.lingering[i]);
         counted && !self.seen(pod, pod)
     }
 
