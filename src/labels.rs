@@ -379,9 +379,78 @@ impl Selector {
     }
 }
 
+/// The name part of a qualified name, and a non-empty label value (apimachinery's
+/// `IsQualifiedName` name part, `IsValidLabelValue`): up to 63 letters, digits, `-`, `_` or
+/// `.`, beginning and ending with a letter or digit.
+pub fn is_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// A qualified name, the shape of a label key or a taint key (apimachinery's
+/// `IsQualifiedName`): an optional DNS-subdomain prefix (at most 253 characters, dot-separated
+/// labels of letters, digits and `-`) and `/`, then a [name part](is_name_part).
+pub fn is_qualified_name(s: &str) -> bool {
+    match s.split_once('/') {
+        None => is_name_part(s),
+        Some((prefix, name)) => {
+            !prefix.is_empty()
+                && prefix.len() <= 253
+                && prefix.split('.').all(|label| {
+                    let l = label.as_bytes();
+                    !l.is_empty()
+                        && l.len() <= 63
+                        && l[0].is_ascii_alphanumeric()
+                        && l[l.len() - 1].is_ascii_alphanumeric()
+                        && l.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+                })
+                && is_name_part(name)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn qualified_names_follow_apimachinery() {
+        for ok in [
+            "app",
+            "a",
+            "team.name_1",
+            "example.com/team",
+            "k8s.io/a-b",
+            &"x".repeat(63),
+        ] {
+            assert!(is_qualified_name(ok), "{ok:?}");
+        }
+        for bad in [
+            "",
+            "-app",
+            "app-",
+            "/team",
+            "example.com/",
+            "exa_mple.com/team",
+            "a..b/c",
+            "a/b/c",
+            "team name",
+            &"x".repeat(64),
+        ] {
+            assert!(!is_qualified_name(bad), "{bad:?}");
+        }
+        let long_prefix = format!("{}/a", vec!["x".repeat(63); 4].join("."));
+        assert_eq!(long_prefix.len(), 257);
+        assert!(!is_qualified_name(&long_prefix));
+        assert!(is_name_part("v1.2_x"));
+        assert!(!is_name_part("example.com/x"));
+        assert!(!is_name_part(""));
+    }
 
     #[test]
     fn equal_labels_share_their_storage_and_others_keep_theirs() {

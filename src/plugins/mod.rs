@@ -1,10 +1,11 @@
 //! One module per upstream plugin, each with its args, defaults, validation, logic and tests.
-//! Find a plugin by its upstream name: `LowNodeUtilization` lives in `low_node_utilization`.
+//! Find a plugin by its upstream name: `PodLifeTime` lives in `pod_lifetime`; the two
+//! utilization plugins live in `node_utilization` (as upstream's `nodeutilization/`), with the
+//! code they share: `LowNodeUtilization` in `node_utilization::low`, `HighNodeUtilization` in
+//! `node_utilization::high`.
 
 pub mod default_evictor;
 pub mod dominant_resource_fairness;
-pub mod high_node_utilization;
-pub mod low_node_utilization;
 pub mod make_room_for_pending_pods;
 pub mod node_utilization;
 pub mod outcome_balance;
@@ -28,8 +29,8 @@ use crate::framework::Registry;
 /// follow. Adding a plugin is its module and one line here.
 pub const REGISTRY: Registry = Registry::new(&[
     default_evictor::SPEC,
-    low_node_utilization::SPEC,
-    high_node_utilization::SPEC,
+    node_utilization::low::SPEC,
+    node_utilization::high::SPEC,
     remove_duplicates::SPEC,
     remove_pods_violating_topology_spread_constraint::SPEC,
     remove_pods_violating_inter_pod_anti_affinity::SPEC,

@@ -1513,6 +1513,9 @@ fn spawn(binary: Binary, cluster: &Cluster, policy: &Path, dir: &Path, cfg: &Run
             c.arg("--decision-log")
                 .arg(dir.join("decisions"))
                 .args(["-o", "json"]);
+            if std::env::var_os("OUTCOME_KEEP_DECISIONS").is_some() {
+                c.arg("--decision-log-snapshot");
+            }
             if let Some(cooldown) = &cfg.cooldown {
                 c.args(["--eviction-cooldown", cooldown]);
             }
@@ -1750,6 +1753,24 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
         {
             fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }
+        // Every pod seen, to set the plans beside where the replacements landed.
+        let mut rows: Vec<&PodInfo> = seen.values().collect();
+        rows.sort_by(|a, b| a.created.total_cmp(&b.created));
+        let t0 = rows.first().map_or(0.0, |p| p.created);
+        let mut tsv = String::from("name\tapp\tnode\tstart\tcreated\tdeleted\n");
+        for p in rows {
+            tsv.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{:.1}\t{}\n",
+                p.name,
+                p.app,
+                p.node,
+                start_uids.contains(&p.uid),
+                p.created - t0,
+                p.deleted
+                    .map_or(String::new(), |d| format!("{:.1}", d - t0)),
+            ));
+        }
+        fs::write(to.join("pods.tsv"), tsv).unwrap();
     }
     let evictions = cycles.iter().map(|c| c.evictions).sum();
     let churn = cycles.iter().map(|c| c.reevicted + c.home).sum();

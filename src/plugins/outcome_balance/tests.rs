@@ -2,7 +2,7 @@ use super::*;
 use crate::framework::testing::{run_alone, run_on};
 use crate::framework::{Limits, PlanningState};
 use crate::plugins::default_evictor::DefaultEvictor;
-use crate::plugins::low_node_utilization::LowNodeUtilization;
+use crate::plugins::node_utilization::low::LowNodeUtilization;
 use crate::snapshot::builders::{node, pdb, pod, snapshot};
 use crate::snapshot::{Pod, SnapshotParts};
 use serde_json::json;
