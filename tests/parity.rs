@@ -10,9 +10,9 @@
 //! logs each planned eviction at `--v 1` ("Evicted pod in dry run mode") and each cycle's end
 //! ("Number of evictions/requests"). Ours runs one-shot with `--dry-run -o json`.
 //!
-//! Where the two knowingly differ ("Deliberate differences from upstream" in
-//! docs/compatibility.md), the scenario states the exact difference and the test asserts it, so
-//! a change on either side fails it.
+//! Where the two knowingly differ (the README's "Deliberate differences from upstream"), the
+//! scenario states the exact difference and the test asserts it, so a change on either side
+//! fails it.
 //!
 //! Upstream's binary comes from `scripts/build-upstream` (`.cache/upstream/bin/`), or from
 //! `DESCHEDULER_UPSTREAM_BIN`.
@@ -307,8 +307,7 @@ struct PdbDef {
 enum Expect {
     /// The same pods (by name), each by the same plugin.
     Same,
-    /// A deliberate difference (see docs/compatibility.md): these pods only upstream plans,
-    /// these only ours.
+    /// A deliberate difference (see the README): these pods only upstream plans, these only ours.
     Differs {
         upstream_only: &'static [&'static str],
         ours_only: &'static [&'static str],
@@ -330,13 +329,6 @@ enum Expect {
     /// plugin than ours (it takes the tied pods in any order; ours the fewest that do).
     FewerThanUpstreamByMapOrder {
         candidates: &'static [&'static str],
-        ours: &'static [&'static str],
-    },
-    /// A deliberate difference where upstream's choice is its informer's map order: upstream
-    /// plans exactly `upstream_count` of `candidates`, ours exactly `ours`.
-    DiffersByMapOrder {
-        candidates: &'static [&'static str],
-        upstream_count: usize,
         ours: &'static [&'static str],
     },
 }
@@ -570,38 +562,6 @@ fn scenarios() -> Vec<Scenario> {
                     pod("x1", "a").owner("ReplicaSet", "api"),
                     pod("x2", "b").owner("ReplicaSet", "api"),
                 ],
-                single("RemoveDuplicates", "balance", "{}", ""),
-            )
-        },
-        // RemoveDuplicates where the duplicate can only come back: two of ReplicaSet web
-        // (1000m each) on a, b and c filled to 3600m of 4 cpu. Upstream counts b and c as
-        // nodes web may use (taints and node selectors only) and evicts one; kube-scheduler can
-        // put its replacement nowhere but a, a duplicate again, evicted again next cycle. Ours
-        // refuses it (`placementCheck` unset; `false` evicts as upstream): its replacement is
-        // predicted back on its own node. Which of the two upstream takes is its informer's
-        // map order.
-        Scenario {
-            expect: Expect::DiffersByMapOrder {
-                candidates: &["w1", "w2"],
-                upstream_count: 1,
-                ours: &[],
-            },
-            ..base(
-                "dup-back-home",
-                "RemoveDuplicates, the duplicate's replacement predicted back on its node",
-                ["a", "b", "c"]
-                    .into_iter()
-                    .map(|n| node(n).label("parity-bh", "dup-back-home"))
-                    .collect(),
-                vec![
-                    pod("w1", "a").owner("ReplicaSet", "web").cpu("1000m"),
-                    pod("w2", "a").owner("ReplicaSet", "web").cpu("1000m"),
-                    pod("f1", "b").owner("ReplicaSet", "fill-b").cpu("3600m"),
-                    pod("f2", "c").owner("ReplicaSet", "fill-c").cpu("3600m"),
-                ]
-                .into_iter()
-                .map(|p| p.spec(json!({"nodeSelector": {"parity-bh": "dup-back-home"}})))
-                .collect(),
                 single("RemoveDuplicates", "balance", "{}", ""),
             )
         },
@@ -1602,21 +1562,6 @@ fn check(sc: &Scenario, upstream_outcome: &Outcome, ours_outcome: &Outcome) -> R
                 return fail("ours planned more pods than upstream on some node".to_string());
             }
             eprintln!("parity: {} upstream planned {u:?}, ours {o:?}", sc.name);
-        }
-        Expect::DiffersByMapOrder {
-            candidates,
-            upstream_count,
-            ours: want,
-        } => {
-            let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
-            if o != want {
-                return fail(format!("ours should plan exactly {want:?}"));
-            }
-            if u.len() != *upstream_count || !u.iter().all(|p| candidates.contains(&p.as_str())) {
-                return fail(format!(
-                    "upstream should plan {upstream_count} of {candidates:?}"
-                ));
-            }
         }
     }
     Ok(())

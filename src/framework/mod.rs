@@ -77,7 +77,7 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
         false
     }
     /// Whether the plugin's evictions help only where the replacement lands on another node
-    /// (RemoveDuplicates, the topology spread plugin: a replacement back on its own node
+    /// (the topology spread plugin: a replacement back on its own node
     /// leaves the counts as they were, and the next cycle evicts it again). With
     /// `placementCheck` unset the evictor refuses an eviction whose replacement kube-scheduler
     /// may put back on the pod's node, as under a plugin that sets placement targets. False

@@ -50,7 +50,7 @@ pub struct DefaultEvictorArgs {
     /// default): under a plugin that moves load to targets (LowNodeUtilization on requests),
     /// an eviction is refused when its replacement may land back on the pod's own node or push
     /// the node it lands on over its target ([`destination_check`]); under a plugin that
-    /// relocates pods (RemoveDuplicates, the topology spread plugin), when it may land back
+    /// relocates pods (the topology spread plugin), when it may land back
     /// on the pod's own node. `true` asks more: a
     /// destination for every pod, another node (for LowNodeUtilization: one of its
     /// underutilized nodes that stays under the target thresholds). `false`: no check, as
@@ -516,7 +516,7 @@ pub enum Strictness {
 /// ([`Placement::set_targets`]; the eviction would make a new hot spot). Unlike upstream,
 /// whose nodeFit asks only whether another node fits: a deliberate difference, on by default,
 /// `placementCheck: false` turns it off. Plugins that relocate pods without targets
-/// (RemoveDuplicates, the topology spread plugin: [`crate::framework::Plugin::relocates`]) are
+/// (the topology spread plugin: [`crate::framework::Plugin::relocates`]) are
 /// held to the own-node rule; plugins that restart pods on purpose (PodLifeTime and the like)
 /// set no targets and are not held to it. Returns the destination (None: no node
 /// fits, refused only with `placementCheck: true`).

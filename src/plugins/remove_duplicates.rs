@@ -249,11 +249,6 @@ impl Plugin for RemoveDuplicates {
         NAME
     }
 
-    /// A duplicate restarted on its own node is a duplicate still.
-    fn relocates(&self) -> bool {
-        true
-    }
-
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
 
