@@ -1005,11 +1005,9 @@ fn without_upstream_only_flags(
     (kept, dropped)
 }
 
+/// The descheduler's main (the binary's, unless it was started as the kubectl plugin:
+/// [`crate::kubectl::main`]).
 pub fn main() -> ExitCode {
-    // Installed as kubectl-descheduler, the binary is a kubectl plugin.
-    if crate::kubectl::started_as_plugin(std::env::args_os().next().as_deref()) {
-        return crate::kubectl::main(std::env::args_os());
-    }
     let (args, ignored) = without_upstream_only_flags(std::env::args_os());
     let cli = Cli::parse_from(args);
     init_logging(&cli);

@@ -4,5 +4,9 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    // Installed as kubectl-descheduler, the binary is a kubectl plugin.
+    if descheduler::kubectl::started_as_plugin(std::env::args_os().next().as_deref()) {
+        return descheduler::kubectl::main(std::env::args_os());
+    }
     descheduler::cli::main()
 }

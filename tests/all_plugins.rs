@@ -126,7 +126,7 @@ fn root() -> PathBuf {
 }
 
 fn build(text: &str) -> Result<Pipeline, PolicyError> {
-    let policy = Policy::from_yaml("all-plugins.yaml", text)?;
+    let policy = Policy::from_yaml("all-plugins.yaml", text, &descheduler::plugins::REGISTRY)?;
     Pipeline::build(&policy, "all-plugins.yaml", &descheduler::plugins::REGISTRY)
 }
 

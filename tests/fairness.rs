@@ -78,7 +78,8 @@ profiles:
 const DRF: &str = "    sort:\n      enabled: [DominantResourceFairness]\n";
 
 fn run(text: &str) -> (ClusterSnapshot, EvictionPlan) {
-    let policy = Policy::from_yaml("p.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+    let policy = Policy::from_yaml("p.yaml", text, &descheduler::plugins::REGISTRY)
+        .unwrap_or_else(|e| panic!("{e}"));
     let pipeline = Pipeline::build(&policy, "p.yaml", &descheduler::plugins::REGISTRY)
         .unwrap_or_else(|e| panic!("{e}"));
     let snap = classic();
@@ -201,7 +202,12 @@ fn tenants_by_label() {
 fn a_bad_tenant_label_names_the_field() {
     let config =
         "  - name: DominantResourceFairness\n    args:\n      tenantLabel: \"not a label\"\n";
-    let policy = Policy::from_yaml("p.yaml", &policy(DRF, config)).unwrap();
+    let policy = Policy::from_yaml(
+        "p.yaml",
+        &policy(DRF, config),
+        &descheduler::plugins::REGISTRY,
+    )
+    .unwrap();
     let e = Pipeline::build(&policy, "p.yaml", &descheduler::plugins::REGISTRY).unwrap_err();
     assert_eq!(e.path, "profiles[0].pluginConfig[1].args.tenantLabel");
     assert!(e.message.contains("not a valid label key"), "{e}");
@@ -212,6 +218,7 @@ fn drf_is_a_sort_plugin_only() {
     let e = Policy::from_yaml(
         "p.yaml",
         &policy("    sort:\n      enabled: [DominantResourcefairness]\n", ""),
+        &descheduler::plugins::REGISTRY,
     )
     .unwrap_err();
     assert_eq!(e.path, "profiles[0].plugins.sort.enabled[0]");
@@ -222,6 +229,7 @@ fn drf_is_a_sort_plugin_only() {
             "    deschedule:\n      enabled: [DominantResourceFairness]\n",
             "",
         ),
+        &descheduler::plugins::REGISTRY,
     )
     .unwrap_err();
     assert_eq!(e.path, "profiles[0].plugins.deschedule.enabled[0]");
@@ -249,7 +257,7 @@ profiles:
     deschedule:
       enabled: [RemovePodsViolatingNodeTaints]
 "#;
-    let policy = Policy::from_yaml("p.yaml", text).unwrap();
+    let policy = Policy::from_yaml("p.yaml", text, &descheduler::plugins::REGISTRY).unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &descheduler::plugins::REGISTRY).unwrap();
     let nodes = vec![
         node("hot")
@@ -284,7 +292,8 @@ fn shares_follow_evictions_of_earlier_plugins() {
             "    balance:\n",
             "    deschedule:\n      enabled: [RemovePodsViolatingNodeTaints]\n    balance:\n",
         );
-    let policy = Policy::from_yaml("p.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let policy = Policy::from_yaml("p.yaml", &text, &descheduler::plugins::REGISTRY)
+        .unwrap_or_else(|e| panic!("{e}"));
     let pipeline = Pipeline::build(&policy, "p.yaml", &descheduler::plugins::REGISTRY)
         .unwrap_or_else(|e| panic!("{e}"));
     let base = classic();

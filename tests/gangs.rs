@@ -277,7 +277,8 @@ async fn only_members_beyond_min_member_are_planned() {
     // The same from the list and from the watch caches of continuous mode.
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
     let pipeline = {
-        let p = Policy::from_yaml("gangs.yaml", &policy_text).unwrap();
+        let p =
+            Policy::from_yaml("gangs.yaml", &policy_text, &descheduler::plugins::REGISTRY).unwrap();
         Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
     let selector = format!("{GROUP_LABEL}={group}");
@@ -451,7 +452,8 @@ async fn a_whole_gang_is_evicted_all_or_nothing() {
     .await;
     wait_pdb(&client, &ns, "guard", 1, 0).await;
     let pipeline = {
-        let p = Policy::from_yaml("gangs.yaml", &policy_text).unwrap();
+        let p =
+            Policy::from_yaml("gangs.yaml", &policy_text, &descheduler::plugins::REGISTRY).unwrap();
         Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
     let result = support::executor::executor(&client, ExecutorConfig::default())
@@ -631,7 +633,8 @@ async fn real_cycle(
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
     let snap = list_snapshot(&api, selector).await.unwrap();
     let pipeline = {
-        let p = Policy::from_yaml("gangs.yaml", policy_text).unwrap();
+        let p =
+            Policy::from_yaml("gangs.yaml", policy_text, &descheduler::plugins::REGISTRY).unwrap();
         Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
     let result = support::executor::executor(client, ExecutorConfig::default())

@@ -82,8 +82,12 @@ fn policy(docs: &[Value]) -> (String, descheduler::policy::Policy) {
     let map = of_kind(docs, "ConfigMap");
     assert_eq!(map["metadata"]["name"], "descheduler-policy");
     let text = map["data"]["policy.yaml"].as_str().unwrap().to_string();
-    let policy = descheduler::policy::Policy::from_yaml("rendered policy.yaml", &text)
-        .unwrap_or_else(|e| panic!("the chart's policy does not load: {e}\n{text}"));
+    let policy = descheduler::policy::Policy::from_yaml(
+        "rendered policy.yaml",
+        &text,
+        &descheduler::plugins::REGISTRY,
+    )
+    .unwrap_or_else(|e| panic!("the chart's policy does not load: {e}\n{text}"));
     (text, policy)
 }
 

@@ -70,7 +70,8 @@ profiles:
 }
 
 fn pipeline(text: &str) -> Pipeline {
-    let policy = Policy::from_yaml("test-policy.yaml", text).unwrap();
+    let policy =
+        Policy::from_yaml("test-policy.yaml", text, &descheduler::plugins::REGISTRY).unwrap();
     Pipeline::build(&policy, "test-policy.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 

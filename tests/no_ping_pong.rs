@@ -16,7 +16,7 @@ fn lnu(thresholds: &str, targets: &str) -> Pipeline {
     let text = format!(
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {{thresholds: {{{thresholds}}}, targetThresholds: {{{targets}}}}}\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n"
     );
-    let policy = Policy::from_yaml("lnu.yaml", &text).unwrap();
+    let policy = Policy::from_yaml("lnu.yaml", &text, &descheduler::plugins::REGISTRY).unwrap();
     Pipeline::build(&policy, "lnu.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 

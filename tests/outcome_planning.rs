@@ -37,7 +37,12 @@ fn policy(plugins: &str) -> String {
 }
 
 fn pipeline(plugins: &str) -> Pipeline {
-    let p = Policy::from_yaml("policy.yaml", &policy(plugins)).expect("the policy loads");
+    let p = Policy::from_yaml(
+        "policy.yaml",
+        &policy(plugins),
+        &descheduler::plugins::REGISTRY,
+    )
+    .expect("the policy loads");
     Pipeline::build(&p, "policy.yaml", &descheduler::plugins::REGISTRY)
         .expect("the pipeline builds")
 }

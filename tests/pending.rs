@@ -242,7 +242,7 @@ async fn one_cycle_makes_room_for_a_pending_gpu_gang() {
 
     // One real cycle.
     let pipeline = {
-        let p = Policy::from_yaml("pending.yaml", &text).unwrap();
+        let p = Policy::from_yaml("pending.yaml", &text, &descheduler::plugins::REGISTRY).unwrap();
         Pipeline::build(&p, "pending.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
     let api = ApiClient::from_client(client.clone(), 0.0, 1);

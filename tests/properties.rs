@@ -228,7 +228,7 @@ fn pipeline(c: &Case) -> Pipeline {
         c.low,
         c.high
     );
-    let policy = Policy::from_yaml("prop.yaml", &text).unwrap();
+    let policy = Policy::from_yaml("prop.yaml", &text, &descheduler::plugins::REGISTRY).unwrap();
     Pipeline::build(&policy, "prop.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 
@@ -385,7 +385,7 @@ kind: DeschedulerPolicy
     } else {
         text
     };
-    let policy = Policy::from_yaml("gangs.yaml", &text).unwrap();
+    let policy = Policy::from_yaml("gangs.yaml", &text, &descheduler::plugins::REGISTRY).unwrap();
     Pipeline::build(&policy, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 

@@ -6,7 +6,7 @@
 //! clusters (400 by default).
 
 use descheduler::framework::{
-    Context, EvictorPlugin, Ledger, Limits, PendingUnit, PlanningState, Plugin,
+    Context, EvictorPlugin, FromArgs, Ledger, Limits, PendingUnit, PlanningState, Plugin,
 };
 use descheduler::plugins::default_evictor::DefaultEvictor;
 use descheduler::plugins::make_room_for_pending_pods::{
@@ -42,7 +42,7 @@ fn pending(ns: &str, name: &str) -> PodBuilder {
 }
 
 fn evictor() -> DefaultEvictor {
-    DefaultEvictor::from_args(&json!({})).unwrap()
+    DefaultEvictor::from_json(&json!({})).unwrap()
 }
 
 fn priority(snap: &ClusterSnapshot, pod: PodId) -> i32 {
@@ -256,7 +256,7 @@ fn plans_are_sound_and_usually_minimal_on_random_clusters() {
         ..ScoreProfile::default()
     });
     let mut missed_seeds = Vec::new();
-    let p = MakeRoomForPendingPods::new(
+    let p = MakeRoomForPendingPods::from_json(
         &json!({"maxPodsToMove": max, "maxCandidates": 64, "maxSimulations": 100000}),
     )
     .unwrap();

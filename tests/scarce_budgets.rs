@@ -19,7 +19,7 @@ fn pipeline(balance: &str) -> Pipeline {
     let text = format!(
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n{config}  plugins:\n    balance:\n      enabled: [{balance}]\n"
     );
-    let policy = Policy::from_yaml("policy.yaml", &text).unwrap();
+    let policy = Policy::from_yaml("policy.yaml", &text, &descheduler::plugins::REGISTRY).unwrap();
     Pipeline::build(&policy, "policy.yaml", &descheduler::plugins::REGISTRY).unwrap()
 }
 

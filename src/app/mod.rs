@@ -33,7 +33,7 @@ pub fn load_policy(
     path: &Path,
     predict_destinations: bool,
 ) -> Result<(Policy, Pipeline), PolicyError> {
-    let policy = Policy::load(path)?;
+    let policy = Policy::load(path, &crate::plugins::REGISTRY)?;
     with_pipeline(policy, &path.display().to_string(), predict_destinations)
 }
 
@@ -43,7 +43,7 @@ pub fn policy_from_text(
     text: &str,
     predict_destinations: bool,
 ) -> Result<(Policy, Pipeline), PolicyError> {
-    let policy = Policy::from_yaml(source, text)?;
+    let policy = Policy::from_yaml(source, text, &crate::plugins::REGISTRY)?;
     with_pipeline(policy, source, predict_destinations)
 }
 

@@ -12,6 +12,7 @@
 //! the state, so later plugins see the pod as gone, its requests moved off its node and its
 //! replacement placed. No client, no clock: time comes in as `now`.
 
+mod args;
 mod history;
 mod pipeline;
 mod registry;
@@ -20,6 +21,7 @@ mod state;
 #[cfg(test)]
 pub(crate) mod testing;
 
+pub use args::{args_from_json, decode_args, ArgsError, FromArgs, PluginArgs};
 pub use history::{Frozen, History, Move};
 pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};

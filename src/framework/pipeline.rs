@@ -2,9 +2,10 @@
 //! its eviction order (the `sort` extension point) and its deschedule and balance plugins, with
 //! every plugin's args decoded and validated.
 
+use super::ArgsError;
 use super::{Built, EvictorPlugin, ExtensionPoint, Limits, Plugin, Registry, SortPlugin};
 use crate::labels::Selector;
-use crate::policy::{ArgsError, MetricsProvider, Policy, PolicyError};
+use crate::policy::{MetricsProvider, Policy, PolicyError};
 use crate::snapshot::usage::UsageNeed;
 
 #[derive(Debug)]
@@ -71,7 +72,7 @@ impl Pipeline {
                 .plugin_config(evictor_spec.name)
                 .expect("defaulting adds the evictor's pluginConfig");
             let args_path = |ci: usize| format!("profiles[{pi}].pluginConfig[{ci}].args");
-            let at = |ci: usize, e: crate::policy::ArgsError| {
+            let at = |ci: usize, e: ArgsError| {
                 let base = args_path(ci);
                 let path = if e.path.is_empty() {
                     base
@@ -235,7 +236,7 @@ impl Pipeline {
 
     /// Loads a policy file and builds its pipeline: the one call a runner needs.
     pub fn load(path: &std::path::Path, registry: &Registry) -> Result<Pipeline, PolicyError> {
-        let policy = Policy::load(path)?;
+        let policy = Policy::load(path, registry)?;
         Pipeline::build(&policy, &path.display().to_string(), registry)
     }
 }

@@ -1,39 +1,14 @@
 //! The contract between the framework and a plugin: the extension points a plugin declares, and
 //! the registry entry that names it, builds it from its args and says where it may be enabled.
 //!
-//! The registry itself (the table of every plugin) lives with the plugins; policy validation,
-//! the pipeline builder and the plugin table of docs/compatibility.md all read that one table.
+//! The registry itself (the table of every plugin) lives with the plugins and is passed in:
+//! to policy loading (as its [`PluginCatalog`]), to the pipeline builder; the plugin table of
+//! docs/compatibility.md is checked against it.
 
+use super::args::{args_from_json, ArgsError, FromArgs};
 use super::{EvictorPlugin, Plugin, SortPlugin};
-use crate::policy::ArgsError;
-
-/// Where in a profile a plugin may be enabled (`profiles[].plugins.<point>`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExtensionPoint {
-    /// May this pod be evicted at all? (the evictor)
-    Filter,
-    /// Checked just before an eviction is planned (the evictor).
-    PreEvictionFilter,
-    /// The order in which a profile's plugins take their candidates.
-    Sort,
-    /// Plugins that evict pods one by one, each for its own reason.
-    Deschedule,
-    /// Plugins that evict pods to even out the nodes.
-    Balance,
-}
-
-impl ExtensionPoint {
-    /// The point's key in a policy, as validation reports it (`preevictionfilter`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExtensionPoint::Filter => "filter",
-            ExtensionPoint::PreEvictionFilter => "preevictionfilter",
-            ExtensionPoint::Sort => "sort",
-            ExtensionPoint::Deschedule => "deschedule",
-            ExtensionPoint::Balance => "balance",
-        }
-    }
-}
+pub use crate::policy::ExtensionPoint;
+use crate::policy::PluginCatalog;
 
 /// A plugin built from its args, by the kind of extension point it serves.
 #[derive(Debug)]
@@ -70,27 +45,72 @@ pub struct PluginSpec {
     pub constructor: Constructor,
 }
 
+/// Builds a plugin through its args contract ([`FromArgs`]): decode, default, validate, build.
+fn build_strategy<P: FromArgs + Plugin + 'static>(
+    args: &serde_json::Value,
+) -> Result<Box<dyn Plugin>, ArgsError> {
+    Ok(Box::new(P::from_args(args_from_json(args)?)?))
+}
+
+fn build_evictor<P: FromArgs + EvictorPlugin + 'static>(
+    args: &serde_json::Value,
+) -> Result<Box<dyn EvictorPlugin>, ArgsError> {
+    Ok(Box::new(P::from_args(args_from_json(args)?)?))
+}
+
+fn build_sort<P: FromArgs + SortPlugin + 'static>(
+    args: &serde_json::Value,
+) -> Result<Box<dyn SortPlugin>, ArgsError> {
+    Ok(Box::new(P::from_args(args_from_json(args)?)?))
+}
+
 impl PluginSpec {
     /// A `deschedule` plugin whose args need a pluginConfig entry.
-    pub const fn deschedule(name: &'static str, new: StrategyConstructor) -> PluginSpec {
-        PluginSpec::strategy(name, &[ExtensionPoint::Deschedule], new)
+    pub const fn deschedule<P: FromArgs + Plugin + 'static>(name: &'static str) -> PluginSpec {
+        PluginSpec {
+            name,
+            points: &[ExtensionPoint::Deschedule],
+            args_optional: false,
+            constructor: Constructor::Strategy(build_strategy::<P>),
+        }
     }
 
     /// A `balance` plugin whose args need a pluginConfig entry.
-    pub const fn balance(name: &'static str, new: StrategyConstructor) -> PluginSpec {
-        PluginSpec::strategy(name, &[ExtensionPoint::Balance], new)
-    }
-
-    const fn strategy(
-        name: &'static str,
-        points: &'static [ExtensionPoint],
-        new: StrategyConstructor,
-    ) -> PluginSpec {
+    pub const fn balance<P: FromArgs + Plugin + 'static>(name: &'static str) -> PluginSpec {
         PluginSpec {
             name,
-            points,
+            points: &[ExtensionPoint::Balance],
             args_optional: false,
-            constructor: Constructor::Strategy(new),
+            constructor: Constructor::Strategy(build_strategy::<P>),
+        }
+    }
+
+    /// A profile's evictor (`filter` and `preEvictionFilter`), whose args all have defaults.
+    pub const fn evictor<P: FromArgs + EvictorPlugin + 'static>(name: &'static str) -> PluginSpec {
+        PluginSpec {
+            name,
+            points: &[ExtensionPoint::Filter, ExtensionPoint::PreEvictionFilter],
+            args_optional: true,
+            constructor: Constructor::Evictor(build_evictor::<P>),
+        }
+    }
+
+    /// A `sort` plugin, whose args all have defaults.
+    pub const fn sort<P: FromArgs + SortPlugin + 'static>(name: &'static str) -> PluginSpec {
+        PluginSpec {
+            name,
+            points: &[ExtensionPoint::Sort],
+            args_optional: true,
+            constructor: Constructor::Sort(build_sort::<P>),
+        }
+    }
+
+    /// The same plugin, enabled with no pluginConfig entry: every one of its args has a
+    /// default.
+    pub const fn args_optional(self) -> PluginSpec {
+        PluginSpec {
+            args_optional: true,
+            ..self
         }
     }
 
@@ -133,5 +153,23 @@ impl Registry {
             .iter()
             .find(|p| p.implements(ExtensionPoint::Filter))
             .expect("the registry holds an evictor")
+    }
+}
+
+impl PluginCatalog for Registry {
+    fn names(&self) -> Vec<&'static str> {
+        self.plugins.iter().map(|p| p.name).collect()
+    }
+
+    fn points(&self, name: &str) -> Option<&'static [ExtensionPoint]> {
+        self.get(name).map(|p| p.points)
+    }
+
+    fn args_optional(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|p| p.args_optional)
+    }
+
+    fn evictor(&self) -> &'static str {
+        Registry::evictor(self).name
     }
 }

@@ -24,10 +24,11 @@
 //! cluster (those matching the `nodeSelector` arg, when given: as upstream, not the policy's
 //! nodeSelector), given what that node holds after the evictions planned so far.
 
-use crate::framework::{Constructor, EvictorPlugin, ExtensionPoint, Placement, PluginSpec};
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
+use crate::framework::{EvictorPlugin, Placement, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{selector_arg, PriorityThreshold};
-use crate::policy::{decode_args, parse_duration, ArgsError};
+use crate::policy::parse_duration;
 use crate::snapshot::{ClusterSnapshot, DisruptionMode, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
 
@@ -157,12 +158,7 @@ pub enum NoEvictionPolicy {
 }
 
 /// The registry entry: the evictor of every profile.
-pub const SPEC: PluginSpec = PluginSpec {
-    name: NAME,
-    points: &[ExtensionPoint::Filter, ExtensionPoint::PreEvictionFilter],
-    args_optional: true,
-    constructor: Constructor::Evictor(|args| Ok(Box::new(DefaultEvictor::from_args(args)?))),
-};
+pub const SPEC: PluginSpec = PluginSpec::evictor::<DefaultEvictor>(NAME);
 
 /// A validated DefaultEvictor.
 #[derive(Debug, Clone)]
@@ -183,13 +179,18 @@ pub struct DefaultEvictor {
 
 impl Default for DefaultEvictor {
     fn default() -> Self {
-        DefaultEvictor::from_args(&serde_json::Value::Null).expect("default args are valid")
+        DefaultEvictor::from_json(&serde_json::Value::Null).expect("default args are valid")
     }
 }
 
-impl DefaultEvictor {
-    pub fn from_args(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: DefaultEvictorArgs = decode_args(args)?;
+/// The args' checks are made while building: each check turns a field into what the
+/// evictor keeps (an enum, a selector, a duration).
+impl PluginArgs for DefaultEvictorArgs {}
+
+impl FromArgs for DefaultEvictor {
+    type Args = DefaultEvictorArgs;
+
+    fn from_args(args: DefaultEvictorArgs) -> Result<Self, ArgsError> {
         if let Some(pt) = &args.priority_threshold {
             pt.validate("priorityThreshold")?;
         }
@@ -299,7 +300,9 @@ impl DefaultEvictor {
             gang_policy,
         })
     }
+}
 
+impl DefaultEvictor {
     /// The priority below which pods may be evicted, resolved against the snapshot's
     /// PriorityClasses when given by name. Errors when the named class does not exist.
     pub fn priority_threshold(&self, snap: &ClusterSnapshot) -> Result<Option<i32>, String> {

@@ -49,12 +49,9 @@
 
 #[cfg(doc)]
 use crate::framework::Context;
-use crate::framework::{
-    upstream_cmp, CandidateOrder, Constructor, ExtensionPoint, Ledger, PluginSpec, SortPlugin,
-    TenantShare,
-};
+use crate::framework::{upstream_cmp, CandidateOrder, Ledger, PluginSpec, SortPlugin, TenantShare};
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::labels;
-use crate::policy::{decode_args, ArgsError};
 use crate::snapshot::{ClusterSnapshot, PodId, RESOURCE_PODS};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -64,16 +61,7 @@ use std::sync::{Mutex, MutexGuard};
 pub const NAME: &str = "DominantResourceFairness";
 
 /// The registry entry: a `sort` plugin whose args all have defaults.
-pub const SPEC: PluginSpec = PluginSpec {
-    name: NAME,
-    points: &[ExtensionPoint::Sort],
-    args_optional: true,
-    constructor: Constructor::Sort(|args| {
-        Ok(Box::new(DominantResourceFairness {
-            args: DominantResourceFairnessArgs::new(args)?,
-        }))
-    }),
-};
+pub const SPEC: PluginSpec = PluginSpec::sort::<DominantResourceFairness>(NAME);
 
 /// The sort plugin: orders candidates by their tenant's dominant share, highest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,11 +89,9 @@ pub struct DominantResourceFairnessArgs {
     pub tenant_label: Option<String>,
 }
 
-impl DominantResourceFairnessArgs {
-    /// Decodes and validates the args; errors carry the path of the field.
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: DominantResourceFairnessArgs = decode_args(args)?;
-        if let Some(label) = &args.tenant_label {
+impl PluginArgs for DominantResourceFairnessArgs {
+    fn validate(&self) -> Result<(), ArgsError> {
+        if let Some(label) = &self.tenant_label {
             if !labels::is_qualified_name(label) {
                 return Err(ArgsError::new(
                     "tenantLabel",
@@ -115,7 +101,15 @@ impl DominantResourceFairnessArgs {
                 ));
             }
         }
-        Ok(args)
+        Ok(())
+    }
+}
+
+impl FromArgs for DominantResourceFairness {
+    type Args = DominantResourceFairnessArgs;
+
+    fn from_args(args: DominantResourceFairnessArgs) -> Result<Self, ArgsError> {
+        Ok(DominantResourceFairness { args })
     }
 }
 

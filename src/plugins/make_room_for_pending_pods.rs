@@ -32,11 +32,9 @@
 //! A unit that fits without any move is placed in the simulation (later units see it) and
 //! reported with no moves: kube-scheduler places it on its next attempt.
 
-use crate::framework::{
-    Attempt, Constructor, Context, ExtensionPoint, PendingUnit, Plugin, PluginSpec,
-};
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
+use crate::framework::{Attempt, Context, PendingUnit, Plugin, PluginSpec};
 use crate::plugins::shared::PriorityThreshold;
-use crate::policy::{decode_args, ArgsError};
 use crate::sim::{node_fits, queue_order, Simulation};
 use crate::snapshot::{ClusterSnapshot, ConditionStatus, GangId, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
@@ -44,12 +42,7 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "MakeRoomForPendingPods";
 
 /// The registry entry: a `balance` plugin whose args all have defaults.
-pub const SPEC: PluginSpec = PluginSpec {
-    name: NAME,
-    points: &[ExtensionPoint::Balance],
-    args_optional: true,
-    constructor: Constructor::Strategy(|args| Ok(Box::new(MakeRoomForPendingPods::new(args)?))),
-};
+pub const SPEC: PluginSpec = PluginSpec::balance::<MakeRoomForPendingPods>(NAME).args_optional();
 
 /// The most pods one unit may move (`maxPodsToMove`).
 pub const MAX_PODS_TO_MOVE: u32 = 64;
@@ -111,9 +104,9 @@ impl Default for MakeRoomForPendingPodsArgs {
     }
 }
 
-impl MakeRoomForPendingPodsArgs {
+impl PluginArgs for MakeRoomForPendingPodsArgs {
     /// Every bound in range, with the field's path in every error.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if self.min_pending_seconds < 0 {
             return Err(ArgsError::new(
                 "minPendingSeconds",
@@ -157,10 +150,10 @@ pub struct MakeRoomForPendingPods {
     pub args: MakeRoomForPendingPodsArgs,
 }
 
-impl MakeRoomForPendingPods {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: MakeRoomForPendingPodsArgs = decode_args(args)?;
-        args.validate()?;
+impl FromArgs for MakeRoomForPendingPods {
+    type Args = MakeRoomForPendingPodsArgs;
+
+    fn from_args(args: MakeRoomForPendingPodsArgs) -> Result<Self, ArgsError> {
         Ok(MakeRoomForPendingPods { args })
     }
 }

@@ -32,12 +32,12 @@
 //! - **Bounded**: at most `maxEvaluations` simulated placements per cycle (default 20,000);
 //!   when it runs out, a note says so and the moves planned so far stand.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, EvictError, PlacementTarget, Plugin};
 use crate::plugins::node_utilization::{
-    amount, at_or_below, capacity, fmt_pct, pct, validate_thresholds,
+    amount, at_or_below, capacity, fmt_pct, pct, validate_threshold_pair,
 };
 use crate::plugins::shared::Namespaces;
-use crate::policy::{decode_args, ArgsError};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, WhenUnsatisfiable};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
@@ -46,7 +46,7 @@ pub const NAME: &str = "OutcomeBalance";
 
 /// The registry entry: a `balance` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::balance(NAME, |args| Ok(Box::new(OutcomeBalance::new(args)?)));
+    crate::framework::PluginSpec::balance::<OutcomeBalance>(NAME);
 
 /// The default bound on simulated placements per cycle.
 pub const DEFAULT_MAX_EVALUATIONS: u32 = 20_000;
@@ -107,47 +107,28 @@ pub struct OutcomeBalance {
     high: Vec<f64>,
 }
 
-impl OutcomeBalance {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: OutcomeBalanceArgs = decode_args(args)?;
-        validate_thresholds("thresholds", &args.thresholds)?;
-        validate_thresholds("targetThresholds", &args.target_thresholds)?;
-        if args.thresholds.len() != args.target_thresholds.len()
-            || args
-                .thresholds
-                .keys()
-                .any(|k| !args.target_thresholds.contains_key(k))
-        {
-            return Err(ArgsError::new(
-                "targetThresholds",
-                "thresholds and targetThresholds configured different resources; give both the same resource names",
-            ));
-        }
-        for (name, v) in &args.thresholds {
-            if *v > args.target_thresholds[name] {
-                return Err(ArgsError::new(
-                    format!("thresholds.{name}"),
-                    format!(
-                        "thresholds' {name} percentage ({v}) is greater than targetThresholds' ({}); the low threshold must not exceed the target",
-                        args.target_thresholds[name]
-                    ),
-                ));
-            }
-        }
-        if let Some(ns) = &args.evictable_namespaces {
-            if !ns.include.is_empty() {
-                return Err(ArgsError::new(
-                    "evictableNamespaces.include",
-                    "only exclude can be set for evictableNamespaces; inclusion is not supported",
-                ));
-            }
-        }
-        if args.max_evaluations == 0 {
+impl PluginArgs for OutcomeBalanceArgs {
+    fn validate(&self) -> Result<(), ArgsError> {
+        validate_threshold_pair(
+            &self.thresholds,
+            &self.target_thresholds,
+            false,
+            self.evictable_namespaces.as_ref(),
+        )?;
+        if self.max_evaluations == 0 {
             return Err(ArgsError::new(
                 "maxEvaluations",
                 "0 simulated placements would plan nothing; give a positive bound (default 20000), or disable the plugin",
             ));
         }
+        Ok(())
+    }
+}
+
+impl FromArgs for OutcomeBalance {
+    type Args = OutcomeBalanceArgs;
+
+    fn from_args(args: OutcomeBalanceArgs) -> Result<Self, ArgsError> {
         let resources: Vec<String> = args.thresholds.keys().cloned().collect();
         let low = resources.iter().map(|r| args.thresholds[r]).collect();
         let high = resources

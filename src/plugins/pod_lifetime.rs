@@ -40,10 +40,11 @@
 //! - A pod without a known phase counts as `Unknown` in the snapshot, so `states: [Unknown]`
 //!   matches it; upstream matches an empty phase against nothing.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
-use crate::policy::{decode_args, null_as_default, ArgsError};
+use crate::policy::null_as_default;
 use crate::snapshot::{ConditionStatus, ContainerStatus, NodeId, Phase, Pod, PodCondition, PodId};
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +52,7 @@ pub const NAME: &str = "PodLifeTime";
 
 /// The registry entry: a `deschedule` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::deschedule(NAME, |args| Ok(Box::new(PodLifeTime::new(args)?)));
+    crate::framework::PluginSpec::deschedule::<PodLifeTime>(NAME);
 
 /// The `states` upstream's validation accepts, sorted as its error lists them: pod phases,
 /// pod status reasons, container waiting reasons and container terminated reasons.
@@ -180,9 +181,9 @@ impl PodConditionFilter {
     }
 }
 
-impl PodLifeTimeArgs {
+impl PluginArgs for PodLifeTimeArgs {
     /// Upstream's `ValidatePodLifeTimeArgs`, with the field's path in every error.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
@@ -267,13 +268,15 @@ pub struct PodLifeTime {
     wording: Wording,
 }
 
-impl PodLifeTime {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: PodLifeTimeArgs = decode_args(args)?;
-        args.validate()?;
+impl FromArgs for PodLifeTime {
+    type Args = PodLifeTimeArgs;
+
+    fn from_args(args: PodLifeTimeArgs) -> Result<Self, ArgsError> {
         Self::delegate(args, None, WORDING)
     }
+}
 
+impl PodLifeTime {
     /// Upstream's `NewAs`: PodLifeTime over args the caller has validated its own way
     /// (PodLifeTime's validation is not applied), with a required phase ANDed in.
     pub(crate) fn delegate(

@@ -39,9 +39,9 @@
 //! - A pod with two ownerReferences is evicted at most once; upstream's dry-run counts it
 //!   once per owner.
 
-use crate::framework::{Attempt, Context, Plugin};
+use crate::framework::{ArgsError, Attempt, Context, FromArgs, Plugin, PluginArgs};
 use crate::plugins::shared::{namespace_allowed, Namespaces};
-use crate::policy::{decode_args, null_as_default, ArgsError};
+use crate::policy::null_as_default;
 use crate::sim;
 use crate::snapshot::{
     ClusterSnapshot, Node, NodeId, NodeSelectorTerm, Pod, PodId, Taint, TaintEffect,
@@ -55,7 +55,7 @@ pub const NAME: &str = "RemoveDuplicates";
 
 /// The registry entry: a `balance` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::balance(NAME, |args| Ok(Box::new(RemoveDuplicates::new(args)?)));
+    crate::framework::PluginSpec::balance::<RemoveDuplicates>(NAME);
 
 /// The taint kube-scheduler reads `spec.unschedulable` as.
 const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
@@ -72,9 +72,9 @@ pub struct RemoveDuplicatesArgs {
     pub namespaces: Option<Namespaces>,
 }
 
-impl RemoveDuplicatesArgs {
+impl PluginArgs for RemoveDuplicatesArgs {
     /// Upstream's `ValidateRemoveDuplicatesArgs`: at most one of include and exclude.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
@@ -88,13 +88,15 @@ pub struct RemoveDuplicates {
     args: RemoveDuplicatesArgs,
 }
 
-impl RemoveDuplicates {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: RemoveDuplicatesArgs = decode_args(args)?;
-        args.validate()?;
+impl FromArgs for RemoveDuplicates {
+    type Args = RemoveDuplicatesArgs;
+
+    fn from_args(args: RemoveDuplicatesArgs) -> Result<Self, ArgsError> {
         Ok(RemoveDuplicates { args })
     }
+}
 
+impl RemoveDuplicates {
     pub fn args(&self) -> &RemoveDuplicatesArgs {
         &self.args
     }

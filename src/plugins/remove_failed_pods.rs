@@ -32,11 +32,12 @@
 //! - An empty `reasons` entry is refused with its path: upstream would match it against every
 //!   pod or container without a reason, so nearly every failed pod.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Context, Plugin};
 use crate::labels::LabelSelectorSpec;
 use crate::plugins::pod_lifetime::{OwnerKinds, PodLifeTime, PodLifeTimeArgs, Wording};
 use crate::plugins::shared::{selector_arg, Namespaces};
-use crate::policy::{decode_args, null_as_default, ArgsError};
+use crate::policy::null_as_default;
 use crate::snapshot::{NodeId, Phase};
 use serde::{Deserialize, Serialize};
 
@@ -44,9 +45,7 @@ pub const NAME: &str = "RemoveFailedPods";
 
 /// The registry entry: a `deschedule` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::deschedule(NAME, |args| {
-        Ok(Box::new(RemoveFailedPods::new(args)?))
-    });
+    crate::framework::PluginSpec::deschedule::<RemoveFailedPods>(NAME);
 
 /// `minPodLifetimeSeconds` when unset (upstream's `SetDefaults_RemoveFailedPodsArgs`).
 pub const DEFAULT_MIN_POD_LIFETIME_SECONDS: u64 = 3600;
@@ -76,16 +75,16 @@ pub struct RemoveFailedPodsArgs {
     pub including_init_containers: bool,
 }
 
-impl RemoveFailedPodsArgs {
+impl PluginArgs for RemoveFailedPodsArgs {
     /// Upstream's defaults: `minPodLifetimeSeconds` 3600 when unset.
-    pub fn set_defaults(&mut self) {
+    fn set_defaults(&mut self) {
         self.min_pod_lifetime_seconds
             .get_or_insert(DEFAULT_MIN_POD_LIFETIME_SECONDS);
     }
 
     /// Upstream's `ValidateRemoveFailedPodsArgs`, plus empty `reasons`, with the field's path
     /// in every error.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
@@ -98,7 +97,9 @@ impl RemoveFailedPodsArgs {
         }
         Ok(())
     }
+}
 
+impl RemoveFailedPodsArgs {
     /// Upstream's `toLifeTimeArgs`: the PodLifeTime args this plugin delegates with.
     pub fn to_pod_life_time_args(&self) -> PodLifeTimeArgs {
         PodLifeTimeArgs {
@@ -131,16 +132,17 @@ pub struct RemoveFailedPods {
     delegate: PodLifeTime,
 }
 
-impl RemoveFailedPods {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let mut args: RemoveFailedPodsArgs = decode_args(args)?;
-        args.set_defaults();
-        args.validate()?;
+impl FromArgs for RemoveFailedPods {
+    type Args = RemoveFailedPodsArgs;
+
+    fn from_args(args: RemoveFailedPodsArgs) -> Result<Self, ArgsError> {
         let delegate =
             PodLifeTime::delegate(args.to_pod_life_time_args(), Some(Phase::Failed), WORDING)?;
         Ok(RemoveFailedPods { args, delegate })
     }
+}
 
+impl RemoveFailedPods {
     /// The args, defaulted.
     pub fn args(&self) -> &RemoveFailedPodsArgs {
         &self.args

@@ -32,10 +32,11 @@
 //!   gathers every error into one message without paths.
 //! - Restarts are summed in 64 bits; upstream's int32 sum could wrap for absurd counts.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
-use crate::policy::{decode_args, null_as_default, ArgsError};
+use crate::policy::null_as_default;
 use crate::snapshot::{NodeId, Phase, Pod, PodId};
 use serde::{Deserialize, Serialize};
 
@@ -43,9 +44,7 @@ pub const NAME: &str = "RemovePodsHavingTooManyRestarts";
 
 /// The registry entry: a `deschedule` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::deschedule(NAME, |args| {
-        Ok(Box::new(RemovePodsHavingTooManyRestarts::new(args)?))
-    });
+    crate::framework::PluginSpec::deschedule::<RemovePodsHavingTooManyRestarts>(NAME);
 
 /// The `states` upstream accepts: a pod phase and a container waiting reason.
 const RUNNING: &str = "Running";
@@ -70,10 +69,10 @@ pub struct RemovePodsHavingTooManyRestartsArgs {
     pub states: Vec<String>,
 }
 
-impl RemovePodsHavingTooManyRestartsArgs {
+impl PluginArgs for RemovePodsHavingTooManyRestartsArgs {
     /// Upstream's `ValidateRemovePodsHavingTooManyRestartsArgs`, with the field's path in the
     /// error (the first one found, in upstream's order).
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
@@ -126,10 +125,10 @@ pub struct RemovePodsHavingTooManyRestarts {
     label_selector: Option<Selector>,
 }
 
-impl RemovePodsHavingTooManyRestarts {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: RemovePodsHavingTooManyRestartsArgs = decode_args(args)?;
-        args.validate()?;
+impl FromArgs for RemovePodsHavingTooManyRestarts {
+    type Args = RemovePodsHavingTooManyRestartsArgs;
+
+    fn from_args(args: RemovePodsHavingTooManyRestartsArgs) -> Result<Self, ArgsError> {
         let label_selector =
             selector_arg(args.label_selector.as_ref(), "labelSelector").expect("validated");
         Ok(RemovePodsHavingTooManyRestarts {
@@ -137,7 +136,9 @@ impl RemovePodsHavingTooManyRestarts {
             label_selector,
         })
     }
+}
 
+impl RemovePodsHavingTooManyRestarts {
     pub fn args(&self) -> &RemovePodsHavingTooManyRestartsArgs {
         &self.args
     }

@@ -36,10 +36,10 @@
 //!   namespace/name order, and pods with the prefer-no-eviction annotation go last, as the
 //!   framework's eviction order has it.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
-use crate::policy::{decode_args, ArgsError};
 use crate::sim;
 use crate::snapshot::{ClusterSnapshot, NodeId, Pod, PodAffinityTerm, PodId};
 use rustc_hash::FxHashMap;
@@ -49,11 +49,7 @@ pub const NAME: &str = "RemovePodsViolatingInterPodAntiAffinity";
 
 /// The registry entry: a `deschedule` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::deschedule(NAME, |args| {
-        Ok(Box::new(RemovePodsViolatingInterPodAntiAffinity::new(
-            args,
-        )?))
-    });
+    crate::framework::PluginSpec::deschedule::<RemovePodsViolatingInterPodAntiAffinity>(NAME);
 
 /// `RemovePodsViolatingInterPodAntiAffinityArgs`. No args at all means no restriction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -67,9 +63,9 @@ pub struct RemovePodsViolatingInterPodAntiAffinityArgs {
     pub label_selector: Option<LabelSelectorSpec>,
 }
 
-impl RemovePodsViolatingInterPodAntiAffinityArgs {
+impl PluginArgs for RemovePodsViolatingInterPodAntiAffinityArgs {
     /// Upstream's `ValidateRemovePodsViolatingInterPodAntiAffinityArgs`, with field paths.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
@@ -85,17 +81,19 @@ pub struct RemovePodsViolatingInterPodAntiAffinity {
     label_selector: Option<Selector>,
 }
 
-impl RemovePodsViolatingInterPodAntiAffinity {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: RemovePodsViolatingInterPodAntiAffinityArgs = decode_args(args)?;
-        args.validate()?;
+impl FromArgs for RemovePodsViolatingInterPodAntiAffinity {
+    type Args = RemovePodsViolatingInterPodAntiAffinityArgs;
+
+    fn from_args(args: RemovePodsViolatingInterPodAntiAffinityArgs) -> Result<Self, ArgsError> {
         let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         Ok(RemovePodsViolatingInterPodAntiAffinity {
             args,
             label_selector,
         })
     }
+}
 
+impl RemovePodsViolatingInterPodAntiAffinity {
     /// Whether the args allow evicting the pod (upstream's `podFilter`).
     fn in_scope(&self, pod: &Pod) -> bool {
         namespace_allowed(&self.args.namespaces, &pod.namespace)

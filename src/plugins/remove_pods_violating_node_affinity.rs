@@ -36,10 +36,11 @@
 //!   then namespace/name); upstream takes them in informer order. This only matters when a
 //!   limit stops the node early.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
-use crate::policy::{decode_args, null_as_default, ArgsError};
+use crate::policy::null_as_default;
 use crate::sim;
 use crate::snapshot::{NodeId, Pod, PodId};
 use serde::{Deserialize, Serialize};
@@ -48,9 +49,7 @@ pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
 
 /// The registry entry: a `deschedule` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::deschedule(NAME, |args| {
-        Ok(Box::new(RemovePodsViolatingNodeAffinity::new(args)?))
-    });
+    crate::framework::PluginSpec::deschedule::<RemovePodsViolatingNodeAffinity>(NAME);
 
 pub const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 pub const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
@@ -70,10 +69,10 @@ pub struct RemovePodsViolatingNodeAffinityArgs {
     pub node_affinity_type: Vec<String>,
 }
 
-impl RemovePodsViolatingNodeAffinityArgs {
+impl PluginArgs for RemovePodsViolatingNodeAffinityArgs {
     /// Upstream's `ValidateRemovePodsViolatingNodeAffinityArgs`, with field paths, plus a check
     /// of each `nodeAffinityType` value.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if self.node_affinity_type.is_empty() {
             return Err(ArgsError::new(
                 "nodeAffinityType",
@@ -111,10 +110,10 @@ pub struct RemovePodsViolatingNodeAffinity {
     types: Vec<AffinityType>,
 }
 
-impl RemovePodsViolatingNodeAffinity {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: RemovePodsViolatingNodeAffinityArgs = decode_args(args)?;
-        args.validate()?;
+impl FromArgs for RemovePodsViolatingNodeAffinity {
+    type Args = RemovePodsViolatingNodeAffinityArgs;
+
+    fn from_args(args: RemovePodsViolatingNodeAffinityArgs) -> Result<Self, ArgsError> {
         let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         let mut types = Vec::new();
         for t in &args.node_affinity_type {
@@ -133,7 +132,9 @@ impl RemovePodsViolatingNodeAffinity {
             types,
         })
     }
+}
 
+impl RemovePodsViolatingNodeAffinity {
     /// Whether the plugin looks at the pod at all: active, in scope of the args, and with a
     /// node affinity of the type (upstream's `podFilter` and `PodHasNodeAffinity`).
     fn considers(&self, pod: &Pod, t: AffinityType) -> bool {

@@ -32,10 +32,11 @@
 //! - `cordon` (newer upstream: cordon a node before evicting from it) is refused: this
 //!   descheduler never writes to nodes.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{self, LabelSelectorSpec, Selector};
 use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
-use crate::policy::{decode_args, null_as_default, ArgsError};
+use crate::policy::null_as_default;
 use crate::sim;
 use crate::snapshot::{NodeId, PodId, Taint, TaintEffect};
 use serde::{Deserialize, Serialize};
@@ -45,9 +46,7 @@ pub const NAME: &str = "RemovePodsViolatingNodeTaints";
 
 /// The registry entry: a `deschedule` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::deschedule(NAME, |args| {
-        Ok(Box::new(RemovePodsViolatingNodeTaints::new(args)?))
-    });
+    crate::framework::PluginSpec::deschedule::<RemovePodsViolatingNodeTaints>(NAME);
 
 /// `RemovePodsViolatingNodeTaintsArgs`. No args at all: every pod not tolerating a
 /// `NoSchedule` taint of its node.
@@ -72,10 +71,10 @@ pub struct RemovePodsViolatingNodeTaintsArgs {
     pub cordon: bool,
 }
 
-impl RemovePodsViolatingNodeTaintsArgs {
+impl PluginArgs for RemovePodsViolatingNodeTaintsArgs {
     /// Upstream's `ValidateRemovePodsViolatingNodeTaintsArgs`, plus the form of each taint
     /// entry, with the field's path in every error.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if let Some(ns) = &self.namespaces {
             ns.validate("namespaces")?;
         }
@@ -162,10 +161,10 @@ pub struct RemovePodsViolatingNodeTaints {
     label_selector: Option<Selector>,
 }
 
-impl RemovePodsViolatingNodeTaints {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: RemovePodsViolatingNodeTaintsArgs = decode_args(args)?;
-        args.validate()?;
+impl FromArgs for RemovePodsViolatingNodeTaints {
+    type Args = RemovePodsViolatingNodeTaintsArgs;
+
+    fn from_args(args: RemovePodsViolatingNodeTaintsArgs) -> Result<Self, ArgsError> {
         let label_selector =
             selector_arg(args.label_selector.as_ref(), "labelSelector").expect("validated");
         Ok(RemovePodsViolatingNodeTaints {
@@ -173,7 +172,9 @@ impl RemovePodsViolatingNodeTaints {
             label_selector,
         })
     }
+}
 
+impl RemovePodsViolatingNodeTaints {
     pub fn args(&self) -> &RemovePodsViolatingNodeTaintsArgs {
         &self.args
     }

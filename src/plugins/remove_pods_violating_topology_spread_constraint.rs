@@ -47,10 +47,10 @@
 //! - `includeSoftConstraints` (v1alpha1 only; gone from v1alpha2) is an error that names its
 //!   replacement, `constraints: [DoNotSchedule, ScheduleAnyway]`.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Labels, Selector};
 use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
-use crate::policy::{decode_args, ArgsError};
 use crate::sim;
 use crate::snapshot::{
     ClusterSnapshot, InclusionPolicy, NodeId, NodeSelectorTerm, Pod, PodId,
@@ -68,11 +68,7 @@ pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
 
 /// The registry entry: a `balance` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::balance(NAME, |args| {
-        Ok(Box::new(RemovePodsViolatingTopologySpreadConstraint::new(
-            args,
-        )?))
-    });
+    crate::framework::PluginSpec::balance::<RemovePodsViolatingTopologySpreadConstraint>(NAME);
 
 pub const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 pub const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
@@ -97,20 +93,19 @@ pub struct RemovePodsViolatingTopologySpreadConstraintArgs {
     pub include_soft_constraints: Option<serde_json::Value>,
 }
 
-impl RemovePodsViolatingTopologySpreadConstraintArgs {
+impl PluginArgs for RemovePodsViolatingTopologySpreadConstraintArgs {
     /// Upstream's `SetDefaults_RemovePodsViolatingTopologySpreadConstraintArgs`.
-    pub fn with_defaults(mut self) -> Self {
+    fn set_defaults(&mut self) {
         if self.constraints.is_none() {
             self.constraints = Some(vec![DO_NOT_SCHEDULE.to_string()]);
         }
         if self.topology_balance_node_fit.is_none() {
             self.topology_balance_node_fit = Some(true);
         }
-        self
     }
 
     /// Upstream's `ValidateRemovePodsViolatingTopologySpreadConstraintArgs`, with field paths.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         if self.include_soft_constraints.is_some() {
             return Err(ArgsError::new(
                 "includeSoftConstraints",
@@ -143,11 +138,10 @@ pub struct RemovePodsViolatingTopologySpreadConstraint {
     topology_balance_node_fit: bool,
 }
 
-impl RemovePodsViolatingTopologySpreadConstraint {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: RemovePodsViolatingTopologySpreadConstraintArgs = decode_args(args)?;
-        let args = args.with_defaults();
-        args.validate()?;
+impl FromArgs for RemovePodsViolatingTopologySpreadConstraint {
+    type Args = RemovePodsViolatingTopologySpreadConstraintArgs;
+
+    fn from_args(args: RemovePodsViolatingTopologySpreadConstraintArgs) -> Result<Self, ArgsError> {
         let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
         let listed = |v: &str| args.constraints.iter().flatten().any(|c| c == v);
         Ok(RemovePodsViolatingTopologySpreadConstraint {
@@ -158,7 +152,9 @@ impl RemovePodsViolatingTopologySpreadConstraint {
             args,
         })
     }
+}
 
+impl RemovePodsViolatingTopologySpreadConstraint {
     fn acts_on(&self, c: &TopologySpreadConstraint) -> bool {
         match c.when_unsatisfiable {
             WhenUnsatisfiable::DoNotSchedule => self.do_not_schedule,

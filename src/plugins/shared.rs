@@ -1,8 +1,8 @@
 //! Arg shapes several upstream plugins share: `namespaces` (include/exclude) and
 //! `priorityThreshold` (value or name).
 
+use crate::framework::ArgsError;
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::policy::ArgsError;
 use serde::{Deserialize, Serialize};
 
 /// `namespaces: {include: [...]}` or `{exclude: [...]}`, never both.

@@ -12,7 +12,7 @@ use serde_json::json;
 const NOW: i64 = crate::snapshot::builders::T0 + 86_400;
 
 fn whole() -> DefaultEvictor {
-    DefaultEvictor::from_args(&json!({"gangPolicy": "WholeGang"})).unwrap()
+    DefaultEvictor::from_json(&json!({"gangPolicy": "WholeGang"})).unwrap()
 }
 
 fn member(name: &str, node: &str) -> PodBuilder {

@@ -9,14 +9,56 @@ pub mod scheduler_config;
 
 pub use duration::{parse_duration, parse_go_duration};
 
-use crate::plugins::REGISTRY;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 pub const API_VERSION: &str = "descheduler/v1alpha2";
 pub const KIND: &str = "DeschedulerPolicy";
-pub const DEFAULT_EVICTOR: &str = "DefaultEvictor";
+
+/// Where in a profile a plugin may be enabled (`profiles[].plugins.<point>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtensionPoint {
+    /// May this pod be evicted at all? (the evictor)
+    Filter,
+    /// Checked just before an eviction is planned (the evictor).
+    PreEvictionFilter,
+    /// The order in which a profile's plugins take their candidates.
+    Sort,
+    /// Plugins that evict pods one by one, each for its own reason.
+    Deschedule,
+    /// Plugins that evict pods to even out the nodes.
+    Balance,
+}
+
+impl ExtensionPoint {
+    /// The point's key in a policy, as validation reports it (`preevictionfilter`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtensionPoint::Filter => "filter",
+            ExtensionPoint::PreEvictionFilter => "preevictionfilter",
+            ExtensionPoint::Sort => "sort",
+            ExtensionPoint::Deschedule => "deschedule",
+            ExtensionPoint::Balance => "balance",
+        }
+    }
+}
+
+/// What loading a policy needs to know of the plugins, given by the caller (the plugin
+/// registry, as upstream's `LoadPolicyConfig(file, client, registry)` is given one): which
+/// plugins exist, where each may be enabled, whether its args all have defaults, and which
+/// one is every profile's evictor. The policy room names no plugin of its own.
+pub trait PluginCatalog {
+    /// Every plugin's name, in the order error messages list them.
+    fn names(&self) -> Vec<&'static str>;
+    /// The extension points the plugin implements; None: no plugin of that name.
+    fn points(&self, name: &str) -> Option<&'static [ExtensionPoint]>;
+    /// Whether every one of the plugin's args has a default, so that enabling it needs no
+    /// pluginConfig entry.
+    fn args_optional(&self, name: &str) -> bool;
+    /// The plugin enabled as `filter` and `preEvictionFilter` in every profile that enables
+    /// none (upstream's DefaultEvictor).
+    fn evictor(&self) -> &'static str;
+}
 
 /// An invalid policy: the file, the path of the offending field and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,24 +79,6 @@ impl PolicyError {
     }
 }
 
-/// An error in one plugin's args, before the file and profile are known.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct ArgsError {
-    /// Path inside `args`, such as `thresholds.cpu`; empty for the args as a whole.
-    pub path: String,
-    pub message: String,
-}
-
-impl ArgsError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        ArgsError {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
 /// Go's JSON decoding treats `null` as the empty value; so do we (`pluginConfig:` with
 /// nothing under it is an empty list).
 pub fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -63,35 +87,6 @@ where
     T: Default + Deserialize<'de>,
 {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
-
-/// Decodes a plugin's args from the policy, with the path of any field that fails.
-/// Missing args decode as `{}`, so a plugin whose args all have defaults needs none.
-pub fn decode_args<T: DeserializeOwned>(args: &serde_json::Value) -> Result<T, ArgsError> {
-    let mut value = match args {
-        serde_json::Value::Null => serde_json::Value::Object(Default::default()),
-        serde_json::Value::Object(_) => args.clone(),
-        // serde would read a list into the args' fields by position.
-        other => {
-            return Err(ArgsError::new(
-                "",
-                format!(
-                    "expected a mapping of the plugin's arguments (name: value), found {}",
-                    json_type(other)
-                ),
-            ))
-        }
-    };
-    // Upstream's args types carry TypeMeta (`apiVersion`, `kind: LowNodeUtilizationArgs`).
-    if let Some(map) = value.as_object_mut() {
-        map.remove("apiVersion");
-        map.remove("kind");
-    }
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        ArgsError::new(path, e.into_inner().to_string())
-    })
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -176,7 +171,8 @@ pub struct AuthToken {
 }
 
 /// What a JSON value is, for an error (`a list [1, 2]`, `the number 5`).
-fn json_type(v: &serde_json::Value) -> String {
+/// How a JSON value is named in an error: its type and (cut) text, such as `a list [1]`.
+pub(crate) fn json_type(v: &serde_json::Value) -> String {
     let mut text = v.to_string();
     if text.len() > 60 {
         let mut end = 57;
@@ -321,16 +317,21 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Reads, decodes, defaults and validates a policy file.
-    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+    /// Reads, decodes, defaults and validates a policy file against the `plugins` that exist.
+    pub fn load(path: &Path, plugins: &dyn PluginCatalog) -> Result<Policy, PolicyError> {
         let file = path.display().to_string();
         let text = crate::input::read_utf8_file(path, crate::input::POLICY_LIMIT)
             .map_err(|e| PolicyError::new(&file, "(file)", format!("cannot read the file: {e}")))?;
-        Policy::from_yaml(&file, &text)
+        Policy::from_yaml(&file, &text, plugins)
     }
 
-    /// Decodes, defaults and validates a policy given as YAML (or JSON) text.
-    pub fn from_yaml(file: &str, text: &str) -> Result<Policy, PolicyError> {
+    /// Decodes, defaults and validates a policy given as YAML (or JSON) text against the
+    /// `plugins` that exist.
+    pub fn from_yaml(
+        file: &str,
+        text: &str,
+        plugins: &dyn PluginCatalog,
+    ) -> Result<Policy, PolicyError> {
         if text.trim().is_empty() {
             return Err(PolicyError::new(
                 file,
@@ -405,35 +406,33 @@ impl Policy {
             let path = e.path().to_string();
             PolicyError::new(file, path, e.into_inner().to_string())
         })?;
-        policy.set_defaults();
-        policy.validate(file)?;
+        policy.set_defaults(plugins.evictor());
+        policy.validate(file, plugins)?;
         Ok(policy)
     }
 
-    /// Upstream's defaulting: DefaultEvictor is enabled as filter and preEvictionFilter and
-    /// gets a pluginConfig (with default args) in every profile that lacks one.
-    fn set_defaults(&mut self) {
+    /// Upstream's defaulting: the `evictor` (DefaultEvictor) is enabled as filter and
+    /// preEvictionFilter and gets a pluginConfig (with default args) in every profile that
+    /// lacks one.
+    fn set_defaults(&mut self, evictor: &str) {
         for p in &mut self.profiles {
             if p.plugins.filter.effective().is_empty() {
-                p.plugins.filter.enabled.push(DEFAULT_EVICTOR.into());
+                p.plugins.filter.enabled.push(evictor.into());
             }
             if p.plugins.preevictionfilter.effective().is_empty() {
-                p.plugins
-                    .preevictionfilter
-                    .enabled
-                    .push(DEFAULT_EVICTOR.into());
+                p.plugins.preevictionfilter.enabled.push(evictor.into());
             }
             // Appended (upstream prepends) so that error paths keep the user's indexes.
-            if p.plugin_config(DEFAULT_EVICTOR).is_none() {
+            if p.plugin_config(evictor).is_none() {
                 p.plugin_config.push(PluginConfig {
-                    name: DEFAULT_EVICTOR.into(),
+                    name: evictor.into(),
                     args: serde_json::Value::Object(Default::default()),
                 });
             }
         }
     }
 
-    fn validate(&self, file: &str) -> Result<(), PolicyError> {
+    fn validate(&self, file: &str, plugins: &dyn PluginCatalog) -> Result<(), PolicyError> {
         let err = |path: String, msg: String| PolicyError::new(file, path, msg);
         for (field, v) in [
             (
@@ -495,7 +494,7 @@ impl Policy {
             }
             let mut seen_cfg = std::collections::BTreeSet::new();
             for (ci, c) in p.plugin_config.iter().enumerate() {
-                check_plugin_name(&c.name)
+                check_plugin_name(plugins, &c.name)
                     .map_err(|m| err(at(&format!(".pluginConfig[{ci}].name")), m))?;
                 if !seen_cfg.insert(c.name.as_str()) {
                     return Err(err(
@@ -517,10 +516,10 @@ impl Policy {
             ] {
                 for (ei, name) in set.enabled.iter().enumerate() {
                     let path = at(&format!(".plugins.{point}.enabled[{ei}]"));
-                    check_plugin_name(name).map_err(|m| err(path.clone(), m))?;
-                    let spec = REGISTRY.get(name).expect("check_plugin_name found it");
-                    if !spec.points.iter().any(|p| p.as_str() == point) {
-                        let points: Vec<&str> = spec.points.iter().map(|p| p.as_str()).collect();
+                    let implemented =
+                        check_plugin_name(plugins, name).map_err(|m| err(path.clone(), m))?;
+                    if !implemented.iter().any(|p| p.as_str() == point) {
+                        let points: Vec<&str> = implemented.iter().map(|p| p.as_str()).collect();
                         return Err(err(
                             path,
                             format!(
@@ -535,7 +534,7 @@ impl Policy {
                             format!("only one sort plugin orders a profile's evictions; remove {name:?} or {:?}", set.enabled[0]),
                         ));
                     }
-                    if p.plugin_config(name).is_none() && !spec.args_optional {
+                    if p.plugin_config(name).is_none() && !plugins.args_optional(name) {
                         return Err(err(
                             path,
                             format!("plugin {name:?} is enabled but has no pluginConfig entry; add one under profiles[{pi}].pluginConfig with name: {name}"),
@@ -544,7 +543,7 @@ impl Policy {
                 }
                 for (di, name) in set.disabled.iter().enumerate() {
                     if name != "*" {
-                        check_plugin_name(name)
+                        check_plugin_name(plugins, name)
                             .map_err(|m| err(at(&format!(".plugins.{point}.disabled[{di}]")), m))?;
                     }
                 }
@@ -673,12 +672,15 @@ impl Policy {
     }
 }
 
-/// Known plugins are those of the plugin registry.
-fn check_plugin_name(name: &str) -> Result<(), String> {
-    if REGISTRY.get(name).is_some() {
-        return Ok(());
+/// Known plugins are those of the catalog; a known plugin's extension points.
+fn check_plugin_name(
+    plugins: &dyn PluginCatalog,
+    name: &str,
+) -> Result<&'static [ExtensionPoint], String> {
+    if let Some(points) = plugins.points(name) {
+        return Ok(points);
     }
-    let known: Vec<&str> = REGISTRY.iter().map(|p| p.name).collect();
+    let known = plugins.names();
     Err(format!(
         "unknown plugin {name:?}; known plugins: {}",
         known.join(", ")
@@ -686,210 +688,4 @@ fn check_plugin_name(name: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn load(text: &str) -> Result<Policy, PolicyError> {
-        Policy::from_yaml("p.yaml", text)
-    }
-
-    const BASE: &str = r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
-maxNoOfPodsToEvictPerNode: 5
-profiles:
-- name: default
-  pluginConfig:
-  - name: RemoveDuplicates
-  plugins:
-    balance:
-      enabled: [RemoveDuplicates]
-"#;
-
-    #[test]
-    fn kind_and_api_version_errors_say_what_was_found() {
-        let e = load(&BASE.replace("kind: DeschedulerPolicy", "kind: Policy")).unwrap_err();
-        let e = e.to_string();
-        assert!(
-            e.contains("\"Policy\" is not allowed") && !e.contains("Some("),
-            "{e}"
-        );
-        let e = load(&BASE.replace("kind: DeschedulerPolicy", "kind: 5")).unwrap_err();
-        assert!(e.to_string().contains("found the number 5"), "{e}");
-        let e = load(&BASE.replace("kind: DeschedulerPolicy\n", "")).unwrap_err();
-        assert!(e.to_string().contains("missing"), "{e}");
-        let e = load(&BASE.replace(
-            "apiVersion: descheduler/v1alpha2",
-            "apiVersion: [descheduler/v1alpha2]",
-        ))
-        .unwrap_err();
-        let e = e.to_string();
-        assert!(e.contains("found a list") && !e.contains("missing"), "{e}");
-    }
-
-    #[test]
-    fn a_debug_print_of_a_prometheus_provider_hides_the_url_credentials() {
-        let p = PrometheusProvider {
-            url: "http://scraper:s3cret@prometheus:9090/".into(),
-            auth_token: None,
-            node_label: None,
-            ca_file: None,
-            insecure_skip_verify: false,
-            timeout: None,
-        };
-        let shown = format!("{p:?}");
-        assert!(
-            !shown.contains("s3cret") && shown.contains("***@prometheus:9090"),
-            "{shown}"
-        );
-    }
-
-    #[test]
-    fn plugin_args_given_as_a_list_are_refused() {
-        // serde reads a list into a struct's fields by position.
-        let args = serde_json::json!([["ReplicaSet"], {"exclude": ["kube-system"]}]);
-        let spec = crate::plugins::REGISTRY.get("RemoveDuplicates").unwrap();
-        let Err(e) = spec.build(&args) else {
-            panic!("args given as a list were read");
-        };
-        let e = e.to_string();
-        assert!(
-            e.contains("expected a mapping") && e.contains("a list"),
-            "{e}"
-        );
-        assert!(spec.build(&serde_json::json!(5)).is_err());
-    }
-
-    #[test]
-    fn defaults_default_evictor() {
-        let p = load(BASE).unwrap();
-        let prof = &p.profiles[0];
-        assert_eq!(prof.plugin_config.last().unwrap().name, DEFAULT_EVICTOR);
-        assert_eq!(prof.plugins.filter.enabled, vec![DEFAULT_EVICTOR]);
-        assert_eq!(
-            prof.plugins.preevictionfilter.enabled,
-            vec![DEFAULT_EVICTOR]
-        );
-        assert_eq!(p.max_no_of_pods_to_evict_per_node, Some(5));
-    }
-
-    #[test]
-    fn accepts_camel_case_pre_eviction_filter() {
-        let text = BASE.replace(
-            "    balance:",
-            "    preEvictionFilter:\n      enabled: [DefaultEvictor]\n    balance:",
-        );
-        let p = load(&text).unwrap();
-        assert_eq!(
-            p.profiles[0].plugins.preevictionfilter.enabled,
-            vec![DEFAULT_EVICTOR]
-        );
-    }
-
-    #[test]
-    fn unknown_plugin_names_path() {
-        let e = load(&BASE.replace("enabled: [RemoveDuplicates]", "enabled: [RemoveDuplicatez]"))
-            .unwrap_err();
-        assert_eq!(e.path, "profiles[0].plugins.balance.enabled[0]");
-        assert!(
-            e.message.contains("unknown plugin \"RemoveDuplicatez\""),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn wrong_extension_point() {
-        let e = load(&BASE.replace("balance:", "deschedule:")).unwrap_err();
-        assert!(
-            e.message.contains("does not implement the deschedule"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn missing_plugin_config() {
-        let e = load(&BASE.replace("  - name: RemoveDuplicates\n", "")).unwrap_err();
-        assert!(e.message.contains("no pluginConfig entry"), "{e}");
-    }
-
-    #[test]
-    fn bad_top_level_fields() {
-        let e = load(&BASE.replace(
-            "maxNoOfPodsToEvictPerNode: 5",
-            "maxNoOfPodsToEvictPerNode: -1",
-        ))
-        .unwrap_err();
-        assert_eq!(e.path, "maxNoOfPodsToEvictPerNode");
-        let e = load(&BASE.replace(
-            "maxNoOfPodsToEvictPerNode: 5",
-            "maxNoOfPodsToEvictPerNode: five",
-        ))
-        .unwrap_err();
-        assert_eq!(e.path, "maxNoOfPodsToEvictPerNode");
-        let e = load(&BASE.replace("maxNoOfPodsToEvictPerNode: 5", "maxPods: 5")).unwrap_err();
-        assert!(e.message.contains("unknown field"), "{e}");
-        let e = load(&BASE.replace("v1alpha2", "v1alpha1")).unwrap_err();
-        assert_eq!(e.path, "apiVersion");
-        let e = load(&BASE.replace("maxNoOfPodsToEvictPerNode: 5", "nodeSelector: \"a in (b\""))
-            .unwrap_err();
-        assert_eq!(e.path, "nodeSelector");
-        assert!(load("").is_err());
-        assert!(load("profiles: [").is_err());
-    }
-
-    #[test]
-    fn metrics_providers_are_validated() {
-        let with = |m: &str| load(&format!("{BASE}metricsProviders:\n{m}"));
-        assert!(with("- source: KubernetesMetrics\n").is_ok());
-        assert!(with("- source: Prometheus\n  prometheus:\n    url: https://prom:9090\n").is_ok());
-        let e = with("- source: Prometheus\n").unwrap_err();
-        assert_eq!(e.path, "metricsProviders[0].prometheus.url");
-        let e = with("- source: Graphite\n").unwrap_err();
-        assert_eq!(e.path, "metricsProviders[0].source");
-    }
-
-    #[test]
-    fn sort_extension_point_takes_dominant_resource_fairness() {
-        let with_sort = |sort: &str| {
-            load(&BASE.replace(
-                "    balance:\n",
-                &format!("    sort:\n      enabled: [{sort}]\n    balance:\n"),
-            ))
-        };
-        // No pluginConfig needed: its args all have defaults.
-        let p = with_sort("DominantResourceFairness").unwrap();
-        assert_eq!(
-            p.profiles[0].plugins.sort.effective(),
-            vec!["DominantResourceFairness"]
-        );
-        let e = with_sort("Fairest").unwrap_err();
-        assert_eq!(e.path, "profiles[0].plugins.sort.enabled[0]");
-        assert!(e.message.contains("unknown plugin \"Fairest\""), "{e}");
-        assert!(e.message.contains("DominantResourceFairness"), "{e}");
-        let e = with_sort("RemoveDuplicates").unwrap_err();
-        assert_eq!(e.path, "profiles[0].plugins.sort.enabled[0]");
-        assert!(e.message.contains("does not implement the sort"), "{e}");
-        let e = with_sort("DominantResourceFairness, DominantResourceFairness").unwrap_err();
-        assert_eq!(e.path, "profiles[0].plugins.sort.enabled[1]");
-        assert!(e.message.contains("only one sort plugin"), "{e}");
-        // At another extension point it is refused with the path.
-        let e = load(&BASE.replace(
-            "enabled: [RemoveDuplicates]",
-            "enabled: [RemoveDuplicates, DominantResourceFairness]",
-        ))
-        .unwrap_err();
-        assert_eq!(e.path, "profiles[0].plugins.balance.enabled[1]");
-        assert!(
-            e.message
-                .contains("does not implement the balance extension point; it implements sort"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn duplicate_profiles_rejected() {
-        let text = format!("{BASE}- name: default\n");
-        let e = load(&text).unwrap_err();
-        assert_eq!(e.path, "profiles[1].name");
-    }
-}
+mod tests;

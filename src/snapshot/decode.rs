@@ -3479,7 +3479,12 @@ items:
         .map(shipped)
         .collect();
         let pipeline = crate::framework::Pipeline::build(
-            &crate::policy::Policy::from_yaml("combined.yaml", &policies[0]).unwrap(),
+            &crate::policy::Policy::from_yaml(
+                "combined.yaml",
+                &policies[0],
+                &crate::plugins::REGISTRY,
+            )
+            .unwrap(),
             "combined.yaml",
             &crate::plugins::REGISTRY,
         )
@@ -3489,7 +3494,9 @@ items:
                 let Some(text) = mutated(&mut rng, text, true) else {
                     continue;
                 };
-                if let Ok(policy) = crate::policy::Policy::from_yaml("p.yaml", &text) {
+                if let Ok(policy) =
+                    crate::policy::Policy::from_yaml("p.yaml", &text, &crate::plugins::REGISTRY)
+                {
                     let _ = crate::framework::Pipeline::build(
                         &policy,
                         "p.yaml",

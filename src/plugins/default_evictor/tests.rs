@@ -7,7 +7,7 @@ use crate::snapshot::{PriorityClass, SnapshotParts, TaintEffect};
 use serde_json::json;
 
 fn evictor(args: serde_json::Value) -> DefaultEvictor {
-    DefaultEvictor::from_args(&args).unwrap()
+    DefaultEvictor::from_json(&args).unwrap()
 }
 
 fn check(ev: &DefaultEvictor, p: PodBuilder) -> Result<(), String> {
@@ -114,7 +114,7 @@ fn deprecated_booleans_map_to_protections() {
     assert!(check(&ev, pod("d", "p").local_storage()).is_ok());
     assert!(check(&ev, pod("d", "p").priority(2_000_000_000)).is_ok());
     assert!(check(&ev, pod("d", "p").pvc("x")).is_err());
-    let err = DefaultEvictor::from_args(&json!({"evictLocalStoragePods": true, "podProtections": {"extraEnabled": ["PodsWithPVC"]}})).unwrap_err();
+    let err = DefaultEvictor::from_json(&json!({"evictLocalStoragePods": true, "podProtections": {"extraEnabled": ["PodsWithPVC"]}})).unwrap_err();
     assert_eq!(err.path, "podProtections");
 }
 
@@ -132,7 +132,7 @@ fn priority_threshold_value_and_name() {
         .unwrap_err()
         .contains("does not exist"));
     assert!(
-        DefaultEvictor::from_args(&json!({"priorityThreshold": {"name": "high", "value": 1}}))
+        DefaultEvictor::from_json(&json!({"priorityThreshold": {"name": "high", "value": 1}}))
             .is_err()
     );
 }
@@ -179,7 +179,7 @@ fn invalid_args_name_the_field() {
         ),
         (json!({"evictEverything": true}), "evictEverything"),
     ] {
-        let e = DefaultEvictor::from_args(&args).unwrap_err();
+        let e = DefaultEvictor::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e}");
     }
 }
@@ -198,7 +198,7 @@ fn gang_policy_is_validated() {
         evictor(json!({"gangPolicy": "WholeGang"})).gang_policy,
         GangPolicy::WholeGang
     );
-    let e = DefaultEvictor::from_args(&json!({"gangPolicy": "Some"})).unwrap_err();
+    let e = DefaultEvictor::from_json(&json!({"gangPolicy": "Some"})).unwrap_err();
     assert_eq!(e.path, "gangPolicy");
     assert!(e.message.contains("SurplusOnly"), "{e}");
     assert!(e.message.contains("WholeGang"), "{e}");

@@ -55,11 +55,11 @@ fn pending(ns: &str, name: &str) -> PodBuilder {
 }
 
 fn plugin(args: serde_json::Value) -> MakeRoomForPendingPods {
-    MakeRoomForPendingPods::new(&args).unwrap()
+    MakeRoomForPendingPods::from_json(&args).unwrap()
 }
 
 fn evictor() -> DefaultEvictor {
-    DefaultEvictor::from_args(&json!({})).unwrap()
+    DefaultEvictor::from_json(&json!({})).unwrap()
 }
 
 /// Busy nodes hold a movable GPU pod and much cpu; spare nodes have one GPU free and
@@ -160,7 +160,7 @@ fn args_defaults_and_errors() {
     assert_eq!(p.args, MakeRoomForPendingPodsArgs::default());
     assert_eq!(p.args.min_pending_seconds, 60);
     assert_eq!(p.args.max_pods_to_move, 4);
-    let err = |args: serde_json::Value| MakeRoomForPendingPods::new(&args).unwrap_err();
+    let err = |args: serde_json::Value| MakeRoomForPendingPods::from_json(&args).unwrap_err();
     let e = err(json!({"minPendingSeconds": -1}));
     assert_eq!(e.path, "minPendingSeconds");
     assert!(e.message.contains("0 or more"), "{e}");
@@ -187,22 +187,30 @@ fn the_policy_enables_it_under_balance_and_names_bad_args() {
             "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: batch\n  pluginConfig:\n  - name: MakeRoomForPendingPods\n    args: {args}\n  plugins:\n    balance:\n      enabled: [MakeRoomForPendingPods]\n"
         )
     };
-    let ok =
-        crate::policy::Policy::from_yaml("p.yaml", &policy("{minPendingSeconds: 120}")).unwrap();
+    let ok = crate::policy::Policy::from_yaml(
+        "p.yaml",
+        &policy("{minPendingSeconds: 120}"),
+        &crate::plugins::REGISTRY,
+    )
+    .unwrap();
     let pipeline =
         crate::framework::Pipeline::build(&ok, "p.yaml", &crate::plugins::REGISTRY).unwrap();
     assert_eq!(pipeline.profiles[0].balance[0].name(), NAME);
     assert!(pipeline.needs_placement(), "the plugin needs the simulator");
     // without a pluginConfig entry: every arg has its default
     let bare = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: batch\n  plugins:\n    balance:\n      enabled: [MakeRoomForPendingPods]\n";
-    let p = crate::policy::Policy::from_yaml("p.yaml", bare).unwrap();
+    let p = crate::policy::Policy::from_yaml("p.yaml", bare, &crate::plugins::REGISTRY).unwrap();
     crate::framework::Pipeline::build(&p, "p.yaml", &crate::plugins::REGISTRY).unwrap();
-    let bad = crate::policy::Policy::from_yaml("p.yaml", &policy("{maxPodsToMove: 0}"))
-        .and_then(|p| {
-            crate::framework::Pipeline::build(&p, "p.yaml", &crate::plugins::REGISTRY).map(|_| p)
-        })
-        .unwrap_err()
-        .to_string();
+    let bad = crate::policy::Policy::from_yaml(
+        "p.yaml",
+        &policy("{maxPodsToMove: 0}"),
+        &crate::plugins::REGISTRY,
+    )
+    .and_then(|p| {
+        crate::framework::Pipeline::build(&p, "p.yaml", &crate::plugins::REGISTRY).map(|_| p)
+    })
+    .unwrap_err()
+    .to_string();
     assert!(bad.contains("p.yaml"), "{bad}");
     assert!(
         bad.contains("profiles[0].pluginConfig[0].args.maxPodsToMove"),
@@ -211,7 +219,7 @@ fn the_policy_enables_it_under_balance_and_names_bad_args() {
     assert!(bad.contains("between 1 and 64"), "{bad}");
     // a deschedule plugin it is not
     let wrong = bare.replace("balance:", "deschedule:");
-    let e = crate::policy::Policy::from_yaml("p.yaml", &wrong)
+    let e = crate::policy::Policy::from_yaml("p.yaml", &wrong, &crate::plugins::REGISTRY)
         .and_then(|p| {
             crate::framework::Pipeline::build(&p, "p.yaml", &crate::plugins::REGISTRY).map(|_| p)
         })
@@ -413,7 +421,7 @@ fn never_leaves_a_gang_below_min_member() {
     let snap = ClusterSnapshot::build(parts.clone());
     assert_eq!(run(&snap, json!({})).evicted.len(), 1);
     // gangPolicy WholeGang: a member would take its gang; none is moved
-    let whole = DefaultEvictor::from_args(&json!({"gangPolicy": "WholeGang"})).unwrap();
+    let whole = DefaultEvictor::from_json(&json!({"gangPolicy": "WholeGang"})).unwrap();
     let out = run_with(&snap, &plugin(json!({})), &whole, Limits::default());
     assert!(out.evicted.is_empty(), "{:?}", out.evicted);
 }
@@ -535,7 +543,8 @@ fn the_plan_report_lists_pending_units() {
         .push(pending("ml", "huge").resource(GPU, 8).build());
     let snap = ClusterSnapshot::build(parts);
     let text = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: batch\n  plugins:\n    balance:\n      enabled: [MakeRoomForPendingPods]\n";
-    let policy = crate::policy::Policy::from_yaml("p.yaml", text).unwrap();
+    let policy =
+        crate::policy::Policy::from_yaml("p.yaml", text, &crate::plugins::REGISTRY).unwrap();
     let pipeline =
         crate::framework::Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
     let plan = crate::plan::plan(&pipeline, &snap, NOW).unwrap();

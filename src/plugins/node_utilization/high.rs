@@ -38,13 +38,14 @@
 //!   `0` of a resource counts as not requesting it (upstream counts the key).
 //! - Upstream sorts sources with an unstable sort; ties here go by node name.
 
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Context, Plugin};
 use crate::plugins::node_utilization::{
     self as nu, at_or_below, evict_pods_from_source_nodes, fmt_pct, pct, EvictOptions,
     MetricsUtilization, SourceNode, ONLY_THRESHOLDING_RESOURCES,
 };
 use crate::plugins::shared::Namespaces;
-use crate::policy::{decode_args, null_as_default, ArgsError};
+use crate::policy::null_as_default;
 use crate::snapshot::{Node, NodeId, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,9 +54,7 @@ pub const NAME: &str = "HighNodeUtilization";
 
 /// The registry entry: a `balance` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::balance(NAME, |args| {
-        Ok(Box::new(HighNodeUtilization::new(args)?))
-    });
+    crate::framework::PluginSpec::balance::<HighNodeUtilization>(NAME);
 
 /// `HighNodeUtilizationArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -79,21 +78,14 @@ pub struct HighNodeUtilizationArgs {
     pub metrics_utilization: Option<MetricsUtilization>,
 }
 
-impl HighNodeUtilizationArgs {
+impl PluginArgs for HighNodeUtilizationArgs {
     /// Upstream's `ValidateHighNodeUtilizationArgs`, with the field's path in every error.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    fn validate(&self) -> Result<(), ArgsError> {
         nu::refuse_real_usage(
             &self.metrics_utilization,
             "HighNodeUtilization balances by requests only (upstream has no metricsUtilization for it); remove metricsUtilization",
         )?;
-        if let Some(ns) = &self.evictable_namespaces {
-            if !ns.include.is_empty() {
-                return Err(ArgsError::new(
-                    "evictableNamespaces.include",
-                    "only exclude can be set for evictableNamespaces; inclusion is not supported",
-                ));
-            }
-        }
+        nu::validate_evictable_namespaces(self.evictable_namespaces.as_ref())?;
         nu::validate_thresholds("thresholds", &self.thresholds)?;
         nu::validate_eviction_modes("evictionModes", &self.eviction_modes)
     }
@@ -111,10 +103,10 @@ pub struct HighNodeUtilization {
     only_thresholding_resources: bool,
 }
 
-impl HighNodeUtilization {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: HighNodeUtilizationArgs = decode_args(args)?;
-        args.validate()?;
+impl FromArgs for HighNodeUtilization {
+    type Args = HighNodeUtilizationArgs;
+
+    fn from_args(args: HighNodeUtilizationArgs) -> Result<Self, ArgsError> {
         let threshold_resources: Vec<String> = args.thresholds.keys().cloned().collect();
         let resources: BTreeSet<String> = threshold_resources
             .iter()
@@ -132,7 +124,9 @@ impl HighNodeUtilization {
             only_thresholding_resources,
         })
     }
+}
 
+impl HighNodeUtilization {
     /// The index of a resource in `resources`.
     fn index(&self, r: &str) -> usize {
         self.resources

@@ -18,13 +18,12 @@
 //! - `evictionLimits.node` caps this plugin's evictions per node.
 
 use crate::framework::MeasuredNode;
+use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Context, PlacementTarget, Plugin};
 use crate::plugins::node_utilization::{
-    self as nu, amount, capacity, pct, validate_thresholds, EvictOptions, SourceNode, UsageMode,
-    Whole,
+    self as nu, amount, capacity, pct, EvictOptions, SourceNode, UsageMode, Whole,
 };
 use crate::plugins::shared::Namespaces;
-use crate::policy::{decode_args, ArgsError};
 use crate::snapshot::{NodeId, Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -33,9 +32,7 @@ pub const NAME: &str = "LowNodeUtilization";
 
 /// The registry entry: a `balance` plugin.
 pub const SPEC: crate::framework::PluginSpec =
-    crate::framework::PluginSpec::balance(NAME, |args| {
-        Ok(Box::new(LowNodeUtilization::new(args)?))
-    });
+    crate::framework::PluginSpec::balance::<LowNodeUtilization>(NAME);
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -77,43 +74,21 @@ pub struct LowNodeUtilization {
     mode: UsageMode,
 }
 
-impl LowNodeUtilization {
-    pub fn new(args: &serde_json::Value) -> Result<Self, ArgsError> {
-        let args: LowNodeUtilizationArgs = decode_args(args)?;
-        validate_thresholds("thresholds", &args.thresholds)?;
-        validate_thresholds("targetThresholds", &args.target_thresholds)?;
-        if args.thresholds.len() != args.target_thresholds.len()
-            || args
-                .thresholds
-                .keys()
-                .any(|k| !args.target_thresholds.contains_key(k))
-        {
-            return Err(ArgsError::new(
-                "targetThresholds",
-                "thresholds and targetThresholds configured different resources; give both the same resource names",
-            ));
-        }
-        if !args.use_deviation_thresholds {
-            for (name, v) in &args.thresholds {
-                if *v > args.target_thresholds[name] {
-                    return Err(ArgsError::new(
-                        format!("thresholds.{name}"),
-                        format!(
-                            "thresholds' {name} percentage ({v}) is greater than targetThresholds' ({}); the low threshold must not exceed the target",
-                            args.target_thresholds[name]
-                        ),
-                    ));
-                }
-            }
-        }
-        if let Some(ns) = &args.evictable_namespaces {
-            if !ns.include.is_empty() {
-                return Err(ArgsError::new(
-                    "evictableNamespaces.include",
-                    "only exclude can be set for evictableNamespaces; inclusion is not supported",
-                ));
-            }
-        }
+impl PluginArgs for LowNodeUtilizationArgs {
+    fn validate(&self) -> Result<(), ArgsError> {
+        nu::validate_threshold_pair(
+            &self.thresholds,
+            &self.target_thresholds,
+            self.use_deviation_thresholds,
+            self.evictable_namespaces.as_ref(),
+        )
+    }
+}
+
+impl FromArgs for LowNodeUtilization {
+    type Args = LowNodeUtilizationArgs;
+
+    fn from_args(args: LowNodeUtilizationArgs) -> Result<Self, ArgsError> {
         let default = if args.use_deviation_thresholds {
             0.0
         } else {
@@ -141,7 +116,9 @@ impl LowNodeUtilization {
             mode,
         })
     }
+}
 
+impl LowNodeUtilization {
     fn hysteresis_cycles(&self) -> u32 {
         self.args
             .metrics_utilization

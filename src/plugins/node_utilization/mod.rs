@@ -21,9 +21,9 @@
 pub mod high;
 pub mod low;
 
+use crate::framework::ArgsError;
 use crate::framework::{Attempt, Context};
 use crate::plugins::shared::Namespaces;
-use crate::policy::ArgsError;
 use crate::sim;
 use crate::snapshot::usage::{check_value, QueryTarget, UsageNeed, UsageSource};
 use crate::snapshot::{
@@ -477,6 +477,50 @@ pub fn validate_thresholds(field: &str, t: &BTreeMap<String, f64>) -> Result<(),
                 format!("{v} is not in the [0, 100] range; thresholds are percentages"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Upstream's `ValidateLowNodeUtilizationArgs` for a pair of thresholds: each valid, both
+/// over the same resources, and (unless `deviation`: the thresholds are then distances
+/// from the mean) the low one not above the target; `evictableNamespaces` only excludes.
+pub fn validate_threshold_pair(
+    low: &BTreeMap<String, f64>,
+    target: &BTreeMap<String, f64>,
+    deviation: bool,
+    evictable_namespaces: Option<&Namespaces>,
+) -> Result<(), ArgsError> {
+    validate_thresholds("thresholds", low)?;
+    validate_thresholds("targetThresholds", target)?;
+    if low.len() != target.len() || low.keys().any(|k| !target.contains_key(k)) {
+        return Err(ArgsError::new(
+            "targetThresholds",
+            "thresholds and targetThresholds configured different resources; give both the same resource names",
+        ));
+    }
+    if !deviation {
+        for (name, v) in low {
+            if *v > target[name] {
+                return Err(ArgsError::new(
+                    format!("thresholds.{name}"),
+                    format!(
+                        "thresholds' {name} percentage ({v}) is greater than targetThresholds' ({}); the low threshold must not exceed the target",
+                        target[name]
+                    ),
+                ));
+            }
+        }
+    }
+    validate_evictable_namespaces(evictable_namespaces)
+}
+
+/// `evictableNamespaces` may only exclude (upstream's utilization plugins).
+pub fn validate_evictable_namespaces(ns: Option<&Namespaces>) -> Result<(), ArgsError> {
+    if ns.is_some_and(|ns| !ns.include.is_empty()) {
+        return Err(ArgsError::new(
+            "evictableNamespaces.include",
+            "only exclude can be set for evictableNamespaces; inclusion is not supported",
+        ));
     }
     Ok(())
 }

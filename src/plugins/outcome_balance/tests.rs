@@ -8,7 +8,7 @@ use crate::snapshot::{Pod, SnapshotParts};
 use serde_json::json;
 
 fn plugin(args: serde_json::Value) -> OutcomeBalance {
-    OutcomeBalance::new(&args).expect("valid args")
+    OutcomeBalance::from_json(&args).expect("valid args")
 }
 
 fn cpu_args(low: f64, high: f64) -> serde_json::Value {
@@ -16,7 +16,7 @@ fn cpu_args(low: f64, high: f64) -> serde_json::Value {
 }
 
 fn node_fit() -> DefaultEvictor {
-    DefaultEvictor::from_args(&json!({"nodeFit": true})).expect("valid evictor args")
+    DefaultEvictor::from_json(&json!({"nodeFit": true})).expect("valid evictor args")
 }
 
 /// The pods of workload `w` (a ReplicaSet of its own): `n` of `milli` on `node`.
@@ -119,7 +119,7 @@ fn new_nodes_end_inside_the_band_with_fewer_evictions_than_low_node_utilization(
         Limits::default(),
         0,
     );
-    let lnu = LowNodeUtilization::new(&cpu_args(20.0, 50.0)).unwrap();
+    let lnu = LowNodeUtilization::from_json(&cpu_args(20.0, 50.0)).unwrap();
     let theirs = run_alone(&lnu, &snap, &node_fit(), Limits::default(), 0);
     assert_eq!(outside_after(&snap, &ours, 20.0, 50.0), 0, "{ours:#?}");
     assert!(
@@ -547,7 +547,7 @@ fn on_seeded_clusters_the_plan_never_ends_worse_than_it_started() {
 
 #[test]
 fn bad_args_are_clear_errors() {
-    let err = |v: serde_json::Value| OutcomeBalance::new(&v).unwrap_err().to_string();
+    let err = |v: serde_json::Value| OutcomeBalance::from_json(&v).unwrap_err().to_string();
     assert!(err(json!({})).contains("thresholds"), "{}", err(json!({})));
     let e = err(json!({"thresholds": {"cpu": 20}, "targetThresholds": {"memory": 50}}));
     assert!(e.contains("different resources"), "{e}");

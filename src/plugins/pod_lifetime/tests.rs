@@ -21,7 +21,7 @@ fn run_full(
     evictor: &DefaultEvictor,
     limits: Limits,
 ) -> Vec<String> {
-    let plugin = PodLifeTime::new(&args).expect("valid args");
+    let plugin = PodLifeTime::from_json(&args).expect("valid args");
     crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, NOW)
 }
 
@@ -34,7 +34,7 @@ fn run_ev(
     evictor: serde_json::Value,
     snap: &ClusterSnapshot,
 ) -> Vec<String> {
-    let ev = DefaultEvictor::from_args(&evictor).unwrap();
+    let ev = DefaultEvictor::from_json(&evictor).unwrap();
     run_full(args, snap, &ev, Limits::default())
 }
 
@@ -668,7 +668,7 @@ fn ties_break_by_namespace_and_name_whatever_the_input_order() {
     let first = run(max600(), &one_node(pods.clone()));
     assert_eq!(first, vec!["x", "y", "x", "a"]);
     let keys = |snap: &ClusterSnapshot| -> Vec<String> {
-        let plugin = PodLifeTime::new(&max600()).unwrap();
+        let plugin = PodLifeTime::from_json(&max600()).unwrap();
         crate::framework::testing::run_alone(
             &plugin,
             snap,
@@ -782,7 +782,7 @@ fn reasons_say_what_matched() {
         .container_status(0, terminated(Some("Error"), 1))
         .condition("Ready", False, Some("PodFailed"), Some(OLD_TRANSITION))
         .build()]);
-    let plugin = PodLifeTime::new(&json!({
+    let plugin = PodLifeTime::from_json(&json!({
         "maxPodLifeTimeSeconds": 600,
         "states": ["Error"],
         "conditions": [{"type": "Ready", "minTimeSinceLastTransitionSeconds": 300}],
@@ -805,7 +805,7 @@ fn reasons_say_what_matched() {
             NOW - OLD
         )
     );
-    let plugin = PodLifeTime::new(&json!({"states": ["Failed"]})).unwrap();
+    let plugin = PodLifeTime::from_json(&json!({"states": ["Failed"]})).unwrap();
     let plan = crate::framework::testing::run_alone(
         &plugin,
         &s,
@@ -883,13 +883,13 @@ fn args_validation_names_fields() {
             "maxPodLifetimeSeconds",
         ),
     ] {
-        let e = PodLifeTime::new(&args).unwrap_err();
+        let e = PodLifeTime::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e:?}");
     }
-    let none = PodLifeTime::new(&json!({})).unwrap_err();
+    let none = PodLifeTime::from_json(&json!({})).unwrap_err();
     assert!(none.message.contains("PodLifeTime"), "{none:?}");
     assert!(none.message.contains("maxPodLifeTimeSeconds"), "{none:?}");
-    let bad = PodLifeTime::new(&json!({"states": ["Runing"]})).unwrap_err();
+    let bad = PodLifeTime::from_json(&json!({"states": ["Runing"]})).unwrap_err();
     assert!(bad.message.contains("\"Runing\""), "{bad:?}");
     assert!(bad.message.contains("CrashLoopBackOff"), "{bad:?}");
     assert!(bad.message.contains("Running"), "{bad:?}");
@@ -912,10 +912,13 @@ fn valid_args_are_accepted() {
                "labelSelector": {"matchLabels": {"app": "x"}}, "includingInitContainers": null,
                "includingEphemeralContainers": true}),
     ] {
-        assert!(PodLifeTime::new(&ok).is_ok(), "{ok}");
+        assert!(PodLifeTime::from_json(&ok).is_ok(), "{ok}");
     }
     for s in ALLOWED_STATES {
-        assert!(PodLifeTime::new(&json!({"states": [s]})).is_ok(), "{s}");
+        assert!(
+            PodLifeTime::from_json(&json!({"states": [s]})).is_ok(),
+            "{s}"
+        );
     }
     assert!(
         ALLOWED_STATES.is_sorted(),
@@ -941,6 +944,7 @@ profiles:
         include: [default]
   plugins: {deschedule: {enabled: [PodLifeTime]}}
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();

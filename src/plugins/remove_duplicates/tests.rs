@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 /// Runs the plugin over every Ready node and returns the evicted pods' keys, in order.
 fn run_with(snap: &ClusterSnapshot, args: Value, evictor: Value, limits: Limits) -> Vec<String> {
-    let plugin = RemoveDuplicates::new(&args).unwrap();
-    let evictor = DefaultEvictor::from_args(&evictor).unwrap();
+    let plugin = RemoveDuplicates::from_json(&args).unwrap();
+    let evictor = DefaultEvictor::from_json(&evictor).unwrap();
     let nodes = snap.ready_nodes(&Selector::default());
     let mut state = PlanningState::new(snap, limits);
     crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
@@ -74,7 +74,7 @@ fn three_replicas_on_one_of_three_nodes_two_are_evicted() {
     let mut state = PlanningState::new(&s, Limits::default());
     let evictor = DefaultEvictor::default();
     let nodes = s.ready_nodes(&Selector::default());
-    let plugin = RemoveDuplicates::new(&Value::Null).unwrap();
+    let plugin = RemoveDuplicates::from_json(&Value::Null).unwrap();
     crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);
     let e = &state.ledger().evictions()[0];
     assert_eq!(e.plugin, NAME);
@@ -573,7 +573,7 @@ fn invalid_args_name_the_field() {
         (json!({"excludeOwnerKind": ["Job"]}), "excludeOwnerKind"),
         (json!({"namespaces": {"only": ["a"]}}), "namespaces.only"),
     ] {
-        let e = RemoveDuplicates::new(&args).unwrap_err();
+        let e = RemoveDuplicates::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e}");
     }
 }
@@ -585,10 +585,10 @@ fn args_default_when_absent() {
         json!({}),
         json!({"excludeOwnerKinds": null, "namespaces": null}),
     ] {
-        let p = RemoveDuplicates::new(&args).unwrap();
+        let p = RemoveDuplicates::from_json(&args).unwrap();
         assert_eq!(p.args(), &RemoveDuplicatesArgs::default(), "{args}");
     }
-    let p = RemoveDuplicates::new(
+    let p = RemoveDuplicates::from_json(
         &json!({"excludeOwnerKinds": ["Job"], "namespaces": {"include": ["default"]}}),
     )
     .unwrap();
@@ -653,7 +653,7 @@ fn pods_planned_earlier_are_not_seen() {
     state
         .plan_eviction(0, "default", "Earlier", "r".into())
         .unwrap();
-    let plugin = RemoveDuplicates::new(&Value::Null).unwrap();
+    let plugin = RemoveDuplicates::from_json(&Value::Null).unwrap();
     crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);
     // p1 and p2 remain: average 1 over 3 nodes, one more eviction.
     let planned: Vec<String> = state

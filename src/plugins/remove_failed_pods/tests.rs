@@ -16,7 +16,7 @@ fn run_full(
     evictor: &DefaultEvictor,
     limits: Limits,
 ) -> Vec<String> {
-    let plugin = RemoveFailedPods::new(&args).expect("valid args");
+    let plugin = RemoveFailedPods::from_json(&args).expect("valid args");
     crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, NOW)
 }
 
@@ -29,7 +29,7 @@ fn run_ev(
     evictor: serde_json::Value,
     snap: &ClusterSnapshot,
 ) -> Vec<String> {
-    let ev = DefaultEvictor::from_args(&evictor).unwrap();
+    let ev = DefaultEvictor::from_json(&evictor).unwrap();
     run_full(args, snap, &ev, Limits::default())
 }
 
@@ -130,9 +130,9 @@ fn min_pod_lifetime_defaults_to_an_hour() {
         run(json!({"minPodLifetimeSeconds": 7_200}), &s),
         Vec::<String>::new()
     );
-    let p = RemoveFailedPods::new(&json!(null)).unwrap();
+    let p = RemoveFailedPods::from_json(&json!(null)).unwrap();
     assert_eq!(p.args().min_pod_lifetime_seconds, Some(3_600));
-    let p = RemoveFailedPods::new(&json!({"minPodLifetimeSeconds": 0})).unwrap();
+    let p = RemoveFailedPods::from_json(&json!({"minPodLifetimeSeconds": 0})).unwrap();
     assert_eq!(p.args().min_pod_lifetime_seconds, Some(0));
 }
 
@@ -201,7 +201,7 @@ fn init_containers_only_when_included_and_ephemeral_never() {
         ),
         vec!["init"]
     );
-    let p = RemoveFailedPods::new(&reasons).unwrap();
+    let p = RemoveFailedPods::from_json(&reasons).unwrap();
     assert!(!p.delegate.args().including_ephemeral_containers);
 }
 
@@ -412,7 +412,7 @@ fn failed_pods_free_no_resources() {
         pod("default", "running").node("node1").cpu(300).build(),
         failed("gone", "node1").cpu(500).build(),
     ]);
-    let plugin = RemoveFailedPods::new(&json!({})).unwrap();
+    let plugin = RemoveFailedPods::from_json(&json!({})).unwrap();
     let nodes = s.ready_nodes(&Default::default());
     let evictor = DefaultEvictor::default();
     let mut state = PlanningState::new(&s, Limits::default());
@@ -435,7 +435,7 @@ fn failed_pods_free_no_resources() {
 
 #[test]
 fn delegates_with_converted_args() {
-    let p = RemoveFailedPods::new(&json!({
+    let p = RemoveFailedPods::from_json(&json!({
         "namespaces": {"include": ["default"]},
         "labelSelector": {"matchLabels": {"app": "x"}},
         "excludeOwnerKinds": ["Job"],
@@ -464,7 +464,7 @@ fn delegates_with_converted_args() {
     assert!(lt.including_init_containers);
     assert!(lt.conditions.is_empty());
     // no excluded kinds: no ownerKinds filter at all
-    let p = RemoveFailedPods::new(&json!({"excludeOwnerKinds": []})).unwrap();
+    let p = RemoveFailedPods::from_json(&json!({"excludeOwnerKinds": []})).unwrap();
     assert_eq!(p.delegate.args().owner_kinds, None);
     assert_eq!(p.delegate.args().max_pod_life_time_seconds, Some(3_600));
 }
@@ -475,7 +475,8 @@ fn reasons_say_what_matched() {
         .container_status(0, terminated("NodeAffinity"))
         .build()]);
     let plugin =
-        RemoveFailedPods::new(&json!({"reasons": ["NodeAffinity"], "exitCodes": [1]})).unwrap();
+        RemoveFailedPods::from_json(&json!({"reasons": ["NodeAffinity"], "exitCodes": [1]}))
+            .unwrap();
     let plan = crate::framework::testing::run_alone(
         &plugin,
         &s,
@@ -524,7 +525,7 @@ fn args_validation_names_fields() {
         ),
         (json!({"states": ["Failed"]}), "states"),
     ] {
-        let e = RemoveFailedPods::new(&args).unwrap_err();
+        let e = RemoveFailedPods::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e:?}");
     }
     for ok in [
@@ -537,7 +538,7 @@ fn args_validation_names_fields() {
         json!({"reasons": null, "exitCodes": null, "excludeOwnerKinds": null,
                "includingInitContainers": null, "namespaces": null, "labelSelector": null}),
     ] {
-        assert!(RemoveFailedPods::new(&ok).is_ok(), "{ok}");
+        assert!(RemoveFailedPods::from_json(&ok).is_ok(), "{ok}");
     }
 }
 
@@ -560,6 +561,7 @@ profiles:
       includingInitContainers: true
   plugins: {deschedule: {enabled: [RemoveFailedPods]}}
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();

@@ -14,7 +14,7 @@ fn plan_full(
     evictor: &DefaultEvictor,
     limits: Limits,
 ) -> Vec<PlannedEviction> {
-    let plugin = RemovePodsHavingTooManyRestarts::new(args).expect("valid args");
+    let plugin = RemovePodsHavingTooManyRestarts::from_json(args).expect("valid args");
     crate::framework::testing::run_alone(&plugin, snap, evictor, limits, 0)
 }
 
@@ -42,7 +42,7 @@ fn run_ev(
     evictor: serde_json::Value,
     snap: &ClusterSnapshot,
 ) -> Vec<String> {
-    let ev = DefaultEvictor::from_args(&evictor).unwrap();
+    let ev = DefaultEvictor::from_json(&evictor).unwrap();
     run_full(args, snap, &ev, Limits::default())
 }
 
@@ -344,7 +344,7 @@ fn upstream_table() {
     for (what, args, node_names, limits, node_fit, apply, want) in cases {
         let nodes = node_names.iter().map(|n| upstream_node(n)).collect();
         let s = snapshot(nodes, upstream_pods(node_names, apply));
-        let ev = DefaultEvictor::from_args(&json!({"nodeFit": node_fit})).unwrap();
+        let ev = DefaultEvictor::from_json(&json!({"nodeFit": node_fit})).unwrap();
         assert_eq!(run_full(args, &s, &ev, limits), want, "{what}");
     }
 }
@@ -827,7 +827,7 @@ fn args_validation_names_fields() {
             "",
         ),
     ] {
-        let e = RemovePodsHavingTooManyRestarts::new(&args).unwrap_err();
+        let e = RemovePodsHavingTooManyRestarts::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e:?}");
         assert!(e.message.contains(says), "{args}: {e:?}");
     }
@@ -845,10 +845,10 @@ fn args_validation_names_fields() {
             "labelSelector": {"matchLabels": {"app": "web"}}
         }),
     ] {
-        let plugin = RemovePodsHavingTooManyRestarts::new(&ok);
+        let plugin = RemovePodsHavingTooManyRestarts::from_json(&ok);
         assert!(plugin.is_ok(), "{ok}: {plugin:?}");
     }
-    let p = RemovePodsHavingTooManyRestarts::new(
+    let p = RemovePodsHavingTooManyRestarts::from_json(
         &json!({"podRestartThreshold": 7, "includingInitContainers": true}),
     )
     .unwrap();
@@ -874,6 +874,7 @@ profiles:
       states: [CrashLoopBackOff]
   plugins: {deschedule: {enabled: [RemovePodsHavingTooManyRestarts]}}
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
@@ -913,6 +914,7 @@ profiles:
       states: [Running, Failed]
   plugins: {deschedule: {enabled: [RemovePodsHavingTooManyRestarts]}}
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let e = Pipeline::build(&bad, "p.yaml", &crate::plugins::REGISTRY).unwrap_err();

@@ -37,8 +37,8 @@ fn run_with(
     limits: Limits,
     before: &[&str],
 ) -> Run {
-    let plugin = RemovePodsViolatingInterPodAntiAffinity::new(&args).unwrap();
-    let evictor = DefaultEvictor::from_args(&evictor).unwrap();
+    let plugin = RemovePodsViolatingInterPodAntiAffinity::from_json(&args).unwrap();
+    let evictor = DefaultEvictor::from_json(&evictor).unwrap();
     let evictions = if before.is_empty() {
         run_alone(&plugin, snap, &evictor, limits, T0 + 3600)
     } else {
@@ -455,7 +455,7 @@ fn namespaces_include_and_exclude() {
         ],
     );
     let keys = |args: Value| -> Vec<String> {
-        let plugin = RemovePodsViolatingInterPodAntiAffinity::new(&args).unwrap();
+        let plugin = RemovePodsViolatingInterPodAntiAffinity::from_json(&args).unwrap();
         run_alone(
             &plugin,
             &snap,
@@ -660,18 +660,18 @@ fn deterministic_under_shuffled_input() {
 
 #[test]
 fn invalid_args_name_the_field() {
-    let err = RemovePodsViolatingInterPodAntiAffinity::new(
+    let err = RemovePodsViolatingInterPodAntiAffinity::from_json(
         &json!({"namespaces": {"include": ["a"], "exclude": ["b"]}}),
     )
     .unwrap_err();
     assert_eq!(err.path, "namespaces");
-    let err = RemovePodsViolatingInterPodAntiAffinity::new(&json!({
+    let err = RemovePodsViolatingInterPodAntiAffinity::from_json(&json!({
         "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Equals"}]}
     }))
     .unwrap_err();
     assert_eq!(err.path, "labelSelector");
-    assert!(RemovePodsViolatingInterPodAntiAffinity::new(&json!({"bogus": 1})).is_err());
-    let ok = RemovePodsViolatingInterPodAntiAffinity::new(&json!({
+    assert!(RemovePodsViolatingInterPodAntiAffinity::from_json(&json!({"bogus": 1})).is_err());
+    let ok = RemovePodsViolatingInterPodAntiAffinity::from_json(&json!({
         "apiVersion": "descheduler/v1alpha2",
         "kind": "RemovePodsViolatingInterPodAntiAffinityArgs",
         "namespaces": {"exclude": ["kube-system"]},

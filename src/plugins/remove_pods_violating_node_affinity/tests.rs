@@ -62,8 +62,8 @@ fn run_full(
     only: Option<&[&str]>,
     before: &[&str],
 ) -> Run {
-    let plugin = RemovePodsViolatingNodeAffinity::new(&args).unwrap();
-    let evictor = DefaultEvictor::from_args(&evictor).unwrap();
+    let plugin = RemovePodsViolatingNodeAffinity::from_json(&args).unwrap();
+    let evictor = DefaultEvictor::from_json(&evictor).unwrap();
     let evictions = if only.is_none() && before.is_empty() {
         run_alone(&plugin, snap, &evictor, limits, T0 + 3600)
     } else {
@@ -577,7 +577,7 @@ fn namespaces_and_label_selector() {
         a.as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
-        let plugin = RemovePodsViolatingNodeAffinity::new(&a).unwrap();
+        let plugin = RemovePodsViolatingNodeAffinity::from_json(&a).unwrap();
         run_alone(
             &plugin,
             &snap,
@@ -734,7 +734,11 @@ fn deterministic_under_shuffled_input() {
 
 #[test]
 fn invalid_args_name_the_field() {
-    let path = |v: Value| RemovePodsViolatingNodeAffinity::new(&v).unwrap_err().path;
+    let path = |v: Value| {
+        RemovePodsViolatingNodeAffinity::from_json(&v)
+            .unwrap_err()
+            .path
+    };
     // upstream: "nodeAffinityType needs to be set"
     assert_eq!(path(Value::Null), "nodeAffinityType");
     assert_eq!(path(json!({"nodeAffinityType": []})), "nodeAffinityType");
@@ -759,13 +763,13 @@ fn invalid_args_name_the_field() {
         ),
         "labelSelector"
     );
-    assert!(RemovePodsViolatingNodeAffinity::new(
+    assert!(RemovePodsViolatingNodeAffinity::from_json(
         &json!({"nodeAffinityType": [REQUIRED], "bogus": 1})
     )
     .is_err());
-    let err = RemovePodsViolatingNodeAffinity::new(&Value::Null).unwrap_err();
+    let err = RemovePodsViolatingNodeAffinity::from_json(&Value::Null).unwrap_err();
     assert!(err.message.contains("needs to be set"), "{}", err.message);
-    let ok = RemovePodsViolatingNodeAffinity::new(&json!({
+    let ok = RemovePodsViolatingNodeAffinity::from_json(&json!({
         "apiVersion": "descheduler/v1alpha2",
         "kind": "RemovePodsViolatingNodeAffinityArgs",
         "nodeAffinityType": [PREFERRED, REQUIRED],

@@ -13,7 +13,7 @@ fn run_full(
     evictor: &DefaultEvictor,
     limits: Limits,
 ) -> Vec<String> {
-    let plugin = RemovePodsViolatingNodeTaints::new(&args).expect("valid args");
+    let plugin = RemovePodsViolatingNodeTaints::from_json(&args).expect("valid args");
     crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, 0)
 }
 
@@ -22,7 +22,7 @@ fn run(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
 }
 
 fn run_ev(evictor: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
-    let ev = DefaultEvictor::from_args(&evictor).unwrap();
+    let ev = DefaultEvictor::from_json(&evictor).unwrap();
     run_full(json!({}), snap, &ev, Limits::default())
 }
 
@@ -265,7 +265,7 @@ fn included_taints_restrict_what_counts() {
     // an explicit empty list includes nothing, as upstream
     assert!(run(json!({"includedTaints": []}), &s).is_empty());
     // an empty includedTaints may go with excludedTaints
-    assert!(RemovePodsViolatingNodeTaints::new(
+    assert!(RemovePodsViolatingNodeTaints::from_json(
         &json!({"includedTaints": [], "excludedTaints": ["a"]})
     )
     .is_ok());
@@ -365,7 +365,7 @@ fn unschedulable_and_other_nodes_are_processed_in_order() {
 fn reasons_name_the_taint_and_node() {
     let n = tnode("n1").taint("dedicated", "gpu", NoSchedule).build();
     let s = snapshot(vec![n], vec![tpod("x", "n1").build()]);
-    let plugin = RemovePodsViolatingNodeTaints::new(&json!({})).unwrap();
+    let plugin = RemovePodsViolatingNodeTaints::from_json(&json!({})).unwrap();
     let plan = crate::framework::testing::run_alone(
         &plugin,
         &s,
@@ -384,7 +384,8 @@ fn reasons_name_the_taint_and_node() {
         .build();
     let s = snapshot(vec![n], vec![tpod("x", "n1").build()]);
     let plugin =
-        RemovePodsViolatingNodeTaints::new(&json!({"includePreferNoSchedule": true})).unwrap();
+        RemovePodsViolatingNodeTaints::from_json(&json!({"includePreferNoSchedule": true}))
+            .unwrap();
     let plan = crate::framework::testing::run_alone(
         &plugin,
         &s,
@@ -430,7 +431,7 @@ fn args_validation_names_fields() {
         (json!({"cordon": true}), "cordon"),
         (json!({"taints": ["a"]}), "taints"),
     ] {
-        let e = RemovePodsViolatingNodeTaints::new(&args).unwrap_err();
+        let e = RemovePodsViolatingNodeTaints::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e:?}");
     }
     for ok in [
@@ -440,7 +441,10 @@ fn args_validation_names_fields() {
         json!({"excludedTaints": null, "includePreferNoSchedule": null, "cordon": false}),
         json!({"labelSelector": {"matchLabels": {"role.kubernetes.io/node": ""}}}),
     ] {
-        assert!(RemovePodsViolatingNodeTaints::new(&ok).is_ok(), "{ok}");
+        assert!(
+            RemovePodsViolatingNodeTaints::from_json(&ok).is_ok(),
+            "{ok}"
+        );
     }
 }
 
@@ -460,6 +464,7 @@ profiles:
       excludedTaints: [node.kubernetes.io/unschedulable]
   plugins: {deschedule: {enabled: [RemovePodsViolatingNodeTaints]}}
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();

@@ -49,8 +49,8 @@ fn run_full(
     limits: Limits,
     before: &[&str],
 ) -> Run {
-    let plugin = RemovePodsViolatingTopologySpreadConstraint::new(&args).unwrap();
-    let evictor = DefaultEvictor::from_args(&evictor).unwrap();
+    let plugin = RemovePodsViolatingTopologySpreadConstraint::from_json(&args).unwrap();
+    let evictor = DefaultEvictor::from_json(&evictor).unwrap();
     let nodes = snap.ready_nodes(&Selector::everything());
     let mut state = PlanningState::new(snap, limits);
     for name in before {
@@ -915,6 +915,7 @@ profiles:
     balance:
       enabled: [RemovePodsViolatingTopologySpreadConstraint]
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
@@ -938,19 +939,19 @@ profiles:
 
 #[test]
 fn defaults() {
-    let p = RemovePodsViolatingTopologySpreadConstraint::new(&Value::Null).unwrap();
+    let p = RemovePodsViolatingTopologySpreadConstraint::from_json(&Value::Null).unwrap();
     assert_eq!(
         p.args.constraints.as_deref(),
         Some(&["DoNotSchedule".to_string()][..])
     );
     assert_eq!(p.args.topology_balance_node_fit, Some(true));
     assert!(p.do_not_schedule && !p.schedule_anyway && p.topology_balance_node_fit);
-    let p = RemovePodsViolatingTopologySpreadConstraint::new(
+    let p = RemovePodsViolatingTopologySpreadConstraint::from_json(
         &json!({"constraints": null, "topologyBalanceNodeFit": null, "namespaces": null, "labelSelector": null}),
     )
     .unwrap();
     assert!(p.do_not_schedule && p.topology_balance_node_fit);
-    let p = RemovePodsViolatingTopologySpreadConstraint::new(
+    let p = RemovePodsViolatingTopologySpreadConstraint::from_json(
         &json!({"constraints": ["ScheduleAnyway"], "topologyBalanceNodeFit": false}),
     )
     .unwrap();
@@ -984,18 +985,19 @@ fn invalid_args_name_the_field() {
         ),
         (json!({"nodeFit": true}), "nodeFit"),
     ] {
-        let e = RemovePodsViolatingTopologySpreadConstraint::new(&args).unwrap_err();
+        let e = RemovePodsViolatingTopologySpreadConstraint::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e}");
     }
-    let e =
-        RemovePodsViolatingTopologySpreadConstraint::new(&json!({"includeSoftConstraints": true}))
-            .unwrap_err();
+    let e = RemovePodsViolatingTopologySpreadConstraint::from_json(
+        &json!({"includeSoftConstraints": true}),
+    )
+    .unwrap_err();
     assert!(
         e.message
             .contains("constraints: [DoNotSchedule, ScheduleAnyway]"),
         "{e}"
     );
-    let e = RemovePodsViolatingTopologySpreadConstraint::new(
+    let e = RemovePodsViolatingTopologySpreadConstraint::from_json(
         &json!({"constraints": ["DoNotSchedule", "Sometimes"]}),
     )
     .unwrap_err();

@@ -22,7 +22,7 @@ fn include_and_exclude() {
 
 #[test]
 fn null_lists_are_empty_and_type_meta_is_accepted() {
-    let ns: Namespaces = crate::policy::decode_args(
+    let ns: Namespaces = crate::framework::decode_args(
         &serde_json::json!({"include": null, "exclude": ["a"], "kind": "X"}),
     )
     .unwrap();

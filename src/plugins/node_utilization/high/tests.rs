@@ -15,13 +15,13 @@ fn run_full(
     evictor: &DefaultEvictor,
     limits: Limits,
 ) -> Vec<String> {
-    let plugin = HighNodeUtilization::new(&args).expect("valid args");
+    let plugin = HighNodeUtilization::from_json(&args).expect("valid args");
     crate::framework::testing::run_alone_names(&plugin, snap, evictor, limits, 0)
 }
 
 /// With `nodeFit: true`, as upstream's table test.
 fn run_fit(args: serde_json::Value, snap: &ClusterSnapshot) -> Vec<String> {
-    let ev = DefaultEvictor::from_args(&json!({"nodeFit": true})).unwrap();
+    let ev = DefaultEvictor::from_json(&json!({"nodeFit": true})).unwrap();
     run_full(args, snap, &ev, Limits::default())
 }
 
@@ -518,7 +518,8 @@ fn reasons_say_why() {
             tpod("x", 480, "n2").build(),
         ],
     );
-    let plugin = HighNodeUtilization::new(&json!({"thresholds": {"cpu": 20, "pods": 50}})).unwrap();
+    let plugin =
+        HighNodeUtilization::from_json(&json!({"thresholds": {"cpu": 20, "pods": 50}})).unwrap();
     let plan = crate::framework::testing::run_alone(
         &plugin,
         &snap,
@@ -564,10 +565,10 @@ fn args_validation_names_fields() {
             "targetThresholds",
         ),
     ] {
-        let e = HighNodeUtilization::new(&args).unwrap_err();
+        let e = HighNodeUtilization::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e:?}");
     }
-    let ok = HighNodeUtilization::new(&json!({
+    let ok = HighNodeUtilization::from_json(&json!({
         "apiVersion": "descheduler/v1alpha2",
         "kind": "HighNodeUtilizationArgs",
         "thresholds": {"cpu": 20, "memory": 20, EXT: 50},
@@ -595,6 +596,7 @@ profiles:
     args: {thresholds: {cpu: 25}}
   plugins: {balance: {enabled: [HighNodeUtilization]}}
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();

@@ -20,6 +20,7 @@ profiles:
     args: {thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}
   plugins: {balance: {enabled: [LowNodeUtilization]}}
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();

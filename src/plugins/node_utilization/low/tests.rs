@@ -8,7 +8,7 @@ use serde_json::json;
 
 /// Runs the plugin alone over every Ready node and returns the evicted pods' names.
 fn run_with(args: serde_json::Value, snap: &ClusterSnapshot, limits: Limits) -> Vec<String> {
-    let plugin = LowNodeUtilization::new(&args).expect("valid args");
+    let plugin = LowNodeUtilization::from_json(&args).expect("valid args");
     crate::framework::testing::run_alone(&plugin, snap, &DefaultEvictor::default(), limits, 0)
         .iter()
         .map(|e| snap.pod(e.pod).name.to_string())
@@ -67,8 +67,8 @@ fn run_evictor(
     evictor: serde_json::Value,
     snap: &ClusterSnapshot,
 ) -> Vec<crate::framework::PlannedEviction> {
-    let plugin = LowNodeUtilization::new(&args).expect("valid args");
-    let evictor = DefaultEvictor::from_args(&evictor).unwrap();
+    let plugin = LowNodeUtilization::from_json(&args).expect("valid args");
+    let evictor = DefaultEvictor::from_json(&evictor).unwrap();
     crate::framework::testing::run_alone(&plugin, snap, &evictor, Limits::default(), 0)
 }
 
@@ -93,8 +93,8 @@ fn placement_check_wants_an_underutilized_destination_within_its_target() {
     let cold = snap.node_id("cold").unwrap();
     assert!(checked.iter().all(|e| e.destination == Some(cold)));
     // Why the next one stays is on record.
-    let plugin = LowNodeUtilization::new(&cpu_args(20.0, 50.0)).unwrap();
-    let evictor = DefaultEvictor::from_args(&json!({"placementCheck": true})).unwrap();
+    let plugin = LowNodeUtilization::from_json(&cpu_args(20.0, 50.0)).unwrap();
+    let evictor = DefaultEvictor::from_json(&json!({"placementCheck": true})).unwrap();
     let nodes = snap.ready_nodes(&Default::default());
     let mut state = crate::framework::PlanningState::new(&snap, Limits::default());
     crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, 0);
@@ -457,11 +457,11 @@ fn args_validation_names_fields() {
             "nodes",
         ),
     ] {
-        let e = LowNodeUtilization::new(&args).unwrap_err();
+        let e = LowNodeUtilization::from_json(&args).unwrap_err();
         assert_eq!(e.path, path, "{args}: {e}");
     }
     // deviation thresholds may have a low value above the target
-    assert!(LowNodeUtilization::new(&json!({"useDeviationThresholds": true, "thresholds": {"cpu": 30}, "targetThresholds": {"cpu": 10}})).is_ok());
+    assert!(LowNodeUtilization::from_json(&json!({"useDeviationThresholds": true, "thresholds": {"cpu": 30}, "targetThresholds": {"cpu": 10}})).is_ok());
 }
 
 #[test]
@@ -484,6 +484,7 @@ profiles:
     args: {thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}
   plugins: {balance: {enabled: [LowNodeUtilization]}}
 "#,
+        &crate::plugins::REGISTRY,
     )
     .unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
@@ -561,7 +562,8 @@ fn plan_measured(
     let policy = format!(
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nmetricsProviders:\n- source: KubernetesMetrics\n- source: Prometheus\n  prometheus: {{url: 'http://prometheus:9090'}}\nprofiles:\n- name: p\n  plugins:\n    balance:\n      enabled: [LowNodeUtilization]\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {args}\n"
     );
-    let policy = crate::policy::Policy::from_yaml("p.yaml", &policy).unwrap();
+    let policy =
+        crate::policy::Policy::from_yaml("p.yaml", &policy, &crate::plugins::REGISTRY).unwrap();
     let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
     let memory = CycleMemory {
         history,
