@@ -6,7 +6,7 @@ use super::ArgsError;
 use super::{Built, EvictorPlugin, ExtensionPoint, Limits, Plugin, Registry, SortPlugin};
 use crate::labels::Selector;
 use crate::policy::{MetricsProvider, Policy, PolicyError};
-use crate::snapshot::usage::UsageNeed;
+use crate::snapshot::usage::{UsageNeed, UsageSource};
 
 #[derive(Debug)]
 pub struct ProfilePipeline {
@@ -57,10 +57,12 @@ impl Pipeline {
         let node_selector = policy.node_selector();
         let mut providers = policy.metrics_providers.clone();
         if policy.metrics_collector.as_ref().is_some_and(|c| c.enabled)
-            && !providers.iter().any(|p| p.source == "KubernetesMetrics")
+            && !providers
+                .iter()
+                .any(|p| p.source == UsageSource::MetricsServer)
         {
             providers.push(MetricsProvider {
-                source: "KubernetesMetrics".into(),
+                source: UsageSource::MetricsServer,
                 prometheus: None,
                 max_sample_age: None,
             });
@@ -121,11 +123,11 @@ impl Pipeline {
                     for need in plugin.usage_needs() {
                         let (source, what) = match need {
                             UsageNeed::MetricsServer { .. } => (
-                                "KubernetesMetrics",
+                                UsageSource::MetricsServer,
                                 "add `metricsProviders: [{source: KubernetesMetrics}]` to the policy (metrics-server must run in the cluster)",
                             ),
                             UsageNeed::Query { .. } => (
-                                "Prometheus",
+                                UsageSource::Prometheus,
                                 "add `metricsProviders: [{source: Prometheus, prometheus: {url: ...}}]` to the policy",
                             ),
                         };
@@ -133,7 +135,7 @@ impl Pipeline {
                             return Err(PolicyError::new(
                                 file,
                                 format!("{}.metricsUtilization", args_path(ci)),
-                                format!("{name} reads usage from {source}, which the policy does not configure; {what}"),
+                                format!("{name} reads usage from {}, which the policy does not configure; {what}", source.policy_name()),
                             ));
                         }
                     }
@@ -229,8 +231,8 @@ impl Pipeline {
         needs
     }
 
-    /// The configured provider of a source (`KubernetesMetrics` or `Prometheus`).
-    pub fn provider(&self, source: &str) -> Option<&MetricsProvider> {
+    /// The configured provider of a source.
+    pub fn provider(&self, source: UsageSource) -> Option<&MetricsProvider> {
         self.metrics_providers.iter().find(|p| p.source == source)
     }
 

@@ -9,6 +9,7 @@ pub mod scheduler_config;
 
 pub use duration::{parse_duration, parse_go_duration};
 
+use crate::snapshot::usage::UsageSource;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -265,7 +266,7 @@ impl PrometheusProvider {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MetricsProvider {
-    pub source: String,
+    pub source: crate::snapshot::usage::UsageSource,
     #[serde(default)]
     pub prometheus: Option<PrometheusProvider>,
     /// Beyond upstream: samples older than this (a duration such as `5m`; default 5m) are
@@ -556,23 +557,13 @@ impl Policy {
         let mut seen = std::collections::BTreeSet::new();
         for (i, m) in self.metrics_providers.iter().enumerate() {
             let path = format!("metricsProviders[{i}]");
-            match m.source.as_str() {
-                "KubernetesMetrics" | "Prometheus" => {}
-                other => {
-                    return Err(PolicyError::new(
-                        file,
-                        format!("{path}.source"),
-                        format!("{other:?} is not one of KubernetesMetrics, Prometheus"),
-                    ))
-                }
-            }
-            if !seen.insert(m.source.as_str()) {
+            if !seen.insert(m.source) {
                 return Err(PolicyError::new(
                     file,
                     format!("{path}.source"),
                     format!(
                         "{} is configured twice; configure each metrics source once",
-                        m.source
+                        m.source.policy_name()
                     ),
                 ));
             }
@@ -625,7 +616,7 @@ impl Policy {
                     }
                 }
             }
-            if m.source == "Prometheus" {
+            if m.source == UsageSource::Prometheus {
                 let url = m.prometheus.as_ref().map(|p| p.url.as_str()).unwrap_or("");
                 if url.is_empty() {
                     return Err(PolicyError::new(
@@ -653,7 +644,7 @@ impl Policy {
             && self
                 .metrics_providers
                 .iter()
-                .any(|m| m.source == "KubernetesMetrics")
+                .any(|m| m.source == UsageSource::MetricsServer)
         {
             return Err(PolicyError::new(
                 file,

@@ -33,6 +33,42 @@ impl UsageSource {
     }
 }
 
+impl UsageSource {
+    /// The source's name in a policy (`metricsProviders[].source`,
+    /// `metricsUtilization.source`), upstream's.
+    pub fn policy_name(self) -> &'static str {
+        match self {
+            UsageSource::MetricsServer => "KubernetesMetrics",
+            UsageSource::Prometheus => "Prometheus",
+        }
+    }
+
+    /// The source a policy names, or what to write instead.
+    pub fn from_policy_name(name: &str) -> Result<UsageSource, String> {
+        match name {
+            "KubernetesMetrics" => Ok(UsageSource::MetricsServer),
+            "Prometheus" => Ok(UsageSource::Prometheus),
+            other => Err(format!(
+                "{other:?} is not one of KubernetesMetrics, Prometheus"
+            )),
+        }
+    }
+}
+
+/// Written and read as the policy names it.
+impl serde::Serialize for UsageSource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.policy_name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UsageSource {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        UsageSource::from_policy_name(&name).map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for UsageSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

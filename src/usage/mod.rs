@@ -34,11 +34,8 @@ pub enum UsageError {
 
 /// Sets each configured source's `maxSampleAge` on the snapshot.
 pub fn apply_sample_ages(pipeline: &Pipeline, snap: &mut ClusterSnapshot) {
-    for (name, source) in [
-        ("KubernetesMetrics", UsageSource::MetricsServer),
-        ("Prometheus", UsageSource::Prometheus),
-    ] {
-        if let Some(p) = pipeline.provider(name) {
+    for source in [UsageSource::MetricsServer, UsageSource::Prometheus] {
+        if let Some(p) = pipeline.provider(source) {
             snap.set_max_sample_age(source, p.max_sample_age_seconds());
         }
     }
@@ -132,7 +129,7 @@ impl UsageFetcher {
     ) -> Result<UsageFetcher, UsageError> {
         let needs = pipeline.usage_needs();
         let wants_prometheus = needs.iter().any(|n| matches!(n, UsageNeed::Query { .. }));
-        let prometheus = match (wants_prometheus, pipeline.provider("Prometheus")) {
+        let prometheus = match (wants_prometheus, pipeline.provider(UsageSource::Prometheus)) {
             (true, Some(p)) => {
                 let cfg = p
                     .prometheus

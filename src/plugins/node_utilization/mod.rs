@@ -97,8 +97,14 @@ impl MetricsUtilization {
     /// Validates the block against the thresholds and resolves the usage mode.
     pub fn mode(&self, thresholds: &BTreeMap<String, f64>) -> Result<UsageMode, ArgsError> {
         let f = |p: &str| format!("metricsUtilization.{p}");
-        let source = match (self.source.as_deref(), self.metrics_server) {
-            (None | Some(""), false) => {
+        let named = match self.source.as_deref() {
+            None | Some("") => None,
+            Some(name) => Some(
+                UsageSource::from_policy_name(name).map_err(|m| ArgsError::new(f("source"), m))?,
+            ),
+        };
+        let source = match (named, self.metrics_server) {
+            (None, false) => {
                 if self.prometheus.is_some() {
                     return Err(ArgsError::new(
                         f("source"),
@@ -107,20 +113,16 @@ impl MetricsUtilization {
                 }
                 None
             }
-            (None | Some(""), true) | (Some("KubernetesMetrics"), _) => Some("KubernetesMetrics"),
-            (Some("Prometheus"), true) => {
+            (None, true) | (Some(UsageSource::MetricsServer), _) => {
+                Some(UsageSource::MetricsServer)
+            }
+            (Some(UsageSource::Prometheus), true) => {
                 return Err(ArgsError::new(
                     f("metricsServer"),
                     "metricsServer and source: Prometheus cannot both be set; keep one",
                 ))
             }
-            (Some("Prometheus"), false) => Some("Prometheus"),
-            (Some(other), _) => {
-                return Err(ArgsError::new(
-                    f("source"),
-                    format!("{other:?} is not one of KubernetesMetrics, Prometheus"),
-                ))
-            }
+            (Some(UsageSource::Prometheus), false) => Some(UsageSource::Prometheus),
         };
         if let Some(n) = self.hysteresis_cycles {
             if n == 0 {
@@ -147,7 +149,7 @@ impl MetricsUtilization {
                 }
                 Ok(UsageMode::Requests)
             }
-            Some("KubernetesMetrics") => {
+            Some(UsageSource::MetricsServer) => {
                 if self.prometheus.is_some() {
                     return Err(ArgsError::new(
                         f("prometheus"),
@@ -162,7 +164,7 @@ impl MetricsUtilization {
                 }
                 Ok(UsageMode::MetricsServer)
             }
-            _ => {
+            Some(UsageSource::Prometheus) => {
                 let p = self.prometheus.clone().unwrap_or_default();
                 let query = p.query.as_deref().filter(|q| !q.trim().is_empty());
                 match (query, p.queries.is_empty()) {
