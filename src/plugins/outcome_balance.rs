@@ -645,30 +645,11 @@ fn spread_rules(
     rules
 }
 
-impl Plugin for OutcomeBalance {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    /// Every move is checked against the kube-scheduler simulation.
-    fn needs_placement(&self) -> bool {
-        true
-    }
-
-    /// Every planning node's targets, the nodes not over them wanted.
-    fn sets_placement_targets(&self) -> bool {
-        true
-    }
-
-    fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
-        if !cx.placement().predicts() {
-            cx.note_skipped("skipped this cycle: the placement simulation is off, and every move is checked against it");
-            return;
-        }
+impl OutcomeBalance {
+    /// The targets of the evictor's destination checks (each planning node's target
+    /// thresholds, the nodes not over them wanted), and the nodes found over them.
+    fn publish_targets(&self, cx: &mut Context<'_, '_>, model: &Model<'_>) {
         let snap = cx.snap();
-        let mut model = self.model(cx, nodes);
-        let before = model.totals();
-        // Targets for the evictor's destination checks: each node's target thresholds.
         let targets = (0..model.nodes.len())
             .map(|i| PlacementTarget {
                 node: model.nodes[i],
@@ -687,9 +668,13 @@ impl Plugin for OutcomeBalance {
             .map(|i| snap.node(model.nodes[i]).name.to_string())
             .collect();
         cx.observe_over(over);
+    }
 
-        // The candidates: evictable pods of the planning nodes, one class per workload,
-        // node and requests.
+    /// The candidates: evictable pods of the planning nodes, one class per workload, node
+    /// and requests; and how many pods were left out because they go only with their whole
+    /// gang.
+    fn candidates(&self, cx: &Context<'_, '_>, model: &Model<'_>) -> (Vec<Class>, usize) {
+        let snap = cx.snap();
         let mut classes: Vec<Class> = Vec::new();
         let mut class_of: HashMap<(usize, usize, String), usize> = HashMap::new();
         let mut whole = 0usize;
@@ -727,18 +712,61 @@ impl Plugin for OutcomeBalance {
                 classes[at].pods.push(p);
             }
         }
-        if whole > 0 {
-            cx.note(
-                None,
-                format!(
-                    "{whole} pods that go only with their whole gang are left to the other plugins"
-                ),
-            );
-        }
+        (classes, whole)
+    }
+}
 
-        // Each class's bound without the simulator, in two parts: what leaving its node and
-        // its workload's excess can gain (kept until its node or workload changes), and the
-        // most a destination could (its requests' share of the smallest node, at most).
+/// What the search does after a candidate was asked of the simulator or refused.
+enum Flow {
+    /// Go on with the next entry of the heap.
+    Next,
+    /// The cycle's total limit is reached.
+    Stop,
+    /// `maxEvaluations` is spent.
+    OutOfBudget,
+}
+
+/// The lazy greedy search over the candidate classes: every class enters with its bound;
+/// the top entry is asked of the simulator and goes back with its exact gain, until the top
+/// entry's gain is exact for the cluster as it stands (asked since the last planned move):
+/// that move is planned. A planned move changes two nodes and a workload: the classes there
+/// enter again with fresh bounds, the others keep their gains until they reach the top.
+struct Search {
+    classes: Vec<Class>,
+    /// Each class's bound without the simulator, in two parts: what leaving its node and its
+    /// workload's excess can gain (kept until its node or workload changes), and the most a
+    /// destination could (its requests' share of the smallest node, at most).
+    destination_bound: Vec<f64>,
+    by_node: Vec<Vec<usize>>,
+    by_workload: HashMap<usize, Vec<usize>>,
+    version: Vec<u32>,
+    heap: BinaryHeap<Entry>,
+    /// Per workload, the nodes it loses a pod from and the nodes a replacement of it may
+    /// land on (the predicted node and its ties) in this plan: the two stay apart, since a
+    /// pod taken off a node its workload gains one on (or the reverse) is an eviction that
+    /// leaves the counts as they were, and its replacement looks restarted onto its source.
+    left: HashSet<(usize, usize)>,
+    arrived: HashSet<(usize, usize)>,
+    /// Nodes whose eviction limit is reached.
+    exhausted: Vec<bool>,
+    evaluations: u32,
+    planned: usize,
+    /// Moves planned so far: an entry's gain is exact for the step it was asked at.
+    step: usize,
+    step_evaluations: u32,
+    step_best: Option<(f64, usize)>,
+}
+
+/// The worst badness among the nodes under their low thresholds.
+fn most_under(model: &Model<'_>) -> f64 {
+    (0..model.nodes.len())
+        .filter(|&i| model.standing(i, &model.load[i]).under)
+        .map(|i| model.node_badness(i))
+        .fold(0.0, f64::max)
+}
+
+impl Search {
+    fn new(classes: Vec<Class>, model: &Model<'_>) -> Search {
         let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); model.nodes.len()];
         let mut by_workload: HashMap<usize, Vec<usize>> = HashMap::new();
         for (k, c) in classes.iter().enumerate() {
@@ -747,206 +775,271 @@ impl Plugin for OutcomeBalance {
                 by_workload.entry(w).or_default().push(k);
             }
         }
-        let destination_bound: Vec<f64> = classes
+        let destination_bound = classes
             .iter()
             .map(|c| model.destination_bound(c.pods[0]))
             .collect();
-        let most_under = |model: &Model<'_>| {
-            (0..model.nodes.len())
-                .filter(|&i| model.standing(i, &model.load[i]).under)
-                .map(|i| model.node_badness(i))
-                .fold(0.0, f64::max)
+        let mut search = Search {
+            version: vec![0; classes.len()],
+            heap: BinaryHeap::with_capacity(classes.len()),
+            classes,
+            destination_bound,
+            by_node,
+            by_workload,
+            left: HashSet::new(),
+            arrived: HashSet::new(),
+            exhausted: vec![false; model.nodes.len()],
+            evaluations: 0,
+            planned: 0,
+            step: 0,
+            step_evaluations: 0,
+            step_best: None,
         };
-        let bound = |model: &Model<'_>, classes: &[Class], k: usize, under: f64| {
-            let c = &classes[k];
-            model.local_bound(c.pods[0], c.from)
-                + model.credit(c.pods[0], c.from)
-                + under.min(destination_bound[k])
-        };
-        // Lazy greedy: every class enters with its bound; the top entry is asked of the
-        // simulator and goes back with its exact gain, until the top entry's gain is exact
-        // for the cluster as it stands (asked since the last planned move): that move is
-        // planned. A planned move changes two nodes and a workload: the classes there enter
-        // again with fresh bounds, the others keep their gains until they reach the top.
-        let mut version = vec![0u32; classes.len()];
-        let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(classes.len());
-        let under = most_under(&model);
-        for k in 0..classes.len() {
-            heap.push(Entry {
-                priority: bound(&model, &classes, k, under),
-                class: k,
-                version: 0,
-                exact_at: None,
-            });
+        let under = most_under(model);
+        for k in 0..search.classes.len() {
+            search.push_bound(model, k, under);
         }
-        // Per workload, the nodes it loses a pod from and the nodes a replacement of it may
-        // land on (the predicted node and its ties) in this plan: the two stay apart, since a
-        // pod taken off a node its workload gains one on (or the reverse) is an eviction that
-        // leaves the counts as they were, and its replacement looks restarted onto its source.
-        let mut left: HashSet<(usize, usize)> = HashSet::new();
-        let mut arrived: HashSet<(usize, usize)> = HashSet::new();
-        let mut exhausted = vec![false; model.nodes.len()];
-        let mut evaluations: u32 = 0;
-        let mut planned = 0usize;
-        let mut out_of_budget = false;
-        let mut step = 0usize;
-        let mut step_evaluations = 0u32;
-        let mut step_best: Option<(f64, usize)> = None;
-        while let Some(top) = heap.pop() {
+        search
+    }
+
+    /// Puts class `k` on the heap with its bound, for its current version.
+    fn push_bound(&mut self, model: &Model<'_>, k: usize, under: f64) {
+        let c = &self.classes[k];
+        let priority = model.local_bound(c.pods[0], c.from)
+            + model.credit(c.pods[0], c.from)
+            + under.min(self.destination_bound[k]);
+        self.heap.push(Entry {
+            priority,
+            class: k,
+            version: self.version[k],
+            exact_at: None,
+        });
+    }
+
+    /// Plans moves until no class gains, the limits stop it or `max_evaluations` simulated
+    /// placements are spent (then true).
+    fn run(
+        &mut self,
+        max_evaluations: u32,
+        cx: &mut Context<'_, '_>,
+        model: &mut Model<'_>,
+    ) -> bool {
+        while let Some(top) = self.heap.pop() {
             let k = top.class;
-            if top.version != version[k] || classes[k].pods.is_empty() || exhausted[classes[k].from]
+            if top.version != self.version[k]
+                || self.classes[k].pods.is_empty()
+                || self.exhausted[self.classes[k].from]
             {
                 continue;
             }
             if top.priority <= MIN_GAIN {
                 break;
             }
-            let k = if top.exact_at == Some(step) {
+            let k = if top.exact_at == Some(self.step) {
                 k
-            } else if let Some((_, best)) =
-                step_best.filter(|_| step_evaluations >= STEP_EVALUATIONS)
+            } else if let Some((_, best)) = self
+                .step_best
+                .filter(|_| self.step_evaluations >= STEP_EVALUATIONS)
             {
                 // Enough candidates asked this step: the best of them is planned.
-                heap.push(top);
+                self.heap.push(top);
                 best
             } else {
-                let (pod, from) = (classes[k].pods[0], classes[k].from);
-                let workload = model.workload_of.get(&pod).copied();
-                if workload.is_some_and(|w| arrived.contains(&(w, from))) {
-                    // Its workload gains a pod on this node in this plan.
-                    classes[k].pods.clear();
-                    continue;
+                match self.evaluate(max_evaluations, cx, model, k) {
+                    Flow::Next => continue,
+                    Flow::Stop => break,
+                    Flow::OutOfBudget => return true,
                 }
-                // A candidate the limits, budgets, gangs or the cooldown refuse now is offered
-                // once, so the refusal is on record as a candidate not chosen, and its class
-                // leaves the search (its pods share the workload, the node and the budget).
-                let refused = match cx.ledger().admit(pod) {
-                    Err(EvictError::NodeLimit(_)) => {
-                        exhausted[from] = true;
-                        continue;
-                    }
-                    Err(EvictError::TotalLimit(_)) => break,
-                    Err(_) => true,
-                    Ok(_) => cx.cooldown(pod).is_err(),
-                };
-                if refused {
-                    let reason = model.describe(pod, from, None);
-                    let _ = cx.try_evict(pod, reason);
-                    classes[k].pods.clear();
-                    continue;
-                }
-                if evaluations >= self.args.max_evaluations {
-                    out_of_budget = true;
-                    break;
-                }
-                evaluations += 1;
-                step_evaluations += 1;
-                let Ok(prediction) = cx.placement().sim().predict(pod, cx.placement().nodes())
-                else {
-                    // No node for its replacement now: it leaves the search until its node
-                    // or workload changes.
-                    continue;
-                };
-                // Where it may land: the predicted node and its ties (None: not a planning node).
-                let lands: Vec<Option<usize>> = std::iter::once(prediction.node)
-                    .chain(prediction.alternatives.iter().copied())
-                    .map(|d| model.position.get(&d).copied())
-                    .collect();
-                if workload.is_some_and(|w| lands.iter().flatten().any(|&d| left.contains(&(w, d))))
-                {
-                    // It may land where its workload loses a pod in this plan: it leaves the
-                    // search until its node or workload changes.
-                    continue;
-                }
-                // The move counts at its worst tied node.
-                let gain = lands
-                    .iter()
-                    .map(|&d| model.gain(pod, from, d))
-                    .fold(f64::INFINITY, f64::min);
-                // Ranked with its credit; planned only where the distance itself falls.
-                let rank = if gain > MIN_GAIN {
-                    gain + model.credit(pod, from)
-                } else {
-                    gain
-                };
-                if gain > MIN_GAIN && step_best.is_none_or(|(g, _)| rank > g) {
-                    step_best = Some((rank, k));
-                }
-                heap.push(Entry {
-                    priority: rank,
-                    class: k,
-                    version: version[k],
-                    exact_at: Some(step),
-                });
-                continue;
             };
-            step_evaluations = 0;
-            step_best = None;
-            let from = classes[k].from;
-            // The best move, exact for the cluster as it stands.
-            let pod = classes[k].pods.remove(0);
-            let to = cx
-                .placement()
-                .sim()
-                .predict(pod, cx.placement().nodes())
-                .ok()
-                .and_then(|p| model.position.get(&p.node).copied());
-            let reason = model.describe(pod, from, to);
-            let first = cx.ledger().evictions().len();
-            match cx.try_evict_checked(pod, reason) {
-                Attempt::Planned { .. } => {
-                    planned += 1;
-                    step += 1;
-                    let new: Vec<(PodId, NodeId, Option<NodeId>, Vec<NodeId>)> =
-                        cx.ledger().evictions()[first..]
-                            .iter()
-                            .map(|e| (e.pod, e.node, e.destination, e.alternatives.clone()))
-                            .collect();
-                    let mut dirty: Vec<usize> = Vec::new();
-                    for (p, n, d, ties) in new {
-                        if let Some(&w) = model.workload_of.get(&p) {
-                            left.extend(model.position.get(&n).map(|&i| (w, i)));
-                            for t in d.iter().chain(&ties) {
-                                arrived.extend(model.position.get(t).map(|&i| (w, i)));
-                            }
-                        }
-                        model.absorb(cx.placement().sim(), p, n, d);
-                        for m in std::iter::once(n).chain(d) {
-                            if let Some(&i) = model.position.get(&m) {
-                                dirty.extend(&by_node[i]);
-                            }
-                        }
-                        if let Some(w) = model.workload_of.get(&p).and_then(|w| by_workload.get(w))
-                        {
-                            dirty.extend(w);
-                        }
-                    }
-                    dirty.sort_unstable();
-                    dirty.dedup();
-                    // The class itself goes on with its next pod.
-                    dirty.push(k);
-                    dirty.sort_unstable();
-                    dirty.dedup();
-                    let under = most_under(&model);
-                    for j in dirty {
-                        if classes[j].pods.is_empty() {
-                            continue;
-                        }
-                        version[j] += 1;
-                        heap.push(Entry {
-                            priority: bound(&model, &classes, j, under),
-                            class: j,
-                            version: version[j],
-                            exact_at: None,
-                        });
-                    }
-                }
-                // Refused (the evictor's filters, a budget): its class shares why.
-                Attempt::SkipPod => classes[k].pods.clear(),
-                Attempt::SkipNode => exhausted[from] = true,
-                Attempt::Stop => break,
+            self.step_evaluations = 0;
+            self.step_best = None;
+            if !self.plan(cx, model, k) {
+                break;
             }
         }
+        false
+    }
+
+    /// Asks the simulator for class `k`'s move (or offers a refused candidate once, so that
+    /// its refusal is on record), and puts the class back with its exact gain.
+    fn evaluate(
+        &mut self,
+        max_evaluations: u32,
+        cx: &mut Context<'_, '_>,
+        model: &Model<'_>,
+        k: usize,
+    ) -> Flow {
+        let (pod, from) = (self.classes[k].pods[0], self.classes[k].from);
+        let workload = model.workload_of.get(&pod).copied();
+        if workload.is_some_and(|w| self.arrived.contains(&(w, from))) {
+            // Its workload gains a pod on this node in this plan.
+            self.classes[k].pods.clear();
+            return Flow::Next;
+        }
+        // A candidate the limits, budgets, gangs or the cooldown refuse now is offered
+        // once, so the refusal is on record as a candidate not chosen, and its class
+        // leaves the search (its pods share the workload, the node and the budget).
+        let refused = match cx.ledger().admit(pod) {
+            Err(EvictError::NodeLimit(_)) => {
+                self.exhausted[from] = true;
+                return Flow::Next;
+            }
+            Err(EvictError::TotalLimit(_)) => return Flow::Stop,
+            Err(_) => true,
+            Ok(_) => cx.cooldown(pod).is_err(),
+        };
+        if refused {
+            let reason = model.describe(pod, from, None);
+            let _ = cx.try_evict(pod, reason);
+            self.classes[k].pods.clear();
+            return Flow::Next;
+        }
+        if self.evaluations >= max_evaluations {
+            return Flow::OutOfBudget;
+        }
+        self.evaluations += 1;
+        self.step_evaluations += 1;
+        let Ok(prediction) = cx.placement().sim().predict(pod, cx.placement().nodes()) else {
+            // No node for its replacement now: it leaves the search until its node
+            // or workload changes.
+            return Flow::Next;
+        };
+        // Where it may land: the predicted node and its ties (None: not a planning node).
+        let lands: Vec<Option<usize>> = std::iter::once(prediction.node)
+            .chain(prediction.alternatives.iter().copied())
+            .map(|d| model.position.get(&d).copied())
+            .collect();
+        if workload.is_some_and(|w| lands.iter().flatten().any(|&d| self.left.contains(&(w, d)))) {
+            // It may land where its workload loses a pod in this plan: it leaves the
+            // search until its node or workload changes.
+            return Flow::Next;
+        }
+        // The move counts at its worst tied node.
+        let gain = lands
+            .iter()
+            .map(|&d| model.gain(pod, from, d))
+            .fold(f64::INFINITY, f64::min);
+        // Ranked with its credit; planned only where the distance itself falls.
+        let rank = if gain > MIN_GAIN {
+            gain + model.credit(pod, from)
+        } else {
+            gain
+        };
+        if gain > MIN_GAIN && self.step_best.is_none_or(|(g, _)| rank > g) {
+            self.step_best = Some((rank, k));
+        }
+        self.heap.push(Entry {
+            priority: rank,
+            class: k,
+            version: self.version[k],
+            exact_at: Some(self.step),
+        });
+        Flow::Next
+    }
+
+    /// Plans class `k`'s best move, exact for the cluster as it stands, and gives the classes
+    /// it changes fresh bounds; false when the cycle's total limit is reached.
+    fn plan(&mut self, cx: &mut Context<'_, '_>, model: &mut Model<'_>, k: usize) -> bool {
+        let from = self.classes[k].from;
+        // The best move, exact for the cluster as it stands.
+        let pod = self.classes[k].pods.remove(0);
+        let to = cx
+            .placement()
+            .sim()
+            .predict(pod, cx.placement().nodes())
+            .ok()
+            .and_then(|p| model.position.get(&p.node).copied());
+        let reason = model.describe(pod, from, to);
+        let first = cx.ledger().evictions().len();
+        match cx.try_evict_checked(pod, reason) {
+            Attempt::Planned { .. } => {
+                self.planned += 1;
+                self.step += 1;
+                let new: Vec<(PodId, NodeId, Option<NodeId>, Vec<NodeId>)> =
+                    cx.ledger().evictions()[first..]
+                        .iter()
+                        .map(|e| (e.pod, e.node, e.destination, e.alternatives.clone()))
+                        .collect();
+                let mut dirty: Vec<usize> = Vec::new();
+                for (p, n, d, ties) in new {
+                    if let Some(&w) = model.workload_of.get(&p) {
+                        self.left.extend(model.position.get(&n).map(|&i| (w, i)));
+                        for t in d.iter().chain(&ties) {
+                            self.arrived.extend(model.position.get(t).map(|&i| (w, i)));
+                        }
+                    }
+                    model.absorb(cx.placement().sim(), p, n, d);
+                    for m in std::iter::once(n).chain(d) {
+                        if let Some(&i) = model.position.get(&m) {
+                            dirty.extend(&self.by_node[i]);
+                        }
+                    }
+                    if let Some(w) = model
+                        .workload_of
+                        .get(&p)
+                        .and_then(|w| self.by_workload.get(w))
+                    {
+                        dirty.extend(w);
+                    }
+                }
+                dirty.sort_unstable();
+                dirty.dedup();
+                // The class itself goes on with its next pod.
+                dirty.push(k);
+                dirty.sort_unstable();
+                dirty.dedup();
+                let under = most_under(model);
+                for j in dirty {
+                    if !self.classes[j].pods.is_empty() {
+                        self.version[j] += 1;
+                        self.push_bound(model, j, under);
+                    }
+                }
+            }
+            // Refused (the evictor's filters, a budget): its class shares why.
+            Attempt::SkipPod => self.classes[k].pods.clear(),
+            Attempt::SkipNode => self.exhausted[from] = true,
+            Attempt::Stop => return false,
+        }
+        true
+    }
+}
+
+impl Plugin for OutcomeBalance {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    /// Every move is checked against the kube-scheduler simulation.
+    fn needs_placement(&self) -> bool {
+        true
+    }
+
+    /// Every planning node's targets, the nodes not over them wanted.
+    fn sets_placement_targets(&self) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
+        if !cx.placement().predicts() {
+            cx.note_skipped("skipped this cycle: the placement simulation is off, and every move is checked against it");
+            return;
+        }
+        let mut model = self.model(cx, nodes);
+        let before = model.totals();
+        self.publish_targets(cx, &model);
+        let (classes, whole) = self.candidates(cx, &model);
+        if whole > 0 {
+            cx.note(
+                None,
+                format!(
+                    "{whole} pods that go only with their whole gang are left to the other plugins"
+                ),
+            );
+        }
+        let mut search = Search::new(classes, &model);
+        let out_of_budget = search.run(self.args.max_evaluations, cx, &mut model);
+        let (planned, evaluations) = (search.planned, search.evaluations);
         let after = model.totals();
         if out_of_budget {
             cx.note(

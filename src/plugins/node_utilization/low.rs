@@ -210,185 +210,10 @@ impl Plugin for LowNodeUtilization {
             }
         }
         let nodes = &nodes[..];
-        // The index of a classified resource.
-        let index = |r: &str| self.resources.iter().position(|x| x == r);
-        // A node's usage per classified resource, in their order.
-        let usage_of = |cx: &Context<'_, '_>, n: NodeId| -> Vec<i64> {
-            let req = cx.requested(n);
-            let mut u: Vec<i64> = self.resources.iter().map(|r| req.get(r)).collect();
-            if let Some(m) = &measured {
-                let Ok(sample) = &m.nodes[n as usize] else {
-                    return u;
-                };
-                for (r, v) in sample {
-                    // Pods earlier plugins planned to evict take their usage with them
-                    // (their requests when their usage is unknown).
-                    let gone: i64 = snap
-                        .pods_on_node(n)
-                        .iter()
-                        .filter(|&&p| cx.is_planned(p) && snap.pod(p).is_active())
-                        .map(|&p| {
-                            m.pod_amount(p, r)
-                                .unwrap_or_else(|| snap.pod(p).requests.get(r))
-                        })
-                        .sum();
-                    if let Some(i) = index(r) {
-                        u[i] = (v - gone).max(0);
-                    }
-                }
-            }
-            u
-        };
-        if let Some(m) = &measured {
-            for &n in nodes {
-                let u = usage_of(cx, n);
-                let mut before = Resources::default();
-                before.cpu = index(RESOURCE_CPU).map_or(0, |i| u[i]);
-                before.memory = index(RESOURCE_MEMORY).map_or(0, |i| u[i]);
-                if let Some(i) = index(nu::METRIC_RESOURCE) {
-                    before.set(nu::METRIC_RESOURCE, u[i]);
-                }
-                cx.set_measured(
-                    n,
-                    MeasuredNode {
-                        source: m.source,
-                        after: before.clone(),
-                        before,
-                    },
-                );
-            }
-        }
-        // The thresholds per classified resource, in their order.
-        let low_pct: Vec<f64> = self.resources.iter().map(|r| self.low[r]).collect();
-        let high_pct: Vec<f64> = self.resources.iter().map(|r| self.high[r]).collect();
-        // Mean utilization per resource, for deviation thresholds.
-        let mut mean = vec![0.0; self.resources.len()];
-        if self.args.use_deviation_thresholds && !nodes.is_empty() {
-            for &n in nodes {
-                let u = usage_of(cx, n);
-                for (i, r) in self.resources.iter().enumerate() {
-                    mean[i] += pct(u[i], capacity(snap.node(n), r));
-                }
-            }
-            for v in &mut mean {
-                *v /= nodes.len() as f64;
-            }
-        }
-        // Only the nodes below their thresholds or above their targets are kept.
-        let mut low_nodes = Vec::new();
-        let mut high_nodes = Vec::new();
-        // Every classified node with its target, for the placement checks (below).
-        let mut targets: Vec<PlacementTarget> = Vec::with_capacity(nodes.len());
-        for &n in nodes {
-            let node = snap.node(n);
-            let k = self.resources.len();
-            let (mut low, mut high) = (Vec::with_capacity(k), Vec::with_capacity(k));
-            for (i, r) in self.resources.iter().enumerate() {
-                let c = capacity(node, r);
-                let (l, h) = if self.args.use_deviation_thresholds {
-                    if low_pct[i] == 0.0 {
-                        (c, c)
-                    } else {
-                        (
-                            amount(c, (mean[i] - low_pct[i]).clamp(0.0, 100.0)),
-                            amount(c, (mean[i] + high_pct[i]).clamp(0.0, 100.0)),
-                        )
-                    }
-                } else {
-                    (amount(c, low_pct[i]), amount(c, high_pct[i]))
-                };
-                low.push(l);
-                high.push(h);
-            }
-            let info = NodeInfo {
-                id: n,
-                source: measured.as_ref().map(|m| m.source),
-                usage: usage_of(cx, n),
-                low,
-                high,
-            };
-            let wanted = !node.unschedulable && info.below_low();
-            if measured.is_none() {
-                targets.push(PlacementTarget {
-                    node: n,
-                    limit: self
-                        .resources
-                        .iter()
-                        .cloned()
-                        .zip(info.high.clone())
-                        .collect(),
-                    wanted,
-                });
-            }
-            if wanted {
-                low_nodes.push(info);
-            } else if info.above_target() {
-                high_nodes.push(info);
-            }
-        }
-        if measured.is_some() {
-            let key = cx.history_key();
-            let over: Vec<String> = high_nodes
-                .iter()
-                .map(|i| snap.node(i.id).name.to_string())
-                .collect();
-            let need = self.hysteresis_cycles();
-            if need > 1 {
-                let mut kept = Vec::with_capacity(high_nodes.len());
-                for info in high_nodes {
-                    let name = &snap.node(info.id).name;
-                    let cycles = cx.history().streak(&key, name) + 1;
-                    if cycles >= need {
-                        kept.push(info);
-                    } else {
-                        cx.note(
-                            Some(info.id),
-                            format!("overutilized for {cycles} of the {need} consecutive cycles hysteresisCycles asks for; pods stay this cycle"),
-                        );
-                    }
-                }
-                high_nodes = kept;
-            }
-            cx.observe_over(over);
-        }
-        // No ping-pong: a node that received rescheduled pods within the eviction cooldown
-        // is not a source (its load may be the pods just moved there).
-        if !high_nodes.is_empty() && cx.history().cooldown_seconds > 0 {
-            let mut kept = Vec::with_capacity(high_nodes.len());
-            for info in high_nodes {
-                let name = &snap.node(info.id).name;
-                match cx.history().receiving_note(name, cx.now()) {
-                    Some(why) => cx.note(Some(info.id), why),
-                    None => kept.push(info),
-                }
-            }
-            high_nodes = kept;
-        }
-        tracing::debug!(
-            underutilized = low_nodes.len(),
-            overutilized = high_nodes.len(),
-            "LowNodeUtilization classified nodes"
-        );
-        if low_nodes.is_empty() {
-            tracing::info!(
-                "no node is underutilized, nothing to do; you might tune the thresholds"
-            );
-            return;
-        }
-        if low_nodes.len() <= self.args.number_of_nodes {
-            tracing::info!(
-                underutilized = low_nodes.len(),
-                number_of_nodes = self.args.number_of_nodes,
-                "number of underutilized nodes is at most numberOfNodes, nothing to do"
-            );
-            return;
-        }
-        if low_nodes.len() == nodes.len() {
-            tracing::info!("all nodes are underutilized, nothing to do");
-            return;
-        }
-        if high_nodes.is_empty() {
-            tracing::info!("all nodes are under target utilization, nothing to do");
+        self.record_measured(cx, measured.as_ref(), nodes);
+        let (low_nodes, high_nodes, targets) = self.classify(cx, measured.as_ref(), nodes);
+        let mut high_nodes = self.sources(cx, measured.is_some(), high_nodes);
+        if self.nothing_to_do(&low_nodes, &high_nodes, nodes) {
             return;
         }
 
@@ -438,6 +263,244 @@ impl Plugin for LowNodeUtilization {
                 measured: measured.as_ref(),
             },
         );
+    }
+}
+
+impl LowNodeUtilization {
+    /// The index of a classified resource.
+    fn index(&self, r: &str) -> Option<usize> {
+        self.resources.iter().position(|x| x == r)
+    }
+
+    /// A node's usage per classified resource, in their order: its requests, or what was
+    /// measured less the pods earlier plugins planned to evict.
+    fn usage_of(
+        &self,
+        cx: &Context<'_, '_>,
+        measured: Option<&nu::Measured>,
+        n: NodeId,
+    ) -> Vec<i64> {
+        let snap = cx.snap();
+        let req = cx.requested(n);
+        let mut u: Vec<i64> = self.resources.iter().map(|r| req.get(r)).collect();
+        if let Some(m) = measured {
+            let Ok(sample) = &m.nodes[n as usize] else {
+                return u;
+            };
+            for (r, v) in sample {
+                // Pods earlier plugins planned to evict take their usage with them
+                // (their requests when their usage is unknown).
+                let gone: i64 = snap
+                    .pods_on_node(n)
+                    .iter()
+                    .filter(|&&p| cx.is_planned(p) && snap.pod(p).is_active())
+                    .map(|&p| {
+                        m.pod_amount(p, r)
+                            .unwrap_or_else(|| snap.pod(p).requests.get(r))
+                    })
+                    .sum();
+                if let Some(i) = self.index(r) {
+                    u[i] = (v - gone).max(0);
+                }
+            }
+        }
+        u
+    }
+
+    /// What was measured of each node, in the report.
+    fn record_measured(
+        &self,
+        cx: &mut Context<'_, '_>,
+        measured: Option<&nu::Measured>,
+        nodes: &[NodeId],
+    ) {
+        if let Some(m) = measured {
+            for &n in nodes {
+                let u = self.usage_of(cx, measured, n);
+                let mut before = Resources::default();
+                before.cpu = self.index(RESOURCE_CPU).map_or(0, |i| u[i]);
+                before.memory = self.index(RESOURCE_MEMORY).map_or(0, |i| u[i]);
+                if let Some(i) = self.index(nu::METRIC_RESOURCE) {
+                    before.set(nu::METRIC_RESOURCE, u[i]);
+                }
+                cx.set_measured(
+                    n,
+                    MeasuredNode {
+                        source: m.source,
+                        after: before.clone(),
+                        before,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The nodes below their thresholds (destinations) and above their targets (sources),
+    /// and every classified node's target for the placement checks.
+    fn classify(
+        &self,
+        cx: &Context<'_, '_>,
+        measured: Option<&nu::Measured>,
+        nodes: &[NodeId],
+    ) -> (Vec<NodeInfo>, Vec<NodeInfo>, Vec<PlacementTarget>) {
+        let snap = cx.snap();
+        // The thresholds per classified resource, in their order.
+        let low_pct: Vec<f64> = self.resources.iter().map(|r| self.low[r]).collect();
+        let high_pct: Vec<f64> = self.resources.iter().map(|r| self.high[r]).collect();
+        // Mean utilization per resource, for deviation thresholds.
+        let mut mean = vec![0.0; self.resources.len()];
+        if self.args.use_deviation_thresholds && !nodes.is_empty() {
+            for &n in nodes {
+                let u = self.usage_of(cx, measured, n);
+                for (i, r) in self.resources.iter().enumerate() {
+                    mean[i] += pct(u[i], capacity(snap.node(n), r));
+                }
+            }
+            for v in &mut mean {
+                *v /= nodes.len() as f64;
+            }
+        }
+        // Only the nodes below their thresholds or above their targets are kept.
+        let mut low_nodes = Vec::new();
+        let mut high_nodes = Vec::new();
+        // Every classified node with its target, for the placement checks (below).
+        let mut targets: Vec<PlacementTarget> = Vec::with_capacity(nodes.len());
+        for &n in nodes {
+            let node = snap.node(n);
+            let k = self.resources.len();
+            let (mut low, mut high) = (Vec::with_capacity(k), Vec::with_capacity(k));
+            for (i, r) in self.resources.iter().enumerate() {
+                let c = capacity(node, r);
+                let (l, h) = if self.args.use_deviation_thresholds {
+                    if low_pct[i] == 0.0 {
+                        (c, c)
+                    } else {
+                        (
+                            amount(c, (mean[i] - low_pct[i]).clamp(0.0, 100.0)),
+                            amount(c, (mean[i] + high_pct[i]).clamp(0.0, 100.0)),
+                        )
+                    }
+                } else {
+                    (amount(c, low_pct[i]), amount(c, high_pct[i]))
+                };
+                low.push(l);
+                high.push(h);
+            }
+            let info = NodeInfo {
+                id: n,
+                source: measured.map(|m| m.source),
+                usage: self.usage_of(cx, measured, n),
+                low,
+                high,
+            };
+            let wanted = !node.unschedulable && info.below_low();
+            if measured.is_none() {
+                targets.push(PlacementTarget {
+                    node: n,
+                    limit: self
+                        .resources
+                        .iter()
+                        .cloned()
+                        .zip(info.high.clone())
+                        .collect(),
+                    wanted,
+                });
+            }
+            if wanted {
+                low_nodes.push(info);
+            } else if info.above_target() {
+                high_nodes.push(info);
+            }
+        }
+        (low_nodes, high_nodes, targets)
+    }
+
+    /// The overutilized nodes that are sources this cycle: with measured usage, those over
+    /// for `hysteresisCycles` cycles in a row; none that received rescheduled pods within
+    /// the eviction cooldown.
+    fn sources(
+        &self,
+        cx: &mut Context<'_, '_>,
+        measured: bool,
+        mut high_nodes: Vec<NodeInfo>,
+    ) -> Vec<NodeInfo> {
+        let snap = cx.snap();
+        if measured {
+            let key = cx.history_key();
+            let over: Vec<String> = high_nodes
+                .iter()
+                .map(|i| snap.node(i.id).name.to_string())
+                .collect();
+            let need = self.hysteresis_cycles();
+            if need > 1 {
+                let mut kept = Vec::with_capacity(high_nodes.len());
+                for info in high_nodes {
+                    let name = &snap.node(info.id).name;
+                    let cycles = cx.history().streak(&key, name) + 1;
+                    if cycles >= need {
+                        kept.push(info);
+                    } else {
+                        cx.note(
+                            Some(info.id),
+                            format!("overutilized for {cycles} of the {need} consecutive cycles hysteresisCycles asks for; pods stay this cycle"),
+                        );
+                    }
+                }
+                high_nodes = kept;
+            }
+            cx.observe_over(over);
+        }
+        // No ping-pong: a node that received rescheduled pods within the eviction cooldown
+        // is not a source (its load may be the pods just moved there).
+        if !high_nodes.is_empty() && cx.history().cooldown_seconds > 0 {
+            let mut kept = Vec::with_capacity(high_nodes.len());
+            for info in high_nodes {
+                let name = &snap.node(info.id).name;
+                match cx.history().receiving_note(name, cx.now()) {
+                    Some(why) => cx.note(Some(info.id), why),
+                    None => kept.push(info),
+                }
+            }
+            high_nodes = kept;
+        }
+        high_nodes
+    }
+
+    /// Upstream's early returns, said in the log.
+    fn nothing_to_do(
+        &self,
+        low_nodes: &[NodeInfo],
+        high_nodes: &[NodeInfo],
+        nodes: &[NodeId],
+    ) -> bool {
+        tracing::debug!(
+            underutilized = low_nodes.len(),
+            overutilized = high_nodes.len(),
+            "LowNodeUtilization classified nodes"
+        );
+        if low_nodes.is_empty() {
+            tracing::info!(
+                "no node is underutilized, nothing to do; you might tune the thresholds"
+            );
+            return true;
+        }
+        if low_nodes.len() <= self.args.number_of_nodes {
+            tracing::info!(
+                underutilized = low_nodes.len(),
+                number_of_nodes = self.args.number_of_nodes,
+                "number of underutilized nodes is at most numberOfNodes, nothing to do"
+            );
+            return true;
+        }
+        if low_nodes.len() == nodes.len() {
+            tracing::info!("all nodes are underutilized, nothing to do");
+            return true;
+        }
+        if high_nodes.is_empty() {
+            tracing::info!("all nodes are under target utilization, nothing to do");
+            return true;
+        }
+        false
     }
 }
 
