@@ -50,8 +50,6 @@ pub struct LiveOptions {
     pub protobuf: bool,
     /// Where each cycle's report (and snapshot) is kept.
     pub decision_log: Option<super::DecisionLog>,
-    /// The policy's utilization thresholds, for the HTML report.
-    pub thresholds: Vec<crate::report::ThresholdRow>,
 }
 
 /// Why live mode stopped with an error.
@@ -224,7 +222,6 @@ pub async fn run(
         metrics: Some(metrics.clone()),
         once,
         decision_log: opts.decision_log.clone(),
-        thresholds: opts.thresholds.clone(),
     };
     let result = loop {
         if shutdown.load(Ordering::SeqCst) {
