@@ -13,6 +13,18 @@ fn table(report: &Report) -> String {
     if let Some(read) = &report.read {
         let _ = writeln!(out, "Read: {read}");
     }
+    evictions(report, &mut out);
+    nodes(report, &mut out);
+    measured(report, &mut out);
+    tenants(report, &mut out);
+    pending(report, &mut out);
+    notes(report, &mut out);
+
+    out
+}
+
+/// The planned evictions, with their destinations.
+fn evictions(report: &Report, out: &mut String) {
     let _ = writeln!(out, "Planned evictions: {}", report.evictions.len());
     if !report.evictions.is_empty() {
         // The destination, and the nodes kube-scheduler is as likely to pick:
@@ -45,11 +57,15 @@ fn table(report: &Report) -> String {
             })
             .collect();
         write_table(
-            &mut out,
+            out,
             &["POD", "NODE", "DESTINATION", "PROFILE", "PLUGIN", "REASON"],
             &rows,
         );
     }
+}
+
+/// Each node's requests before and after the plan.
+fn nodes(report: &Report, out: &mut String) {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
@@ -90,7 +106,7 @@ fn table(report: &Report) -> String {
         }
         rows.push(row);
     }
-    write_table(&mut out, &headers, &rows);
+    write_table(out, &headers, &rows);
     if report.nodes.iter().any(|n| !n.after_range.is_empty()) {
         let _ = writeln!(
             out,
@@ -108,6 +124,10 @@ fn table(report: &Report) -> String {
             "{unplaced} of the evictions have no predicted destination (no node fits, or destinations are not predicted: --predict-destinations); their replacements are not in the after figures"
         );
     }
+}
+
+/// The measured usage plugins planned with, when they did.
+fn measured(report: &Report, out: &mut String) {
     let measured: Vec<[String; 5]> = report
         .nodes
         .iter()
@@ -138,11 +158,15 @@ fn table(report: &Report) -> String {
             .map(|r| [r[0].as_str(), &r[1], &r[2], &r[3], &r[4]])
             .collect();
         write_table(
-            &mut out,
+            out,
             &["NODE", "SOURCE", "CPU", "MEMORY", "METRICRESOURCE"],
             &rows,
         );
     }
+}
+
+/// The tenants' dominant shares, when a profile orders by DominantResourceFairness.
+fn tenants(report: &Report, out: &mut String) {
     if !report.tenants.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(
@@ -174,8 +198,12 @@ fn table(report: &Report) -> String {
             .iter()
             .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str()])
             .collect();
-        write_table(&mut out, &["TENANT", "DOMINANT", "SHARE"], &rows);
+        write_table(out, &["TENANT", "DOMINANT", "SHARE"], &rows);
     }
+}
+
+/// The pending pods and gangs a plugin made room for, or could not.
+fn pending(report: &Report, out: &mut String) {
     if !report.pending.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(out, "Pending pods and gangs:");
@@ -200,11 +228,15 @@ fn table(report: &Report) -> String {
             .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str(), r[3].as_str()])
             .collect();
         write_table(
-            &mut out,
+            out,
             &["PENDING", "DESTINATION", "MADE ROOM BY", "WHY NOT"],
             &rows,
         );
     }
+}
+
+/// The notes, and the candidates not chosen and why.
+fn notes(report: &Report, out: &mut String) {
     if !report.notes.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(out, "Notes:");
@@ -233,13 +265,8 @@ fn table(report: &Report) -> String {
                 ]
             })
             .collect();
-        write_table(
-            &mut out,
-            &["POD", "NODE", "PROFILE", "PLUGIN", "WHY NOT"],
-            &rows,
-        );
+        write_table(out, &["POD", "NODE", "PROFILE", "PLUGIN", "WHY NOT"], &rows);
     }
-    out
 }
 
 impl PendingRow {
