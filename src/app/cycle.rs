@@ -300,7 +300,7 @@ impl Cycles<'_> {
             self.history
                 .advance(&record.plan.over)
                 .record_evictions(snap, &record.evicted, now);
-        if !record.attempts.is_empty() {
+        if !dry_run {
             let evicted = record.evicted.len();
             tracing::info!(attempted = record.attempts.len(), evicted, "cycle done");
         }
