@@ -1,6 +1,8 @@
 //! What became of each planned eviction. A dry run reports the plan ([`crate::report`]) and
 //! changes nothing; the live executor (`crate::live::executor`) attempts the same plan through
-//! the Eviction API, so what dry-run prints is what a real run would attempt.
+//! the Eviction API, so what dry-run prints is what a real run would attempt. Each attempt
+//! ([`Attempt`]) is absorbed into the cycle's memory (`crate::plan::CycleMemory::absorb`),
+//! and a pass over a plan ([`Attempts`]) says what the cycle does next ([`Next`]).
 
 /// What happened to one planned eviction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
