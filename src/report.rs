@@ -33,7 +33,7 @@
 //! `"destination":null` and a `"reason"` (the scheduler's). Absent when there are none.
 
 //!
-//! Every format is written by [`write`], from a cycle's plan or from a report already built
+//! Every format is written by [`write()`], from a cycle's plan or from a report already built
 //! ([`Input`]); each format is a module of its own (`json`, `yaml`, `table`, `html`).
 
 mod html;
@@ -326,7 +326,7 @@ pub fn write(
 }
 
 impl Report {
-    /// The report as `format` writes it ([`write`]).
+    /// The report as `format` writes it ([`write()`]).
     pub fn render(&self, format: Format) -> String {
         // Sized up front: a large plan's report is megabytes, grown by doubling it would be
         // copied over and over.
