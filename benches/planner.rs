@@ -20,7 +20,7 @@ use criterion::{
 };
 use descheduler::framework::Pipeline;
 use descheduler::plan::{self, EvictionPlan};
-use descheduler::report::Format;
+use descheduler::report::{Format, Input};
 use descheduler::snapshot::synthetic::{self, Config};
 use descheduler::snapshot::{decode, ClusterSnapshot};
 use std::collections::BTreeMap;
@@ -48,7 +48,7 @@ fn end_to_end(path: &Path, pipeline: &Pipeline) -> String {
     let snap = decode::load_file(path).expect("the synthetic cluster decodes");
     let plan = plan::plan(pipeline, &snap, NOW).expect("planning succeeds");
     let mut out = Vec::with_capacity(1 << 20);
-    descheduler::report::write_plan(&snap, &plan, Format::Json, &mut out)
+    descheduler::report::write(Input::plan(&snap, &plan), Format::Json, &mut out)
         .expect("the report is written");
     String::from_utf8(out).expect("the report is UTF-8")
 }

@@ -10,7 +10,7 @@ use crate::live::admin::{AdminServer, Certificate, Transport};
 use crate::live::executor::ExecutorConfig;
 use crate::live::leader::LeaderConfig;
 use crate::policy::Policy;
-use crate::report::{Format, ThresholdRow};
+use crate::report::Format;
 use crate::schedule::Schedule;
 use clap::Parser;
 use std::path::PathBuf;
@@ -666,16 +666,7 @@ fn run_with(
         node_metrics: cli.node_metrics.clone(),
         pod_metrics: cli.pod_metrics.clone(),
     };
-    app::run_offline(
-        &pipeline,
-        files,
-        now,
-        cli.output,
-        decision_log,
-        ThresholdRow::of_policy(policy),
-        out,
-    )
-    .map_err(|e| {
+    app::run_offline(&pipeline, files, now, cli.output, decision_log, out).map_err(|e| {
         if e.is_invalid_input() {
             Failure::invalid(e)
         } else {
@@ -877,7 +868,6 @@ fn run_live(
         eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,
         now,
         decision_log,
-        thresholds: ThresholdRow::of_policy(policy),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

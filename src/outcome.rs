@@ -1,6 +1,8 @@
 //! What became of each planned eviction. A dry run reports the plan ([`crate::report`]) and
 //! changes nothing; the live executor (`crate::live::executor`) attempts the same plan through
-//! the Eviction API, so what dry-run prints is what a real run would attempt.
+//! the Eviction API, so what dry-run prints is what a real run would attempt. Each attempt
+//! ([`Attempt`]) is absorbed into the cycle's memory (`crate::plan::CycleMemory::absorb`),
+//! and a pass over a plan ([`Attempts`]) says what the cycle does next ([`Next`]).
 
 /// What happened to one planned eviction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +52,70 @@ impl Outcome {
             }
             Outcome::PodGone | Outcome::UidChanged | Outcome::NoLongerEvictable => "pod_gone",
             _ => "error",
+        }
+    }
+}
+
+/// One planned eviction as a cycle attempted it: the eviction, what happened, and, with
+/// `--await-placement`, the node its replacement was seen bound to.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub eviction: crate::framework::PlannedEviction,
+    pub outcome: Outcome,
+    /// The node the replacement was bound to (a name: it may be a node the snapshot does not
+    /// hold).
+    pub landed: Option<String>,
+}
+
+impl Attempt {
+    pub fn new(eviction: &crate::framework::PlannedEviction, outcome: Outcome) -> Attempt {
+        Attempt {
+            eviction: eviction.clone(),
+            outcome,
+            landed: None,
+        }
+    }
+
+    /// Whether the API refused the eviction, so that the pod is not planned again this
+    /// cycle: every outcome but evicted and not attempted.
+    pub fn refused(&self) -> bool {
+        !matches!(
+            self.outcome,
+            Outcome::Evicted | Outcome::Planned | Outcome::NotAttempted | Outcome::GangNotAttempted
+        )
+    }
+}
+
+/// What one pass over a plan's evictions did, and what the cycle does next.
+#[derive(Debug, Default)]
+pub struct Attempts {
+    /// In the order they were attempted.
+    pub done: Vec<Attempt>,
+    /// Pods evicted earlier in the cycle found gone from the API (their termination over).
+    pub gone: Vec<crate::snapshot::PodId>,
+    pub next: Next,
+}
+
+/// What a cycle does after a pass over its plan.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub enum Next {
+    /// The plan's end was reached (a dry run reaches it at once).
+    #[default]
+    Finish,
+    /// Something happened the plan did not foresee (a refusal, a replacement seen bound):
+    /// plan the rest of the cycle again.
+    Replan,
+    /// Stop the cycle here: the gate closed, or the API kept failing (`why`, for the report).
+    Stop(Option<String>),
+}
+
+impl Attempts {
+    /// The attempts `done`, then `next`, with no pod found gone.
+    pub fn next(done: Vec<Attempt>, next: Next) -> Attempts {
+        Attempts {
+            done,
+            gone: Vec::new(),
+            next,
         }
     }
 }

@@ -206,3 +206,39 @@ fn the_compatibility_plugin_table_is_the_registry() {
          plugins of plugins::REGISTRY, with their extension points"
     );
 }
+
+#[test]
+fn the_report_reads_the_plan_and_the_app_names_no_format() {
+    // The report's rows come from the plan and the snapshot: not from the policy file, the
+    // cluster or the cycle that made them.
+    let needles = ["policy::", "live::", "app::"];
+    let mut found = uses(&["report"], &needles);
+    let parent = std::fs::read_to_string(root().join("src/report.rs")).unwrap();
+    found.extend(
+        parent
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| needles.iter().any(|n| l.contains(n)))
+            .map(|(i, l)| format!("src/report.rs:{}: {}", i + 1, l.trim())),
+    );
+    // The app hands the report its input and the format asked for, and names none.
+    found.extend(
+        uses(
+            &["app"],
+            &[
+                "Format::Json",
+                "Format::Yaml",
+                "Format::Table",
+                "Format::Html",
+            ],
+        )
+        .into_iter()
+        .filter(|place| !place.contains("tests.rs:")),
+    );
+    assert!(
+        found.is_empty(),
+        "the report reads the plan (never the policy file), and report::write picks the \
+         format's module:\n{}",
+        found.join("\n")
+    );
+}

@@ -456,16 +456,12 @@ async fn a_whole_gang_is_evicted_all_or_nothing() {
             Policy::from_yaml("gangs.yaml", &policy_text, &descheduler::plugins::REGISTRY).unwrap();
         Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
-    let result = support::executor::executor(&client, ExecutorConfig::default())
-        .run_cycle(
-            &pipeline,
-            &snap,
-            chrono::Utc::now().timestamp(),
-            &Default::default(),
-            &mut (),
-        )
-        .await
-        .unwrap();
+    let result = support::executor::real_cycle(
+        &support::executor::executor(&client, ExecutorConfig::default()),
+        &pipeline,
+        &snap,
+    )
+    .await;
     let outcomes: BTreeMap<String, Outcome> = result
         .report
         .evictions
@@ -637,16 +633,12 @@ async fn real_cycle(
             Policy::from_yaml("gangs.yaml", policy_text, &descheduler::plugins::REGISTRY).unwrap();
         Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
-    let result = support::executor::executor(client, ExecutorConfig::default())
-        .run_cycle(
-            &pipeline,
-            &snap,
-            chrono::Utc::now().timestamp(),
-            &Default::default(),
-            &mut (),
-        )
-        .await
-        .unwrap();
+    let result = support::executor::real_cycle(
+        &support::executor::executor(client, ExecutorConfig::default()),
+        &pipeline,
+        &snap,
+    )
+    .await;
     result
         .report
         .evictions

@@ -5,6 +5,7 @@
 //! the target folder (`target/tmp/html-report/`) as test artifacts; the user guide's picture
 //! (docs/user-guide.md) is the example's.
 
+use descheduler::report::{Format, Input};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -629,6 +630,7 @@ fn large_report(evictions: usize) -> descheduler::report::Report {
         tenants: Vec::new(),
         pending: Vec::new(),
         read: None,
+        thresholds: Vec::new(),
     }
 }
 
@@ -641,7 +643,7 @@ fn a_page_of_150_000_evictions_answers_each_action_within_a_second() {
     let report = large_report(150_000);
     let page = artifacts().join("150k-evictions.html");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&page).unwrap());
-    descheduler::report::write_html(&report, &[], &mut out).unwrap();
+    descheduler::report::write(Input::Report(&report), Format::Html, &mut out).unwrap();
     drop(out);
     let size = std::fs::metadata(&page).unwrap().len();
     let url = format!("file://{}", page.display());
@@ -821,10 +823,11 @@ fn hidden_characters_in_names_are_shown_visibly() {
         tenants: Vec::new(),
         pending: Vec::new(),
         read: None,
+        thresholds: Vec::new(),
     };
     let page = artifacts().join("hidden-characters.html");
     let mut out = Vec::new();
-    descheduler::report::write_html(&report, &[], &mut out).unwrap();
+    descheduler::report::write(Input::Report(&report), Format::Html, &mut out).unwrap();
     std::fs::write(&page, out).unwrap();
     let dom = dom(&page, "");
     let r = row(section(&dom, "evictions"), "data-pod", pod);

@@ -300,16 +300,7 @@ async fn disruption_budgets_block_evictions() {
         .unwrap();
     let exec = executor_on(api, ExecutorConfig::default());
     let t0 = Instant::now();
-    let result = exec
-        .run_cycle(
-            &pipeline(&text),
-            &snap,
-            chrono::Utc::now().timestamp(),
-            &Default::default(),
-            &mut (),
-        )
-        .await
-        .unwrap();
+    let result = support::executor::real_cycle(&exec, &pipeline(&text), &snap).await;
     assert!(
         t0.elapsed() < Duration::from_secs(30),
         "429s took {:?}",
@@ -379,16 +370,7 @@ async fn limits_and_rate_limits_hold() {
         .await
         .unwrap();
     let exec = executor(&client, ExecutorConfig::default());
-    let r = exec
-        .run_cycle(
-            &pipeline(&text),
-            &snap,
-            chrono::Utc::now().timestamp(),
-            &Default::default(),
-            &mut (),
-        )
-        .await
-        .unwrap();
+    let r = support::executor::real_cycle(&exec, &pipeline(&text), &snap).await;
     assert_eq!(r.outcomes, vec![Outcome::Evicted]);
     wait_running_pods(&client, &ns, &app_selector("hot"), 6).await;
 
@@ -407,16 +389,7 @@ async fn limits_and_rate_limits_hold() {
         },
     );
     let t0 = Instant::now();
-    let r = exec
-        .run_cycle(
-            &pipeline(&text),
-            &snap,
-            chrono::Utc::now().timestamp(),
-            &Default::default(),
-            &mut (),
-        )
-        .await
-        .unwrap();
+    let r = support::executor::real_cycle(&exec, &pipeline(&text), &snap).await;
     let took = t0.elapsed();
     assert_eq!(
         r.outcomes,
@@ -470,16 +443,7 @@ async fn pods_deleted_or_replaced_after_planning_are_not_evicted() {
     wait_pod_running(&client, &ns, "b").await;
 
     let exec = executor(&client, ExecutorConfig::default());
-    let r = exec
-        .run_cycle(
-            &pipeline(&text),
-            &snap,
-            chrono::Utc::now().timestamp(),
-            &Default::default(),
-            &mut (),
-        )
-        .await
-        .unwrap();
+    let r = support::executor::real_cycle(&exec, &pipeline(&text), &snap).await;
     let by_pod: BTreeMap<String, String> = r
         .report
         .evictions

@@ -249,16 +249,12 @@ async fn one_cycle_makes_room_for_a_pending_gpu_gang() {
     let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
         .await
         .unwrap();
-    let result = support::executor::executor(&client, ExecutorConfig::default())
-        .run_cycle(
-            &pipeline,
-            &snap,
-            chrono::Utc::now().timestamp(),
-            &Default::default(),
-            &mut (),
-        )
-        .await
-        .unwrap();
+    let result = support::executor::real_cycle(
+        &support::executor::executor(&client, ExecutorConfig::default()),
+        &pipeline,
+        &snap,
+    )
+    .await;
     let evicted: BTreeSet<String> = result
         .report
         .evictions

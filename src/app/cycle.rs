@@ -1,19 +1,22 @@
 //! One cycle, the same in every mode: read the cluster ([`Cluster`]), attach what the plugins
-//! measure, plan with what earlier cycles left, then report the plan or execute it ([`Act`])
-//! and report what happened, and remember the cycle for the next.
+//! measure, then one loop ([`run_cycle`]) for both acts ([`Act`]): plan with what earlier
+//! cycles and this one left, attempt (a dry run attempts nothing), absorb what happened,
+//! plan again or finish; then one report, built once and written once, and the cycle
+//! remembered for the next.
 
 use super::decision_log::DecisionLog;
 use crate::framework::{History, Pipeline, PlanNote};
-use crate::live::executor::LiveExecutor;
+use crate::live::executor::{LiveCycle, LiveExecutor};
 use crate::live::source::{list_snapshot, WatchSource};
 use crate::live::{client::ApiClient, LiveError};
 use crate::metrics::{Metrics, StrategyLabels};
-use crate::outcome::Outcome;
-use crate::plan::{plan_with, CycleMemory, PlanError, PlanObserver};
-use crate::report::{Format, Report, ThresholdRow};
+use crate::outcome::{Attempt, Attempts, Next, Outcome};
+use crate::plan::{plan_with, CycleMemory, EvictionPlan, PlanError, PlanObserver};
+use crate::report::{Format, Input, Report};
 use crate::snapshot::decode::SnapshotError;
-use crate::snapshot::ClusterSnapshot;
+use crate::snapshot::{ClusterSnapshot, PodId};
 use crate::usage::{UsageError, UsageFetcher};
+use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -103,6 +106,123 @@ pub enum Act<'a> {
     Execute(&'a LiveExecutor),
 }
 
+/// What acts on a cycle's plans: a dry run attempts nothing ([`DryRun`]); the live executor
+/// calls the Eviction API ([`LiveCycle`]).
+pub trait Attempter {
+    /// Attempts `plan`'s evictions until the plan ends or something asks for a re-plan;
+    /// `memory` holds what the cycle absorbed so far.
+    fn attempt(
+        &mut self,
+        snap: &ClusterSnapshot,
+        plan: &EvictionPlan,
+        memory: &CycleMemory,
+    ) -> impl Future<Output = Attempts>;
+}
+
+/// A dry run: attempts nothing, so the cycle finishes with its first plan.
+pub struct DryRun;
+
+impl Attempter for DryRun {
+    async fn attempt(
+        &mut self,
+        _: &ClusterSnapshot,
+        _: &EvictionPlan,
+        _: &CycleMemory,
+    ) -> Attempts {
+        Attempts::default()
+    }
+}
+
+impl Attempter for LiveCycle<'_> {
+    fn attempt(
+        &mut self,
+        snap: &ClusterSnapshot,
+        plan: &EvictionPlan,
+        memory: &CycleMemory,
+    ) -> impl Future<Output = Attempts> {
+        LiveCycle::attempt(self, snap, plan, memory)
+    }
+}
+
+/// What one cycle did: the plan its report shows (the last plan as planned when nothing was
+/// attempted, as carried out otherwise), each of its evictions' attempt in the plan's order
+/// (none in a dry run), the pods evicted, and why it stopped before the plan's end.
+#[derive(Debug)]
+pub struct CycleRecord {
+    pub plan: EvictionPlan,
+    pub attempts: Vec<Attempt>,
+    pub evicted: Vec<PodId>,
+    pub stopped: Option<String>,
+}
+
+impl CycleRecord {
+    /// What became of each eviction of the plan (empty in a dry run).
+    pub fn outcomes(&self) -> Vec<Outcome> {
+        self.attempts.iter().map(|a| a.outcome).collect()
+    }
+
+    /// What the cycle's report is written from.
+    pub fn input<'a>(&'a self, snap: &'a ClusterSnapshot) -> Input<'a> {
+        Input::Plan {
+            snap,
+            plan: &self.plan,
+            attempts: &self.attempts,
+        }
+    }
+
+    /// The cycle's report, built.
+    pub fn report(&self, snap: &ClusterSnapshot) -> Report {
+        Report::of(snap, &self.plan, &self.attempts)
+    }
+}
+
+/// One cycle's loop, the same for a dry run and a real run: plan, attempt (a dry run
+/// attempts nothing), absorb what happened into the cycle's memory, then plan again or
+/// finish. So what a dry run reports is what a real run would attempt first.
+pub async fn run_cycle(
+    pipeline: &Pipeline,
+    snap: &ClusterSnapshot,
+    now: i64,
+    history: &History,
+    attempter: &mut impl Attempter,
+    observer: &mut dyn PlanObserver,
+) -> Result<CycleRecord, PlanError> {
+    let mut memory = CycleMemory::new(history.clone());
+    let mut attempts: Vec<Attempt> = Vec::new();
+    loop {
+        let planning = Instant::now();
+        let plan = plan_with(pipeline, snap, now, &memory, observer)?;
+        tracing::info!(
+            evictions = plan.evictions.len(),
+            seconds = planning.elapsed().as_secs_f64(),
+            "plan ready"
+        );
+        let pass = attempter.attempt(snap, &plan, &memory).await;
+        for a in &pass.done {
+            memory.absorb(snap, &plan.over, a);
+        }
+        memory.gone.extend(pass.gone);
+        attempts.extend(pass.done);
+        let stopped = match pass.next {
+            Next::Replan => continue,
+            Next::Finish => None,
+            Next::Stop(why) => why,
+        };
+        // Nothing attempted: the plan as planned is what the report shows.
+        let plan = if attempts.is_empty() {
+            plan
+        } else {
+            plan.carried_out(snap, &attempts)
+        };
+        return Ok(CycleRecord {
+            plan,
+            attempts,
+            evicted: memory.evicted,
+            stopped,
+        });
+    }
+}
+
 /// How a cycle ended.
 #[derive(Debug, Default)]
 pub struct CycleEnd {
@@ -135,19 +255,34 @@ pub struct Cycles<'p> {
     pub once: bool,
     /// Where each cycle's report is kept (`--decision-log`).
     pub decision_log: Option<DecisionLog>,
-    /// The policy's utilization thresholds, drawn on the HTML report's node bars.
-    pub thresholds: Vec<ThresholdRow>,
 }
 
 impl Cycles<'_> {
     /// One cycle over the cluster just read, at `now` (unix seconds): measured usage attached,
-    /// the plan made with what earlier cycles left, then reported to `out`, or executed and
-    /// what happened reported.
+    /// the cycle's loop ([`run_cycle`]) run with what earlier cycles left, its report written
+    /// to `out`, and the cycle remembered.
     pub async fn run(
         &mut self,
         snap: &mut ClusterSnapshot,
         now: i64,
         act: &Act<'_>,
+        out: &mut dyn Write,
+    ) -> Result<CycleEnd, CycleError> {
+        match act {
+            Act::Report => self.cycle(snap, now, &mut DryRun, true, out).await,
+            Act::Execute(executor) => {
+                self.cycle(snap, now, &mut executor.cycle(), false, out)
+                    .await
+            }
+        }
+    }
+
+    async fn cycle(
+        &mut self,
+        snap: &mut ClusterSnapshot,
+        now: i64,
+        attempter: &mut impl Attempter,
+        dry_run: bool,
         out: &mut dyn Write,
     ) -> Result<CycleEnd, CycleError> {
         let pipeline = self.pipeline;
@@ -160,86 +295,56 @@ impl Cycles<'_> {
             metrics: self.metrics.as_ref(),
             started: None,
         };
-        match act {
-            Act::Report => {
-                let memory = CycleMemory {
-                    history: self.history.clone(),
-                    ..CycleMemory::default()
-                };
-                let planning = Instant::now();
-                let plan = plan_with(pipeline, snap, now, &memory, &mut times)?;
-                tracing::info!(
-                    evictions = plan.evictions.len(),
-                    seconds = planning.elapsed().as_secs_f64(),
-                    "plan ready"
-                );
-                // Nothing was evicted: no eviction to remember.
-                self.history = self.history.advance(&plan.over);
-                self.count_skips(&plan.notes);
-                let rendering = Instant::now();
-                let mut counted = Counted { out, bytes: 0 };
-                // The report is built whole only where it is needed (a large plan's JSON is
-                // written row by row without it).
-                let report = (self.output == Format::Html || self.decision_log.is_some())
-                    .then(|| Report::new(snap, &plan));
-                match &report {
-                    Some(report) if self.output == Format::Html => {
-                        crate::report::write_html(report, &self.thresholds, &mut counted)
-                    }
-                    _ => crate::report::write_plan(snap, &plan, self.output, &mut counted),
-                }
-                .and_then(|_| counted.flush())
-                .map_err(CycleError::Report)?;
-                tracing::info!(
-                    bytes = counted.bytes,
-                    seconds = rendering.elapsed().as_secs_f64(),
-                    "report rendered"
-                );
-                if let (Some(log), Some(report)) = (&self.decision_log, &report) {
-                    keep_decision(log, snap, now, true, None, report);
-                }
-                if self.once {
-                    // The process exits right after: handing millions of small allocations
-                    // back one by one would take longer than the exit that reclaims them all
-                    // at once.
-                    std::mem::forget(plan);
-                }
-                Ok(CycleEnd::default())
-            }
-            Act::Execute(executor) => {
-                let r = executor
-                    .run_cycle(pipeline, snap, now, &self.history, &mut times)
-                    .await?;
-                self.history = self
-                    .history
-                    .advance(&r.over)
-                    .record_evictions(snap, &r.evicted, now);
-                let evicted = r
-                    .outcomes
-                    .iter()
-                    .filter(|o| **o == Outcome::Evicted)
-                    .count();
-                tracing::info!(attempted = r.outcomes.len(), evicted, "cycle done");
-                if let Some(m) = &self.metrics {
-                    for n in r.report.notes.iter().filter(|n| n.skipped) {
-                        m.strategy_skipped(&n.plugin, &n.profile);
-                    }
-                }
-                // The evictions are done: a report that cannot be written does not hide how
-                // the cycle ended.
-                let written = match self.output {
-                    Format::Html => crate::report::write_html(&r.report, &self.thresholds, out),
-                    format => r.report.write_to(format, out),
-                };
-                if let Err(e) = written.and_then(|_| out.flush()) {
-                    tracing::warn!(error = %e, "the cycle's report was not printed");
-                }
-                if let Some(log) = &self.decision_log {
-                    keep_decision(log, snap, now, false, r.stopped.clone(), &r.report);
-                }
-                Ok(CycleEnd { stopped: r.stopped })
-            }
+        let record = run_cycle(pipeline, snap, now, &self.history, attempter, &mut times).await?;
+        self.history =
+            self.history
+                .advance(&record.plan.over)
+                .record_evictions(snap, &record.evicted, now);
+        if !dry_run {
+            let evicted = record.evicted.len();
+            tracing::info!(attempted = record.attempts.len(), evicted, "cycle done");
         }
+        self.count_skips(&record.plan.notes);
+        self.report(snap, now, dry_run, &record, out)?;
+        let stopped = record.stopped.clone();
+        if self.once {
+            // The process exits right after: handing millions of small allocations back one
+            // by one would take longer than the exit that reclaims them all at once.
+            std::mem::forget(record);
+        }
+        Ok(CycleEnd { stopped })
+    }
+
+    /// Writes the cycle's report to `out`, once, and keeps it in the decision log.
+    fn report(
+        &self,
+        snap: &ClusterSnapshot,
+        now: i64,
+        dry_run: bool,
+        record: &CycleRecord,
+        out: &mut dyn Write,
+    ) -> Result<(), CycleError> {
+        let rendering = Instant::now();
+        // The report is built whole only where it is kept (a large plan's JSON is written
+        // row by row without it).
+        let kept = self.decision_log.as_ref().map(|_| record.report(snap));
+        let input = kept.as_ref().map_or(record.input(snap), Input::Report);
+        let mut counted = Counted { out, bytes: 0 };
+        match crate::report::write(input, self.output, &mut counted).and_then(|_| counted.flush()) {
+            Ok(()) => tracing::info!(
+                bytes = counted.bytes,
+                seconds = rendering.elapsed().as_secs_f64(),
+                "report rendered"
+            ),
+            Err(e) if dry_run => return Err(CycleError::Report(e)),
+            // The evictions are done: a report that cannot be written does not hide how the
+            // cycle ended.
+            Err(e) => tracing::warn!(error = %e, "the cycle's report was not printed"),
+        }
+        if let (Some(log), Some(report)) = (&self.decision_log, &kept) {
+            keep_decision(log, snap, now, dry_run, record.stopped.clone(), report);
+        }
+        Ok(())
     }
 
     /// Counts the plugins that skipped the cycle.
@@ -323,3 +428,6 @@ impl Write for Counted<'_> {
         self.out.flush()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -413,6 +413,7 @@ mod tests {
             tenants: Vec::new(),
             pending: Vec::new(),
             read: None,
+            thresholds: Vec::new(),
         }
     }
 

@@ -15,7 +15,10 @@ pub mod cycle;
 pub mod decision_log;
 pub mod runner;
 
-pub use cycle::{Act, Cluster, CycleEnd, CycleError, Cycles, ReadError, SnapshotFiles};
+pub use cycle::{
+    run_cycle, Act, Attempter, Cluster, CycleEnd, CycleError, CycleRecord, Cycles, DryRun,
+    ReadError, SnapshotFiles,
+};
 pub use decision_log::{DecisionLog, DecisionLogError};
 pub use runner::{LiveOptions, RunError};
 
@@ -107,7 +110,6 @@ pub fn run_offline(
     now: i64,
     output: Format,
     decision_log: Option<DecisionLog>,
-    thresholds: Vec<crate::report::ThresholdRow>,
     out: &mut dyn Write,
 ) -> Result<(), OfflineError> {
     // Offline planning may still read live Prometheus figures: the queries run now.
@@ -130,7 +132,6 @@ pub fn run_offline(
             metrics: None,
             once: true,
             decision_log,
-            thresholds,
         };
         cycles.run(snap, now, &Act::Report, out).await?;
         // The process exits right after printing (see `Cycles`).

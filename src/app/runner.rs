@@ -5,7 +5,7 @@
 //! can be in flight then) it stops at once. Every call to the API server goes through
 //! `live`, each under its deadline.
 
-use super::cycle::{Act, Cluster, CycleError, Cycles, ReadError};
+use super::cycle::{Act, Cluster, CycleEnd, CycleError, Cycles, ReadError};
 use crate::framework::{History, Pipeline};
 use crate::live::admin;
 use crate::live::client::ApiClient;
@@ -17,6 +17,7 @@ use crate::metrics::Metrics;
 use crate::report::Format;
 use crate::schedule::Schedule;
 use crate::snapshot::ClusterSnapshot;
+use crate::usage::UsageFetcher;
 use prometheus_client::registry::Registry;
 use std::io::Write;
 use std::path::PathBuf;
@@ -50,8 +51,6 @@ pub struct LiveOptions {
     pub protobuf: bool,
     /// Where each cycle's report (and snapshot) is kept.
     pub decision_log: Option<super::DecisionLog>,
-    /// The policy's utilization thresholds, for the HTML report.
-    pub thresholds: Vec<crate::report::ThresholdRow>,
 }
 
 /// Why live mode stopped with an error.
@@ -126,6 +125,131 @@ async fn sleep_unless(d: Duration, shutdown: &AtomicBool) -> bool {
     !shutdown.load(Ordering::SeqCst)
 }
 
+/// The cycles of a live run: memory across cycles, which a single cycle has none of (so no
+/// cooldown either).
+fn cycles<'p>(
+    pipeline: &'p Pipeline,
+    usage: UsageFetcher,
+    opts: &LiveOptions,
+    once: bool,
+    metrics: &Metrics,
+) -> Cycles<'p> {
+    let cooldown = if once {
+        0
+    } else {
+        opts.eviction_cooldown.as_secs() as i64
+    };
+    Cycles {
+        pipeline,
+        usage,
+        history: History::with_cooldown(cooldown),
+        output: opts.output,
+        metrics: Some(metrics.clone()),
+        once,
+        decision_log: opts.decision_log.clone(),
+    }
+}
+
+/// The API client of `opts`.
+async fn connect(opts: &LiveOptions) -> Result<ApiClient, LiveError> {
+    let mut api = ApiClient::connect(
+        opts.kubeconfig.as_deref(),
+        opts.context.as_deref(),
+        opts.qps,
+        opts.burst,
+        opts.request_timeout,
+    )
+    .await?;
+    api.protobuf = opts.protobuf;
+    Ok(api)
+}
+
+/// Where live cycles read the cluster: listed once (`once`), or the watch caches. Every
+/// node: the policy's nodeSelector picks the nodes plugins work on (the planner applies
+/// it), but a pod evicted from them may land on any node of the cluster, which the
+/// DefaultEvictor's nodeFit and the placement simulator consider, as upstream's do.
+fn cluster(opts: &LiveOptions, api: &ApiClient, once: bool) -> Cluster {
+    if once {
+        Cluster::List {
+            api: api.clone(),
+            node_selector: String::new(),
+        }
+    } else {
+        Cluster::Watch {
+            source: Box::new(WatchSource::start(api, "")),
+            sync_timeout: opts.sync_timeout,
+        }
+    }
+}
+
+/// Starts the admin servers (`/healthz`, `/readyz`, `/metrics`).
+async fn serve_admin(
+    opts: &LiveOptions,
+    registry: &Arc<Registry>,
+    ready: &Arc<AtomicBool>,
+    api: &ApiClient,
+) -> Result<(), RunError> {
+    for server in &opts.admin {
+        let bound = admin::serve(server, registry.clone(), ready.clone(), &api.client).await?;
+        let scheme = match server.transport {
+            admin::Transport::Https(_) => "https",
+            admin::Transport::Http => "http",
+        };
+        tracing::info!(address = %bound, scheme, metrics = server.metrics, "serving /healthz and /readyz");
+    }
+    Ok(())
+}
+
+/// The leader election's task, when asked for, and whether this instance leads (always,
+/// without election).
+fn elect(
+    opts: &LiveOptions,
+    api: &ApiClient,
+    shutdown: &Arc<AtomicBool>,
+) -> (Arc<AtomicBool>, Option<Elector>) {
+    match &opts.leader {
+        Some(cfg) => {
+            let e = LeaderElector::new(api.client.clone(), cfg.clone());
+            let leading = e.leading();
+            (leading, Some(tokio::spawn(e.run(shutdown.clone()))))
+        }
+        None => (Arc::new(AtomicBool::new(true)), None),
+    }
+}
+
+type Elector = tokio::task::JoinHandle<Result<(), LiveError>>;
+
+/// How the run ends when the leader election's task has ended; None while it runs.
+async fn elector_ended(elector: &mut Option<Elector>) -> Option<Result<(), RunError>> {
+    if !elector.as_ref()?.is_finished() {
+        return None;
+    }
+    let h = elector.take()?;
+    Some(match h.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e) => Err(LiveError::Leader(e.to_string()).into()),
+    })
+}
+
+/// How the run ends after a cycle that ended as `cycle`; None when it goes on.
+fn run_ends(cycle: Result<CycleEnd, CycleError>, once: bool) -> Option<Result<(), RunError>> {
+    match cycle {
+        // One cycle cannot go on: exit non-zero (the Job's controller retries). Continuous
+        // mode tries again next cycle.
+        Ok(CycleEnd {
+            stopped: Some(why), ..
+        }) if once => Some(Err(LiveError::Stopped(why).into())),
+        Ok(_) => None,
+        Err(CycleError::Plan(e)) => Some(Err(e.into())),
+        // A report that cannot be written does not stop the evictions.
+        Err(e @ CycleError::Report(_)) => {
+            tracing::warn!(error = %e, "the cycle's report was not printed");
+            None
+        }
+    }
+}
+
 /// Runs live mode until the schedule ends, a signal arrives or leadership is lost; each
 /// cycle's report goes to `out`.
 pub async fn run(
@@ -148,38 +272,16 @@ pub async fn run(
             Ok(())
         }
     };
-    let mut api = tokio::select! {
-        api = ApiClient::connect(
-            opts.kubeconfig.as_deref(),
-            opts.context.as_deref(),
-            opts.qps,
-            opts.burst,
-            opts.request_timeout,
-        ) => api?,
+    let api = tokio::select! {
+        api = connect(&opts) => api?,
         _ = stopped(stop_rx.clone()) => return interrupted(),
     };
-    api.protobuf = opts.protobuf;
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let registry = Arc::new(registry);
     let ready = Arc::new(AtomicBool::new(false));
-    for server in &opts.admin {
-        let bound = admin::serve(server, registry.clone(), ready.clone(), &api.client).await?;
-        let scheme = match server.transport {
-            admin::Transport::Https(_) => "https",
-            admin::Transport::Http => "http",
-        };
-        tracing::info!(address = %bound, scheme, metrics = server.metrics, "serving /healthz and /readyz");
-    }
-
-    let (leading, mut elector) = match &opts.leader {
-        Some(cfg) => {
-            let e = LeaderElector::new(api.client.clone(), cfg.clone());
-            let leading = e.leading();
-            (leading, Some(tokio::spawn(e.run(shutdown.clone()))))
-        }
-        None => (Arc::new(AtomicBool::new(true)), None),
-    };
+    serve_admin(&opts, &registry, &ready, &api).await?;
+    let (leading, mut elector) = elect(&opts, &api, &shutdown);
     let gate = Gate::new(shutdown.clone(), leading.clone());
     let executor = LiveExecutor::new(api.clone(), opts.executor.clone(), metrics.clone(), gate);
     let act = if opts.dry_run {
@@ -187,22 +289,9 @@ pub async fn run(
     } else {
         Act::Execute(&executor)
     };
-    // Every node: the policy's nodeSelector picks the nodes plugins work on (the planner
-    // applies it), but a pod evicted from them may land on any node of the cluster, which
-    // the DefaultEvictor's nodeFit and the placement simulator consider, as upstream's do.
-    let mut cluster = if once {
-        Cluster::List {
-            api: api.clone(),
-            node_selector: String::new(),
-        }
-    } else {
-        Cluster::Watch {
-            source: Box::new(WatchSource::start(&api, "")),
-            sync_timeout: opts.sync_timeout,
-        }
-    };
+    let mut cluster = cluster(&opts, &api, once);
     let usage = tokio::select! {
-        usage = crate::usage::UsageFetcher::new(
+        usage = UsageFetcher::new(
             pipeline,
             Some(api.client.clone()),
             !once,
@@ -210,37 +299,15 @@ pub async fn run(
         ) => usage?,
         _ = stopped(stop_rx.clone()) => return interrupted(),
     };
-    // Memory across cycles; a single cycle has none, so it has no cooldown either.
-    let cooldown = if once {
-        0
-    } else {
-        opts.eviction_cooldown.as_secs() as i64
-    };
-    let mut cycles = Cycles {
-        pipeline,
-        usage,
-        history: History::with_cooldown(cooldown),
-        output: opts.output,
-        metrics: Some(metrics.clone()),
-        once,
-        decision_log: opts.decision_log.clone(),
-        thresholds: opts.thresholds.clone(),
-    };
+    let mut cycles = cycles(pipeline, usage, &opts, once, &metrics);
     let result = loop {
         if shutdown.load(Ordering::SeqCst) {
             break Ok(());
         }
         // Only the leader plans and evicts.
         if !leading.load(Ordering::SeqCst) {
-            if let Some(h) = &elector {
-                if h.is_finished() {
-                    let h = elector.take().expect("present");
-                    break match h.await {
-                        Ok(Ok(())) => Ok(()),
-                        Ok(Err(e)) => Err(e.into()),
-                        Err(e) => Err(LiveError::Leader(e.to_string()).into()),
-                    };
-                }
+            if let Some(ended) = elector_ended(&mut elector).await {
+                break ended;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
@@ -266,19 +333,8 @@ pub async fn run(
                     "cluster read"
                 );
                 let now = opts.now.unwrap_or_else(|| chrono::Utc::now().timestamp());
-                match cycles.run(snap, now, &act, out).await {
-                    Ok(end) => {
-                        // One cycle cannot go on: exit non-zero (the Job's controller
-                        // retries). Continuous mode tries again next cycle.
-                        if let (Some(why), true) = (end.stopped, once) {
-                            break Err(LiveError::Stopped(why).into());
-                        }
-                    }
-                    Err(CycleError::Plan(e)) => break Err(e.into()),
-                    // A report that cannot be written does not stop the evictions.
-                    Err(e @ CycleError::Report(_)) => {
-                        tracing::warn!(error = %e, "the cycle's report was not printed")
-                    }
+                if let Some(ended) = run_ends(cycles.run(snap, now, &act, out).await, once) {
+                    break ended;
                 }
                 metrics.loop_duration.observe(t0.elapsed().as_secs_f64());
             }
@@ -300,6 +356,12 @@ pub async fn run(
     };
     // Let the elector release the lease.
     shutdown.store(true, Ordering::SeqCst);
+    released(elector, result).await
+}
+
+/// The run's `result` once the leader election's task, if any, has ended (released the
+/// lease); its error when the run had none.
+async fn released(elector: Option<Elector>, result: Result<(), RunError>) -> Result<(), RunError> {
     if let Some(h) = elector {
         match h.await {
             Ok(Err(e)) if result.is_ok() => return Err(e.into()),

@@ -31,9 +31,11 @@ pub use sort::{
 pub use state::{
     EvictError, Journal, Ledger, Limits, MeasuredNode, NoteKind, PendingUnit, Placement,
     PlacementTarget, PlacementTargets, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
+    UtilizationThresholds,
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+use std::collections::BTreeMap;
 
 /// A profile's evictor: its `filter` and `preEvictionFilter` extension points. The context
 /// asks it about every candidate before an eviction is planned.
@@ -184,6 +186,25 @@ impl<'a, 's> Context<'a, 's> {
     pub fn observe_over(&mut self, nodes: Vec<String>) {
         let key = self.history_key();
         self.state.journal_mut().observe_over(key, nodes);
+    }
+
+    /// Records the utilization thresholds this plugin classifies nodes with (percent of
+    /// allocatable by resource: underutilized below `low`, overutilized above `high`), for
+    /// the report to draw.
+    pub fn record_thresholds(
+        &mut self,
+        low: BTreeMap<String, f64>,
+        high: BTreeMap<String, f64>,
+        deviation: bool,
+    ) {
+        let thresholds = UtilizationThresholds {
+            profile: self.profile.to_string(),
+            plugin: self.plugin,
+            low,
+            high,
+            deviation,
+        };
+        self.state.journal_mut().thresholds(thresholds);
     }
 
     /// Records a node's measured usage, as this plugin planned with it.

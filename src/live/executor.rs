@@ -1,4 +1,6 @@
-//! The live executor: attempts a plan through the Eviction API (policy/v1), safely.
+//! The live executor: attempts a plan through the Eviction API (policy/v1), safely. It plans
+//! nothing and builds no report: the cycle (`app::cycle`) plans, hands each plan to
+//! [`LiveCycle::attempt`], absorbs what happened and plans again or finishes.
 //!
 //! - Each pod is re-checked just before its call: it still exists, has the same UID, is on
 //!   the same node and is not terminating or finished.
@@ -7,8 +9,8 @@
 //! - HTTP 429 (a disruption budget allows nothing now) is recorded as blocked and never
 //!   retried in the cycle; 500 for several budgets, 404 (gone) and 409 (UID changed) are
 //!   recorded as such.
-//! - A refused eviction frees its place in the limits: the pod is pinned and the rest of the
-//!   cycle is re-planned from the new state (pods evicted so far count as gone).
+//! - A refused eviction ends the pass: the cycle pins the pod and re-plans the rest from the
+//!   new state (pods evicted so far count as gone), which frees its place in the limits.
 //! - A gang evicted whole (`gangPolicy: WholeGang`) is all or nothing: every member is first
 //!   asked with `dryRun=All` (the API server checks the pod and its budget, evicts nothing);
 //!   one refusal and no member is evicted. Should a real call still be refused (a budget
@@ -19,24 +21,21 @@
 //! - With `--await-placement` (a closed loop), after each eviction the executor waits, for a
 //!   bounded time, until the pod's replacement (a new pod of the same controller) is bound,
 //!   compares its node with the prediction (metrics, and an event on the replacement when it
-//!   landed elsewhere), and re-plans the rest of the cycle with the replacement where it
-//!   really is. A replacement back on its source node, or on a node the plan counts as
-//!   overutilized, stops that workload for the cycle (the cooldown then keeps it still in the
-//!   next cycles).
+//!   landed elsewhere), and ends the pass, so that the rest of the cycle is planned with the
+//!   replacement where it really is (`plan::CycleMemory::absorb` then stops a workload whose
+//!   replacement came back to its source node or onto an overutilized node).
 
 use super::client::ApiClient;
-use crate::framework::{History, Ledger, Limits, Pipeline, PlannedEviction};
+use crate::framework::PlannedEviction;
 use crate::metrics::Metrics;
-use crate::outcome::Outcome;
-use crate::plan::{
-    plan_with, AfterState, CycleMemory, EvictionPlan, Landing, PlanError, PlanObserver,
-};
-use crate::report::Report;
-use crate::snapshot::{ClusterSnapshot, NodeId};
+use crate::outcome::{Attempt, Attempts, Next, Outcome};
+use crate::plan::{CycleMemory, EvictionPlan};
+use crate::snapshot::{ClusterSnapshot, PodId};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Api, ListParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,36 +99,118 @@ pub struct LiveExecutor {
     gate: Gate,
 }
 
-/// One cycle's result: what was attempted and what happened.
-pub struct CycleResult {
-    pub report: Report,
-    pub outcomes: Vec<Outcome>,
-    /// Nodes each plugin found overutilized, for the next cycle's history.
-    pub over: std::collections::BTreeMap<String, Vec<String>>,
-    /// The pods evicted (accepted by the API), for the next cycle's history.
-    pub evicted: Vec<crate::snapshot::PodId>,
-    /// Why the cycle stopped before its plan's end, when the API kept failing.
-    pub stopped: Option<String>,
+/// The executor's side of one cycle ([`LiveExecutor::cycle`]): it attempts each plan the
+/// cycle makes, until something asks for a re-plan. It plans nothing and keeps no ledger:
+/// only the replacements its waits claimed and the failed calls in a row.
+pub struct LiveCycle<'e> {
+    executor: &'e LiveExecutor,
+    /// Replacements (UIDs) earlier waits of the cycle took as theirs.
+    claimed: BTreeSet<String>,
+    /// Failed calls in a row, across the cycle's plans.
+    failures: usize,
 }
 
-/// Whether a replacement's landing stops its workload for the cycle, and why: back on its
-/// source node, or on a node a plugin of the plan counts as overutilized (`over`, node names
-/// by `profile/plugin`), where moving more of it would feed a ping-pong.
-pub fn stops_workload(
-    e: &PlannedEviction,
-    landed: crate::snapshot::NodeId,
-    landed_name: &str,
-    over: &std::collections::BTreeMap<String, Vec<String>>,
-) -> Option<&'static str> {
-    if landed == e.node {
-        Some("back on its source node")
-    } else if over
-        .values()
-        .any(|nodes| nodes.iter().any(|n| n == landed_name))
-    {
-        Some("on a node the plan counts as overutilized")
-    } else {
-        None
+impl LiveCycle<'_> {
+    /// Attempts `plan`'s evictions in order, until one asks for a re-plan (a refusal, a
+    /// replacement seen bound with `--await-placement`), the plan ends, or the cycle must stop
+    /// (the gate closed, the API kept failing). `memory`: what the cycle absorbed so far.
+    pub async fn attempt(
+        &mut self,
+        snap: &ClusterSnapshot,
+        plan: &EvictionPlan,
+        memory: &CycleMemory,
+    ) -> Attempts {
+        let mut done = Vec::new();
+        let evictions = &plan.evictions;
+        let mut i = 0;
+        while i < evictions.len() {
+            // A whole gang's members follow one another in the plan: all or none.
+            let end = match evictions[i].gang {
+                Some(g) => {
+                    i + evictions[i..]
+                        .iter()
+                        .take_while(|x| x.gang == Some(g))
+                        .count()
+                }
+                None => i + 1,
+            };
+            let group = &evictions[i..end];
+            i = end;
+            if group[0].gang.is_some() && !self.executor.gang_would_go(snap, group, &mut done).await
+            {
+                return Attempts::next(done, Next::Replan);
+            }
+            for (k, e) in group.iter().enumerate() {
+                match self.attempt_one(snap, e, &mut done).await {
+                    None => {}
+                    Some(Next::Replan) if done.last().is_some_and(|a| a.landed.is_some()) => {
+                        // The rest of the cycle is planned from where it really landed,
+                        // with the evicted pods whose termination is over gone.
+                        let gone = self.executor.terminated(snap, memory, &done).await;
+                        return Attempts {
+                            done,
+                            gone,
+                            next: Next::Replan,
+                        };
+                    }
+                    Some(Next::Replan) => {
+                        // Refused: the rest of a gang is never attempted after a refusal.
+                        done.extend(
+                            group[k + 1..]
+                                .iter()
+                                .map(|m| Attempt::new(m, Outcome::GangNotAttempted)),
+                        );
+                        return Attempts::next(done, Next::Replan);
+                    }
+                    Some(next) => return Attempts::next(done, next),
+                }
+            }
+        }
+        Attempts::next(done, Next::Finish)
+    }
+
+    /// Attempts one eviction; what the cycle does next when it cannot go on with the plan.
+    async fn attempt_one(
+        &mut self,
+        snap: &ClusterSnapshot,
+        e: &PlannedEviction,
+        done: &mut Vec<Attempt>,
+    ) -> Option<Next> {
+        let ex = self.executor;
+        if !ex.gate.open() || !ex.wait_for_rate_limits(&snap.node(e.node).name).await {
+            tracing::warn!(pod = %snap.pod(e.pod).key(), "not attempted: shutting down or leadership lost");
+            done.push(Attempt::new(e, Outcome::NotAttempted));
+            return Some(Next::Stop(None));
+        }
+        let outcome = ex.evict(snap, e, false).await;
+        ex.record(snap, e, outcome).await;
+        done.push(Attempt::new(e, outcome));
+        self.failures = if outcome == Outcome::Failed {
+            self.failures + 1
+        } else {
+            0
+        };
+        if self.failures >= MAX_CONSECUTIVE_FAILURES {
+            let why = format!("{} eviction calls in a row failed (API server unreachable or erring); the rest of this cycle's plan is not attempted", self.failures);
+            tracing::error!("{why}");
+            return Some(Next::Stop(Some(why)));
+        }
+        if outcome != Outcome::Evicted {
+            return Some(Next::Replan);
+        }
+        let (Some(timeout), None) = (ex.config.await_placement, e.gang) else {
+            return None;
+        };
+        let (name, replacement) = ex
+            .await_replacement(snap, e, timeout, &mut self.claimed)
+            .await?;
+        if let Some(landed) = snap.node_id(&name) {
+            ex.compare(snap, e, landed, &replacement).await;
+        }
+        if let Some(last) = done.last_mut() {
+            last.landed = Some(name);
+        }
+        Some(Next::Replan)
     }
 }
 
@@ -168,226 +249,13 @@ impl LiveExecutor {
         }
     }
 
-    /// Plans and executes one cycle, re-planning after each refusal.
-    pub async fn run_cycle(
-        &self,
-        pipeline: &Pipeline,
-        snap: &ClusterSnapshot,
-        now: i64,
-        history: &History,
-        observer: &mut dyn PlanObserver,
-    ) -> Result<CycleResult, PlanError> {
-        let mut memory = CycleMemory {
-            history: history.clone(),
-            ..CycleMemory::default()
-        };
-        let mut attempted: Vec<(PlannedEviction, Outcome)> = Vec::new();
-        // With --await-placement: where each awaited replacement landed, by attempt.
-        let mut landings: Vec<(usize, String)> = Vec::new();
-        let mut claimed: std::collections::BTreeSet<String> = Default::default();
-        let mut failures = 0;
-        let mut stopped = None;
-        let mut last_plan: EvictionPlan;
-        'replan: loop {
-            last_plan = plan_with(pipeline, snap, now, &memory, observer)?;
-            let evictions = &last_plan.evictions;
-            let mut i = 0;
-            while i < evictions.len() {
-                // A whole gang's members follow one another in the plan: all or none.
-                let end = match evictions[i].gang {
-                    Some(g) => {
-                        i + evictions[i..]
-                            .iter()
-                            .take_while(|x| x.gang == Some(g))
-                            .count()
-                    }
-                    None => i + 1,
-                };
-                let group = &evictions[i..end];
-                i = end;
-                if group[0].gang.is_some() {
-                    // Asked first with dryRun=All: the API checks each member (and its
-                    // disruption budget) without evicting; one refusal and none is evicted.
-                    for (k, e) in group.iter().enumerate() {
-                        let outcome = self.evict(snap, e, true).await;
-                        if outcome != Outcome::Evicted {
-                            self.record(snap, e, outcome).await;
-                            for (j, m) in group.iter().enumerate() {
-                                let o = if j == k {
-                                    outcome
-                                } else {
-                                    Outcome::GangNotAttempted
-                                };
-                                attempted.push((m.clone(), o));
-                            }
-                            tracing::warn!(pod = %snap.pod(e.pod).key(), result = outcome.as_str(), "a member of a whole gang would be refused: no member is evicted");
-                            memory.refused.push(e.pod);
-                            continue 'replan;
-                        }
-                    }
-                }
-                for (k, e) in group.iter().enumerate() {
-                    if !self.gate.open()
-                        || !self.wait_for_rate_limits(&snap.node(e.node).name).await
-                    {
-                        tracing::warn!(pod = %snap.pod(e.pod).key(), "not attempted: shutting down or leadership lost");
-                        attempted.push((e.clone(), Outcome::NotAttempted));
-                        break 'replan;
-                    }
-                    let outcome = self.evict(snap, e, false).await;
-                    self.record(snap, e, outcome).await;
-                    attempted.push((e.clone(), outcome));
-                    failures = if outcome == Outcome::Failed {
-                        failures + 1
-                    } else {
-                        0
-                    };
-                    if failures >= MAX_CONSECUTIVE_FAILURES {
-                        let why = format!("{failures} eviction calls in a row failed (API server unreachable or erring); the rest of this cycle's plan is not attempted");
-                        tracing::error!("{why}");
-                        stopped = Some(why);
-                        break 'replan;
-                    }
-                    if outcome == Outcome::Evicted {
-                        memory.evicted.push(e.pod);
-                        if let (Some(timeout), None) = (self.config.await_placement, e.gang) {
-                            let seen = self.await_replacement(snap, e, timeout, &mut claimed).await;
-                            if let Some((name, replacement)) = seen {
-                                landings.push((attempted.len() - 1, name.clone()));
-                                if let Some(landed) = snap.node_id(&name) {
-                                    self.compare(snap, e, landed, &replacement).await;
-                                    memory.landed.push((e.pod, landed));
-                                    if let Some(why) =
-                                        stops_workload(e, landed, &name, &last_plan.over)
-                                    {
-                                        let pod = snap.pod(e.pod);
-                                        tracing::warn!(pod = %pod.key(), node = %name, "the replacement landed {why}: its workload is not moved again this cycle");
-                                        if let Some(owner) =
-                                            pod.owners.iter().find(|o| o.controller)
-                                        {
-                                            memory.refused.extend(
-                                                snap.pods_in_namespace(&pod.namespace).filter(
-                                                    |&q| {
-                                                        snap.pod(q).owners.iter().any(|o| {
-                                                            o.controller && o.uid == owner.uid
-                                                        })
-                                                    },
-                                                ),
-                                            );
-                                        }
-                                    }
-                                }
-                                // The rest of the cycle is planned from where it really landed,
-                                // with the evicted pods whose termination is over gone.
-                                self.note_terminated(snap, &mut memory).await;
-                                continue 'replan;
-                            }
-                        }
-                    } else {
-                        // The rest of a gang is never attempted after a refusal.
-                        for m in &group[k + 1..] {
-                            attempted.push((m.clone(), Outcome::GangNotAttempted));
-                        }
-                        memory.refused.push(e.pod);
-                        continue 'replan;
-                    }
-                }
-            }
-            break;
+    /// The executor's side of one cycle: the attempts of each plan the cycle makes.
+    pub fn cycle(&self) -> LiveCycle<'_> {
+        LiveCycle {
+            executor: self,
+            claimed: Default::default(),
+            failures: 0,
         }
-        // The report: every attempt with its result, and the nodes as the evictions left them.
-        let mut after = Ledger::new(snap, Limits::default());
-        for p in &memory.evicted {
-            after.record_evicted_earlier(*p);
-        }
-        let (_, evicted_after) = after.into_parts();
-        // Replacements of the pods evicted: where they were seen bound (`--await-placement`),
-        // else where they are predicted; and the pending pods once all their moves happened.
-        let landed_at: Vec<Option<NodeId>> = attempted
-            .iter()
-            .enumerate()
-            .map(|(i, _)| {
-                landings
-                    .iter()
-                    .find(|(j, _)| *j == i)
-                    .and_then(|(_, name)| snap.node_id(name))
-            })
-            .collect();
-        let replacements = attempted
-            .iter()
-            .zip(&landed_at)
-            .filter(|((_, o), _)| matches!(o, Outcome::Evicted))
-            .filter_map(|((e, _), landed)| {
-                Some(Landing {
-                    requests: &snap.pod(e.pod).requests,
-                    node: landed.or(e.destination)?,
-                    alternatives: if landed.is_some() {
-                        &[]
-                    } else {
-                        &e.alternatives
-                    },
-                })
-            });
-        let placed = last_plan
-            .pending
-            .iter()
-            .filter(|u| u.made_room_by.iter().all(|p| memory.evicted.contains(p)))
-            .flat_map(|u| {
-                u.pods.iter().zip(&u.destinations).filter_map(|(&p, d)| {
-                    Some(Landing {
-                        requests: &snap.pod(p).requests,
-                        node: (*d)?,
-                        alternatives: &[],
-                    })
-                })
-            });
-        let requested_after = AfterState::new(evicted_after, replacements.chain(placed));
-        let over = last_plan.over;
-        let plan = EvictionPlan {
-            // The tenants' shares as the last plan left them (after the earlier evictions).
-            tenants: last_plan.tenants,
-            pending: last_plan.pending,
-            evictions: attempted.iter().map(|(e, _)| e.clone()).collect(),
-            nodes: last_plan.nodes,
-            requested_after,
-            notes: last_plan.notes,
-            measured: last_plan.measured,
-            over: Default::default(),
-            targets: last_plan.targets,
-        };
-        let mut report = Report::new(snap, &plan);
-        // A replacement that landed elsewhere than predicted and put its node over a target:
-        // said in the report, not only in the log.
-        let landed: Vec<(usize, NodeId)> = landed_at
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| n.map(|n| (i, n)))
-            .collect();
-        for (i, message) in plan.landing_misses(snap, &landed) {
-            let e = &plan.evictions[i];
-            let node = landed.iter().find(|(j, _)| *j == i).map(|&(_, n)| n);
-            tracing::warn!(pod = %snap.pod(e.pod).key(), "{message}");
-            report.notes.push(crate::report::NoteRow {
-                profile: e.profile.clone(),
-                plugin: e.plugin.to_string(),
-                node: node.map(|n| snap.node(n).name.to_string()),
-                message,
-                skipped: false,
-            });
-        }
-        for (row, (_, outcome)) in report.evictions.iter_mut().zip(&attempted) {
-            row.result = Some(outcome.as_str().to_string());
-        }
-        for (i, node) in landings {
-            report.evictions[i].landed = Some(node);
-        }
-        Ok(CycleResult {
-            report,
-            outcomes: attempted.into_iter().map(|(_, o)| o).collect(),
-            over,
-            evicted: memory.evicted,
-            stopped,
-        })
     }
 
     /// Waits for the global and the node's rate limit; false if the gate closes meanwhile.
@@ -505,28 +373,71 @@ impl LiveExecutor {
         }
     }
 
-    /// Records in `memory.gone` the pods evicted earlier in the cycle that the API no longer
-    /// holds (their termination over); a pod that cannot be read is taken to terminate still.
-    async fn note_terminated(&self, snap: &ClusterSnapshot, memory: &mut CycleMemory) {
-        let waiting: Vec<_> = memory
+    /// Asks the API server, with `dryRun=All`, whether every member of a gang evicted whole
+    /// would go (it checks each pod and its disruption budget, and evicts nothing). At the
+    /// first refusal, records the gang's attempts (the refused member's outcome, the others
+    /// not attempted) in `done` and answers false: no member is evicted.
+    async fn gang_would_go(
+        &self,
+        snap: &ClusterSnapshot,
+        group: &[PlannedEviction],
+        done: &mut Vec<Attempt>,
+    ) -> bool {
+        for (k, e) in group.iter().enumerate() {
+            let outcome = self.evict(snap, e, true).await;
+            if outcome == Outcome::Evicted {
+                continue;
+            }
+            self.record(snap, e, outcome).await;
+            done.extend(group.iter().enumerate().map(|(j, m)| {
+                let o = if j == k {
+                    outcome
+                } else {
+                    Outcome::GangNotAttempted
+                };
+                Attempt::new(m, o)
+            }));
+            tracing::warn!(pod = %snap.pod(e.pod).key(), result = outcome.as_str(), "a member of a whole gang would be refused: no member is evicted");
+            return false;
+        }
+        true
+    }
+
+    /// The pods evicted earlier in the cycle (absorbed in `memory`, or `done` in this pass)
+    /// that the API no longer holds (their termination over) and `memory` does not know
+    /// gone; a pod that cannot be read is taken to terminate still.
+    async fn terminated(
+        &self,
+        snap: &ClusterSnapshot,
+        memory: &CycleMemory,
+        done: &[Attempt],
+    ) -> Vec<PodId> {
+        let evicted = done
+            .iter()
+            .filter(|a| a.outcome == Outcome::Evicted)
+            .map(|a| a.eviction.pod);
+        let waiting: Vec<PodId> = memory
             .evicted
             .iter()
             .copied()
+            .chain(evicted)
             .filter(|p| !memory.gone.contains(p))
             .collect();
+        let mut gone = Vec::new();
         for p in waiting {
             let pod = snap.pod(p);
             let pods: Api<Pod> = Api::namespaced(self.api.client.clone(), &pod.namespace);
             self.api.throttle().await;
-            let gone = match pods.get_opt(&pod.name).await {
+            let terminated = match pods.get_opt(&pod.name).await {
                 Ok(None) => true,
                 Ok(Some(current)) => current.metadata.uid.as_deref() != Some(&*pod.uid),
                 Err(_) => false,
             };
-            if gone {
-                memory.gone.push(p);
+            if terminated {
+                gone.push(p);
             }
         }
+        gone
     }
 
     /// Waits until the replacement of an evicted pod is bound: a pod of the same controller
@@ -537,7 +448,7 @@ impl LiveExecutor {
         snap: &ClusterSnapshot,
         e: &PlannedEviction,
         timeout: Duration,
-        claimed: &mut std::collections::BTreeSet<String>,
+        claimed: &mut BTreeSet<String>,
     ) -> Option<(String, ObjectReference)> {
         let pod = snap.pod(e.pod);
         let owner = pod.owners.iter().find(|o| o.controller)?;
@@ -723,19 +634,5 @@ mod tests {
             ..e
         };
         assert_eq!(placement_result(&none, 1), "missed");
-        // back on its source, or on a node a plugin found overutilized: the workload stops
-        let over = std::collections::BTreeMap::from([(
-            "p/LowNodeUtilization".to_string(),
-            vec!["hot".to_string()],
-        )]);
-        assert_eq!(
-            stops_workload(&none, 0, "n0", &over),
-            Some("back on its source node")
-        );
-        assert_eq!(
-            stops_workload(&none, 5, "hot", &over),
-            Some("on a node the plan counts as overutilized")
-        );
-        assert_eq!(stops_workload(&none, 1, "cold", &over), None);
     }
 }

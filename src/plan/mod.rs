@@ -14,11 +14,15 @@
 #[cfg(doc)]
 use crate::framework::SortPlugin;
 use crate::framework::{
-    CandidateOrder, Context, History, MeasuredNode, NoteKind, PendingUnit, Pipeline,
-    PlacementTarget, PlanNote, PlannedEviction, PlanningState, Plugin, TenantShare,
+    CandidateOrder, Context, MeasuredNode, NoteKind, PendingUnit, Pipeline, PlacementTarget,
+    PlanNote, PlannedEviction, PlanningState, Plugin, TenantShare, UtilizationThresholds,
 };
-use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
+use crate::snapshot::{ClusterSnapshot, NodeId, Resources};
 use std::collections::BTreeMap;
+
+mod memory;
+
+pub use memory::{stops_workload, CycleMemory};
 
 /// The result of planning one cycle.
 #[derive(Debug, Clone)]
@@ -35,13 +39,15 @@ pub struct EvictionPlan {
     pub notes: Vec<PlanNote>,
     /// Measured usage by node id, where a plugin planned with it (empty when none did).
     pub measured: Vec<Option<MeasuredNode>>,
-    /// Nodes each plugin found overutilized (for the next cycle's [`History`]).
+    /// Nodes each plugin found overutilized (for the next cycle's [`crate::framework::History`]).
     pub over: BTreeMap<String, Vec<String>>,
     /// Each tenant's dominant share before and after the plan, when a profile orders by
     /// DominantResourceFairness (empty otherwise); sorted by tenant label, then tenant.
     pub tenants: Vec<TenantShare>,
     /// Pending units a plugin (MakeRoomForPendingPods) made room for, or found no room for.
     pub pending: Vec<PendingUnit>,
+    /// The utilization thresholds plugins classified the nodes with, in plugin order.
+    pub thresholds: Vec<UtilizationThresholds>,
     /// The targets plugins held destinations to (LowNodeUtilization on requests: each node's
     /// target thresholds), with the plugin's name, in plugin order.
     pub targets: Vec<(&'static str, PlacementTarget)>,
@@ -186,23 +192,6 @@ pub enum PlanError {
     Profile { profile: String, message: String },
 }
 
-/// What the executor learned earlier in this cycle, for re-planning after a refusal.
-#[derive(Debug, Clone, Default)]
-pub struct CycleMemory {
-    /// Pods evicted earlier in this cycle: gone, and counted against the limits.
-    pub evicted: Vec<PodId>,
-    /// Pods whose eviction the API refused: never planned again this cycle.
-    pub refused: Vec<PodId>,
-    /// Evicted pods whose replacement was seen bound (`--await-placement`), with its node:
-    /// the plan places the replacement there instead of where the simulator would.
-    pub landed: Vec<(PodId, NodeId)>,
-    /// Pods evicted earlier in this cycle that are gone from the API (their termination
-    /// over): later replacements no longer find them on their nodes.
-    pub gone: Vec<PodId>,
-    /// What earlier cycles observed (continuous mode).
-    pub history: History,
-}
-
 /// Told when each plugin starts and ends (the runner times strategies with it; the planner
 /// itself has no clock).
 pub trait PlanObserver {
@@ -313,6 +302,7 @@ pub fn plan_with(
         tenants,
         pending: out.pending,
         targets,
+        thresholds: out.thresholds,
     })
 }
 

@@ -100,7 +100,7 @@ fn split_pod(pod: &str) -> (&str, &str) {
 }
 
 impl<'a> PageData<'a> {
-    fn of(report: &'a Report, thresholds: &'a [ThresholdRow]) -> PageData<'a> {
+    fn of(report: &'a Report) -> PageData<'a> {
         let (ev, nc) = (&report.evictions, &report.not_chosen);
         let pods = || {
             ev.iter()
@@ -195,18 +195,14 @@ impl<'a> PageData<'a> {
             tenants: &report.tenants,
             pending: &report.pending,
             read: report.read.as_ref(),
-            thresholds,
+            thresholds: &report.thresholds,
         }
     }
 }
 
-/// Writes the page of `report`, with the utilization `thresholds` drawn on the node bars.
-pub fn write(
-    report: &Report,
-    thresholds: &[ThresholdRow],
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    let data = serde_json::to_string(&PageData::of(report, thresholds))?;
+/// Writes the page of `report`, with its utilization thresholds drawn on the node bars.
+pub(super) fn write(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let data = serde_json::to_string(&PageData::of(report))?;
     let data = data.replace('<', "\\u003c");
     let n = report.evictions.len();
     let evictions = format!("{n} eviction{}", if n == 1 { "" } else { "s" });

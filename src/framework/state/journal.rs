@@ -81,6 +81,18 @@ pub struct MeasuredNode {
 /// Candidates refused so far, by pod: (order of the latest refusal, the note).
 type NotChosen = FxHashMap<PodId, (u64, PlanNote)>;
 
+/// The utilization thresholds a plugin classified the nodes with, in percent of allocatable
+/// by resource: underutilized below `low`, overutilized above `high` (empty when the plugin
+/// has no such bound); with `deviation`, both are relative to the nodes' mean.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UtilizationThresholds {
+    pub profile: String,
+    pub plugin: &'static str,
+    pub low: BTreeMap<String, f64>,
+    pub high: BTreeMap<String, f64>,
+    pub deviation: bool,
+}
+
 #[derive(Debug, Default)]
 pub struct Journal {
     /// Nodes of the snapshot (the length of `measured` once a plugin measures).
@@ -90,6 +102,8 @@ pub struct Journal {
     over: BTreeMap<String, Vec<String>>,
     /// Pending units a plugin made room for (or found no room for), in plan order.
     pending: Vec<PendingUnit>,
+    /// The utilization thresholds plugins classified nodes with, in plugin order.
+    thresholds: Vec<UtilizationThresholds>,
     /// Candidates a plugin did not choose, and why; at most one per pod (the latest), and
     /// none for a pod planned in the end. Behind a lock: recorded from the evictor's
     /// checks, which read the state (from several threads, while a plugin only chooses).
@@ -132,6 +146,11 @@ impl Journal {
 
     pub fn notes(&self) -> &[PlanNote] {
         &self.notes
+    }
+
+    /// Records the utilization thresholds a plugin classifies nodes with.
+    pub fn thresholds(&mut self, thresholds: UtilizationThresholds) {
+        self.thresholds.push(thresholds);
     }
 
     /// Records a pending unit and where it goes (or why it cannot).
@@ -244,6 +263,7 @@ impl Journal {
             measured: self.measured,
             over: self.over,
             pending: self.pending,
+            thresholds: self.thresholds,
         }
     }
 }

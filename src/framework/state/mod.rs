@@ -16,7 +16,7 @@ mod journal;
 mod ledger;
 mod placement;
 
-pub use journal::{Journal, MeasuredNode, NoteKind, PendingUnit, PlanNote};
+pub use journal::{Journal, MeasuredNode, NoteKind, PendingUnit, PlanNote, UtilizationThresholds};
 pub use ledger::Ledger;
 pub use placement::{Placement, PlacementTarget, PlacementTargets};
 
@@ -38,6 +38,8 @@ pub struct PlanningOutput {
     pub over: BTreeMap<String, Vec<String>>,
     /// Pending units a plugin made room for, or found no room for.
     pub pending: Vec<PendingUnit>,
+    /// The utilization thresholds plugins classified nodes with.
+    pub thresholds: Vec<UtilizationThresholds>,
 }
 
 /// The policy's eviction limits for one cycle (None: unlimited).

@@ -684,6 +684,7 @@ fn refused_candidates_are_reported_as_not_chosen() {
         tenants: Vec::new(),
         pending: Vec::new(),
         targets: Vec::new(),
+        thresholds: Vec::new(),
     };
     let report = crate::report::Report::new(&snap, &plan);
     assert!(report.notes.is_empty());

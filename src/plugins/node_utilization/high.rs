@@ -187,6 +187,7 @@ impl Plugin for HighNodeUtilization {
     }
 
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
+        cx.record_thresholds(self.args.thresholds.clone(), BTreeMap::new(), false);
         let snap = cx.snap();
         let mut sources: Vec<Source> = Vec::new();
         let mut destinations: Vec<NodeId> = Vec::new();

@@ -193,6 +193,11 @@ impl Plugin for LowNodeUtilization {
     }
 
     fn run(&self, cx: &mut Context<'_, '_>, all_nodes: &[NodeId]) {
+        cx.record_thresholds(
+            self.args.thresholds.clone(),
+            self.args.target_thresholds.clone(),
+            self.args.use_deviation_thresholds,
+        );
         let snap = cx.snap();
         let measured = match nu::measure(&self.mode, snap, all_nodes, cx.now()) {
             Ok(m) => m,

@@ -1,0 +1,462 @@
+use super::table::{escape_for_terminal, table_cell, CELL_MAX, ELLIPSIS};
+use super::*;
+use crate::framework::Pipeline;
+use crate::snapshot::synthetic::{self, Config};
+
+#[test]
+fn a_large_plan_reports_every_eviction_in_plan_order() {
+    // Large enough for the rows to be split over the threads in many pieces.
+    let snap = synthetic::snapshot(&Config::new(900, 30_000, 7));
+    let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/scale-policy.yaml");
+    let pipeline = Pipeline::load(&policy, &crate::plugins::REGISTRY).unwrap();
+    let plan = crate::plan::plan(&pipeline, &snap, 1_796_083_200).unwrap();
+    assert!(
+        plan.evictions.len() >= 4096,
+        "{} evictions",
+        plan.evictions.len()
+    );
+    let report = Report::new(&snap, &plan);
+    assert_eq!(report.evictions.len(), plan.evictions.len());
+    for (row, e) in report.evictions.iter().zip(&plan.evictions) {
+        assert_eq!(row.pod, snap.pod(e.pod).key());
+        assert_eq!(row.node, &*snap.node(e.node).name);
+        assert_eq!(
+            (row.plugin.as_str(), row.reason.as_str()),
+            (e.plugin, e.reason.as_str())
+        );
+    }
+    assert_eq!(report.nodes.len(), plan.nodes.len());
+    // The JSON reads back as the same report, whatever its buffer was sized to, and is
+    // what serde_json's pretty printer writes (rows in several batches and pieces);
+    // written straight from the plan, every format is the report's.
+    // (The JSON carries no thresholds: they are drawn on the HTML page only.)
+    let json = report.render(Format::Json);
+    assert!(!report.thresholds.is_empty());
+    let without_thresholds = Report {
+        thresholds: Vec::new(),
+        ..report.clone()
+    };
+    assert_eq!(
+        serde_json::from_str::<Report>(&json).unwrap(),
+        without_thresholds
+    );
+    assert_eq!(json, serde_json::to_string_pretty(&report).unwrap() + "\n");
+    assert!(!report.not_chosen.is_empty());
+    // The only notes: budgets the hard-constraint repairs were given first.
+    assert!(
+        report
+            .notes
+            .iter()
+            .all(|n| n.message.contains("of its evictions waited")),
+        "{:?}",
+        report.notes
+    );
+    for format in [Format::Json, Format::Yaml, Format::Table, Format::Html] {
+        let mut out = Vec::new();
+        write(Input::plan(&snap, &plan), format, &mut out).unwrap();
+        assert!(
+            String::from_utf8(out).unwrap() == report.render(format),
+            "{format:?}"
+        );
+    }
+}
+
+#[test]
+fn json_written_on_all_cores_is_serde_json_pretty_text() {
+    let eviction = |i: usize| EvictionRow {
+        pod: format!("ns/p{i}"),
+        node: "n1".into(),
+        profile: "p".into(),
+        plugin: "LowNodeUtilization".into(),
+        // Escaped characters, a newline among them: indentation must not touch them.
+        reason: format!("line \"{i}\"\nnext\ttab \u{e9}"),
+        destination: (i % 3 == 0).then(|| "n2".into()),
+        alternatives: if i % 6 == 0 {
+            vec!["n3".into(), "n4".into()]
+        } else {
+            Vec::new()
+        },
+        gang: (i % 5 == 0).then(|| "PodGroup ns/g (scheduling.x-k8s.io)".into()),
+        result: (i % 7 == 0).then(|| "evicted".into()),
+        landed: (i % 11 == 0).then(|| "n3".into()),
+    };
+    let percent = |cpu: f64| BTreeMap::from([("cpu".to_string(), cpu)]);
+    let full = Report {
+        evictions: (0..300).map(eviction).collect(),
+        nodes: vec![
+            NodeRow {
+                name: "n1".into(),
+                before: percent(80.5),
+                after: BTreeMap::new(),
+                after_range: BTreeMap::new(),
+                measured: Some(MeasuredRow {
+                    source: "prometheus".into(),
+                    before: percent(90.0),
+                    after: percent(10.25),
+                }),
+            },
+            NodeRow {
+                name: "n2".into(),
+                before: BTreeMap::new(),
+                after: percent(1.0),
+                after_range: BTreeMap::from([("cpu".to_string(), [0.5, 1.5])]),
+                measured: None,
+            },
+        ],
+        notes: vec![NoteRow {
+            profile: "p".into(),
+            plugin: "LowNodeUtilization".into(),
+            node: None,
+            message: "no metrics".into(),
+            skipped: true,
+        }],
+        not_chosen: vec![NotChosenRow {
+            pod: "ns/q".into(),
+            node: Some("n1".into()),
+            profile: "p".into(),
+            plugin: "RemoveDuplicates".into(),
+            reason: "budget".into(),
+        }],
+        tenants: vec![TenantRow {
+            tenant: "a".into(),
+            tenant_label: Some("team".into()),
+            before: 60.0,
+            after: 26.5,
+            dominant_resource: Some("cpu".into()),
+        }],
+        pending: vec![
+            PendingRow {
+                pod: Some("ml/solo".into()),
+                group: None,
+                pods: Vec::new(),
+                destination: Some(Some("n2".into())),
+                destinations: BTreeMap::new(),
+                made_room_by: vec!["ns/q".into()],
+                reason: None,
+            },
+            PendingRow {
+                pod: None,
+                group: Some("ml/train".into()),
+                pods: vec!["ml/t0".into()],
+                destination: Some(None),
+                destinations: BTreeMap::new(),
+                made_room_by: Vec::new(),
+                reason: Some("0/2 nodes are available".into()),
+            },
+        ],
+        read: Some(ReadRow {
+            nodes: 2,
+            pods: 300,
+            ..ReadRow::default()
+        }),
+        thresholds: Vec::new(),
+    };
+    let empty = Report {
+        evictions: Vec::new(),
+        nodes: Vec::new(),
+        notes: Vec::new(),
+        not_chosen: Vec::new(),
+        tenants: Vec::new(),
+        pending: Vec::new(),
+        read: None,
+        thresholds: Vec::new(),
+    };
+    let only_tenants = Report {
+        tenants: full.tenants.clone(),
+        ..empty.clone()
+    };
+    let only_pending = Report {
+        pending: full.pending.clone(),
+        ..empty.clone()
+    };
+    for report in [&full, &empty, &only_tenants, &only_pending] {
+        let expected = serde_json::to_string_pretty(report).unwrap() + "\n";
+        assert_eq!(report.render(Format::Json), expected);
+        let mut streamed = Vec::new();
+        write(Input::Report(report), Format::Json, &mut streamed).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), expected);
+    }
+}
+
+#[test]
+fn pending_units_in_json_yaml_and_table() {
+    let report = Report {
+        evictions: Vec::new(),
+        nodes: Vec::new(),
+        notes: Vec::new(),
+        not_chosen: Vec::new(),
+        tenants: Vec::new(),
+        pending: vec![
+            PendingRow {
+                pod: Some("ml/solo".into()),
+                group: None,
+                pods: Vec::new(),
+                destination: Some(Some("n2".into())),
+                destinations: BTreeMap::new(),
+                made_room_by: vec!["web/a".into()],
+                reason: None,
+            },
+            PendingRow {
+                pod: None,
+                group: Some("ml/train".into()),
+                pods: vec!["ml/t0".into(), "ml/t1".into()],
+                destination: None,
+                destinations: BTreeMap::from([
+                    ("ml/t0".into(), "n1".into()),
+                    ("ml/t1".into(), "n3".into()),
+                ]),
+                made_room_by: vec!["web/b".into(), "web/c".into()],
+                reason: None,
+            },
+            PendingRow {
+                pod: Some("ml/huge".into()),
+                group: None,
+                pods: Vec::new(),
+                destination: Some(None),
+                destinations: BTreeMap::new(),
+                made_room_by: Vec::new(),
+                reason: Some("0/3 nodes are available: 3 Insufficient cpu".into()),
+            },
+        ],
+        read: None,
+        thresholds: Vec::new(),
+    };
+    let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
+    assert_eq!(
+        json["pending"],
+        serde_json::json!([
+            {"pod": "ml/solo", "destination": "n2", "madeRoomBy": ["web/a"]},
+            {"group": "ml/train", "pods": ["ml/t0", "ml/t1"],
+             "destinations": {"ml/t0": "n1", "ml/t1": "n3"}, "madeRoomBy": ["web/b", "web/c"]},
+            {"pod": "ml/huge", "destination": null, "madeRoomBy": [],
+             "reason": "0/3 nodes are available: 3 Insufficient cpu"}
+        ])
+    );
+    // read back as written, `null` destination included
+    let back: Report = serde_json::from_str(&report.render(Format::Json)).unwrap();
+    assert_eq!(back, report);
+    let yaml = report.render(Format::Yaml);
+    assert!(yaml.contains("madeRoomBy:"), "{yaml}");
+    assert!(yaml.contains("destination: null"), "{yaml}");
+    let table = report.render(Format::Table);
+    assert!(table.contains("Pending pods and gangs:"), "{table}");
+    assert!(table.contains("group ml/train"), "{table}");
+    assert!(table.contains("t0=n1,t1=n3"), "{table}");
+    assert!(table.contains("web/b,web/c"), "{table}");
+    assert!(table.contains("3 Insufficient cpu"), "{table}");
+    // the page carries the list and the section that shows it
+    let page = report.render(Format::Html);
+    assert!(page.contains(r#"<section id="pending" hidden>"#));
+    assert!(page.contains("ml/train") && page.contains("madeRoomBy"));
+}
+
+#[test]
+fn the_table_escapes_what_would_drive_the_terminal() {
+    let report = Report {
+        evictions: vec![EvictionRow {
+            pod: "ns/\u{1b}[2Jgone".into(),
+            node: "n\u{202e}1".into(),
+            profile: "p".into(),
+            plugin: "PodLifeTime".into(),
+            reason: "tab\there\r\u{7f}\u{9b}".into(),
+            destination: None,
+            alternatives: Vec::new(),
+            gang: None,
+            result: None,
+            landed: None,
+        }],
+        nodes: Vec::new(),
+        notes: vec![NoteRow {
+            profile: "p".into(),
+            plugin: "x".into(),
+            node: Some("\u{2066}n".into()),
+            message: "m\u{1b}".into(),
+            skipped: false,
+        }],
+        not_chosen: Vec::new(),
+        tenants: Vec::new(),
+        pending: Vec::new(),
+        read: None,
+        thresholds: Vec::new(),
+    };
+    let table = report.render(Format::Table);
+    for c in [
+        '\u{1b}', '\u{202e}', '\t', '\r', '\u{7f}', '\u{9b}', '\u{2066}',
+    ] {
+        assert!(!table.contains(c), "{c:?} in {table}");
+    }
+    assert!(table.contains("ns/\\u{1b}[2Jgone"), "{table}");
+    assert!(table.contains("n\\u{202e}1"), "{table}");
+    // Other text, accents included, is left as it is.
+    assert_eq!(escape_for_terminal("é ünï\nx"), "é ünï\nx");
+}
+
+/// A report of `evictions` and `not_chosen` rows alone.
+fn rows_only(evictions: Vec<EvictionRow>, not_chosen: Vec<NotChosenRow>) -> Report {
+    Report {
+        evictions,
+        nodes: Vec::new(),
+        notes: Vec::new(),
+        not_chosen,
+        tenants: Vec::new(),
+        pending: Vec::new(),
+        read: None,
+        thresholds: Vec::new(),
+    }
+}
+
+fn eviction(pod: &str, node: &str, reason: &str) -> EvictionRow {
+    EvictionRow {
+        pod: pod.into(),
+        node: node.into(),
+        profile: "p".into(),
+        plugin: "PodLifeTime".into(),
+        reason: reason.into(),
+        destination: None,
+        alternatives: Vec::new(),
+        gang: None,
+        result: None,
+        landed: None,
+    }
+}
+
+#[test]
+fn a_cell_wider_than_a_format_width_is_cut_not_a_panic() {
+    // nodeFit's why-not over 2,000 nodes with a taint each: 146,000 characters, more
+    // than a `{:<w$}` width may be (16 bits).
+    let why = format!(
+        "pod does not fit on any other node (nodeFit): 0/2000 nodes are available: {}",
+        (0..2000)
+            .map(|i| format!("1 node(s) had untolerated taint {{dedicated-{i:04}: team-{i:04}}}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    assert!(why.len() > 65_535, "{}", why.len());
+    let report = rows_only(
+        vec![eviction("ns/a", "n1", &why)],
+        vec![NotChosenRow {
+            pod: "ns/b".into(),
+            node: Some("n1".into()),
+            profile: "p".into(),
+            plugin: "PodLifeTime".into(),
+            reason: why.clone(),
+        }],
+    );
+    let table = report.render(Format::Table);
+    for line in table.lines() {
+        assert!(line.chars().count() < 2 * CELL_MAX, "{line}");
+    }
+    let cut = format!("{}{ELLIPSIS}", &why[..CELL_MAX - 1]);
+    assert_eq!(table.matches(&cut).count(), 2, "{table}");
+    assert_eq!(
+        table
+            .matches("are cut, ending in \u{2026}; -o json")
+            .count(),
+        2,
+        "a note under each table: {table}"
+    );
+    // The other formats carry the whole text.
+    let json: Report = serde_json::from_str(&report.render(Format::Json)).unwrap();
+    assert_eq!(json.evictions[0].reason, why);
+    assert_eq!(json.not_chosen[0].reason, why);
+    assert!(report
+        .render(Format::Yaml)
+        .contains(&why[why.len() - 200..]));
+    // Through the writer every mode uses, too.
+    let mut out = Vec::new();
+    write(Input::Report(&report), Format::Table, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), table);
+    // A cell at the limit is shown whole, one past it is cut.
+    let at = "x".repeat(CELL_MAX);
+    assert_eq!(table_cell(&at), (at.as_str().into(), CELL_MAX, false));
+    let past = "x".repeat(CELL_MAX + 1);
+    let (cell, width, cut) = table_cell(&past);
+    assert_eq!(
+        (cell.chars().count(), width, cut),
+        (CELL_MAX, CELL_MAX, true)
+    );
+}
+
+#[test]
+fn cut_cells_keep_whole_characters_and_whole_escapes() {
+    // Two-byte characters up to the cut, then a bidi override whose escape (`\u{202e}`,
+    // 8 characters) does not fit in what is left: it goes whole, as the é's stay whole.
+    let text = format!(
+        "{}\u{202e}{}",
+        "\u{e9}".repeat(CELL_MAX - 3),
+        "x".repeat(50)
+    );
+    let (cell, width, cut) = table_cell(&text);
+    assert!(cut);
+    assert_eq!(cell, format!("{}{ELLIPSIS}", "\u{e9}".repeat(CELL_MAX - 3)));
+    assert_eq!(width, CELL_MAX - 2);
+    // Escapes before the cut are written whole and count their width.
+    let text = format!("\u{1b}[2J{}", "y".repeat(2 * CELL_MAX));
+    let (cell, width, _) = table_cell(&text);
+    assert!(cell.starts_with("\\u{1b}[2Jyyy"), "{cell}");
+    assert_eq!((cell.chars().count(), width), (CELL_MAX, CELL_MAX));
+    assert!(!cell.contains('\u{1b}'));
+    let (cell, width, cut) = table_cell("\u{0}\u{202e}\u{10ffff}a");
+    assert_eq!(cell, "\\u{0}\\u{202e}\u{10ffff}a");
+    assert_eq!((width, cut), (cell.chars().count(), false));
+    // Columns line up by characters, not bytes: the next column starts at the same
+    // character on each line.
+    let report = rows_only(
+        vec![
+            eviction("ns/\u{e9}\u{e9}\u{e9}", "n1", "r"),
+            eviction("ns/abc", "n2", "r"),
+            eviction("ns/\u{202e}", "n3", "r"),
+        ],
+        Vec::new(),
+    );
+    let table = report.render(Format::Table);
+    let at = |needle: &str| {
+        let line = table.lines().find(|l| l.contains(needle)).unwrap();
+        line[..line.find(needle).unwrap()].chars().count()
+    };
+    assert_eq!(at(" n1 "), at(" n2 "), "{table}");
+    assert_eq!(at(" n1 "), at(" n3 "), "{table}");
+    assert_eq!(at(" n1 ") + 1, at("NODE"), "{table}");
+}
+
+#[test]
+fn alternatives_in_json_yaml_and_table() {
+    let row = |alternatives: Vec<String>| EvictionRow {
+        pod: "shop/web-1".into(),
+        node: "n1".into(),
+        profile: "p".into(),
+        plugin: "LowNodeUtilization".into(),
+        reason: "r".into(),
+        destination: Some("n2".into()),
+        alternatives,
+        gang: None,
+        result: None,
+        landed: None,
+    };
+    let report = |rows: Vec<EvictionRow>| Report {
+        evictions: rows,
+        nodes: Vec::new(),
+        notes: Vec::new(),
+        not_chosen: Vec::new(),
+        tenants: Vec::new(),
+        pending: Vec::new(),
+        read: None,
+        thresholds: Vec::new(),
+    };
+    let tied = report(vec![row(vec!["n3".into(), "n4".into()])]);
+    let json: serde_json::Value = serde_json::from_str(&tied.render(Format::Json)).unwrap();
+    assert_eq!(
+        json["evictions"][0]["alternatives"],
+        serde_json::json!(["n3", "n4"])
+    );
+    let yaml = tied.render(Format::Yaml);
+    assert!(yaml.contains("alternatives:"), "{yaml}");
+    assert!(yaml.contains("- n3") && yaml.contains("- n4"), "{yaml}");
+    let table = tied.render(Format::Table);
+    assert!(table.contains("n2 (or n3, n4)"), "{table}");
+    // none: the field is absent and the cell is the destination alone
+    let alone = report(vec![row(Vec::new())]);
+    assert!(!alone.render(Format::Json).contains("alternatives"));
+    assert!(!alone.render(Format::Yaml).contains("alternatives"));
+    assert!(!alone.render(Format::Table).contains("(or"));
+}
