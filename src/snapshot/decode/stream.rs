@@ -5,19 +5,17 @@
 //! of the same objects see the same model, and nothing but the model is built: no API
 //! objects, no JSON written only to be read again.
 
+use super::convert::Sink;
+use super::error::SnapshotError;
 use super::parallel::{item, skip_ws, step, Step};
-use super::{RawMeta, RawObject, Shapes, Sink, SnapshotError, SnapshotParts, Str};
+use super::proto::{self, ProtoListDecoder};
+pub use super::wire::{DecodedList, ObjectType};
+use super::wire::{RawMeta, RawObject, Str};
+use crate::snapshot::shapes::Shapes;
+use crate::snapshot::SnapshotParts;
 use crate::snapshot::{Namespace, Node, Pdb, Pod, PodGroup, PriorityClass};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-
-/// The type of the objects of one API resource, given to items that come without theirs
-/// (the API's typed lists, such as a PodList, leave `kind` and `apiVersion` out).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObjectType {
-    pub kind: &'static str,
-    pub api_version: &'static str,
-}
 
 /// Bytes gathered before they are decoded (an item cut by the end waits for the next ones).
 const WINDOW: usize = 1 << 20;
@@ -322,15 +320,15 @@ impl ListDecoder {
 /// The reader of a list response in the encoding the server chose (its Content-Type).
 pub enum ListReader {
     Json(ListDecoder),
-    Proto(super::proto::ProtoListDecoder),
+    Proto(ProtoListDecoder),
 }
 
 impl ListReader {
     /// For a response of `content_type` (protobuf, for the kinds [`super::proto`] reads;
     /// else JSON).
     pub fn new(what: String, defaults: ObjectType, content_type: &str) -> Self {
-        if content_type.starts_with(super::proto::MEDIA_TYPE) {
-            if let Some(d) = super::proto::ProtoListDecoder::new(what.clone(), defaults) {
+        if content_type.starts_with(proto::MEDIA_TYPE) {
+            if let Some(d) = ProtoListDecoder::new(what.clone(), defaults) {
                 return ListReader::Proto(d);
             }
         }
@@ -350,16 +348,6 @@ impl ListReader {
             ListReader::Proto(d) => d.finish(),
         }
     }
-}
-
-/// A list response, decoded.
-#[derive(Debug, Default)]
-pub struct DecodedList {
-    pub parts: SnapshotParts,
-    /// `metadata.resourceVersion`: where a watch of the same resource starts.
-    pub resource_version: String,
-    /// `metadata.continue`: the next page's token (empty on the last page).
-    pub continue_token: String,
 }
 
 /// What a watch event says happened.
