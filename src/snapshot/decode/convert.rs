@@ -1006,6 +1006,149 @@ fn convert_pod(
         Some(t) => Some(time(file, label, "status.startTime", t)?),
         None => None,
     };
+    let tolerations = convert_tolerations(file, label, spec)?.into();
+    let topology_spread = convert_spread_constraints(file, label, spec)?.into();
+    let affinity = match &spec.affinity {
+        Some(a) => Some(Arc::new(convert_affinity(file, label, a)?)),
+        None => None,
+    };
+    let template = Template::of(obj, like);
+    let annotations = &metadata.annotations;
+    Ok(Pod {
+        namespace: metadata.namespace.boxed(),
+        name: metadata.name.boxed(),
+        uid: metadata.uid.boxed(),
+        node_name: non_empty(spec.node_name.as_ref()),
+        labels: template.labels,
+        has_evict_annotation: annotations.evict,
+        has_prefer_no_eviction_annotation: annotations.prefer_no_eviction,
+        is_mirror: annotations.mirror,
+        is_static: annotations
+            .config_source
+            .as_deref()
+            .is_some_and(|s| s != "api"),
+        owners: template.owners,
+        requests,
+        qos,
+        priority: spec.priority,
+        priority_class_name: non_empty(spec.priority_class_name.as_ref()),
+        phase: Phase::parse(&status.phase),
+        terminating: metadata.deletion_timestamp.is_some(),
+        termination_grace_seconds: spec.termination_grace_period_seconds,
+        created,
+        started,
+        has_local_storage: spec
+            .volumes
+            .iter()
+            .any(|v| v.empty_dir.is_some() || v.host_path.is_some()),
+        pvc_claims: spec
+            .volumes
+            .iter()
+            .filter_map(|v| v.persistent_volume_claim.as_ref())
+            .map(|c| c.claim_name.boxed())
+            .collect(),
+        has_resource_claims: !spec.resource_claims.is_empty(),
+        tolerations,
+        node_selector: template.node_selector,
+        affinity,
+        topology_spread,
+        host_ports: host_ports(spec),
+        images: template.images,
+        status: convert_pod_status(file, label, status)?.boxed(),
+        volcano_group: non_empty(annotations.group_name.as_ref()),
+        pod_group: non_empty(
+            spec.scheduling_group
+                .as_ref()
+                .and_then(|g| g.pod_group_name.as_ref()),
+        ),
+        shape: crate::snapshot::NO_SHAPE,
+    })
+}
+
+/// A string the model keeps only when it is there and not empty.
+fn non_empty(s: Option<&Str<'_>>) -> Option<Box<str>> {
+    s.filter(|n| !n.is_empty()).map(Str::boxed)
+}
+
+/// The parts of a pod its workload's template gives every pod, taken from `like` (the pod
+/// read before) where they are the same.
+struct Template {
+    images: Arc<[Box<str>]>,
+    owners: Arc<[OwnerRef]>,
+    labels: Labels,
+    node_selector: Labels,
+}
+
+impl Template {
+    fn of(obj: &RawObject<'_>, like: Option<&Pod>) -> Template {
+        let (metadata, spec) = (&obj.metadata, &obj.spec);
+        let images = match like {
+            Some(p) if same_images(&spec.containers, &p.images) => p.images.clone(),
+            _ => {
+                let mut images: Vec<Box<str>> =
+                    spec.containers.iter().map(|c| c.image.boxed()).collect();
+                images.sort();
+                images.into()
+            }
+        };
+        let owners = match like {
+            Some(p) if same_owners(&metadata.owner_references, &p.owners) => p.owners.clone(),
+            _ => metadata
+                .owner_references
+                .iter()
+                .map(|o| OwnerRef {
+                    kind: shared(&o.kind, OWNER_KINDS),
+                    name: o.name.boxed(),
+                    uid: o.uid.boxed(),
+                    controller: o.controller.unwrap_or(false),
+                })
+                .collect(),
+        };
+        let labels = match like {
+            Some(p) if same_labels(&metadata.labels, &p.labels) => p.labels.clone(),
+            _ => metadata.labels.to_labels(),
+        };
+        let node_selector = match like {
+            Some(p) if same_labels(&spec.node_selector, &p.node_selector) => {
+                p.node_selector.clone()
+            }
+            _ => spec.node_selector.to_labels(),
+        };
+        Template {
+            images,
+            owners,
+            labels,
+            node_selector,
+        }
+    }
+}
+
+/// The host ports of the pod's containers and init containers.
+fn host_ports(spec: &RawSpec<'_>) -> Box<[HostPort]> {
+    let mut host_ports = Vec::new();
+    for c in spec.containers.iter().chain(spec.init_containers.iter()) {
+        for p in &c.ports {
+            if let Some(hp) = p.host_port.filter(|p| *p > 0) {
+                let protocol = match p.protocol.as_deref() {
+                    Some("UDP") => 1,
+                    Some("SCTP") => 2,
+                    _ => 0,
+                };
+                host_ports.push(HostPort {
+                    port: hp as u16,
+                    protocol,
+                });
+            }
+        }
+    }
+    host_ports.into_boxed_slice()
+}
+
+fn convert_tolerations(
+    file: &str,
+    label: Obj<'_>,
+    spec: &RawSpec<'_>,
+) -> Result<Vec<Toleration>, SnapshotError> {
     let mut tolerations = Vec::with_capacity(spec.tolerations.len());
     for (i, t) in spec.tolerations.iter().enumerate() {
         let effect = match t.effect.as_deref() {
@@ -1038,6 +1181,14 @@ fn convert_pod(
             effect,
         });
     }
+    Ok(tolerations)
+}
+
+fn convert_spread_constraints(
+    file: &str,
+    label: Obj<'_>,
+    spec: &RawSpec<'_>,
+) -> Result<Vec<TopologySpreadConstraint>, SnapshotError> {
     let mut topology_spread = Vec::with_capacity(spec.topology_spread_constraints.len());
     for (i, c) in spec.topology_spread_constraints.iter().enumerate() {
         let field = || format!("spec.topologySpreadConstraints[{i}]");
@@ -1097,121 +1248,7 @@ fn convert_pod(
             match_label_keys: c.match_label_keys.iter().map(Str::boxed).collect(),
         });
     }
-    let tolerations = tolerations.into();
-    let topology_spread = topology_spread.into();
-    let affinity = match &spec.affinity {
-        Some(a) => Some(Arc::new(convert_affinity(file, label, a)?)),
-        None => None,
-    };
-    let mut host_ports = Vec::new();
-    for c in spec.containers.iter().chain(spec.init_containers.iter()) {
-        for p in &c.ports {
-            if let Some(hp) = p.host_port.filter(|p| *p > 0) {
-                let protocol = match p.protocol.as_deref() {
-                    Some("UDP") => 1,
-                    Some("SCTP") => 2,
-                    _ => 0,
-                };
-                host_ports.push(HostPort {
-                    port: hp as u16,
-                    protocol,
-                });
-            }
-        }
-    }
-    let images = match like {
-        Some(p) if same_images(&spec.containers, &p.images) => p.images.clone(),
-        _ => {
-            let mut images: Vec<Box<str>> =
-                spec.containers.iter().map(|c| c.image.boxed()).collect();
-            images.sort();
-            images.into()
-        }
-    };
-    let owners = match like {
-        Some(p) if same_owners(&metadata.owner_references, &p.owners) => p.owners.clone(),
-        _ => metadata
-            .owner_references
-            .iter()
-            .map(|o| OwnerRef {
-                kind: shared(&o.kind, OWNER_KINDS),
-                name: o.name.boxed(),
-                uid: o.uid.boxed(),
-                controller: o.controller.unwrap_or(false),
-            })
-            .collect(),
-    };
-    let labels = match like {
-        Some(p) if same_labels(&metadata.labels, &p.labels) => p.labels.clone(),
-        _ => metadata.labels.to_labels(),
-    };
-    let node_selector = match like {
-        Some(p) if same_labels(&spec.node_selector, &p.node_selector) => p.node_selector.clone(),
-        _ => spec.node_selector.to_labels(),
-    };
-    let annotations = &metadata.annotations;
-    Ok(Pod {
-        namespace: metadata.namespace.boxed(),
-        name: metadata.name.boxed(),
-        uid: metadata.uid.boxed(),
-        node_name: spec
-            .node_name
-            .as_ref()
-            .filter(|n| !n.is_empty())
-            .map(Str::boxed),
-        labels,
-        has_evict_annotation: annotations.evict,
-        has_prefer_no_eviction_annotation: annotations.prefer_no_eviction,
-        is_mirror: annotations.mirror,
-        is_static: annotations
-            .config_source
-            .as_deref()
-            .is_some_and(|s| s != "api"),
-        owners,
-        requests,
-        qos,
-        priority: spec.priority,
-        priority_class_name: spec
-            .priority_class_name
-            .as_ref()
-            .filter(|n| !n.is_empty())
-            .map(Str::boxed),
-        phase: Phase::parse(&status.phase),
-        terminating: metadata.deletion_timestamp.is_some(),
-        termination_grace_seconds: spec.termination_grace_period_seconds,
-        created,
-        started,
-        has_local_storage: spec
-            .volumes
-            .iter()
-            .any(|v| v.empty_dir.is_some() || v.host_path.is_some()),
-        pvc_claims: spec
-            .volumes
-            .iter()
-            .filter_map(|v| v.persistent_volume_claim.as_ref())
-            .map(|c| c.claim_name.boxed())
-            .collect(),
-        has_resource_claims: !spec.resource_claims.is_empty(),
-        tolerations,
-        node_selector,
-        affinity,
-        topology_spread,
-        host_ports: host_ports.into_boxed_slice(),
-        images,
-        status: convert_pod_status(file, label, status)?.boxed(),
-        volcano_group: annotations
-            .group_name
-            .as_ref()
-            .filter(|n| !n.is_empty())
-            .map(Str::boxed),
-        pod_group: spec
-            .scheduling_group
-            .as_ref()
-            .and_then(|g| g.pod_group_name.as_ref())
-            .filter(|n| !n.is_empty())
-            .map(Str::boxed),
-        shape: crate::snapshot::NO_SHAPE,
-    })
+    Ok(topology_spread)
 }
 
 fn convert_container_statuses(raw: &[RawContainerStatus<'_>]) -> Vec<ContainerStatus> {
@@ -1220,12 +1257,12 @@ fn convert_container_statuses(raw: &[RawContainerStatus<'_>]) -> Vec<ContainerSt
             restart_count: c.restart_count,
             state: if let Some(t) = &c.state.terminated {
                 ContainerState::Terminated {
-                    reason: t.reason.as_ref().filter(|r| !r.is_empty()).map(Str::boxed),
+                    reason: non_empty(t.reason.as_ref()),
                     exit_code: t.exit_code,
                 }
             } else if let Some(w) = &c.state.waiting {
                 ContainerState::Waiting {
-                    reason: w.reason.as_ref().filter(|r| !r.is_empty()).map(Str::boxed),
+                    reason: non_empty(w.reason.as_ref()),
                 }
             } else if c.state.running.is_some() {
                 ContainerState::Running
@@ -1263,16 +1300,12 @@ fn convert_pod_status(
         conditions.push(PodCondition {
             kind: shared(&c.type_, CONDITION_TYPES),
             status: cond_status,
-            reason: c.reason.as_ref().filter(|r| !r.is_empty()).map(Str::boxed),
+            reason: non_empty(c.reason.as_ref()),
             last_transition,
         });
     }
     Ok(PodStatusDetail {
-        reason: status
-            .reason
-            .as_ref()
-            .filter(|r| !r.is_empty())
-            .map(Str::boxed),
+        reason: non_empty(status.reason.as_ref()),
         containers: convert_container_statuses(&status.container_statuses),
         init_containers: convert_container_statuses(&status.init_container_statuses),
         ephemeral_containers: convert_container_statuses(&status.ephemeral_container_statuses),

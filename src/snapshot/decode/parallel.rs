@@ -547,45 +547,9 @@ pub(super) fn decode_list_in_pieces<S: Source + ?Sized>(
         let front = work(0);
         (front, back.join().ok().flatten())
     });
-    let ((mut first, first_taken), (mut second, second_taken)) = (front?, back?);
-    // The first half: the first thread's run, then what the second took from its end;
-    // the second half likewise.
-    for d in second_taken.into_iter().rev() {
-        if d.chunks.start != first.chunks.end {
-            return None;
-        }
-        first.append(d);
-    }
-    for d in first_taken.into_iter().rev() {
-        if d.chunks.start != second.chunks.end {
-            return None;
-        }
-        second.append(d);
-    }
-    if first.chunks != (0..split) || second.chunks != (split..CHUNKS) {
-        return None;
-    }
-    let end = second.end;
+    let (mut first, mut second) = halves(front?, back?, split)?;
     // The rest of the top-level object: more keys, then `}` and nothing else.
-    let (rest, _) = peek(source, end, size - end)?;
-    let b = rest.as_bytes();
-    let mut pos = skip_ws(b, 0);
-    while b.get(pos) == Some(&b',') {
-        pos = skip_ws(b, pos + 1);
-        let (key, after): (String, usize) = value_at(&rest, pos)?;
-        pos = skip_ws(b, after);
-        if b.get(pos) != Some(&b':') {
-            return None;
-        }
-        pos = envelope_key(&rest, skip_ws(b, pos + 1), &key, &mut kind)?;
-    }
-    if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() || end + b.len() != size {
-        return None;
-    }
-    // A list's envelope, as the sequential decoder checks it (which then gives the error).
-    if !kind.as_deref().is_some_and(is_list_kind) {
-        return None;
-    }
+    envelope_end(source, second.end, &mut kind)?;
     // The second half's pods stay in their list (moving tens of megabytes into fresh
     // memory costs more than reading the pods in two parts); their shapes are numbered
     // as the first half's.
@@ -601,4 +565,53 @@ pub(super) fn decode_list_in_pieces<S: Source + ?Sized>(
         *more = second_pods;
     }
     Some(Ok(()))
+}
+
+/// The two halves of the list, in order: the first thread's run, then what the second took
+/// from its end; the second half likewise. None unless they are the chunks of each half.
+fn halves(front: Runs, back: Runs, split: usize) -> Option<(Decoded, Decoded)> {
+    let ((mut first, first_taken), (mut second, second_taken)) = (front, back);
+    for d in second_taken.into_iter().rev() {
+        if d.chunks.start != first.chunks.end {
+            return None;
+        }
+        first.append(d);
+    }
+    for d in first_taken.into_iter().rev() {
+        if d.chunks.start != second.chunks.end {
+            return None;
+        }
+        second.append(d);
+    }
+    if first.chunks != (0..split) || second.chunks != (split..CHUNKS) {
+        return None;
+    }
+    Some((first, second))
+}
+
+/// Whether what follows the `items` array (from source offset `end`) is the rest of a list's
+/// envelope: more keys, then `}` and nothing else, and a list's kind (as the sequential
+/// decoder checks it, which then gives the error). `kind` is the kind read before `items`.
+fn envelope_end<S: Source + ?Sized>(
+    source: &S,
+    end: usize,
+    kind: &mut Option<String>,
+) -> Option<()> {
+    let size = source.size();
+    let (rest, _) = peek(source, end, size - end)?;
+    let b = rest.as_bytes();
+    let mut pos = skip_ws(b, 0);
+    while b.get(pos) == Some(&b',') {
+        pos = skip_ws(b, pos + 1);
+        let (key, after): (String, usize) = value_at(&rest, pos)?;
+        pos = skip_ws(b, after);
+        if b.get(pos) != Some(&b':') {
+            return None;
+        }
+        pos = envelope_key(&rest, skip_ws(b, pos + 1), &key, kind)?;
+    }
+    if b.get(pos) != Some(&b'}') || skip_ws(b, pos + 1) != b.len() || end + b.len() != size {
+        return None;
+    }
+    kind.as_deref().is_some_and(is_list_kind).then_some(())
 }

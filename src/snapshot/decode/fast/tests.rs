@@ -1,4 +1,3 @@
-
 use super::super::tests::{mutated, INT_KEYS};
 use super::*;
 use crate::snapshot::synthetic::{generate_json, Config, Rng};

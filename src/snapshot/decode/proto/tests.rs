@@ -1,4 +1,3 @@
-
 use super::super::stream::ListDecoder;
 use super::*;
 
