@@ -6,11 +6,12 @@
 //! pods of a large cluster costs a fraction of reading their JSON.
 //!
 //! Field numbers are those of `k8s.io/api/core/v1/generated.proto` and
-//! `k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`. Each message is read by a table
-//! of its field numbers beside the JSON key of the same field and the wire shape's member
-//! it fills; a test holds those tables to the JSON tables (every member the JSON reader
-//! fills for a pod or a node has its protobuf field here), and a test against a real API
-//! server holds both encodings of the same objects to the same model.
+//! `k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`, declared beside the JSON key of
+//! each field of the wire shapes (`wire_shapes`); each message is read by a table made from
+//! those declarations, a row for each numbered field, read by the codec of `codec` it
+//! names. A test holds the tables to the JSON tables (every member the JSON reader fills
+//! for a pod or a node has its protobuf field here), and a test against a real API server
+//! holds both encodings of the same objects to the same model.
 //!
 //! What the API server writes differs from its JSON in a few ways this reader undoes: a
 //! string or number the JSON leaves out when empty (`omitempty`) is written empty here (read
@@ -24,12 +25,13 @@
 use super::convert::add_object;
 use super::error::SnapshotError;
 use super::wire::{
-    AnnotationKey, Annotations, DecodedList, ObjectType, RawAffinity, RawCondition, RawContainer,
-    RawContainerState, RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
-    RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
-    RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
-    RawSchedulingGroup, RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
-    RawTopologySpreadConstraint, RawVolume, RawWeightedPodAffinityTerm, Str,
+    wire_shapes, AnnotationKey, Annotations, DecodedList, ObjectType, Pairs, RawAffinity,
+    RawCondition, RawContainer, RawContainerState, RawContainerStatus, RawImage, RawMeta,
+    RawNodeAffinity, RawNodeSelector, RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject,
+    RawOwner, RawPodAffinity, RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm,
+    RawPvcSource, RawReason, RawResources, RawSchedulingGroup, RawSpec, RawStatus, RawTaint,
+    RawTerminated, RawTime, RawToleration, RawTopologySpreadConstraint, RawVolume,
+    RawWeightedPodAffinityTerm, Str,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
 use crate::snapshot::shapes::Shapes;
@@ -252,9 +254,10 @@ impl<'de> V<'de> {
 /// The times `metav1.Time` can hold: 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
 const TIMES: std::ops::Range<i64> = -62_167_219_200..253_402_300_800;
 
-/// A message read by a table: each row a field number, the JSON key of the same field (of
-/// the wire struct `$ty`, which the JSON reader's table has too), and what reading it does
-/// with the value `$v`. Fields not in the table are passed over.
+/// A message of a type outside the wire shapes (a label selector) read by a table: each row
+/// a field number, the JSON key of the same field (of `$ty`, which the JSON reader's table
+/// has too), and what reading it does with the value `$v`. Fields not in the table are
+/// passed over.
 macro_rules! table {
     ($bytes:expr, $ty:ty, |$v:ident| { $($num:literal $key:literal => $read:expr),+ $(,)? }) => {{
         #[cfg(test)]
@@ -294,31 +297,243 @@ impl Message {
 
 /// One pod or node into `o` (which must be fresh).
 fn object<'de>(b: &'de [u8], m: Message, o: &mut RawObject<'de>) -> P {
-    table!(b, RawObject, |v| {
-        1 "metadata" => meta(v.bytes()?, &mut o.metadata)?,
-        2 "spec" => match m {
-            Message::Pod => pod_spec(v.bytes()?, &mut o.spec)?,
-            Message::Node => node_spec(v.bytes()?, &mut o.spec)?,
-        },
-        3 "status" => match m {
-            Message::Pod => pod_status(v.bytes()?, &mut o.status)?,
-            Message::Node => node_status(v.bytes()?, &mut o.status)?,
-        },
-    })
+    match m {
+        Message::Pod => RawObject::read::<POD>(b, o),
+        Message::Node => RawObject::read::<NODE>(b, o),
+    }
 }
 
-fn meta<'de>(b: &'de [u8], m: &mut RawMeta<'de>) -> P {
-    table!(b, RawMeta, |v| {
-        1 "name" => m.name = v.string()?,
-        3 "namespace" => m.namespace = v.string()?,
-        5 "uid" => m.uid = v.string()?,
-        6 "resourceVersion" => m.resource_version = v.string()?,
-        8 "creationTimestamp" => m.creation_timestamp = v.time()?,
-        9 "deletionTimestamp" => m.deletion_timestamp = v.time()?,
-        11 "labels" => m.labels.0.push(v.string_entry()?),
-        12 "annotations" => annotation(v, &mut m.annotations)?,
-        13 "ownerReferences" => m.owner_references.push(owner(v.bytes()?)?),
-    })
+/// The messages a wire struct is read from where their numbers differ (a pod's spec and
+/// status, a node's): the `M` of [`ProtoRead::read`].
+const POD: u8 = 0;
+const NODE: u8 = 1;
+
+/// A wire struct read from its protobuf message by a table made from its declaration
+/// (`wire_shapes`), as the message `M` numbers its fields.
+trait ProtoRead<'de> {
+    /// Reads the message `b` into `o` (fresh): fields not in the table are passed over.
+    fn read<const M: u8>(b: &'de [u8], o: &mut Self) -> P;
+}
+
+/// A field's row of a protobuf table: when the field's number (for the message `M`) is `n`,
+/// `read` it. A field without a number has no row.
+macro_rules! row {
+    ($m:ident, $n:ident, [], $read:expr) => {};
+    ($m:ident, $n:ident, [$num:literal], $read:expr) => {
+        if $n == $num {
+            return $read;
+        }
+    };
+    ($m:ident, $n:ident, [$($msg:ident $num:literal),+], $read:expr) => {
+        if $(($m == $msg && $n == $num))||+ {
+            return $read;
+        }
+    };
+}
+
+/// Whether a field has a protobuf number (for the tests' record of the tables).
+#[cfg(test)]
+macro_rules! numbered {
+    ([], $key:literal) => {
+        None
+    };
+    ([$($t:tt)+], $key:literal) => {
+        Some($key)
+    };
+}
+
+/// The reader of each struct of [`wire_shapes`]: a row for each of its fields with a
+/// protobuf number, read by the codec its declaration names.
+macro_rules! proto {
+    ($([$($attr:tt)*] $name:ident [$($lt:lifetime)?] {
+        $([$($fattr:tt)*] $field:ident [$ty:ty] $key:literal $proto:tt $codec:ident)*
+    })*) => {$(
+        impl<'de $(, $lt)?> ProtoRead<'de> for $name<$($lt)?> $(where 'de: $lt, $lt: 'de)? {
+            fn read<const M: u8>(b: &'de [u8], o: &mut Self) -> P {
+                #[cfg(test)]
+                {
+                    static NOTED: std::sync::Once = std::sync::Once::new();
+                    NOTED.call_once(|| {
+                        let keys: Vec<&'static str> =
+                            [$(numbered!($proto, $key)),*].into_iter().flatten().collect();
+                        tables::note(stringify!($name), keys.leak())
+                    });
+                }
+                each(b, |n, v| {
+                    $( row!(M, n, $proto, codec::$codec::<M>(v, &mut o.$field)); )*
+                    Ok(())
+                })
+            }
+        }
+    )*};
+}
+
+wire_shapes!(proto);
+
+/// How each kind of declared field is read, by the name the declarations give it. A
+/// repeated field (a list, a map) comes once for each of its elements.
+mod codec {
+    use super::*;
+
+    pub(super) fn text<'de, const M: u8>(v: V<'de>, o: &mut Str<'de>) -> P {
+        *o = v.string()?;
+        Ok(())
+    }
+
+    /// A string that may be unset (a pointer in the API's types): present is set.
+    pub(super) fn pointer<'de, const M: u8>(v: V<'de>, o: &mut Option<Str<'de>>) -> P {
+        *o = v.some()?;
+        Ok(())
+    }
+
+    /// A string the JSON leaves out when empty: empty is unset.
+    pub(super) fn omitted<'de, const M: u8>(v: V<'de>, o: &mut Option<Str<'de>>) -> P {
+        *o = v.omitted()?;
+        Ok(())
+    }
+
+    pub(super) fn string<const M: u8>(v: V<'_>, o: &mut String) -> P {
+        *o = v.owned()?;
+        Ok(())
+    }
+
+    pub(super) fn texts<'de, const M: u8>(v: V<'de>, o: &mut Vec<Str<'de>>) -> P {
+        o.push(v.string()?);
+        Ok(())
+    }
+
+    pub(super) fn strings<const M: u8>(v: V<'_>, o: &mut Vec<String>) -> P {
+        o.push(v.owned()?);
+        Ok(())
+    }
+
+    pub(super) fn int32<const M: u8>(v: V<'_>, o: &mut i32) -> P {
+        *o = v.i32()?;
+        Ok(())
+    }
+
+    pub(super) fn opt_int32<const M: u8>(v: V<'_>, o: &mut Option<i32>) -> P {
+        *o = Some(v.i32()?);
+        Ok(())
+    }
+
+    /// A port: written even when 0, which the JSON leaves out.
+    pub(super) fn host_port<const M: u8>(v: V<'_>, o: &mut Option<i32>) -> P {
+        *o = Some(v.i32()?).filter(|&h| h != 0);
+        Ok(())
+    }
+
+    pub(super) fn opt_int64<const M: u8>(v: V<'_>, o: &mut Option<i64>) -> P {
+        *o = Some(v.int()? as i64);
+        Ok(())
+    }
+
+    pub(super) fn boolean<const M: u8>(v: V<'_>, o: &mut bool) -> P {
+        *o = v.bool()?;
+        Ok(())
+    }
+
+    pub(super) fn opt_bool<const M: u8>(v: V<'_>, o: &mut Option<bool>) -> P {
+        *o = Some(v.bool()?);
+        Ok(())
+    }
+
+    /// A map of strings: an entry.
+    pub(super) fn labels<'de, const M: u8>(v: V<'de>, o: &mut Pairs<'de>) -> P {
+        o.0.push(v.string_entry()?);
+        Ok(())
+    }
+
+    /// A resource list: an entry, its quantity a message holding its string.
+    pub(super) fn amounts<'de, const M: u8>(v: V<'de>, o: &mut Pairs<'de>) -> P {
+        o.0.push(v.quantity_entry()?);
+        Ok(())
+    }
+
+    pub(super) fn time<'de, const M: u8>(v: V<'de>, o: &mut Option<RawTime<'de>>) -> P {
+        *o = v.time()?;
+        Ok(())
+    }
+
+    /// A message whose presence is what counts.
+    pub(super) fn present<const M: u8>(v: V<'_>, o: &mut Option<IgnoredAny>) -> P {
+        v.bytes()?;
+        *o = Some(IgnoredAny);
+        Ok(())
+    }
+
+    /// A list whose length is what counts: an element.
+    pub(super) fn claims<const M: u8>(v: V<'_>, o: &mut Vec<IgnoredAny>) -> P {
+        v.bytes()?;
+        o.push(IgnoredAny);
+        Ok(())
+    }
+
+    pub(super) fn annotations<'de, const M: u8>(v: V<'de>, o: &mut Annotations<'de>) -> P {
+        annotation(v, o)
+    }
+
+    fn fresh<'de, const M: u8, T: ProtoRead<'de> + Default>(v: V<'de>) -> P<T> {
+        let mut t = T::default();
+        T::read::<M>(v.bytes()?, &mut t)?;
+        Ok(t)
+    }
+
+    /// A wire struct, read in place.
+    pub(super) fn nested<'de, const M: u8>(v: V<'de>, o: &mut impl ProtoRead<'de>) -> P {
+        ProtoRead::read::<M>(v.bytes()?, o)
+    }
+
+    pub(super) fn message<'de, const M: u8>(
+        v: V<'de>,
+        o: &mut Option<impl ProtoRead<'de> + Default>,
+    ) -> P {
+        *o = Some(fresh::<M, _>(v)?);
+        Ok(())
+    }
+
+    pub(super) fn boxed<'de, const M: u8>(
+        v: V<'de>,
+        o: &mut Option<Box<impl ProtoRead<'de> + Default>>,
+    ) -> P {
+        *o = Some(Box::new(fresh::<M, _>(v)?));
+        Ok(())
+    }
+
+    /// A rare part (pod-level resources), which the JSON reader leaves to serde.
+    pub(super) fn rare<'de, const M: u8>(
+        v: V<'de>,
+        o: &mut Option<Box<impl ProtoRead<'de> + Default>>,
+    ) -> P {
+        boxed::<M>(v, o)
+    }
+
+    /// A list of wire structs: an element.
+    pub(super) fn list<'de, const M: u8>(
+        v: V<'de>,
+        o: &mut Vec<impl ProtoRead<'de> + Default>,
+    ) -> P {
+        o.push(fresh::<M, _>(v)?);
+        Ok(())
+    }
+
+    /// A pod's volume: its source (field 2) holds what the JSON writes inline in the volume.
+    pub(super) fn volumes<'de, const M: u8>(v: V<'de>, o: &mut Vec<RawVolume<'de>>) -> P {
+        let mut volume = RawVolume::default();
+        each(v.bytes()?, |n, source| {
+            if n == 2 {
+                RawVolume::read::<M>(source.bytes()?, &mut volume)?;
+            }
+            Ok(())
+        })?;
+        o.push(volume);
+        Ok(())
+    }
+
+    pub(super) fn selector<const M: u8>(v: V<'_>, o: &mut Option<LabelSelectorSpec>) -> P {
+        *o = Some(label_selector(v.bytes()?)?);
+        Ok(())
+    }
 }
 
 /// An annotation: only the values of the few keys the planner reads are looked at (other
@@ -339,160 +554,6 @@ fn annotation<'de>(v: V<'de>, a: &mut Annotations<'de>) -> P {
     Ok(())
 }
 
-fn owner(b: &[u8]) -> P<RawOwner<'_>> {
-    let mut o = RawOwner::default();
-    table!(b, RawOwner, |v| {
-        1 "kind" => o.kind = v.string()?,
-        3 "name" => o.name = v.string()?,
-        4 "uid" => o.uid = v.string()?,
-        6 "controller" => o.controller = Some(v.bool()?),
-    })?;
-    Ok(o)
-}
-
-fn pod_spec<'de>(b: &'de [u8], s: &mut RawSpec<'de>) -> P {
-    table!(b, RawSpec, |v| {
-        1 "volumes" => s.volumes.push(volume(v.bytes()?)?),
-        2 "containers" => s.containers.push(container(v.bytes()?)?),
-        4 "terminationGracePeriodSeconds" => {
-            s.termination_grace_period_seconds = Some(v.int()? as i64)
-        },
-        7 "nodeSelector" => s.node_selector.0.push(v.string_entry()?),
-        10 "nodeName" => s.node_name = v.omitted()?,
-        18 "affinity" => s.affinity = Some(Box::new(affinity(v.bytes()?)?)),
-        20 "initContainers" => s.init_containers.push(container(v.bytes()?)?),
-        22 "tolerations" => s.tolerations.push(toleration(v.bytes()?)?),
-        24 "priorityClassName" => s.priority_class_name = v.omitted()?,
-        25 "priority" => s.priority = Some(v.i32()?),
-        32 "overhead" => s.overhead.0.push(v.quantity_entry()?),
-        33 "topologySpreadConstraints" => {
-            s.topology_spread_constraints.push(spread_constraint(v.bytes()?)?)
-        },
-        39 "resourceClaims" => {
-            v.bytes()?;
-            s.resource_claims.push(IgnoredAny)
-        },
-        40 "resources" => {
-            let mut r = RawResources::default();
-            resources(v.bytes()?, &mut r)?;
-            s.resources = Some(Box::new(r))
-        },
-        43 "schedulingGroup" => s.scheduling_group = Some(scheduling_group(v.bytes()?)?),
-    })
-}
-
-/// `PodSchedulingGroup` (Kubernetes 1.37): the PodGroup a pod belongs to.
-fn scheduling_group(b: &[u8]) -> P<RawSchedulingGroup<'_>> {
-    let mut g = RawSchedulingGroup::default();
-    table!(b, RawSchedulingGroup, |v| {
-        1 "podGroupName" => g.pod_group_name = v.some()?,
-    })?;
-    Ok(g)
-}
-
-fn node_spec<'de>(b: &'de [u8], s: &mut RawSpec<'de>) -> P {
-    table!(b, RawSpec, |v| {
-        4 "unschedulable" => s.unschedulable = v.bool()?,
-        5 "taints" => s.taints.push(taint(v.bytes()?)?),
-    })
-}
-
-fn volume(b: &[u8]) -> P<RawVolume<'_>> {
-    let mut out = RawVolume::default();
-    each(b, |n, v| {
-        if n == 2 {
-            volume_source(v.bytes()?, &mut out)?;
-        }
-        Ok(())
-    })?;
-    Ok(out)
-}
-
-/// A volume's source, which the JSON writes inline in the volume.
-fn volume_source<'de>(b: &'de [u8], out: &mut RawVolume<'de>) -> P {
-    table!(b, RawVolume, |v| {
-        1 "hostPath" => {
-            v.bytes()?;
-            out.host_path = Some(IgnoredAny)
-        },
-        2 "emptyDir" => {
-            v.bytes()?;
-            out.empty_dir = Some(IgnoredAny)
-        },
-        10 "persistentVolumeClaim" => {
-            let mut claim = RawPvcSource::default();
-            table!(v.bytes()?, RawPvcSource, |c| {
-                1 "claimName" => claim.claim_name = c.string()?,
-            })?;
-            out.persistent_volume_claim = Some(claim)
-        },
-    })
-}
-
-fn container(b: &[u8]) -> P<RawContainer<'_>> {
-    let mut c = RawContainer::default();
-    table!(b, RawContainer, |v| {
-        2 "image" => c.image = v.string()?,
-        6 "ports" => c.ports.push(port(v.bytes()?)?),
-        8 "resources" => resources(v.bytes()?, &mut c.resources)?,
-        24 "restartPolicy" => c.restart_policy = v.some()?,
-    })?;
-    Ok(c)
-}
-
-fn resources<'de>(b: &'de [u8], r: &mut RawResources<'de>) -> P {
-    table!(b, RawResources, |v| {
-        1 "limits" => r.limits.0.push(v.quantity_entry()?),
-        2 "requests" => r.requests.0.push(v.quantity_entry()?),
-    })
-}
-
-fn port(b: &[u8]) -> P<RawPort<'_>> {
-    let mut p = RawPort::default();
-    table!(b, RawPort, |v| {
-        // Written even when 0, which the JSON leaves out.
-        2 "hostPort" => p.host_port = Some(v.i32()?).filter(|&h| h != 0),
-        4 "protocol" => p.protocol = v.omitted()?,
-    })?;
-    Ok(p)
-}
-
-fn toleration(b: &[u8]) -> P<RawToleration<'_>> {
-    let mut t = RawToleration::default();
-    table!(b, RawToleration, |v| {
-        1 "key" => t.key = v.string()?,
-        2 "operator" => t.operator = v.omitted()?,
-        3 "value" => t.value = v.string()?,
-        4 "effect" => t.effect = v.omitted()?,
-    })?;
-    Ok(t)
-}
-
-fn taint(b: &[u8]) -> P<RawTaint<'_>> {
-    let mut t = RawTaint::default();
-    table!(b, RawTaint, |v| {
-        1 "key" => t.key = v.string()?,
-        2 "value" => t.value = v.string()?,
-        3 "effect" => t.effect = v.string()?,
-    })?;
-    Ok(t)
-}
-
-fn spread_constraint(b: &[u8]) -> P<RawTopologySpreadConstraint<'_>> {
-    let mut c = RawTopologySpreadConstraint::default();
-    table!(b, RawTopologySpreadConstraint, |v| {
-        1 "maxSkew" => c.max_skew = v.i32()?,
-        2 "topologyKey" => c.topology_key = v.string()?,
-        3 "whenUnsatisfiable" => c.when_unsatisfiable = v.string()?,
-        4 "labelSelector" => c.label_selector = Some(label_selector(v.bytes()?)?),
-        5 "minDomains" => c.min_domains = Some(v.i32()?),
-        6 "nodeAffinityPolicy" => c.node_affinity_policy = v.some()?,
-        7 "nodeTaintsPolicy" => c.node_taints_policy = v.some()?,
-        8 "matchLabelKeys" => c.match_label_keys.push(v.string()?),
-    })?;
-    Ok(c)
-}
-
 fn label_selector(b: &[u8]) -> P<LabelSelectorSpec> {
     let mut out = LabelSelectorSpec::default();
     table!(b, LabelSelectorSpec, |v| {
@@ -511,167 +572,6 @@ fn label_selector(b: &[u8]) -> P<LabelSelectorSpec> {
         },
     })?;
     Ok(out)
-}
-
-fn affinity(b: &[u8]) -> P<RawAffinity> {
-    let mut a = RawAffinity::default();
-    table!(b, RawAffinity, |v| {
-        1 "nodeAffinity" => a.node_affinity = Some(node_affinity(v.bytes()?)?),
-        2 "podAffinity" => a.pod_affinity = Some(pod_affinity(v.bytes()?)?),
-        3 "podAntiAffinity" => a.pod_anti_affinity = Some(pod_affinity(v.bytes()?)?),
-    })?;
-    Ok(a)
-}
-
-fn node_affinity(b: &[u8]) -> P<RawNodeAffinity> {
-    let mut n = RawNodeAffinity::default();
-    table!(b, RawNodeAffinity, |v| {
-        1 "requiredDuringSchedulingIgnoredDuringExecution" => {
-            let mut s = RawNodeSelector::default();
-            table!(v.bytes()?, RawNodeSelector, |t| {
-                1 "nodeSelectorTerms" => s.node_selector_terms.push(node_term(t.bytes()?)?),
-            })?;
-            n.required = Some(s)
-        },
-        2 "preferredDuringSchedulingIgnoredDuringExecution" => {
-            let mut p = RawPreferredSchedulingTerm::default();
-            table!(v.bytes()?, RawPreferredSchedulingTerm, |t| {
-                1 "weight" => p.weight = t.i32()?,
-                2 "preference" => p.preference = node_term(t.bytes()?)?,
-            })?;
-            n.preferred.push(p)
-        },
-    })?;
-    Ok(n)
-}
-
-fn node_term(b: &[u8]) -> P<RawNodeSelectorTerm> {
-    let mut t = RawNodeSelectorTerm::default();
-    table!(b, RawNodeSelectorTerm, |v| {
-        1 "matchExpressions" => t.match_expressions.push(node_requirement(v.bytes()?)?),
-        2 "matchFields" => t.match_fields.push(node_requirement(v.bytes()?)?),
-    })?;
-    Ok(t)
-}
-
-fn node_requirement(b: &[u8]) -> P<RawNodeSelectorRequirement> {
-    let mut q = RawNodeSelectorRequirement::default();
-    table!(b, RawNodeSelectorRequirement, |v| {
-        1 "key" => q.key = v.owned()?,
-        2 "operator" => q.operator = v.owned()?,
-        3 "values" => q.values.push(v.owned()?),
-    })?;
-    Ok(q)
-}
-
-fn pod_affinity(b: &[u8]) -> P<RawPodAffinity> {
-    let mut p = RawPodAffinity::default();
-    table!(b, RawPodAffinity, |v| {
-        1 "requiredDuringSchedulingIgnoredDuringExecution" => p.required.push(pod_affinity_term(v.bytes()?)?),
-        2 "preferredDuringSchedulingIgnoredDuringExecution" => {
-            let mut w = RawWeightedPodAffinityTerm::default();
-            table!(v.bytes()?, RawWeightedPodAffinityTerm, |t| {
-                1 "weight" => w.weight = t.i32()?,
-                2 "podAffinityTerm" => w.pod_affinity_term = pod_affinity_term(t.bytes()?)?,
-            })?;
-            p.preferred.push(w)
-        },
-    })?;
-    Ok(p)
-}
-
-fn pod_affinity_term(b: &[u8]) -> P<RawPodAffinityTerm> {
-    let mut t = RawPodAffinityTerm::default();
-    table!(b, RawPodAffinityTerm, |v| {
-        1 "labelSelector" => t.label_selector = Some(label_selector(v.bytes()?)?),
-        2 "namespaces" => t.namespaces.push(v.owned()?),
-        3 "topologyKey" => t.topology_key = v.owned()?,
-        4 "namespaceSelector" => t.namespace_selector = Some(label_selector(v.bytes()?)?),
-    })?;
-    Ok(t)
-}
-
-fn pod_status<'de>(b: &'de [u8], s: &mut RawStatus<'de>) -> P {
-    table!(b, RawStatus, |v| {
-        1 "phase" => s.phase = v.string()?,
-        2 "conditions" => s.conditions.push(condition(v.bytes()?)?),
-        4 "reason" => s.reason = v.omitted()?,
-        7 "startTime" => s.start_time = v.time()?,
-        8 "containerStatuses" => s.container_statuses.push(container_status(v.bytes()?)?),
-        10 "initContainerStatuses" => {
-            s.init_container_statuses.push(container_status(v.bytes()?)?)
-        },
-        13 "ephemeralContainerStatuses" => {
-            s.ephemeral_container_statuses.push(container_status(v.bytes()?)?)
-        },
-    })
-}
-
-fn node_status<'de>(b: &'de [u8], s: &mut RawStatus<'de>) -> P {
-    table!(b, RawStatus, |v| {
-        1 "capacity" => s.capacity.0.push(v.quantity_entry()?),
-        2 "allocatable" => s.allocatable.0.push(v.quantity_entry()?),
-        3 "phase" => s.phase = v.string()?,
-        4 "conditions" => s.conditions.push(condition(v.bytes()?)?),
-        8 "images" => s.images.push(image(v.bytes()?)?),
-    })
-}
-
-/// A node's ContainerImage: its names and size.
-fn image(b: &[u8]) -> P<RawImage<'_>> {
-    let mut i = RawImage::default();
-    table!(b, RawImage, |v| {
-        1 "names" => i.names.push(v.string()?),
-        2 "sizeBytes" => i.size_bytes = Some(v.int()? as i64),
-    })?;
-    Ok(i)
-}
-
-/// A PodCondition or a NodeCondition (the same numbers for what is read).
-fn condition(b: &[u8]) -> P<RawCondition<'_>> {
-    let mut c = RawCondition::default();
-    table!(b, RawCondition, |v| {
-        1 "type" => c.type_ = v.string()?,
-        2 "status" => c.status = v.string()?,
-        4 "lastTransitionTime" => c.last_transition_time = v.time()?,
-        5 "reason" => c.reason = v.omitted()?,
-    })?;
-    Ok(c)
-}
-
-fn container_status(b: &[u8]) -> P<RawContainerStatus<'_>> {
-    let mut c = RawContainerStatus::default();
-    table!(b, RawContainerStatus, |v| {
-        2 "state" => c.state = container_state(v.bytes()?)?,
-        5 "restartCount" => c.restart_count = v.i32()?,
-    })?;
-    Ok(c)
-}
-
-fn container_state(b: &[u8]) -> P<RawContainerState<'_>> {
-    let mut s = RawContainerState::default();
-    table!(b, RawContainerState, |v| {
-        1 "waiting" => {
-            let mut w = RawReason::default();
-            table!(v.bytes()?, RawReason, |r| {
-                1 "reason" => w.reason = r.omitted()?,
-            })?;
-            s.waiting = Some(w)
-        },
-        2 "running" => {
-            v.bytes()?;
-            s.running = Some(IgnoredAny)
-        },
-        3 "terminated" => {
-            let mut t = RawTerminated::default();
-            table!(v.bytes()?, RawTerminated, |r| {
-                1 "exitCode" => t.exit_code = r.i32()?,
-                3 "reason" => t.reason = r.omitted()?,
-            })?;
-            s.terminated = Some(t)
-        },
-    })?;
-    Ok(s)
 }
 
 /// An API `Status` (what the server answers instead of an object when it fails).

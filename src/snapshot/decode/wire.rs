@@ -156,127 +156,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for Pairs<'a> {
     }
 }
 
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawObject<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) kind: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) api_version: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) metadata: RawMeta<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) spec: RawSpec<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) status: RawStatus<'a>,
-    /// A List's objects; None when the object has no `items` (or `items: null`).
-    #[serde(borrow)]
-    pub(super) items: Option<Vec<RawObject<'a>>>,
-    /// PriorityClass.value
-    pub(super) value: Option<i32>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawMeta<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) name: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) namespace: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) uid: Str<'a>,
-    /// Where a watch resumes, and the version a list was read at.
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) resource_version: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) labels: Pairs<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) annotations: Annotations<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) owner_references: Vec<RawOwner<'a>>,
-    #[serde(borrow)]
-    pub(super) creation_timestamp: Option<RawTime<'a>>,
-    #[serde(borrow)]
-    pub(super) deletion_timestamp: Option<RawTime<'a>>,
-}
-
 impl RawMeta<'_> {
     /// `metadata.resourceVersion` (empty when missing): the model has no use for it; lists
     /// and watches of the API do.
     pub(super) fn resource_version(&self) -> &str {
         &self.resource_version
     }
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawOwner<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) kind: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) name: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) uid: Str<'a>,
-    pub(super) controller: Option<bool>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawSpec<'a> {
-    // Pod
-    #[serde(borrow)]
-    pub(super) node_name: Option<Str<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) containers: Vec<RawContainer<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) init_containers: Vec<RawContainer<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) overhead: Pairs<'a>,
-    // Rare parts boxed: a pod's spec is built on the stack and moved into its object.
-    #[serde(borrow)]
-    pub(super) resources: Option<Box<RawResources<'a>>>,
-    pub(super) priority: Option<i32>,
-    #[serde(borrow)]
-    pub(super) priority_class_name: Option<Str<'a>>,
-    pub(super) termination_grace_period_seconds: Option<i64>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) tolerations: Vec<RawToleration<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) node_selector: Pairs<'a>,
-    pub(super) affinity: Option<Box<RawAffinity>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) topology_spread_constraints: Vec<RawTopologySpreadConstraint<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) volumes: Vec<RawVolume<'a>>,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) resource_claims: Vec<IgnoredAny>,
-    // Node
-    pub(super) unschedulable: bool,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) taints: Vec<RawTaint<'a>>,
-    // PodDisruptionBudget
-    pub(super) selector: Option<Box<LabelSelectorSpec>>,
-    // Pod (Kubernetes 1.37): the PodGroup it belongs to.
-    #[serde(borrow)]
-    pub(super) scheduling_group: Option<RawSchedulingGroup<'a>>,
-    // PodGroup
-    pub(super) min_member: Option<RawInt>,
-    // PodGroup of scheduling.k8s.io: rare, boxed.
-    pub(super) scheduling_policy: Option<Box<RawSchedulingPolicy>>,
-    pub(super) disruption_mode: Option<Box<RawDisruptionMode>>,
-}
-
-/// `spec.schedulingGroup` of a pod: the Kubernetes PodGroup it belongs to.
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawSchedulingGroup<'a> {
-    #[serde(borrow)]
-    pub(super) pod_group_name: Option<Str<'a>>,
 }
 
 /// `spec.schedulingPolicy` of a Kubernetes PodGroup (`basic` or `gang`).
@@ -391,294 +276,366 @@ impl<'de> Deserialize<'de> for RawInt {
     }
 }
 
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawStatus<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) phase: Str<'a>,
-    #[serde(borrow)]
-    pub(super) start_time: Option<RawTime<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) conditions: Vec<RawCondition<'a>>,
-    // Pod
-    #[serde(borrow)]
-    pub(super) reason: Option<Str<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) container_statuses: Vec<RawContainerStatus<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) init_container_statuses: Vec<RawContainerStatus<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) ephemeral_container_statuses: Vec<RawContainerStatus<'a>>,
-    // Node
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) capacity: Pairs<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) allocatable: Pairs<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) images: Vec<RawImage<'a>>,
-    pub(super) disruptions_allowed: Option<i32>,
+/// The wire shapes read field by field, each field declared once, on one line: its name and
+/// type in the wire shape, its JSON key, its protobuf field number (`[]`: none; `[10]`;
+/// `[POD 1, NODE 3]` where the pod's and the node's message number it apart) and how it is
+/// read (`=> codec`: the function of that name of `fast::codec` and of `proto::codec`).
+/// `wire_shapes!(then)` hands every declaration to the macro `then`: here `declare` makes
+/// the structs (serde reads each field by its JSON key); `fast` makes the JSON reader's
+/// table of each struct from it, and `proto` the protobuf reader's. A field the planner
+/// reads is added by one line here (and its conversion into the model); a reader lacking
+/// its codec, or a key given twice in one struct, does not compile.
+macro_rules! wire_shapes {
+    // The declarations' grammar, read here once: each macro handed them reads them in one
+    // form, every part in brackets or a single token.
+    (@ $then:ident $(
+        $(#[$attr:meta])*
+        $name:ident < $($lt:lifetime)? > {
+            $(
+                $(#[$fattr:meta])*
+                $field:ident : $ty:ty = $key:literal $proto:tt => $codec:ident
+            ),* $(,)?
+        }
+    )*) => {
+        $then! {$(
+            [$(#[$attr])*] $name [$($lt)?] {
+                $([$(#[$fattr])*] $field [$ty] $key $proto $codec)*
+            }
+        )*}
+    };
+    ($then:ident) => {
+        wire_shapes! { @ $then
+            RawObject<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                kind: Str<'a> = "kind" [] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                api_version: Str<'a> = "apiVersion" [] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                metadata: RawMeta<'a> = "metadata" [1] => nested,
+                #[serde(borrow, deserialize_with = "nullable")]
+                spec: RawSpec<'a> = "spec" [2] => nested,
+                #[serde(borrow, deserialize_with = "nullable")]
+                status: RawStatus<'a> = "status" [3] => nested,
+                /// A List's objects; None when the object has no `items` (or `items: null`).
+                #[serde(borrow)]
+                items: Option<Vec<RawObject<'a>>> = "items" [] => serde,
+                /// PriorityClass.value
+                value: Option<i32> = "value" [] => opt_int32,
+            }
+
+            RawMeta<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                name: Str<'a> = "name" [1] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                namespace: Str<'a> = "namespace" [3] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                uid: Str<'a> = "uid" [5] => text,
+                /// Where a watch resumes, and the version a list was read at.
+                #[serde(borrow, deserialize_with = "nullable")]
+                resource_version: Str<'a> = "resourceVersion" [6] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                labels: Pairs<'a> = "labels" [11] => labels,
+                #[serde(borrow, deserialize_with = "nullable")]
+                annotations: Annotations<'a> = "annotations" [12] => annotations,
+                #[serde(borrow, deserialize_with = "nullable")]
+                owner_references: Vec<RawOwner<'a>> = "ownerReferences" [13] => list,
+                #[serde(borrow)]
+                creation_timestamp: Option<RawTime<'a>> = "creationTimestamp" [8] => time,
+                #[serde(borrow)]
+                deletion_timestamp: Option<RawTime<'a>> = "deletionTimestamp" [9] => time,
+            }
+
+            RawOwner<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                kind: Str<'a> = "kind" [1] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                name: Str<'a> = "name" [3] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                uid: Str<'a> = "uid" [4] => text,
+                controller: Option<bool> = "controller" [6] => opt_bool,
+            }
+
+            RawSpec<'a> {
+                // Pod
+                #[serde(borrow)]
+                node_name: Option<Str<'a>> = "nodeName" [POD 10] => omitted,
+                #[serde(borrow, deserialize_with = "nullable")]
+                containers: Vec<RawContainer<'a>> = "containers" [POD 2] => list,
+                #[serde(borrow, deserialize_with = "nullable")]
+                init_containers: Vec<RawContainer<'a>> = "initContainers" [POD 20] => list,
+                #[serde(borrow, deserialize_with = "nullable")]
+                overhead: Pairs<'a> = "overhead" [POD 32] => amounts,
+                // Rare parts boxed: a pod's spec is built on the stack and moved into its object.
+                #[serde(borrow)]
+                resources: Option<Box<RawResources<'a>>> = "resources" [POD 40] => rare,
+                priority: Option<i32> = "priority" [POD 25] => opt_int32,
+                #[serde(borrow)]
+                priority_class_name: Option<Str<'a>> = "priorityClassName" [POD 24] => omitted,
+                termination_grace_period_seconds: Option<i64> = "terminationGracePeriodSeconds" [POD 4] => opt_int64,
+                #[serde(borrow, deserialize_with = "nullable")]
+                tolerations: Vec<RawToleration<'a>> = "tolerations" [POD 22] => list,
+                #[serde(borrow, deserialize_with = "nullable")]
+                node_selector: Pairs<'a> = "nodeSelector" [POD 7] => labels,
+                affinity: Option<Box<RawAffinity>> = "affinity" [POD 18] => boxed,
+                #[serde(borrow, deserialize_with = "nullable")]
+                topology_spread_constraints: Vec<RawTopologySpreadConstraint<'a>> = "topologySpreadConstraints" [POD 33] => list,
+                #[serde(borrow, deserialize_with = "nullable")]
+                volumes: Vec<RawVolume<'a>> = "volumes" [POD 1] => volumes,
+                #[serde(deserialize_with = "nullable")]
+                resource_claims: Vec<IgnoredAny> = "resourceClaims" [POD 39] => claims,
+                // Node
+                unschedulable: bool = "unschedulable" [NODE 4] => boolean,
+                #[serde(borrow, deserialize_with = "nullable")]
+                taints: Vec<RawTaint<'a>> = "taints" [NODE 5] => list,
+                // PodDisruptionBudget
+                selector: Option<Box<LabelSelectorSpec>> = "selector" [] => boxed_selector,
+                // Pod (Kubernetes 1.37): the PodGroup it belongs to.
+                #[serde(borrow)]
+                scheduling_group: Option<RawSchedulingGroup<'a>> = "schedulingGroup" [POD 43] => message,
+                // PodGroup
+                min_member: Option<RawInt> = "minMember" [] => rare,
+                // PodGroup of scheduling.k8s.io: rare, boxed.
+                scheduling_policy: Option<Box<RawSchedulingPolicy>> = "schedulingPolicy" [] => rare,
+                disruption_mode: Option<Box<RawDisruptionMode>> = "disruptionMode" [] => rare,
+            }
+
+            /// `spec.schedulingGroup` of a pod: the Kubernetes PodGroup it belongs to.
+            RawSchedulingGroup<'a> {
+                #[serde(borrow)]
+                pod_group_name: Option<Str<'a>> = "podGroupName" [1] => pointer,
+            }
+
+            RawStatus<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                phase: Str<'a> = "phase" [POD 1, NODE 3] => text,
+                #[serde(borrow)]
+                start_time: Option<RawTime<'a>> = "startTime" [POD 7] => time,
+                #[serde(borrow, deserialize_with = "nullable")]
+                conditions: Vec<RawCondition<'a>> = "conditions" [POD 2, NODE 4] => list,
+                // Pod
+                #[serde(borrow)]
+                reason: Option<Str<'a>> = "reason" [POD 4] => omitted,
+                #[serde(borrow, deserialize_with = "nullable")]
+                container_statuses: Vec<RawContainerStatus<'a>> = "containerStatuses" [POD 8] => list,
+                #[serde(borrow, deserialize_with = "nullable")]
+                init_container_statuses: Vec<RawContainerStatus<'a>> = "initContainerStatuses" [POD 10] => list,
+                #[serde(borrow, deserialize_with = "nullable")]
+                ephemeral_container_statuses: Vec<RawContainerStatus<'a>> = "ephemeralContainerStatuses" [POD 13] => list,
+                // Node
+                #[serde(borrow, deserialize_with = "nullable")]
+                capacity: Pairs<'a> = "capacity" [NODE 1] => amounts,
+                #[serde(borrow, deserialize_with = "nullable")]
+                allocatable: Pairs<'a> = "allocatable" [NODE 2] => amounts,
+                #[serde(borrow, deserialize_with = "nullable")]
+                images: Vec<RawImage<'a>> = "images" [NODE 8] => list,
+                disruptions_allowed: Option<i32> = "disruptionsAllowed" [] => opt_int32,
+            }
+
+            /// A node's image (`status.images[]`): its names and size.
+            RawImage<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                names: Vec<Str<'a>> = "names" [1] => texts,
+                size_bytes: Option<i64> = "sizeBytes" [2] => opt_int64,
+            }
+
+            RawCondition<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                type_: Str<'a> = "type" [1] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                status: Str<'a> = "status" [2] => text,
+                #[serde(borrow)]
+                reason: Option<Str<'a>> = "reason" [5] => omitted,
+                #[serde(borrow)]
+                last_transition_time: Option<RawTime<'a>> = "lastTransitionTime" [4] => time,
+            }
+
+            RawContainerStatus<'a> {
+                #[serde(deserialize_with = "nullable")]
+                restart_count: i32 = "restartCount" [5] => int32,
+                #[serde(borrow, deserialize_with = "nullable")]
+                state: RawContainerState<'a> = "state" [2] => nested,
+            }
+
+            RawContainerState<'a> {
+                running: Option<IgnoredAny> = "running" [2] => present,
+                #[serde(borrow)]
+                waiting: Option<RawReason<'a>> = "waiting" [1] => message,
+                #[serde(borrow)]
+                terminated: Option<RawTerminated<'a>> = "terminated" [3] => message,
+            }
+
+            RawReason<'a> {
+                #[serde(borrow)]
+                reason: Option<Str<'a>> = "reason" [1] => omitted,
+            }
+
+            RawTerminated<'a> {
+                #[serde(borrow)]
+                reason: Option<Str<'a>> = "reason" [3] => omitted,
+                #[serde(deserialize_with = "nullable")]
+                exit_code: i32 = "exitCode" [1] => int32,
+            }
+
+            RawContainer<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                image: Str<'a> = "image" [2] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                resources: RawResources<'a> = "resources" [8] => nested,
+                #[serde(borrow, deserialize_with = "nullable")]
+                ports: Vec<RawPort<'a>> = "ports" [6] => list,
+                #[serde(borrow)]
+                restart_policy: Option<Str<'a>> = "restartPolicy" [24] => pointer,
+            }
+
+            RawResources<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                requests: Pairs<'a> = "requests" [2] => amounts,
+                #[serde(borrow, deserialize_with = "nullable")]
+                limits: Pairs<'a> = "limits" [1] => amounts,
+            }
+
+            RawPort<'a> {
+                host_port: Option<i32> = "hostPort" [2] => host_port,
+                #[serde(borrow)]
+                protocol: Option<Str<'a>> = "protocol" [4] => omitted,
+            }
+
+            RawToleration<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                key: Str<'a> = "key" [1] => text,
+                #[serde(borrow)]
+                operator: Option<Str<'a>> = "operator" [2] => omitted,
+                #[serde(borrow, deserialize_with = "nullable")]
+                value: Str<'a> = "value" [3] => text,
+                #[serde(borrow)]
+                effect: Option<Str<'a>> = "effect" [4] => omitted,
+            }
+
+            RawTaint<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                key: Str<'a> = "key" [1] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                value: Str<'a> = "value" [2] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                effect: Str<'a> = "effect" [3] => text,
+            }
+
+            RawVolume<'a> {
+                empty_dir: Option<IgnoredAny> = "emptyDir" [2] => present,
+                host_path: Option<IgnoredAny> = "hostPath" [1] => present,
+                #[serde(borrow)]
+                persistent_volume_claim: Option<RawPvcSource<'a>> = "persistentVolumeClaim" [10] => message,
+            }
+
+            RawPvcSource<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                claim_name: Str<'a> = "claimName" [1] => text,
+            }
+
+            RawTopologySpreadConstraint<'a> {
+                #[serde(deserialize_with = "nullable")]
+                max_skew: i32 = "maxSkew" [1] => int32,
+                #[serde(borrow, deserialize_with = "nullable")]
+                topology_key: Str<'a> = "topologyKey" [2] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                when_unsatisfiable: Str<'a> = "whenUnsatisfiable" [3] => text,
+                label_selector: Option<LabelSelectorSpec> = "labelSelector" [4] => selector,
+                min_domains: Option<i32> = "minDomains" [5] => opt_int32,
+                #[serde(borrow)]
+                node_affinity_policy: Option<Str<'a>> = "nodeAffinityPolicy" [6] => pointer,
+                #[serde(borrow)]
+                node_taints_policy: Option<Str<'a>> = "nodeTaintsPolicy" [7] => pointer,
+                #[serde(borrow, deserialize_with = "nullable")]
+                match_label_keys: Vec<Str<'a>> = "matchLabelKeys" [8] => texts,
+            }
+
+            RawAffinity<> {
+                node_affinity: Option<RawNodeAffinity> = "nodeAffinity" [1] => message,
+                pod_affinity: Option<RawPodAffinity> = "podAffinity" [2] => message,
+                pod_anti_affinity: Option<RawPodAffinity> = "podAntiAffinity" [3] => message,
+            }
+
+            RawNodeAffinity<> {
+                required: Option<RawNodeSelector> = "requiredDuringSchedulingIgnoredDuringExecution" [1] => message,
+                #[serde(deserialize_with = "nullable")]
+                preferred: Vec<RawPreferredSchedulingTerm> = "preferredDuringSchedulingIgnoredDuringExecution" [2] => list,
+            }
+
+            RawNodeSelector<> {
+                #[serde(deserialize_with = "nullable")]
+                node_selector_terms: Vec<RawNodeSelectorTerm> = "nodeSelectorTerms" [1] => list,
+            }
+
+            RawNodeSelectorTerm<> {
+                #[serde(deserialize_with = "nullable")]
+                match_expressions: Vec<RawNodeSelectorRequirement> = "matchExpressions" [1] => list,
+                #[serde(deserialize_with = "nullable")]
+                match_fields: Vec<RawNodeSelectorRequirement> = "matchFields" [2] => list,
+            }
+
+            RawNodeSelectorRequirement<> {
+                #[serde(deserialize_with = "nullable")]
+                key: String = "key" [1] => string,
+                #[serde(deserialize_with = "nullable")]
+                operator: String = "operator" [2] => string,
+                #[serde(deserialize_with = "nullable")]
+                values: Vec<String> = "values" [3] => strings,
+            }
+
+            RawPreferredSchedulingTerm<> {
+                #[serde(deserialize_with = "nullable")]
+                weight: i32 = "weight" [1] => int32,
+                #[serde(deserialize_with = "nullable")]
+                preference: RawNodeSelectorTerm = "preference" [2] => nested,
+            }
+
+            RawPodAffinity<> {
+                #[serde(deserialize_with = "nullable")]
+                required: Vec<RawPodAffinityTerm> = "requiredDuringSchedulingIgnoredDuringExecution" [1] => list,
+                #[serde(deserialize_with = "nullable")]
+                preferred: Vec<RawWeightedPodAffinityTerm> = "preferredDuringSchedulingIgnoredDuringExecution" [2] => list,
+            }
+
+            RawPodAffinityTerm<> {
+                label_selector: Option<LabelSelectorSpec> = "labelSelector" [1] => selector,
+                #[serde(deserialize_with = "nullable")]
+                namespaces: Vec<String> = "namespaces" [2] => strings,
+                namespace_selector: Option<LabelSelectorSpec> = "namespaceSelector" [4] => selector,
+                #[serde(deserialize_with = "nullable")]
+                topology_key: String = "topologyKey" [3] => string,
+            }
+
+            RawWeightedPodAffinityTerm<> {
+                #[serde(deserialize_with = "nullable")]
+                weight: i32 = "weight" [1] => int32,
+                #[serde(deserialize_with = "nullable")]
+                pod_affinity_term: RawPodAffinityTerm = "podAffinityTerm" [2] => nested,
+            }
+        }
+    };
+}
+pub(super) use wire_shapes;
+
+/// The structs of [`wire_shapes`], with serde's decoder of each.
+macro_rules! declare {
+    ($([$(#[$attr:meta])*] $name:ident [$($lt:lifetime)?] {
+        $([$(#[$fattr:meta])*] $field:ident [$ty:ty] $key:literal $proto:tt $codec:ident)*
+    })*) => {$(
+        $(#[$attr])*
+        #[derive(Deserialize, Default)]
+        #[cfg_attr(test, derive(Debug))]
+        #[serde(default)]
+        pub(super) struct $name<$($lt)?> {
+            $(
+                $(#[$fattr])*
+                #[serde(rename = $key)]
+                pub(super) $field: $ty,
+            )*
+        }
+    )*};
 }
 
-/// A node's image (`status.images[]`): its names and size.
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawImage<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) names: Vec<Str<'a>>,
-    pub(super) size_bytes: Option<i64>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawCondition<'a> {
-    #[serde(rename = "type", borrow, deserialize_with = "nullable")]
-    pub(super) type_: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) status: Str<'a>,
-    #[serde(borrow)]
-    pub(super) reason: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) last_transition_time: Option<RawTime<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawContainerStatus<'a> {
-    #[serde(deserialize_with = "nullable")]
-    pub(super) restart_count: i32,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) state: RawContainerState<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawContainerState<'a> {
-    pub(super) running: Option<IgnoredAny>,
-    #[serde(borrow)]
-    pub(super) waiting: Option<RawReason<'a>>,
-    #[serde(borrow)]
-    pub(super) terminated: Option<RawTerminated<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawReason<'a> {
-    #[serde(borrow)]
-    pub(super) reason: Option<Str<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawTerminated<'a> {
-    #[serde(borrow)]
-    pub(super) reason: Option<Str<'a>>,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) exit_code: i32,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawContainer<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) image: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) resources: RawResources<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) ports: Vec<RawPort<'a>>,
-    #[serde(borrow)]
-    pub(super) restart_policy: Option<Str<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawResources<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) requests: Pairs<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) limits: Pairs<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawPort<'a> {
-    pub(super) host_port: Option<i32>,
-    #[serde(borrow)]
-    pub(super) protocol: Option<Str<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawToleration<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) key: Str<'a>,
-    #[serde(borrow)]
-    pub(super) operator: Option<Str<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) value: Str<'a>,
-    #[serde(borrow)]
-    pub(super) effect: Option<Str<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawTaint<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) key: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) value: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) effect: Str<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawVolume<'a> {
-    pub(super) empty_dir: Option<IgnoredAny>,
-    pub(super) host_path: Option<IgnoredAny>,
-    #[serde(borrow)]
-    pub(super) persistent_volume_claim: Option<RawPvcSource<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawPvcSource<'a> {
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) claim_name: Str<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawTopologySpreadConstraint<'a> {
-    #[serde(deserialize_with = "nullable")]
-    pub(super) max_skew: i32,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) topology_key: Str<'a>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) when_unsatisfiable: Str<'a>,
-    pub(super) label_selector: Option<LabelSelectorSpec>,
-    pub(super) min_domains: Option<i32>,
-    #[serde(borrow)]
-    pub(super) node_affinity_policy: Option<Str<'a>>,
-    #[serde(borrow)]
-    pub(super) node_taints_policy: Option<Str<'a>>,
-    #[serde(borrow, deserialize_with = "nullable")]
-    pub(super) match_label_keys: Vec<Str<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawAffinity {
-    pub(super) node_affinity: Option<RawNodeAffinity>,
-    pub(super) pod_affinity: Option<RawPodAffinity>,
-    pub(super) pod_anti_affinity: Option<RawPodAffinity>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawNodeAffinity {
-    #[serde(rename = "requiredDuringSchedulingIgnoredDuringExecution")]
-    pub(super) required: Option<RawNodeSelector>,
-    #[serde(
-        rename = "preferredDuringSchedulingIgnoredDuringExecution",
-        deserialize_with = "nullable"
-    )]
-    pub(super) preferred: Vec<RawPreferredSchedulingTerm>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawNodeSelector {
-    #[serde(deserialize_with = "nullable")]
-    pub(super) node_selector_terms: Vec<RawNodeSelectorTerm>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawNodeSelectorTerm {
-    #[serde(deserialize_with = "nullable")]
-    pub(super) match_expressions: Vec<RawNodeSelectorRequirement>,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) match_fields: Vec<RawNodeSelectorRequirement>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawNodeSelectorRequirement {
-    #[serde(deserialize_with = "nullable")]
-    pub(super) key: String,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) operator: String,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) values: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawPreferredSchedulingTerm {
-    #[serde(deserialize_with = "nullable")]
-    pub(super) weight: i32,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) preference: RawNodeSelectorTerm,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default)]
-pub(super) struct RawPodAffinity {
-    #[serde(
-        rename = "requiredDuringSchedulingIgnoredDuringExecution",
-        deserialize_with = "nullable"
-    )]
-    pub(super) required: Vec<RawPodAffinityTerm>,
-    #[serde(
-        rename = "preferredDuringSchedulingIgnoredDuringExecution",
-        deserialize_with = "nullable"
-    )]
-    pub(super) preferred: Vec<RawWeightedPodAffinityTerm>,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawPodAffinityTerm {
-    pub(super) label_selector: Option<LabelSelectorSpec>,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) namespaces: Vec<String>,
-    pub(super) namespace_selector: Option<LabelSelectorSpec>,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) topology_key: String,
-}
-
-#[derive(Deserialize, Default)]
-#[cfg_attr(test, derive(Debug))]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct RawWeightedPodAffinityTerm {
-    #[serde(deserialize_with = "nullable")]
-    pub(super) weight: i32,
-    #[serde(deserialize_with = "nullable")]
-    pub(super) pod_affinity_term: RawPodAffinityTerm,
-}
+wire_shapes!(declare);
 
 /// Only the annotations the planner reads; the rest (often large, such as
 /// last-applied-configuration) are skipped without being copied.
