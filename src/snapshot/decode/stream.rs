@@ -12,8 +12,7 @@ use super::proto::{self, ProtoListDecoder};
 pub use super::wire::{DecodedList, ObjectType};
 use super::wire::{RawMeta, RawObject, Str};
 use crate::snapshot::shapes::Shapes;
-use crate::snapshot::SnapshotParts;
-use crate::snapshot::{Namespace, Node, Pdb, Pod, PodGroup, PriorityClass};
+use crate::snapshot::{Namespace, Node, Pdb, Pod, PodGroup, PriorityClass, SnapshotParts};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
