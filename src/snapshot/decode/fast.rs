@@ -602,7 +602,7 @@ mod codec {
         Some(())
     }
 
-    /// A string the API leaves out when empty (read as [`pointer`]s are).
+    /// A string the API leaves out when empty (read as a `pointer` is).
     pub(super) fn omitted<'de>(r: &mut Reader<'de>, o: &mut Option<Str<'de>>) -> R {
         pointer(r, o)
     }
