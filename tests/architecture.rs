@@ -242,3 +242,152 @@ fn the_report_reads_the_plan_and_the_app_names_no_format() {
         found.join("\n")
     );
 }
+
+/// The production text of a source file: without comment lines and without an inline
+/// `#[cfg(test)] mod tests { ... }` at its end; None for a file of tests.
+fn production_text(path: &Path, text: &str) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    if name == "tests.rs" || name.ends_with("_tests.rs") {
+        return None;
+    }
+    let text = match text.find("#[cfg(test)]\nmod tests {") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    Some(
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// The module path of a file below src/ (`sim::placement` for src/sim/placement.rs,
+/// `framework` for src/framework/mod.rs).
+fn module_of(path: &Path) -> Vec<String> {
+    let rel = path.strip_prefix(root().join("src")).unwrap();
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_str().unwrap().trim_end_matches(".rs").to_string())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The module paths a production text names: `crate::a::b::Item` and `super::x::Item`,
+/// with `{a, b::c}` groups, each cut to the longest module of `known`.
+fn modules_named(module: &[String], text: &str, known: &[Vec<String>]) -> Vec<Vec<String>> {
+    let ident = |s: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        for seg in s.split("::") {
+            let id: String = seg
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if id.is_empty() {
+                break;
+            }
+            let whole = id.len() == seg.len();
+            out.push(id);
+            if !whole {
+                break;
+            }
+        }
+        out
+    };
+    let longest = |path: Vec<String>| -> Option<Vec<String>> {
+        (0..=path.len())
+            .rev()
+            .map(|n| path[..n].to_vec())
+            .find(|p| known.contains(p))
+    };
+    let mut found = Vec::new();
+    for (prefix, base) in [
+        ("crate::", Vec::new()),
+        // `super` of a/b.rs, as of a/b/mod.rs, is a.
+        ("super::", module[..module.len().saturating_sub(1)].to_vec()),
+    ] {
+        let mut rest = text;
+        while let Some(i) = rest.find(prefix) {
+            let before = rest[..i].chars().last();
+            rest = &rest[i + prefix.len()..];
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let tails: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                group[..end].split(',').map(str::trim).collect()
+            } else {
+                vec![rest]
+            };
+            for tail in tails {
+                let mut path = base.clone();
+                path.extend(ident(tail));
+                if let Some(m) = longest(path) {
+                    found.push(m);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn modules_import_one_way() {
+    // Every production module and what it names of the others, leaving out a module's own
+    // ancestors and descendants (a parent declares its children; a child reads its parent's
+    // model): two rooms, or two files of one room, never name each other in a circle.
+    let files: Vec<(Vec<String>, String)> = sources("")
+        .into_iter()
+        .filter(|(p, _)| p.file_name().is_some_and(|n| n != "main.rs"))
+        .filter_map(|(p, t)| production_text(&p, &t).map(|t| (module_of(&p), t)))
+        .collect();
+    let known: Vec<Vec<String>> = files.iter().map(|(m, _)| m.clone()).collect();
+    let related = |a: &[String], b: &[String]| a.starts_with(b) || b.starts_with(a);
+    let mut edges: std::collections::BTreeMap<
+        Vec<String>,
+        std::collections::BTreeSet<Vec<String>>,
+    > = Default::default();
+    for (m, text) in &files {
+        for named in modules_named(m, text, &known) {
+            if !related(m, &named) {
+                edges.entry(m.clone()).or_default().insert(named);
+            }
+        }
+    }
+    // A cycle: an edge a -> b where b reaches a.
+    let reaches = |from: &Vec<String>, to: &Vec<String>| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack = vec![from.clone()];
+        while let Some(n) = stack.pop() {
+            if &n == to {
+                return true;
+            }
+            if seen.insert(n.clone()) {
+                stack.extend(edges.get(&n).into_iter().flatten().cloned());
+            }
+        }
+        false
+    };
+    let show = |m: &Vec<String>| format!("crate::{}", m.join("::"));
+    let mut cycles = Vec::new();
+    for (a, bs) in &edges {
+        for b in bs {
+            if reaches(b, a) {
+                cycles.push(format!("{} -> {}", show(a), show(b)));
+            }
+        }
+    }
+    assert!(
+        edges.len() > 20,
+        "the module graph was not read: {} modules with imports",
+        edges.len()
+    );
+    assert!(
+        cycles.is_empty(),
+        "modules that name each other in a circle (an edge whose target reaches back):\n{}",
+        cycles.join("\n")
+    );
+}

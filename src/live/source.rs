@@ -23,7 +23,7 @@ use crate::snapshot::decode::proto;
 use crate::snapshot::decode::stream::{
     decode_event, DecodedList, EventType, ListReader, ObjectType,
 };
-use crate::snapshot::decode::SnapshotError;
+use crate::snapshot::decode::{join, SnapshotError};
 use crate::snapshot::store::{Change, ClusterStore, Resource};
 use crate::snapshot::{ClusterSnapshot, GangKind, SnapshotParts};
 use http_body_util::BodyExt;
@@ -450,23 +450,6 @@ async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, Li
             Err(e) => return Err(e.into_live(r)),
         }
     }
-}
-
-/// Appends the objects of `more` to `to`'s.
-fn join(to: &mut SnapshotParts, more: SnapshotParts) {
-    fn list<T>(to: &mut Vec<T>, mut more: Vec<T>) {
-        if to.is_empty() {
-            *to = more;
-        } else {
-            to.append(&mut more);
-        }
-    }
-    list(&mut to.nodes, more.nodes);
-    list(&mut to.pods, more.pods);
-    list(&mut to.pdbs, more.pdbs);
-    list(&mut to.namespaces, more.namespaces);
-    list(&mut to.priority_classes, more.priority_classes);
-    list(&mut to.pod_groups, more.pod_groups);
 }
 
 /// Lists everything once (one-shot mode), every resource at once. Any failed list fails

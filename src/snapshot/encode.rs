@@ -320,6 +320,11 @@ fn containers(pod: &Pod) -> (Vec<Value>, Vec<Value>) {
 }
 
 fn pod_object(pod: &Pod) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": pod_metadata(pod),
+           "spec": pod_spec(pod), "status": pod_status(pod)})
+}
+
+fn pod_metadata(pod: &Pod) -> Value {
     let mut annotations = Map::new();
     if pod.has_evict_annotation {
         annotations.insert(EVICT_ANNOTATION.into(), "".into());
@@ -354,6 +359,10 @@ fn pod_object(pod: &Pod) -> Value {
     if pod.terminating {
         metadata["deletionTimestamp"] = time(pod.created);
     }
+    metadata
+}
+
+fn pod_spec(pod: &Pod) -> Value {
     let (main, init) = containers(pod);
     let mut volumes = Vec::new();
     if pod.has_local_storage {
@@ -365,40 +374,6 @@ fn pod_object(pod: &Pod) -> Value {
         );
     }
     let r: &Resources = &pod.requests;
-    let tolerations: Vec<Value> = pod
-        .tolerations
-        .iter()
-        .map(|t| {
-            let mut v = json!({"key": &*t.key, "operator": if t.exists { "Exists" } else { "Equal" },
-                               "value": &*t.value});
-            if let Some(e) = t.effect {
-                v["effect"] = effect(e).into();
-            }
-            v
-        })
-        .collect();
-    let spread: Vec<Value> = pod
-        .topology_spread
-        .iter()
-        .map(|c| {
-            let mut v = json!({
-                "maxSkew": c.max_skew,
-                "topologyKey": &*c.topology_key,
-                "whenUnsatisfiable": match c.when_unsatisfiable {
-                    WhenUnsatisfiable::DoNotSchedule => "DoNotSchedule",
-                    WhenUnsatisfiable::ScheduleAnyway => "ScheduleAnyway",
-                },
-                "minDomains": c.min_domains,
-                "nodeAffinityPolicy": inclusion(c.node_affinity_policy),
-                "nodeTaintsPolicy": inclusion(c.node_taints_policy),
-                "matchLabelKeys": c.match_label_keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
-            });
-            if let Some(s) = &c.label_selector {
-                v["labelSelector"] = selector(s);
-            }
-            v
-        })
-        .collect();
     let mut spec = json!({
         "containers": main,
         "initContainers": init,
@@ -407,9 +382,9 @@ fn pod_object(pod: &Pod) -> Value {
             ![super::RESOURCE_CPU, super::RESOURCE_MEMORY, super::RESOURCE_PODS].contains(name)
         })),
         "priority": pod.priority,
-        "tolerations": tolerations,
+        "tolerations": tolerations(pod),
         "nodeSelector": labels(&pod.node_selector),
-        "topologySpreadConstraints": spread,
+        "topologySpreadConstraints": spread_constraints(pod),
         "volumes": volumes,
     });
     if let Some(n) = &pod.node_name {
@@ -430,6 +405,48 @@ fn pod_object(pod: &Pod) -> Value {
     if let Some(g) = &pod.pod_group {
         spec["schedulingGroup"] = json!({"podGroupName": &**g});
     }
+    spec
+}
+
+fn tolerations(pod: &Pod) -> Vec<Value> {
+    pod.tolerations
+        .iter()
+        .map(|t| {
+            let mut v = json!({"key": &*t.key, "operator": if t.exists { "Exists" } else { "Equal" },
+                               "value": &*t.value});
+            if let Some(e) = t.effect {
+                v["effect"] = effect(e).into();
+            }
+            v
+        })
+        .collect()
+}
+
+fn spread_constraints(pod: &Pod) -> Vec<Value> {
+    pod.topology_spread
+        .iter()
+        .map(|c| {
+            let mut v = json!({
+                "maxSkew": c.max_skew,
+                "topologyKey": &*c.topology_key,
+                "whenUnsatisfiable": match c.when_unsatisfiable {
+                    WhenUnsatisfiable::DoNotSchedule => "DoNotSchedule",
+                    WhenUnsatisfiable::ScheduleAnyway => "ScheduleAnyway",
+                },
+                "minDomains": c.min_domains,
+                "nodeAffinityPolicy": inclusion(c.node_affinity_policy),
+                "nodeTaintsPolicy": inclusion(c.node_taints_policy),
+                "matchLabelKeys": c.match_label_keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+            });
+            if let Some(s) = &c.label_selector {
+                v["labelSelector"] = selector(s);
+            }
+            v
+        })
+        .collect()
+}
+
+fn pod_status(pod: &Pod) -> Value {
     let detail = pod.status();
     let conditions: Vec<Value> = detail
         .conditions
@@ -454,7 +471,7 @@ fn pod_object(pod: &Pod) -> Value {
     if let Some(t) = pod.started {
         status["startTime"] = time(t);
     }
-    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status})
+    status
 }
 
 fn inclusion(p: InclusionPolicy) -> &'static str {

@@ -7,12 +7,16 @@
 //! or the precise error: an escape in a string it keeps (skipped ones may hold escapes), a
 //! `null` where the wire shape has no Option, a number that is not an integer of the field's
 //! type, a key seen twice, the rare parts (pod-level resources, a PodGroup's minMember,
-//! schedulingPolicy and disruptionMode, a nested list), text that ends inside the object, anything invalid. A test holds it to
-//! serde's result on every object it reads, mutated ones included.
+//! schedulingPolicy and disruptionMode, a nested list), text that ends inside the object,
+//! anything invalid. A test holds it to serde's result on every object it reads, mutated
+//! ones included.
+//!
+//! The table of each wire struct is made from the struct's declaration (`wire_shapes`): a
+//! row for each field, its key and the codec of `codec` its declaration names.
 
-use super::{
-    AnnotationKey, Annotations, Pairs, RawAffinity, RawCondition, RawContainer, RawContainerState,
-    RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
+use super::wire::{
+    wire_shapes, AnnotationKey, Annotations, Pairs, RawAffinity, RawCondition, RawContainer,
+    RawContainerState, RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
     RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
     RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
     RawSchedulingGroup, RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
@@ -511,47 +515,237 @@ macro_rules! fields {
 
 /// One object of a list into `o`, all of it (what the text lacks is set to its default).
 pub(super) fn object<'de>(r: &mut Reader<'de>, o: &mut RawObject<'de>) -> R {
-    o.kind = Str::default();
-    o.api_version = Str::default();
-    o.value = None;
-    o.items = None;
-    fields!(r, RawObject, {
-        "kind" => r.string().map(|v| o.kind = v),
-        "apiVersion" => r.string().map(|v| o.api_version = v),
-        "metadata" => meta(r, &mut o.metadata); else clear_meta(&mut o.metadata),
-        "spec" => spec(r, &mut o.spec); else clear_spec(&mut o.spec),
-        "status" => status(r, &mut o.status); else clear_status(&mut o.status),
-        "value" => r.opt_i32().map(|v| o.value = v),
-        // A nested list: serde's.
-        "items" => None,
-    })
+    RawObject::read(r, o)
 }
 
-fn clear_meta(m: &mut RawMeta<'_>) {
-    m.name = Str::default();
-    m.namespace = Str::default();
-    m.uid = Str::default();
-    m.resource_version = Str::default();
-    m.labels.0.clear();
-    m.annotations = Annotations::default();
-    m.owner_references.clear();
-    m.creation_timestamp = None;
-    m.deletion_timestamp = None;
+/// A wire struct read by its table of fields, made from its declaration (`wire_shapes`).
+pub(super) trait FastRead<'de> {
+    /// Reads an object into `o`, all of it: a field the text lacks is reset (see [`Reset`]),
+    /// so `o` may be one read before.
+    fn read(r: &mut Reader<'de>, o: &mut Self) -> R;
 }
 
-fn meta<'de>(r: &mut Reader<'de>, m: &mut RawMeta<'de>) -> R {
-    clear_meta(m);
-    fields!(r, RawMeta, {
-        "name" => r.string().map(|v| m.name = v),
-        "namespace" => r.string().map(|v| m.namespace = v),
-        "uid" => r.string().map(|v| m.uid = v),
-        "labels" => r.pairs(&mut m.labels),
-        "annotations" => annotations(r, &mut m.annotations),
-        "ownerReferences" => r.list(&mut m.owner_references, owner),
-        "creationTimestamp" => r.opt_string().map(|v| m.creation_timestamp = v.map(RawTime::Text)),
-        "deletionTimestamp" => r.opt_string().map(|v| m.deletion_timestamp = v.map(RawTime::Text)),
-        "resourceVersion" => r.string().map(|v| m.resource_version = v),
-    })
+/// A field's value when the text lacks it: its default, but lists keep their memory.
+pub(super) trait Reset {
+    fn reset(&mut self);
+}
+
+impl<T> Reset for Vec<T> {
+    fn reset(&mut self) {
+        self.clear();
+    }
+}
+
+impl Reset for Pairs<'_> {
+    fn reset(&mut self) {
+        self.0.clear();
+    }
+}
+
+impl<T> Reset for Option<T> {
+    fn reset(&mut self) {
+        *self = None;
+    }
+}
+
+/// Reset to the default.
+macro_rules! reset_to_default {
+    ($($ty:ty),+) => {$(
+        impl Reset for $ty {
+            fn reset(&mut self) {
+                *self = Default::default();
+            }
+        }
+    )+};
+}
+
+reset_to_default!(Str<'_>, String, Annotations<'_>, bool, i32);
+
+/// The reader of each struct of [`wire_shapes`]: a [`fields!`] table of its keys, each read
+/// by the codec its declaration names, and reset when the object lacks it.
+macro_rules! fast {
+    ($([$($attr:tt)*] $name:ident [$($lt:lifetime)?] {
+        $([$($fattr:tt)*] $field:ident [$ty:ty] $key:literal $proto:tt $codec:ident)*
+    })*) => {$(
+        impl<'de $(, $lt)?> FastRead<'de> for $name<$($lt)?> $(where 'de: $lt, $lt: 'de)? {
+            fn read(r: &mut Reader<'de>, o: &mut Self) -> R {
+                fields!(r, $name, {
+                    $( $key => codec::$codec(r, &mut o.$field); else o.$field.reset() ),*
+                })
+            }
+        }
+
+        impl $(<$lt>)? Reset for $name<$($lt)?> {
+            fn reset(&mut self) {
+                $( self.$field.reset(); )*
+            }
+        }
+    )*};
+}
+
+wire_shapes!(fast);
+
+/// How each kind of declared field is read, by the name the declarations give it: what
+/// the text holds overwrites the field (a list is read over the old one's elements, which
+/// keep their memory).
+mod codec {
+    use super::*;
+
+    pub(super) fn text<'de>(r: &mut Reader<'de>, o: &mut Str<'de>) -> R {
+        *o = r.string()?;
+        Some(())
+    }
+
+    /// A string that may be unset (`null`).
+    pub(super) fn pointer<'de>(r: &mut Reader<'de>, o: &mut Option<Str<'de>>) -> R {
+        *o = r.opt_string()?;
+        Some(())
+    }
+
+    /// A string the API leaves out when empty (read as a `pointer` is).
+    pub(super) fn omitted<'de>(r: &mut Reader<'de>, o: &mut Option<Str<'de>>) -> R {
+        pointer(r, o)
+    }
+
+    /// An owned string.
+    pub(super) fn string(r: &mut Reader<'_>, o: &mut String) -> R {
+        *o = r.str()?.to_string();
+        Some(())
+    }
+
+    pub(super) fn texts<'de>(r: &mut Reader<'de>, o: &mut Vec<Str<'de>>) -> R {
+        o.clear();
+        r.array(|r| r.string().map(|s| o.push(s)))
+    }
+
+    /// A list of strings (owned, as serde makes them for these shapes).
+    pub(super) fn strings(r: &mut Reader<'_>, o: &mut Vec<String>) -> R {
+        o.clear();
+        r.array(|r| r.str().map(|v| o.push(v.to_string())))
+    }
+
+    pub(super) fn int32(r: &mut Reader<'_>, o: &mut i32) -> R {
+        *o = r.i32()?;
+        Some(())
+    }
+
+    pub(super) fn opt_int32(r: &mut Reader<'_>, o: &mut Option<i32>) -> R {
+        *o = r.opt_i32()?;
+        Some(())
+    }
+
+    /// A port, which the protobuf encoding writes even when 0.
+    pub(super) fn host_port(r: &mut Reader<'_>, o: &mut Option<i32>) -> R {
+        opt_int32(r, o)
+    }
+
+    pub(super) fn opt_int64(r: &mut Reader<'_>, o: &mut Option<i64>) -> R {
+        *o = r.opt_int()?;
+        Some(())
+    }
+
+    pub(super) fn boolean(r: &mut Reader<'_>, o: &mut bool) -> R {
+        *o = r.bool()?;
+        Some(())
+    }
+
+    pub(super) fn opt_bool(r: &mut Reader<'_>, o: &mut Option<bool>) -> R {
+        *o = r.opt_bool()?;
+        Some(())
+    }
+
+    /// A map of strings.
+    pub(super) fn labels<'de>(r: &mut Reader<'de>, o: &mut Pairs<'de>) -> R {
+        r.pairs(o)
+    }
+
+    /// A resource list (quantities, as strings).
+    pub(super) fn amounts<'de>(r: &mut Reader<'de>, o: &mut Pairs<'de>) -> R {
+        r.pairs(o)
+    }
+
+    pub(super) fn time<'de>(r: &mut Reader<'de>, o: &mut Option<RawTime<'de>>) -> R {
+        *o = r.opt_string()?.map(RawTime::Text);
+        Some(())
+    }
+
+    /// A value whose presence is what counts.
+    pub(super) fn present(r: &mut Reader<'_>, o: &mut Option<IgnoredAny>) -> R {
+        *o = r.opt_skip()?;
+        Some(())
+    }
+
+    /// A list whose length is what counts.
+    pub(super) fn claims(r: &mut Reader<'_>, o: &mut Vec<IgnoredAny>) -> R {
+        o.clear();
+        r.array(|r| r.skip().map(|_| o.push(IgnoredAny)))
+    }
+
+    pub(super) fn annotations<'de>(r: &mut Reader<'de>, o: &mut Annotations<'de>) -> R {
+        super::annotations(r, o)
+    }
+
+    /// A wire struct, read in place.
+    pub(super) fn nested<'de, T: FastRead<'de>>(r: &mut Reader<'de>, o: &mut T) -> R {
+        T::read(r, o)
+    }
+
+    /// A wire struct that may be `null`.
+    pub(super) fn message<'de, T: FastRead<'de> + Default>(
+        r: &mut Reader<'de>,
+        o: &mut Option<T>,
+    ) -> R {
+        *o = opt(r, |r| {
+            let mut t = T::default();
+            T::read(r, &mut t)?;
+            Some(t)
+        })?;
+        Some(())
+    }
+
+    /// A wire struct that may be `null`, boxed (rare and large).
+    pub(super) fn boxed<'de, T: FastRead<'de> + Default>(
+        r: &mut Reader<'de>,
+        o: &mut Option<Box<T>>,
+    ) -> R {
+        let mut t = None;
+        message(r, &mut t)?;
+        *o = t.map(Box::new);
+        Some(())
+    }
+
+    /// A list of wire structs.
+    pub(super) fn list<'de, T: FastRead<'de> + Default>(r: &mut Reader<'de>, o: &mut Vec<T>) -> R {
+        r.list(o, T::read)
+    }
+
+    /// A pod's volumes.
+    pub(super) fn volumes<'de>(r: &mut Reader<'de>, o: &mut Vec<RawVolume<'de>>) -> R {
+        list(r, o)
+    }
+
+    pub(super) fn selector(r: &mut Reader<'_>, o: &mut Option<LabelSelectorSpec>) -> R {
+        *o = opt(r, label_selector)?;
+        Some(())
+    }
+
+    pub(super) fn boxed_selector(r: &mut Reader<'_>, o: &mut Option<Box<LabelSelectorSpec>>) -> R {
+        *o = opt(r, label_selector)?.map(Box::new);
+        Some(())
+    }
+
+    /// A rare part (pod-level resources, a PodGroup's minMember, schedulingPolicy and
+    /// disruptionMode): serde's, unless `null`.
+    pub(super) fn rare<T>(r: &mut Reader<'_>, o: &mut Option<T>) -> R {
+        r.null()?.then_some(())?;
+        *o = None;
+        Some(())
+    }
+
+    /// What only serde reads (a nested list).
+    pub(super) fn serde<T>(_: &mut Reader<'_>, _: &mut T) -> R {
+        None
+    }
 }
 
 fn annotations<'de>(r: &mut Reader<'de>, a: &mut Annotations<'de>) -> R {
@@ -584,280 +778,12 @@ fn annotations<'de>(r: &mut Reader<'de>, a: &mut Annotations<'de>) -> R {
     })
 }
 
-fn owner<'de>(r: &mut Reader<'de>, o: &mut RawOwner<'de>) -> R {
-    *o = RawOwner::default();
-    fields!(r, RawOwner, {
-        "kind" => r.string().map(|v| o.kind = v),
-        "name" => r.string().map(|v| o.name = v),
-        "uid" => r.string().map(|v| o.uid = v),
-        "controller" => r.opt_bool().map(|v| o.controller = v),
-    })
-}
-
-/// Everything but the lists of containers, which are read over the last object's (their own
-/// lists keep their memory) and cleared only when the text has none.
-fn clear_spec_but_containers(s: &mut RawSpec<'_>) {
-    s.node_name = None;
-    s.overhead.0.clear();
-    s.resources = None;
-    s.priority = None;
-    s.priority_class_name = None;
-    s.termination_grace_period_seconds = None;
-    s.tolerations.clear();
-    s.node_selector.0.clear();
-    s.affinity = None;
-    s.topology_spread_constraints.clear();
-    s.volumes.clear();
-    s.resource_claims.clear();
-    s.unschedulable = false;
-    s.taints.clear();
-    s.selector = None;
-    s.scheduling_group = None;
-    s.min_member = None;
-    s.scheduling_policy = None;
-    s.disruption_mode = None;
-}
-
-fn clear_spec(s: &mut RawSpec<'_>) {
-    clear_spec_but_containers(s);
-    s.containers.clear();
-    s.init_containers.clear();
-}
-
-/// `null` for one of the rare parts; anything else is serde's to read.
-fn absent(r: &mut Reader<'_>) -> R {
-    r.null()?.then_some(())
-}
-
-fn spec<'de>(r: &mut Reader<'de>, s: &mut RawSpec<'de>) -> R {
-    clear_spec_but_containers(s);
-    fields!(r, RawSpec, {
-        "nodeName" => r.opt_string().map(|v| s.node_name = v),
-        "containers" => r.list(&mut s.containers, container); else s.containers.clear(),
-        "initContainers" => r.list(&mut s.init_containers, container);
-            else s.init_containers.clear(),
-        "overhead" => r.pairs(&mut s.overhead),
-        // Pod-level resources: serde's (unless null).
-        "resources" => absent(r),
-        "priority" => r.opt_i32().map(|v| s.priority = v),
-        "priorityClassName" => r.opt_string().map(|v| s.priority_class_name = v),
-        "terminationGracePeriodSeconds" => {
-            r.opt_int().map(|v| s.termination_grace_period_seconds = v)
-        },
-        "tolerations" => r.list(&mut s.tolerations, toleration),
-        "nodeSelector" => r.pairs(&mut s.node_selector),
-        "affinity" => opt(r, affinity).map(|v| s.affinity = v.map(Box::new)),
-        "topologySpreadConstraints" => {
-            r.list(&mut s.topology_spread_constraints, spread_constraint)
-        },
-        "volumes" => r.list(&mut s.volumes, volume),
-        "resourceClaims" => r.array(|r| r.skip().map(|_| s.resource_claims.push(IgnoredAny))),
-        "unschedulable" => r.bool().map(|v| s.unschedulable = v),
-        "taints" => r.list(&mut s.taints, taint),
-        "selector" => opt(r, label_selector).map(|v| s.selector = v.map(Box::new)),
-        "schedulingGroup" => opt(r, scheduling_group).map(|v| s.scheduling_group = v),
-        // A PodGroup's minMember, schedulingPolicy and disruptionMode: serde's (unless null).
-        "minMember" => absent(r),
-        "schedulingPolicy" => absent(r),
-        "disruptionMode" => absent(r),
-    })
-}
-
-fn scheduling_group<'de>(r: &mut Reader<'de>) -> R<RawSchedulingGroup<'de>> {
-    let mut g = RawSchedulingGroup::default();
-    fields!(r, RawSchedulingGroup, {
-        "podGroupName" => r.opt_string().map(|v| g.pod_group_name = v),
-    })?;
-    Some(g)
-}
-
 /// `null` as None, another value as `read` reads it.
 fn opt<'de, T>(r: &mut Reader<'de>, read: impl FnOnce(&mut Reader<'de>) -> R<T>) -> R<Option<T>> {
     if r.null()? {
         return Some(None);
     }
     read(r).map(Some)
-}
-
-/// A list of strings (owned, as serde makes them for these shapes).
-fn strings(r: &mut Reader<'_>, out: &mut Vec<String>) -> R {
-    r.array(|r| r.str().map(|v| out.push(v.to_string())))
-}
-
-const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
-const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
-
-fn affinity(r: &mut Reader<'_>) -> R<RawAffinity> {
-    let mut a = RawAffinity::default();
-    fields!(r, RawAffinity, {
-        "nodeAffinity" => opt(r, node_affinity).map(|v| a.node_affinity = v),
-        "podAffinity" => opt(r, pod_affinity).map(|v| a.pod_affinity = v),
-        "podAntiAffinity" => opt(r, pod_affinity).map(|v| a.pod_anti_affinity = v),
-    })?;
-    Some(a)
-}
-
-fn node_affinity(r: &mut Reader<'_>) -> R<RawNodeAffinity> {
-    let mut n = RawNodeAffinity::default();
-    fields!(r, RawNodeAffinity, {
-        REQUIRED => opt(r, node_selector).map(|v| n.required = v),
-        PREFERRED => r.array(|r| preferred_node_term(r).map(|t| n.preferred.push(t))),
-    })?;
-    Some(n)
-}
-
-fn node_selector(r: &mut Reader<'_>) -> R<RawNodeSelector> {
-    let mut s = RawNodeSelector::default();
-    fields!(r, RawNodeSelector, {
-        "nodeSelectorTerms" => r.array(|r| node_term(r).map(|t| s.node_selector_terms.push(t))),
-    })?;
-    Some(s)
-}
-
-fn preferred_node_term(r: &mut Reader<'_>) -> R<RawPreferredSchedulingTerm> {
-    let mut t = RawPreferredSchedulingTerm::default();
-    fields!(r, RawPreferredSchedulingTerm, {
-        "weight" => r.i32().map(|v| t.weight = v),
-        "preference" => node_term(r).map(|v| t.preference = v),
-    })?;
-    Some(t)
-}
-
-fn node_term(r: &mut Reader<'_>) -> R<RawNodeSelectorTerm> {
-    let mut t = RawNodeSelectorTerm::default();
-    fields!(r, RawNodeSelectorTerm, {
-        "matchExpressions" => node_requirements(r, &mut t.match_expressions),
-        "matchFields" => node_requirements(r, &mut t.match_fields),
-    })?;
-    Some(t)
-}
-
-fn node_requirements(r: &mut Reader<'_>, list: &mut Vec<RawNodeSelectorRequirement>) -> R {
-    r.array(|r| {
-        let mut q = RawNodeSelectorRequirement::default();
-        fields!(r, RawNodeSelectorRequirement, {
-            "key" => r.str().map(|v| q.key = v.to_string()),
-            "operator" => r.str().map(|v| q.operator = v.to_string()),
-            "values" => strings(r, &mut q.values),
-        })?;
-        list.push(q);
-        Some(())
-    })
-}
-
-fn pod_affinity(r: &mut Reader<'_>) -> R<RawPodAffinity> {
-    let mut p = RawPodAffinity::default();
-    fields!(r, RawPodAffinity, {
-        REQUIRED => r.array(|r| pod_affinity_term(r).map(|t| p.required.push(t))),
-        PREFERRED => r.array(|r| weighted_pod_term(r).map(|t| p.preferred.push(t))),
-    })?;
-    Some(p)
-}
-
-fn weighted_pod_term(r: &mut Reader<'_>) -> R<RawWeightedPodAffinityTerm> {
-    let mut t = RawWeightedPodAffinityTerm::default();
-    fields!(r, RawWeightedPodAffinityTerm, {
-        "weight" => r.i32().map(|v| t.weight = v),
-        "podAffinityTerm" => pod_affinity_term(r).map(|v| t.pod_affinity_term = v),
-    })?;
-    Some(t)
-}
-
-fn pod_affinity_term(r: &mut Reader<'_>) -> R<RawPodAffinityTerm> {
-    let mut t = RawPodAffinityTerm::default();
-    fields!(r, RawPodAffinityTerm, {
-        "labelSelector" => opt(r, label_selector).map(|v| t.label_selector = v),
-        "namespaces" => strings(r, &mut t.namespaces),
-        "namespaceSelector" => opt(r, label_selector).map(|v| t.namespace_selector = v),
-        "topologyKey" => r.str().map(|v| t.topology_key = v.to_string()),
-    })?;
-    Some(t)
-}
-
-fn container<'de>(r: &mut Reader<'de>, c: &mut RawContainer<'de>) -> R {
-    c.image = Str::default();
-    c.resources.requests.0.clear();
-    c.resources.limits.0.clear();
-    c.ports.clear();
-    c.restart_policy = None;
-    fields!(r, RawContainer, {
-        "image" => r.string().map(|v| c.image = v),
-        "resources" => resources(r, &mut c.resources),
-        "ports" => r.list(&mut c.ports, port),
-        "restartPolicy" => r.opt_string().map(|v| c.restart_policy = v),
-    })
-}
-
-fn resources<'de>(r: &mut Reader<'de>, q: &mut RawResources<'de>) -> R {
-    fields!(r, RawResources, {
-        "requests" => r.pairs(&mut q.requests),
-        "limits" => r.pairs(&mut q.limits),
-    })
-}
-
-fn port<'de>(r: &mut Reader<'de>, p: &mut RawPort<'de>) -> R {
-    *p = RawPort::default();
-    fields!(r, RawPort, {
-        "hostPort" => r.opt_i32().map(|v| p.host_port = v),
-        "protocol" => r.opt_string().map(|v| p.protocol = v),
-    })
-}
-
-fn toleration<'de>(r: &mut Reader<'de>, t: &mut RawToleration<'de>) -> R {
-    *t = RawToleration::default();
-    fields!(r, RawToleration, {
-        "key" => r.string().map(|v| t.key = v),
-        "operator" => r.opt_string().map(|v| t.operator = v),
-        "value" => r.string().map(|v| t.value = v),
-        "effect" => r.opt_string().map(|v| t.effect = v),
-    })
-}
-
-fn taint<'de>(r: &mut Reader<'de>, t: &mut RawTaint<'de>) -> R {
-    *t = RawTaint::default();
-    fields!(r, RawTaint, {
-        "key" => r.string().map(|v| t.key = v),
-        "value" => r.string().map(|v| t.value = v),
-        "effect" => r.string().map(|v| t.effect = v),
-    })
-}
-
-fn volume<'de>(r: &mut Reader<'de>, v: &mut RawVolume<'de>) -> R {
-    *v = RawVolume::default();
-    fields!(r, RawVolume, {
-        "emptyDir" => r.opt_skip().map(|x| v.empty_dir = x),
-        "hostPath" => r.opt_skip().map(|x| v.host_path = x),
-        "persistentVolumeClaim" => opt(r, pvc_source).map(|x| v.persistent_volume_claim = x),
-    })
-}
-
-fn pvc_source<'de>(r: &mut Reader<'de>) -> R<RawPvcSource<'de>> {
-    let mut claim = RawPvcSource::default();
-    fields!(r, RawPvcSource, {
-        "claimName" => r.string().map(|v| claim.claim_name = v),
-    })?;
-    Some(claim)
-}
-
-fn spread_constraint<'de>(r: &mut Reader<'de>, c: &mut RawTopologySpreadConstraint<'de>) -> R {
-    c.max_skew = 0;
-    c.topology_key = Str::default();
-    c.when_unsatisfiable = Str::default();
-    c.label_selector = None;
-    c.min_domains = None;
-    c.node_affinity_policy = None;
-    c.node_taints_policy = None;
-    c.match_label_keys.clear();
-    fields!(r, RawTopologySpreadConstraint, {
-        "maxSkew" => r.i32().map(|v| c.max_skew = v),
-        "topologyKey" => r.string().map(|v| c.topology_key = v),
-        "whenUnsatisfiable" => r.string().map(|v| c.when_unsatisfiable = v),
-        "labelSelector" => opt(r, label_selector).map(|v| c.label_selector = v),
-        "minDomains" => r.opt_i32().map(|v| c.min_domains = v),
-        "nodeAffinityPolicy" => r.opt_string().map(|v| c.node_affinity_policy = v),
-        "nodeTaintsPolicy" => r.opt_string().map(|v| c.node_taints_policy = v),
-        "matchLabelKeys" => r.array(|r| r.string().map(|key| c.match_label_keys.push(key))),
-    })
 }
 
 /// `metav1.LabelSelector`, which refuses unknown fields.
@@ -883,104 +809,13 @@ fn label_requirement(r: &mut Reader<'_>) -> R<LabelSelectorRequirement> {
     fields!(r, LabelSelectorRequirement, strict {
         "key" => r.str().map(|v| key = Some(v.to_string())),
         "operator" => r.str().map(|v| operator = Some(v.to_string())),
-        "values" => strings(r, &mut values),
+        "values" => codec::strings(r, &mut values),
     })?;
     Some(LabelSelectorRequirement {
         key: key?,
         operator: operator?,
         values,
     })
-}
-
-fn clear_status(s: &mut RawStatus<'_>) {
-    s.phase = Str::default();
-    s.start_time = None;
-    s.conditions.clear();
-    s.reason = None;
-    s.container_statuses.clear();
-    s.init_container_statuses.clear();
-    s.ephemeral_container_statuses.clear();
-    s.capacity.0.clear();
-    s.allocatable.0.clear();
-    s.images.clear();
-    s.disruptions_allowed = None;
-}
-
-fn status<'de>(r: &mut Reader<'de>, s: &mut RawStatus<'de>) -> R {
-    clear_status(s);
-    fields!(r, RawStatus, {
-        "phase" => r.string().map(|v| s.phase = v),
-        "startTime" => r.opt_string().map(|v| s.start_time = v.map(RawTime::Text)),
-        "conditions" => r.list(&mut s.conditions, condition),
-        "reason" => r.opt_string().map(|v| s.reason = v),
-        "containerStatuses" => r.list(&mut s.container_statuses, container_status),
-        "initContainerStatuses" => r.list(&mut s.init_container_statuses, container_status),
-        "ephemeralContainerStatuses" => {
-            r.list(&mut s.ephemeral_container_statuses, container_status)
-        },
-        "capacity" => r.pairs(&mut s.capacity),
-        "allocatable" => r.pairs(&mut s.allocatable),
-        "images" => r.list(&mut s.images, image),
-        "disruptionsAllowed" => r.opt_i32().map(|v| s.disruptions_allowed = v),
-    })
-}
-
-fn image<'de>(r: &mut Reader<'de>, i: &mut RawImage<'de>) -> R {
-    i.names.clear();
-    i.size_bytes = None;
-    fields!(r, RawImage, {
-        "names" => r.array(|r| r.string().map(|n| i.names.push(n))),
-        "sizeBytes" => {
-            if r.null()? {
-                Some(())
-            } else {
-                r.int().map(|v| i.size_bytes = Some(v))
-            }
-        },
-    })
-}
-
-fn condition<'de>(r: &mut Reader<'de>, c: &mut RawCondition<'de>) -> R {
-    *c = RawCondition::default();
-    fields!(r, RawCondition, {
-        "type" => r.string().map(|v| c.type_ = v),
-        "status" => r.string().map(|v| c.status = v),
-        "reason" => r.opt_string().map(|v| c.reason = v),
-        "lastTransitionTime" => r.opt_string().map(|v| c.last_transition_time = v.map(RawTime::Text)),
-    })
-}
-
-fn container_status<'de>(r: &mut Reader<'de>, c: &mut RawContainerStatus<'de>) -> R {
-    *c = RawContainerStatus::default();
-    fields!(r, RawContainerStatus, {
-        "restartCount" => r.i32().map(|v| c.restart_count = v),
-        "state" => container_state(r, &mut c.state),
-    })
-}
-
-fn container_state<'de>(r: &mut Reader<'de>, s: &mut RawContainerState<'de>) -> R {
-    fields!(r, RawContainerState, {
-        "running" => r.opt_skip().map(|v| s.running = v),
-        "waiting" => opt(r, waiting).map(|v| s.waiting = v),
-        "terminated" => opt(r, terminated).map(|v| s.terminated = v),
-    })
-}
-
-fn waiting<'de>(r: &mut Reader<'de>) -> R<RawReason<'de>> {
-    let mut w = RawReason::default();
-    fields!(r, RawReason, {
-        "reason" => r.opt_string().map(|v| w.reason = v),
-    })?;
-    Some(w)
-}
-
-fn terminated<'de>(r: &mut Reader<'de>) -> R<RawTerminated<'de>> {
-    let mut t = RawTerminated::default();
-    fields!(r, RawTerminated, {
-        "reason" => r.opt_string().map(|v| t.reason = v),
-        "exitCode" => r.i32().map(|v| t.exit_code = v),
-    })?;
-    Some(t)
 }
 
 /// What the tables of this reader read, for the test that holds them to serde's fields.
@@ -1011,7 +846,7 @@ pub(super) mod tables {
 
     /// The serde fields of every wire struct, by name.
     pub(in super::super) fn serde_fields_by_name() -> Vec<(&'static str, &'static [&'static str])> {
-        use super::super::*;
+        use super::super::wire::*;
         use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
         macro_rules! each {
             ($($ty:ident),+ $(,)?) => { vec![$((stringify!($ty), serde_fields::<$ty>())),+] };
@@ -1079,254 +914,4 @@ pub(super) mod tables {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::tests::{mutated, INT_KEYS};
-    use super::*;
-    use crate::snapshot::synthetic::{generate_json, Config, Rng};
-
-    /// Objects with every field the wire shapes read, and the odd forms JSON allows.
-    const OBJECTS: &[&str] = &[
-        r#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1","labels":{"zone":"a","kubernetes.io/hostname":"n1"},"annotations":null,"uid":"u-n1"},"spec":{"unschedulable":true,"podCIDR":"10.0.0.0/24","taints":[{"key":"gpu","value":"yes","effect":"NoSchedule","timeAdded":null},{"key":"k","effect":"NoExecute"}]},"status":{"capacity":{"cpu":"8","memory":"32Gi","pods":"110"},"allocatable":{"cpu":"7800m","memory":"30Gi","pods":"110","nvidia.com/gpu":"4"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastTransitionTime":"2026-01-01T00:00:00Z","lastHeartbeatTime":"2026-01-02T00:00:00Z"},{"type":"MemoryPressure","status":"False","reason":null}],"nodeInfo":{"kubeletVersion":"v1.33.2"},"images":[{"names":["a","b"],"sizeBytes":123}]}}"#,
-        r#"{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"web","namespace":"shop","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"apiVersion\":\"policy/v1\",\"x\":\"\\u00e9\\n\\t\\/\"}\n"}},"spec":{"minAvailable":"50%","selector":{"matchLabels":{"app":"web","tier":"front"},"matchExpressions":[{"key":"track","operator":"In","values":["stable","canary"]},{"key":"gone","operator":"DoesNotExist"}]}},"status":{"disruptionsAllowed":2,"currentHealthy":5,"observedGeneration":-3}}"#,
-        r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","labels":{"team":"a"},"creationTimestamp":null},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}"#,
-        r#"{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":1000000,"globalDefault":false,"description":"ünïcödé €"}"#,
-        r#"{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"PodGroup","metadata":{"name":"g","namespace":"ml"},"spec":{"minMember":null,"scheduleTimeoutSeconds":10}}"#,
-        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1","namespace":"ml","uid":"u1","resourceVersion":"4711","generateName":"p-","labels":{"app":"w","tier":"w2"},"annotations":{"descheduler.alpha.kubernetes.io/evict":"","descheduler.alpha.kubernetes.io/prefer-no-eviction":{"x":[1,2.5e-3,true,false,null]},"kubernetes.io/config.mirror":"m","kubernetes.io/config.source":"file","scheduling.k8s.io/group-name":"g","kubernetes.io/config.source":null},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"w-1","uid":"rs","controller":true,"blockOwnerDeletion":true},{"kind":"Job","name":"j","uid":"j1","controller":null}],"creationTimestamp":"2026-01-01T00:00:00Z","deletionTimestamp":"2026-01-03T00:00:00Z"},"spec":{"nodeName":"n1","overhead":{"cpu":"10m"},"initContainers":[{"name":"init","image":"busybox","resources":{"requests":{"cpu":"2"}}},{"name":"side","image":"envoy","restartPolicy":"Always","resources":{"limits":{"memory":"1Gi"},"claims":[{"name":"c"}]}}],"containers":[{"name":"a","image":"img:1","ports":[{"containerPort":80,"hostPort":8080,"protocol":"UDP"},{"containerPort":81,"hostPort":null,"protocol":null}],"resources":{"requests":{"cpu":"500m","memory":"1Gi","nvidia.com/gpu":"1"},"limits":{"cpu":"1","memory":"1Gi"}},"env":[{"name":"X","value":"a \"quoted\" value"}]},{"image":"img:2","resources":{}}],"priority":-5,"priorityClassName":"high","tolerations":[{"key":"gpu","operator":"Exists","effect":"NoSchedule"},{"operator":"Equal","value":"v","effect":null,"tolerationSeconds":300}],"nodeSelector":{"disk":"ssd"},"affinity":null,"resources":null,"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"w"}},"minDomains":2,"nodeAffinityPolicy":"Ignore","nodeTaintsPolicy":"Honor","matchLabelKeys":["pod-template-hash"]},{"maxSkew":3,"topologyKey":"host","whenUnsatisfiable":"ScheduleAnyway","labelSelector":null,"minDomains":null}],"volumes":[{"name":"a","emptyDir":{}},{"name":"b","hostPath":{"path":"/x"}},{"name":"c","persistentVolumeClaim":{"claimName":"data","readOnly":true}},{"name":"d","emptyDir":null,"persistentVolumeClaim":null},{"name":"e","configMap":{"name":"c","defaultMode":420}}],"resourceClaims":[{"name":"gpu"},7],"schedulerName":"default-scheduler"},"status":{"phase":"Running","reason":"Evicted","startTime":"2026-01-01T00:00:05Z","conditions":[{"type":"Ready","status":"False","reason":"ContainersNotReady","lastTransitionTime":null}],"containerStatuses":[{"name":"a","restartCount":12,"state":{"waiting":{"reason":"CrashLoopBackOff","message":"back-off"}},"lastState":{"terminated":{"exitCode":1}}},{"restartCount":0,"state":{"running":{"startedAt":"2026-01-01T00:00:06Z"},"terminated":null,"waiting":null}}],"initContainerStatuses":[{"restartCount":1,"state":{"terminated":{"reason":"Completed","exitCode":0}}}],"ephemeralContainerStatuses":[{"restartCount":2,"state":{}}],"hostIPs":[{"ip":"10.0.0.1"}]}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"bare"}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"served","namespace":"n","managedFields":[{"manager":"kubelet","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"9c2d\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"X\u0041\"}":{}}}}}}}]},"spec":{"containers":[{"name":"app","image":"i"}]}}"#,
-        "{ \"kind\" : \"Pod\" ,\n\t\"metadata\" :\r\n { \"name\" : \"spaced\" , \"labels\" : { } , \"ownerReferences\" : [ ] } , \"spec\" : { \"containers\" : [ { \"image\" : \"i\" , \"ports\" : [ ] } ] , \"priority\" : 0 } , \"status\" : { } }",
-        r#"{"kind":"Pod","metadata":{"name":"big","namespace":"n"},"spec":{"priority":2147483647,"containers":[]},"status":{"containerStatuses":[{"restartCount":-2147483648,"state":{"terminated":{"exitCode":-1,"reason":"Error"}}}]}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"aff","namespace":"n"},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a","b"]}],"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]},{}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":5,"preference":{"matchExpressions":[{"key":"disk","operator":"Exists"}]}}]},"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"namespaces":["a","b"],"topologyKey":"zone"}]},"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":100,"podAffinityTerm":{"labelSelector":null,"namespaceSelector":{"matchExpressions":[{"key":"team","operator":"NotIn","values":["x"]}]},"topologyKey":"kubernetes.io/hostname","matchLabelKeys":["h"]}}]}}}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"aff2"},"spec":{"affinity":{"nodeAffinity":null,"podAffinity":{},"podAntiAffinity":null}}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"gang-0","namespace":"ml"},"spec":{"nodeName":"n1","schedulingGroup":{"podGroupName":"train"}}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"gang-1","namespace":"ml"},"spec":{"schedulingGroup":{"podGroupName":null}}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"gang-2","namespace":"ml"},"spec":{"schedulingGroup":null,"schedulingPolicy":null,"disruptionMode":null}}"#,
-        r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"12746","creationTimestamp":null,"annotations":{"k8s.io/initial-events-end":"true"}}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"ie","resourceVersion":"","annotations":{"k8s.io/initial-events-end":"false"}}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"ie2","annotations":{"k8s.io/initial-events-end":"true","k8s.io/initial-events-end":null}}}"#,
-        // The last RARE: read by serde (the reader here gives up on them).
-        r#"{"kind":"Pod","metadata":{"name":"ie3","annotations":{"k8s.io/initial-events-end":"tru\u0065"}}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"esc\u0061ped","namespace":"n"}}"#,
-        r#"{"kind":"Pod","metadata":{"name":"res"},"spec":{"resources":{"requests":{"cpu":"1"}}}}"#,
-        r#"{"kind":"PodGroup","apiVersion":"scheduling.volcano.sh/v1beta1","metadata":{"name":"g"},"spec":{"minMember":3}}"#,
-        r#"{"kind":"PodGroup","apiVersion":"scheduling.k8s.io/v1beta1","metadata":{"name":"k","namespace":"ml"},"spec":{"schedulingPolicy":{"gang":{"minCount":4}},"disruptionMode":{"all":{}}}}"#,
-        r#"{"kind":"List","items":[{"kind":"Pod","metadata":{"name":"inner"}}]}"#,
-    ];
-
-    const RARE: usize = 6;
-
-    /// What serde reads from the start of `text`, and where it stops.
-    fn serde_read(text: &str) -> Option<(String, usize)> {
-        let mut it = serde_json::Deserializer::from_str(text).into_iter::<RawObject<'_>>();
-        let obj = it.next()?.ok()?;
-        Some((format!("{obj:?}"), it.byte_offset()))
-    }
-
-    /// Reads every text into one object, as a window's items are read, and checks each read
-    /// against serde's: the same object, and the same end. Returns how many were read here.
-    fn agree(texts: &[String]) -> usize {
-        let mut place = RawObject::default();
-        let mut read = 0;
-        for text in texts {
-            let mut r = Reader::new(text, 0);
-            if object(&mut r, &mut place).is_none() {
-                continue;
-            }
-            read += 1;
-            let Some((expected, end)) = serde_read(text) else {
-                panic!("read by hand, refused by serde: {text}");
-            };
-            assert_eq!(format!("{place:?}"), expected, "{text}");
-            assert_eq!(r.pos(), end, "{text}");
-        }
-        read
-    }
-
-    fn synthetic_items() -> Vec<String> {
-        let json = generate_json(&Config::new(20, 600, 3));
-        let list: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        let items = list["items"].as_array().unwrap();
-        let mut texts: Vec<String> = items.iter().map(|v| v.to_string()).collect();
-        texts.extend(
-            items
-                .iter()
-                .step_by(7)
-                .map(|v| serde_json::to_string_pretty(v).unwrap()),
-        );
-        texts
-    }
-
-    #[test]
-    fn objects_read_by_hand_are_what_serde_reads() {
-        let mut texts: Vec<String> = OBJECTS.iter().map(|s| s.to_string()).collect();
-        // Each after every other, so that what one leaves in the reused object must not
-        // show in the next.
-        let n = texts.len();
-        for i in 0..n {
-            for j in 0..n {
-                texts.push(texts[i].clone());
-                texts.push(texts[j].clone());
-            }
-        }
-        let read = agree(&texts);
-        assert_eq!(
-            read,
-            texts.len() - RARE * (1 + 2 * n),
-            "all but the rare forms"
-        );
-        let synthetic = synthetic_items();
-        assert_eq!(agree(&synthetic), synthetic.len(), "every generated object");
-    }
-
-    #[test]
-    fn resource_version_and_the_end_of_initial_events_are_read() {
-        let bookmark = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"12746","annotations":{"k8s.io/initial-events-end":"true"}}}"#;
-        let other = r#"{"kind":"Pod","metadata":{"name":"p","annotations":{"k8s.io/initial-events-end":"false"}}}"#;
-        for (text, version, end) in [(bookmark, "12746", true), (other, "", false)] {
-            let mut o = RawObject::default();
-            object(&mut Reader::new(text, 0), &mut o).unwrap();
-            assert_eq!(o.metadata.resource_version(), version);
-            assert_eq!(o.metadata.annotations.initial_events_end(), end);
-            let o: RawObject<'_> = serde_json::from_str(text).unwrap();
-            assert_eq!(o.metadata.resource_version(), version);
-            assert_eq!(o.metadata.annotations.initial_events_end(), end);
-        }
-    }
-
-    /// The wire structs read here, each by its table.
-    const TABLES: &[&str] = &[
-        "LabelSelectorRequirement",
-        "LabelSelectorSpec",
-        "RawAffinity",
-        "RawCondition",
-        "RawContainer",
-        "RawContainerState",
-        "RawContainerStatus",
-        "RawImage",
-        "RawMeta",
-        "RawNodeAffinity",
-        "RawNodeSelector",
-        "RawNodeSelectorRequirement",
-        "RawNodeSelectorTerm",
-        "RawObject",
-        "RawOwner",
-        "RawPodAffinity",
-        "RawPodAffinityTerm",
-        "RawPort",
-        "RawPreferredSchedulingTerm",
-        "RawPvcSource",
-        "RawReason",
-        "RawResources",
-        "RawSchedulingGroup",
-        "RawSpec",
-        "RawStatus",
-        "RawTaint",
-        "RawTerminated",
-        "RawToleration",
-        "RawTopologySpreadConstraint",
-        "RawVolume",
-        "RawWeightedPodAffinityTerm",
-    ];
-
-    /// Fields the tables deliberately lack, by wire struct, each with the reason: none. (A
-    /// member whose value is left to serde, such as a spec's `resources`, stays in its table
-    /// with a reader that gives up.)
-    const NOT_IN_TABLES: &[(&str, &str, &str)] = &[];
-
-    #[test]
-    fn each_table_reads_the_fields_serde_reads() {
-        // Every table runs on these objects (what it reads is another test's concern).
-        let mut place = RawObject::default();
-        for text in OBJECTS {
-            object(&mut Reader::new(text, 0), &mut place);
-        }
-        let read = tables::READ.lock().unwrap().clone();
-        let mut names: Vec<&str> = read.iter().map(|t| t.0).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names, TABLES, "the wire structs read by a table");
-        for (name, keys, fields) in read {
-            let mut keys = keys.to_vec();
-            keys.extend(
-                NOT_IN_TABLES
-                    .iter()
-                    .filter(|(s, _, _)| *s == name)
-                    .map(|(_, field, _)| *field),
-            );
-            keys.sort_unstable();
-            let mut fields = fields().to_vec();
-            fields.sort_unstable();
-            assert_eq!(
-                keys, fields,
-                "the keys of the table of {name}: its serde fields"
-            );
-        }
-    }
-
-    /// Every key of the objects in `text`, at any depth.
-    fn keys(text: &str) -> std::collections::BTreeSet<String> {
-        fn walk(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
-            match v {
-                serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| {
-                    out.insert(k.clone());
-                    walk(v, out);
-                }),
-                serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
-                _ => {}
-            }
-        }
-        let mut out = Default::default();
-        walk(&serde_json::from_str(text).unwrap(), &mut out);
-        out
-    }
-
-    /// `text` with the first member named `key` given twice.
-    fn repeated(text: &str, key: &str) -> Option<String> {
-        let at = text.find(&format!("\"{key}\":"))?;
-        let value_at = at + key.len() + 3;
-        let mut it =
-            serde_json::Deserializer::from_str(&text[value_at..]).into_iter::<IgnoredAny>();
-        it.next()?.ok()?;
-        let member = &text[at..value_at + it.byte_offset()];
-        Some(format!("{}{member},{}", &text[..at], &text[at..]))
-    }
-
-    #[test]
-    fn minus_zero_is_left_to_serde() {
-        let text = r#"{"kind":"PriorityClass","metadata":{"name":"p"},"value":-0}"#;
-        assert!(object(&mut Reader::new(text, 0), &mut RawObject::default()).is_none());
-        assert!(serde_read(text).is_none(), "serde reads -0 as a float");
-        assert_eq!(Reader::new("-0,", 0).int(), None);
-        assert_eq!(Reader::new("-10,", 0).int(), Some(-10));
-        assert_eq!(Reader::new("0,", 0).int(), Some(0));
-    }
-
-    #[test]
-    fn mutated_objects_are_read_as_serde_reads_them_or_left_to_serde() {
-        let mut seeds: Vec<String> = OBJECTS.iter().map(|s| s.to_string()).collect();
-        seeds.extend(synthetic_items().into_iter().step_by(13));
-        let mut rng = Rng::new(11);
-        let mut texts = Vec::new();
-        for seed in &seeds {
-            for _ in 0..40 {
-                texts.extend(mutated(&mut rng, seed, true));
-            }
-            // Each member given twice, a string turned null, a number turned float.
-            for key in keys(seed) {
-                texts.extend(repeated(seed, &key));
-            }
-            texts.push(seed.replacen("\"image\":\"", "\"image\":null,\"x\":\"", 1));
-            texts.push(seed.replacen("\"priority\":", "\"priority\":1.5,\"y\":", 1));
-            // `-0` in each integer field (serde reads a float, and refuses it).
-            for key in INT_KEYS {
-                let field = format!("\"{key}\":");
-                texts.push(seed.replacen(&field, &format!("{field}-0,\"y\":"), 1));
-            }
-        }
-        let read = agree(&texts);
-        // Most mutations make invalid JSON or a value serde refuses; many land in skipped
-        // or tolerant parts, and those are read here.
-        assert!(read > texts.len() / 10, "{read} of {}", texts.len());
-        assert!(read < texts.len(), "{read} of {}", texts.len());
-    }
-}
+mod tests;

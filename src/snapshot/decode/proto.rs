@@ -6,11 +6,12 @@
 //! pods of a large cluster costs a fraction of reading their JSON.
 //!
 //! Field numbers are those of `k8s.io/api/core/v1/generated.proto` and
-//! `k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`. Each message is read by a table
-//! of its field numbers beside the JSON key of the same field and the wire shape's member
-//! it fills; a test holds those tables to the JSON tables (every member the JSON reader
-//! fills for a pod or a node has its protobuf field here), and a test against a real API
-//! server holds both encodings of the same objects to the same model.
+//! `k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto`, declared beside the JSON key of
+//! each field of the wire shapes (`wire_shapes`); each message is read by a table made from
+//! those declarations, a row for each numbered field, read by the codec of `codec` it
+//! names. A test holds the tables to the JSON tables (every member the JSON reader fills
+//! for a pod or a node has its protobuf field here), and a test against a real API server
+//! holds both encodings of the same objects to the same model.
 //!
 //! What the API server writes differs from its JSON in a few ways this reader undoes: a
 //! string or number the JSON leaves out when empty (`omitempty`) is written empty here (read
@@ -21,17 +22,20 @@
 //! message; [`ProtoListDecoder`] reads it as its bytes arrive, one item at a time, and holds
 //! less than one item's bytes beyond the model.
 
-use super::stream::{DecodedList, ObjectType};
-use super::{
-    add_object, AnnotationKey, Annotations, RawAffinity, RawCondition, RawContainer,
-    RawContainerState, RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
-    RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
-    RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
-    RawSchedulingGroup, RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
-    RawTopologySpreadConstraint, RawVolume, RawWeightedPodAffinityTerm, Shapes, SnapshotError,
-    SnapshotParts, Str,
+use super::convert::add_object;
+use super::error::SnapshotError;
+use super::wire::{
+    wire_shapes, AnnotationKey, Annotations, DecodedList, ObjectType, Pairs, RawAffinity,
+    RawCondition, RawContainer, RawContainerState, RawContainerStatus, RawImage, RawMeta,
+    RawNodeAffinity, RawNodeSelector, RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject,
+    RawOwner, RawPodAffinity, RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm,
+    RawPvcSource, RawReason, RawResources, RawSchedulingGroup, RawSpec, RawStatus, RawTaint,
+    RawTerminated, RawTime, RawToleration, RawTopologySpreadConstraint, RawVolume,
+    RawWeightedPodAffinityTerm, Str,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
+use crate::snapshot::shapes::Shapes;
+use crate::snapshot::SnapshotParts;
 use serde::de::IgnoredAny;
 use std::borrow::Cow;
 
@@ -250,9 +254,10 @@ impl<'de> V<'de> {
 /// The times `metav1.Time` can hold: 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
 const TIMES: std::ops::Range<i64> = -62_167_219_200..253_402_300_800;
 
-/// A message read by a table: each row a field number, the JSON key of the same field (of
-/// the wire struct `$ty`, which the JSON reader's table has too), and what reading it does
-/// with the value `$v`. Fields not in the table are passed over.
+/// A message of a type outside the wire shapes (a label selector) read by a table: each row
+/// a field number, the JSON key of the same field (of `$ty`, which the JSON reader's table
+/// has too), and what reading it does with the value `$v`. Fields not in the table are
+/// passed over.
 macro_rules! table {
     ($bytes:expr, $ty:ty, |$v:ident| { $($num:literal $key:literal => $read:expr),+ $(,)? }) => {{
         #[cfg(test)]
@@ -292,31 +297,243 @@ impl Message {
 
 /// One pod or node into `o` (which must be fresh).
 fn object<'de>(b: &'de [u8], m: Message, o: &mut RawObject<'de>) -> P {
-    table!(b, RawObject, |v| {
-        1 "metadata" => meta(v.bytes()?, &mut o.metadata)?,
-        2 "spec" => match m {
-            Message::Pod => pod_spec(v.bytes()?, &mut o.spec)?,
-            Message::Node => node_spec(v.bytes()?, &mut o.spec)?,
-        },
-        3 "status" => match m {
-            Message::Pod => pod_status(v.bytes()?, &mut o.status)?,
-            Message::Node => node_status(v.bytes()?, &mut o.status)?,
-        },
-    })
+    match m {
+        Message::Pod => RawObject::read::<POD>(b, o),
+        Message::Node => RawObject::read::<NODE>(b, o),
+    }
 }
 
-fn meta<'de>(b: &'de [u8], m: &mut RawMeta<'de>) -> P {
-    table!(b, RawMeta, |v| {
-        1 "name" => m.name = v.string()?,
-        3 "namespace" => m.namespace = v.string()?,
-        5 "uid" => m.uid = v.string()?,
-        6 "resourceVersion" => m.resource_version = v.string()?,
-        8 "creationTimestamp" => m.creation_timestamp = v.time()?,
-        9 "deletionTimestamp" => m.deletion_timestamp = v.time()?,
-        11 "labels" => m.labels.0.push(v.string_entry()?),
-        12 "annotations" => annotation(v, &mut m.annotations)?,
-        13 "ownerReferences" => m.owner_references.push(owner(v.bytes()?)?),
-    })
+/// The messages a wire struct is read from where their numbers differ (a pod's spec and
+/// status, a node's): the `M` of [`ProtoRead::read`].
+const POD: u8 = 0;
+const NODE: u8 = 1;
+
+/// A wire struct read from its protobuf message by a table made from its declaration
+/// (`wire_shapes`), as the message `M` numbers its fields.
+trait ProtoRead<'de> {
+    /// Reads the message `b` into `o` (fresh): fields not in the table are passed over.
+    fn read<const M: u8>(b: &'de [u8], o: &mut Self) -> P;
+}
+
+/// A field's row of a protobuf table: when the field's number (for the message `M`) is `n`,
+/// `read` it. A field without a number has no row.
+macro_rules! row {
+    ($m:ident, $n:ident, [], $read:expr) => {};
+    ($m:ident, $n:ident, [$num:literal], $read:expr) => {
+        if $n == $num {
+            return $read;
+        }
+    };
+    ($m:ident, $n:ident, [$($msg:ident $num:literal),+], $read:expr) => {
+        if $(($m == $msg && $n == $num))||+ {
+            return $read;
+        }
+    };
+}
+
+/// Whether a field has a protobuf number (for the tests' record of the tables).
+#[cfg(test)]
+macro_rules! numbered {
+    ([], $key:literal) => {
+        None
+    };
+    ([$($t:tt)+], $key:literal) => {
+        Some($key)
+    };
+}
+
+/// The reader of each struct of [`wire_shapes`]: a row for each of its fields with a
+/// protobuf number, read by the codec its declaration names.
+macro_rules! proto {
+    ($([$($attr:tt)*] $name:ident [$($lt:lifetime)?] {
+        $([$($fattr:tt)*] $field:ident [$ty:ty] $key:literal $proto:tt $codec:ident)*
+    })*) => {$(
+        impl<'de $(, $lt)?> ProtoRead<'de> for $name<$($lt)?> $(where 'de: $lt, $lt: 'de)? {
+            fn read<const M: u8>(b: &'de [u8], o: &mut Self) -> P {
+                #[cfg(test)]
+                {
+                    static NOTED: std::sync::Once = std::sync::Once::new();
+                    NOTED.call_once(|| {
+                        let keys: Vec<&'static str> =
+                            [$(numbered!($proto, $key)),*].into_iter().flatten().collect();
+                        tables::note(stringify!($name), keys.leak())
+                    });
+                }
+                each(b, |n, v| {
+                    $( row!(M, n, $proto, codec::$codec::<M>(v, &mut o.$field)); )*
+                    Ok(())
+                })
+            }
+        }
+    )*};
+}
+
+wire_shapes!(proto);
+
+/// How each kind of declared field is read, by the name the declarations give it. A
+/// repeated field (a list, a map) comes once for each of its elements.
+mod codec {
+    use super::*;
+
+    pub(super) fn text<'de, const M: u8>(v: V<'de>, o: &mut Str<'de>) -> P {
+        *o = v.string()?;
+        Ok(())
+    }
+
+    /// A string that may be unset (a pointer in the API's types): present is set.
+    pub(super) fn pointer<'de, const M: u8>(v: V<'de>, o: &mut Option<Str<'de>>) -> P {
+        *o = v.some()?;
+        Ok(())
+    }
+
+    /// A string the JSON leaves out when empty: empty is unset.
+    pub(super) fn omitted<'de, const M: u8>(v: V<'de>, o: &mut Option<Str<'de>>) -> P {
+        *o = v.omitted()?;
+        Ok(())
+    }
+
+    pub(super) fn string<const M: u8>(v: V<'_>, o: &mut String) -> P {
+        *o = v.owned()?;
+        Ok(())
+    }
+
+    pub(super) fn texts<'de, const M: u8>(v: V<'de>, o: &mut Vec<Str<'de>>) -> P {
+        o.push(v.string()?);
+        Ok(())
+    }
+
+    pub(super) fn strings<const M: u8>(v: V<'_>, o: &mut Vec<String>) -> P {
+        o.push(v.owned()?);
+        Ok(())
+    }
+
+    pub(super) fn int32<const M: u8>(v: V<'_>, o: &mut i32) -> P {
+        *o = v.i32()?;
+        Ok(())
+    }
+
+    pub(super) fn opt_int32<const M: u8>(v: V<'_>, o: &mut Option<i32>) -> P {
+        *o = Some(v.i32()?);
+        Ok(())
+    }
+
+    /// A port: written even when 0, which the JSON leaves out.
+    pub(super) fn host_port<const M: u8>(v: V<'_>, o: &mut Option<i32>) -> P {
+        *o = Some(v.i32()?).filter(|&h| h != 0);
+        Ok(())
+    }
+
+    pub(super) fn opt_int64<const M: u8>(v: V<'_>, o: &mut Option<i64>) -> P {
+        *o = Some(v.int()? as i64);
+        Ok(())
+    }
+
+    pub(super) fn boolean<const M: u8>(v: V<'_>, o: &mut bool) -> P {
+        *o = v.bool()?;
+        Ok(())
+    }
+
+    pub(super) fn opt_bool<const M: u8>(v: V<'_>, o: &mut Option<bool>) -> P {
+        *o = Some(v.bool()?);
+        Ok(())
+    }
+
+    /// A map of strings: an entry.
+    pub(super) fn labels<'de, const M: u8>(v: V<'de>, o: &mut Pairs<'de>) -> P {
+        o.0.push(v.string_entry()?);
+        Ok(())
+    }
+
+    /// A resource list: an entry, its quantity a message holding its string.
+    pub(super) fn amounts<'de, const M: u8>(v: V<'de>, o: &mut Pairs<'de>) -> P {
+        o.0.push(v.quantity_entry()?);
+        Ok(())
+    }
+
+    pub(super) fn time<'de, const M: u8>(v: V<'de>, o: &mut Option<RawTime<'de>>) -> P {
+        *o = v.time()?;
+        Ok(())
+    }
+
+    /// A message whose presence is what counts.
+    pub(super) fn present<const M: u8>(v: V<'_>, o: &mut Option<IgnoredAny>) -> P {
+        v.bytes()?;
+        *o = Some(IgnoredAny);
+        Ok(())
+    }
+
+    /// A list whose length is what counts: an element.
+    pub(super) fn claims<const M: u8>(v: V<'_>, o: &mut Vec<IgnoredAny>) -> P {
+        v.bytes()?;
+        o.push(IgnoredAny);
+        Ok(())
+    }
+
+    pub(super) fn annotations<'de, const M: u8>(v: V<'de>, o: &mut Annotations<'de>) -> P {
+        annotation(v, o)
+    }
+
+    fn fresh<'de, const M: u8, T: ProtoRead<'de> + Default>(v: V<'de>) -> P<T> {
+        let mut t = T::default();
+        T::read::<M>(v.bytes()?, &mut t)?;
+        Ok(t)
+    }
+
+    /// A wire struct, read in place.
+    pub(super) fn nested<'de, const M: u8>(v: V<'de>, o: &mut impl ProtoRead<'de>) -> P {
+        ProtoRead::read::<M>(v.bytes()?, o)
+    }
+
+    pub(super) fn message<'de, const M: u8>(
+        v: V<'de>,
+        o: &mut Option<impl ProtoRead<'de> + Default>,
+    ) -> P {
+        *o = Some(fresh::<M, _>(v)?);
+        Ok(())
+    }
+
+    pub(super) fn boxed<'de, const M: u8>(
+        v: V<'de>,
+        o: &mut Option<Box<impl ProtoRead<'de> + Default>>,
+    ) -> P {
+        *o = Some(Box::new(fresh::<M, _>(v)?));
+        Ok(())
+    }
+
+    /// A rare part (pod-level resources), which the JSON reader leaves to serde.
+    pub(super) fn rare<'de, const M: u8>(
+        v: V<'de>,
+        o: &mut Option<Box<impl ProtoRead<'de> + Default>>,
+    ) -> P {
+        boxed::<M>(v, o)
+    }
+
+    /// A list of wire structs: an element.
+    pub(super) fn list<'de, const M: u8>(
+        v: V<'de>,
+        o: &mut Vec<impl ProtoRead<'de> + Default>,
+    ) -> P {
+        o.push(fresh::<M, _>(v)?);
+        Ok(())
+    }
+
+    /// A pod's volume: its source (field 2) holds what the JSON writes inline in the volume.
+    pub(super) fn volumes<'de, const M: u8>(v: V<'de>, o: &mut Vec<RawVolume<'de>>) -> P {
+        let mut volume = RawVolume::default();
+        each(v.bytes()?, |n, source| {
+            if n == 2 {
+                RawVolume::read::<M>(source.bytes()?, &mut volume)?;
+            }
+            Ok(())
+        })?;
+        o.push(volume);
+        Ok(())
+    }
+
+    pub(super) fn selector<const M: u8>(v: V<'_>, o: &mut Option<LabelSelectorSpec>) -> P {
+        *o = Some(label_selector(v.bytes()?)?);
+        Ok(())
+    }
 }
 
 /// An annotation: only the values of the few keys the planner reads are looked at (other
@@ -337,160 +554,6 @@ fn annotation<'de>(v: V<'de>, a: &mut Annotations<'de>) -> P {
     Ok(())
 }
 
-fn owner(b: &[u8]) -> P<RawOwner<'_>> {
-    let mut o = RawOwner::default();
-    table!(b, RawOwner, |v| {
-        1 "kind" => o.kind = v.string()?,
-        3 "name" => o.name = v.string()?,
-        4 "uid" => o.uid = v.string()?,
-        6 "controller" => o.controller = Some(v.bool()?),
-    })?;
-    Ok(o)
-}
-
-fn pod_spec<'de>(b: &'de [u8], s: &mut RawSpec<'de>) -> P {
-    table!(b, RawSpec, |v| {
-        1 "volumes" => s.volumes.push(volume(v.bytes()?)?),
-        2 "containers" => s.containers.push(container(v.bytes()?)?),
-        4 "terminationGracePeriodSeconds" => {
-            s.termination_grace_period_seconds = Some(v.int()? as i64)
-        },
-        7 "nodeSelector" => s.node_selector.0.push(v.string_entry()?),
-        10 "nodeName" => s.node_name = v.omitted()?,
-        18 "affinity" => s.affinity = Some(Box::new(affinity(v.bytes()?)?)),
-        20 "initContainers" => s.init_containers.push(container(v.bytes()?)?),
-        22 "tolerations" => s.tolerations.push(toleration(v.bytes()?)?),
-        24 "priorityClassName" => s.priority_class_name = v.omitted()?,
-        25 "priority" => s.priority = Some(v.i32()?),
-        32 "overhead" => s.overhead.0.push(v.quantity_entry()?),
-        33 "topologySpreadConstraints" => {
-            s.topology_spread_constraints.push(spread_constraint(v.bytes()?)?)
-        },
-        39 "resourceClaims" => {
-            v.bytes()?;
-            s.resource_claims.push(IgnoredAny)
-        },
-        40 "resources" => {
-            let mut r = RawResources::default();
-            resources(v.bytes()?, &mut r)?;
-            s.resources = Some(Box::new(r))
-        },
-        43 "schedulingGroup" => s.scheduling_group = Some(scheduling_group(v.bytes()?)?),
-    })
-}
-
-/// `PodSchedulingGroup` (Kubernetes 1.37): the PodGroup a pod belongs to.
-fn scheduling_group(b: &[u8]) -> P<RawSchedulingGroup<'_>> {
-    let mut g = RawSchedulingGroup::default();
-    table!(b, RawSchedulingGroup, |v| {
-        1 "podGroupName" => g.pod_group_name = v.some()?,
-    })?;
-    Ok(g)
-}
-
-fn node_spec<'de>(b: &'de [u8], s: &mut RawSpec<'de>) -> P {
-    table!(b, RawSpec, |v| {
-        4 "unschedulable" => s.unschedulable = v.bool()?,
-        5 "taints" => s.taints.push(taint(v.bytes()?)?),
-    })
-}
-
-fn volume(b: &[u8]) -> P<RawVolume<'_>> {
-    let mut out = RawVolume::default();
-    each(b, |n, v| {
-        if n == 2 {
-            volume_source(v.bytes()?, &mut out)?;
-        }
-        Ok(())
-    })?;
-    Ok(out)
-}
-
-/// A volume's source, which the JSON writes inline in the volume.
-fn volume_source<'de>(b: &'de [u8], out: &mut RawVolume<'de>) -> P {
-    table!(b, RawVolume, |v| {
-        1 "hostPath" => {
-            v.bytes()?;
-            out.host_path = Some(IgnoredAny)
-        },
-        2 "emptyDir" => {
-            v.bytes()?;
-            out.empty_dir = Some(IgnoredAny)
-        },
-        10 "persistentVolumeClaim" => {
-            let mut claim = RawPvcSource::default();
-            table!(v.bytes()?, RawPvcSource, |c| {
-                1 "claimName" => claim.claim_name = c.string()?,
-            })?;
-            out.persistent_volume_claim = Some(claim)
-        },
-    })
-}
-
-fn container(b: &[u8]) -> P<RawContainer<'_>> {
-    let mut c = RawContainer::default();
-    table!(b, RawContainer, |v| {
-        2 "image" => c.image = v.string()?,
-        6 "ports" => c.ports.push(port(v.bytes()?)?),
-        8 "resources" => resources(v.bytes()?, &mut c.resources)?,
-        24 "restartPolicy" => c.restart_policy = v.some()?,
-    })?;
-    Ok(c)
-}
-
-fn resources<'de>(b: &'de [u8], r: &mut RawResources<'de>) -> P {
-    table!(b, RawResources, |v| {
-        1 "limits" => r.limits.0.push(v.quantity_entry()?),
-        2 "requests" => r.requests.0.push(v.quantity_entry()?),
-    })
-}
-
-fn port(b: &[u8]) -> P<RawPort<'_>> {
-    let mut p = RawPort::default();
-    table!(b, RawPort, |v| {
-        // Written even when 0, which the JSON leaves out.
-        2 "hostPort" => p.host_port = Some(v.i32()?).filter(|&h| h != 0),
-        4 "protocol" => p.protocol = v.omitted()?,
-    })?;
-    Ok(p)
-}
-
-fn toleration(b: &[u8]) -> P<RawToleration<'_>> {
-    let mut t = RawToleration::default();
-    table!(b, RawToleration, |v| {
-        1 "key" => t.key = v.string()?,
-        2 "operator" => t.operator = v.omitted()?,
-        3 "value" => t.value = v.string()?,
-        4 "effect" => t.effect = v.omitted()?,
-    })?;
-    Ok(t)
-}
-
-fn taint(b: &[u8]) -> P<RawTaint<'_>> {
-    let mut t = RawTaint::default();
-    table!(b, RawTaint, |v| {
-        1 "key" => t.key = v.string()?,
-        2 "value" => t.value = v.string()?,
-        3 "effect" => t.effect = v.string()?,
-    })?;
-    Ok(t)
-}
-
-fn spread_constraint(b: &[u8]) -> P<RawTopologySpreadConstraint<'_>> {
-    let mut c = RawTopologySpreadConstraint::default();
-    table!(b, RawTopologySpreadConstraint, |v| {
-        1 "maxSkew" => c.max_skew = v.i32()?,
-        2 "topologyKey" => c.topology_key = v.string()?,
-        3 "whenUnsatisfiable" => c.when_unsatisfiable = v.string()?,
-        4 "labelSelector" => c.label_selector = Some(label_selector(v.bytes()?)?),
-        5 "minDomains" => c.min_domains = Some(v.i32()?),
-        6 "nodeAffinityPolicy" => c.node_affinity_policy = v.some()?,
-        7 "nodeTaintsPolicy" => c.node_taints_policy = v.some()?,
-        8 "matchLabelKeys" => c.match_label_keys.push(v.string()?),
-    })?;
-    Ok(c)
-}
-
 fn label_selector(b: &[u8]) -> P<LabelSelectorSpec> {
     let mut out = LabelSelectorSpec::default();
     table!(b, LabelSelectorSpec, |v| {
@@ -509,167 +572,6 @@ fn label_selector(b: &[u8]) -> P<LabelSelectorSpec> {
         },
     })?;
     Ok(out)
-}
-
-fn affinity(b: &[u8]) -> P<RawAffinity> {
-    let mut a = RawAffinity::default();
-    table!(b, RawAffinity, |v| {
-        1 "nodeAffinity" => a.node_affinity = Some(node_affinity(v.bytes()?)?),
-        2 "podAffinity" => a.pod_affinity = Some(pod_affinity(v.bytes()?)?),
-        3 "podAntiAffinity" => a.pod_anti_affinity = Some(pod_affinity(v.bytes()?)?),
-    })?;
-    Ok(a)
-}
-
-fn node_affinity(b: &[u8]) -> P<RawNodeAffinity> {
-    let mut n = RawNodeAffinity::default();
-    table!(b, RawNodeAffinity, |v| {
-        1 "requiredDuringSchedulingIgnoredDuringExecution" => {
-            let mut s = RawNodeSelector::default();
-            table!(v.bytes()?, RawNodeSelector, |t| {
-                1 "nodeSelectorTerms" => s.node_selector_terms.push(node_term(t.bytes()?)?),
-            })?;
-            n.required = Some(s)
-        },
-        2 "preferredDuringSchedulingIgnoredDuringExecution" => {
-            let mut p = RawPreferredSchedulingTerm::default();
-            table!(v.bytes()?, RawPreferredSchedulingTerm, |t| {
-                1 "weight" => p.weight = t.i32()?,
-                2 "preference" => p.preference = node_term(t.bytes()?)?,
-            })?;
-            n.preferred.push(p)
-        },
-    })?;
-    Ok(n)
-}
-
-fn node_term(b: &[u8]) -> P<RawNodeSelectorTerm> {
-    let mut t = RawNodeSelectorTerm::default();
-    table!(b, RawNodeSelectorTerm, |v| {
-        1 "matchExpressions" => t.match_expressions.push(node_requirement(v.bytes()?)?),
-        2 "matchFields" => t.match_fields.push(node_requirement(v.bytes()?)?),
-    })?;
-    Ok(t)
-}
-
-fn node_requirement(b: &[u8]) -> P<RawNodeSelectorRequirement> {
-    let mut q = RawNodeSelectorRequirement::default();
-    table!(b, RawNodeSelectorRequirement, |v| {
-        1 "key" => q.key = v.owned()?,
-        2 "operator" => q.operator = v.owned()?,
-        3 "values" => q.values.push(v.owned()?),
-    })?;
-    Ok(q)
-}
-
-fn pod_affinity(b: &[u8]) -> P<RawPodAffinity> {
-    let mut p = RawPodAffinity::default();
-    table!(b, RawPodAffinity, |v| {
-        1 "requiredDuringSchedulingIgnoredDuringExecution" => p.required.push(pod_affinity_term(v.bytes()?)?),
-        2 "preferredDuringSchedulingIgnoredDuringExecution" => {
-            let mut w = RawWeightedPodAffinityTerm::default();
-            table!(v.bytes()?, RawWeightedPodAffinityTerm, |t| {
-                1 "weight" => w.weight = t.i32()?,
-                2 "podAffinityTerm" => w.pod_affinity_term = pod_affinity_term(t.bytes()?)?,
-            })?;
-            p.preferred.push(w)
-        },
-    })?;
-    Ok(p)
-}
-
-fn pod_affinity_term(b: &[u8]) -> P<RawPodAffinityTerm> {
-    let mut t = RawPodAffinityTerm::default();
-    table!(b, RawPodAffinityTerm, |v| {
-        1 "labelSelector" => t.label_selector = Some(label_selector(v.bytes()?)?),
-        2 "namespaces" => t.namespaces.push(v.owned()?),
-        3 "topologyKey" => t.topology_key = v.owned()?,
-        4 "namespaceSelector" => t.namespace_selector = Some(label_selector(v.bytes()?)?),
-    })?;
-    Ok(t)
-}
-
-fn pod_status<'de>(b: &'de [u8], s: &mut RawStatus<'de>) -> P {
-    table!(b, RawStatus, |v| {
-        1 "phase" => s.phase = v.string()?,
-        2 "conditions" => s.conditions.push(condition(v.bytes()?)?),
-        4 "reason" => s.reason = v.omitted()?,
-        7 "startTime" => s.start_time = v.time()?,
-        8 "containerStatuses" => s.container_statuses.push(container_status(v.bytes()?)?),
-        10 "initContainerStatuses" => {
-            s.init_container_statuses.push(container_status(v.bytes()?)?)
-        },
-        13 "ephemeralContainerStatuses" => {
-            s.ephemeral_container_statuses.push(container_status(v.bytes()?)?)
-        },
-    })
-}
-
-fn node_status<'de>(b: &'de [u8], s: &mut RawStatus<'de>) -> P {
-    table!(b, RawStatus, |v| {
-        1 "capacity" => s.capacity.0.push(v.quantity_entry()?),
-        2 "allocatable" => s.allocatable.0.push(v.quantity_entry()?),
-        3 "phase" => s.phase = v.string()?,
-        4 "conditions" => s.conditions.push(condition(v.bytes()?)?),
-        8 "images" => s.images.push(image(v.bytes()?)?),
-    })
-}
-
-/// A node's ContainerImage: its names and size.
-fn image(b: &[u8]) -> P<RawImage<'_>> {
-    let mut i = RawImage::default();
-    table!(b, RawImage, |v| {
-        1 "names" => i.names.push(v.string()?),
-        2 "sizeBytes" => i.size_bytes = Some(v.int()? as i64),
-    })?;
-    Ok(i)
-}
-
-/// A PodCondition or a NodeCondition (the same numbers for what is read).
-fn condition(b: &[u8]) -> P<RawCondition<'_>> {
-    let mut c = RawCondition::default();
-    table!(b, RawCondition, |v| {
-        1 "type" => c.type_ = v.string()?,
-        2 "status" => c.status = v.string()?,
-        4 "lastTransitionTime" => c.last_transition_time = v.time()?,
-        5 "reason" => c.reason = v.omitted()?,
-    })?;
-    Ok(c)
-}
-
-fn container_status(b: &[u8]) -> P<RawContainerStatus<'_>> {
-    let mut c = RawContainerStatus::default();
-    table!(b, RawContainerStatus, |v| {
-        2 "state" => c.state = container_state(v.bytes()?)?,
-        5 "restartCount" => c.restart_count = v.i32()?,
-    })?;
-    Ok(c)
-}
-
-fn container_state(b: &[u8]) -> P<RawContainerState<'_>> {
-    let mut s = RawContainerState::default();
-    table!(b, RawContainerState, |v| {
-        1 "waiting" => {
-            let mut w = RawReason::default();
-            table!(v.bytes()?, RawReason, |r| {
-                1 "reason" => w.reason = r.omitted()?,
-            })?;
-            s.waiting = Some(w)
-        },
-        2 "running" => {
-            v.bytes()?;
-            s.running = Some(IgnoredAny)
-        },
-        3 "terminated" => {
-            let mut t = RawTerminated::default();
-            table!(v.bytes()?, RawTerminated, |r| {
-                1 "exitCode" => t.exit_code = r.i32()?,
-                3 "reason" => t.reason = r.omitted()?,
-            })?;
-            s.terminated = Some(t)
-        },
-    })?;
-    Ok(s)
 }
 
 /// An API `Status` (what the server answers instead of an object when it fails).
@@ -1002,646 +904,4 @@ pub(super) mod tables {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::stream::ListDecoder;
-    use super::*;
-
-    /// A message written by hand, its fields in the order added.
-    #[derive(Default, Clone)]
-    struct M(Vec<u8>);
-
-    fn var(mut v: u64, out: &mut Vec<u8>) {
-        while v >= 0x80 {
-            out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-
-    impl M {
-        fn new() -> M {
-            M::default()
-        }
-        fn int(mut self, n: u32, v: i64) -> M {
-            var(u64::from(n) << 3, &mut self.0);
-            var(v as u64, &mut self.0);
-            self
-        }
-        fn bytes(mut self, n: u32, b: &[u8]) -> M {
-            var(u64::from(n) << 3 | 2, &mut self.0);
-            var(b.len() as u64, &mut self.0);
-            self.0.extend_from_slice(b);
-            self
-        }
-        fn s(self, n: u32, s: &str) -> M {
-            self.bytes(n, s.as_bytes())
-        }
-        fn m(self, n: u32, m: M) -> M {
-            self.bytes(n, &m.0)
-        }
-        /// A map<string, string> entry.
-        fn kv(self, n: u32, k: &str, v: &str) -> M {
-            self.m(n, M::new().s(1, k).s(2, v))
-        }
-        /// A map<string, Quantity> entry.
-        fn kq(self, n: u32, k: &str, v: &str) -> M {
-            self.m(n, M::new().s(1, k).m(2, M::new().s(1, v)))
-        }
-        /// A metav1.Time.
-        fn t(self, n: u32, seconds: i64) -> M {
-            self.m(n, M::new().int(1, seconds))
-        }
-    }
-
-    /// A list response: the magic, the envelope, the list with `items`.
-    fn response(kind: &str, items: &[M]) -> Vec<u8> {
-        let mut list = M::new().m(1, M::new().s(2, "42"));
-        for i in items {
-            list = list.m(2, i.clone());
-        }
-        let mut out = MAGIC.to_vec();
-        let env = M::new()
-            .m(1, M::new().s(1, "v1").s(2, kind))
-            .m(2, list)
-            .s(3, "")
-            .s(4, "");
-        out.extend_from_slice(&env.0);
-        out
-    }
-
-    /// 2026-11-30T10:00:00Z.
-    const T0: i64 = 1_796_032_800;
-
-    fn rich_pod() -> M {
-        let selector = |app: &str| M::new().kv(1, "app", app);
-        let meta = M::new()
-            .s(1, "web-1")
-            .s(2, "web-")
-            .s(3, "shop")
-            .s(5, "u1")
-            .s(6, "41")
-            .t(8, T0)
-            .kv(11, "app", "web")
-            .kv(11, "tier", "front")
-            .kv(12, "descheduler.alpha.kubernetes.io/evict", "true")
-            .kv(12, "other", "x")
-            .m(
-                13,
-                M::new()
-                    .s(1, "ReplicaSet")
-                    .s(3, "web-abc")
-                    .s(4, "rs1")
-                    .s(5, "apps/v1")
-                    .int(6, 1),
-            )
-            // managedFields: passed over.
-            .m(17, M::new().s(1, "kubectl").s(2, "Update"));
-        let node_req = |k: &str, op: &str, vals: &[&str]| {
-            vals.iter()
-                .fold(M::new().s(1, k).s(2, op), |m, v| m.s(3, v))
-        };
-        let pod_term = |topology: &str| {
-            M::new()
-                .m(
-                    1,
-                    selector("web").m(2, M::new().s(1, "tier").s(2, "In").s(3, "front")),
-                )
-                .s(2, "shop")
-                .s(3, topology)
-                .m(4, M::new())
-        };
-        let affinity = M::new()
-            .m(
-                1,
-                M::new()
-                    .m(
-                        1,
-                        M::new().m(
-                            1,
-                            M::new()
-                                .m(1, node_req("k", "In", &["v1", "v2"]))
-                                .m(2, node_req("metadata.name", "NotIn", &["n9"])),
-                        ),
-                    )
-                    .m(
-                        2,
-                        M::new()
-                            .int(1, 5)
-                            .m(2, M::new().m(1, node_req("disk", "Exists", &[]))),
-                    ),
-            )
-            .m(2, M::new().m(1, pod_term("zone")))
-            .m(
-                3,
-                M::new()
-                    .m(1, pod_term("kubernetes.io/hostname"))
-                    .m(2, M::new().int(1, 10).m(2, pod_term("zone"))),
-            );
-        let spec = M::new()
-            .m(1, M::new().s(1, "a").m(2, M::new().m(2, M::new())))
-            .m(
-                1,
-                M::new().s(1, "b").m(2, M::new().m(1, M::new().s(1, "/x"))),
-            )
-            .m(
-                1,
-                M::new()
-                    .s(1, "c")
-                    .m(2, M::new().m(10, M::new().s(1, "data"))),
-            )
-            .m(
-                2,
-                M::new()
-                    .s(1, "app")
-                    .s(2, "web:1")
-                    .s(3, "run")
-                    .m(
-                        6,
-                        M::new()
-                            .s(1, "http")
-                            .int(2, 8080)
-                            .int(3, 80)
-                            .s(4, "TCP")
-                            .s(5, ""),
-                    )
-                    .m(6, M::new().int(2, 0).int(3, 9090).s(4, "UDP"))
-                    .m(
-                        8,
-                        M::new()
-                            .kq(1, "memory", "2Gi")
-                            .kq(2, "cpu", "500m")
-                            .kq(2, "memory", "1Gi"),
-                    ),
-            )
-            .s(3, "Always")
-            .int(4, 30)
-            .kv(7, "zone", "a")
-            .s(10, "n1")
-            .m(18, affinity)
-            .m(
-                20,
-                M::new()
-                    .s(1, "side")
-                    .s(2, "side:1")
-                    .m(8, M::new().kq(2, "cpu", "50m"))
-                    .s(24, "Always"),
-            )
-            .m(
-                22,
-                M::new()
-                    .s(1, "k")
-                    .s(2, "Equal")
-                    .s(3, "v")
-                    .s(4, "NoSchedule"),
-            )
-            .m(
-                22,
-                M::new()
-                    .s(1, "")
-                    .s(2, "Exists")
-                    .s(3, "")
-                    .s(4, "")
-                    .int(5, 300),
-            )
-            .s(24, "high")
-            .int(25, 1000)
-            .kq(32, "cpu", "10m")
-            .m(
-                33,
-                M::new()
-                    .int(1, 1)
-                    .s(2, "zone")
-                    .s(3, "DoNotSchedule")
-                    .m(4, selector("web"))
-                    .int(5, 2)
-                    .s(6, "Honor")
-                    .s(7, "Ignore")
-                    .s(8, "pod-template-hash"),
-            )
-            .m(39, M::new().s(1, "gpu").s(3, "gpu-claim"))
-            .m(40, M::new().kq(2, "cpu", "1"))
-            .m(43, M::new().s(1, "train"));
-        let status = M::new()
-            .s(1, "Running")
-            .m(
-                2,
-                M::new()
-                    .s(1, "Ready")
-                    .s(2, "True")
-                    .m(3, M::new())
-                    .t(4, T0 + 60)
-                    .s(5, "")
-                    .s(6, ""),
-            )
-            .m(
-                2,
-                M::new()
-                    .s(1, "PodScheduled")
-                    .s(2, "False")
-                    .m(4, M::new())
-                    .s(5, "Unschedulable"),
-            )
-            .s(4, "")
-            .s(6, "10.0.0.1")
-            .t(7, T0 + 5)
-            .m(
-                8,
-                M::new()
-                    .s(1, "app")
-                    .m(
-                        2,
-                        M::new().m(1, M::new().s(1, "CrashLoopBackOff").s(2, "back-off")),
-                    )
-                    .m(3, M::new())
-                    .int(5, 3),
-            )
-            .m(
-                10,
-                M::new()
-                    .s(1, "side")
-                    .m(2, M::new().m(2, M::new().t(1, T0)))
-                    .int(5, 0),
-            )
-            .m(
-                13,
-                M::new()
-                    .s(1, "dbg")
-                    .m(2, M::new().m(3, M::new().int(1, 1).s(3, "Error")))
-                    .int(5, 0),
-            );
-        M::new().m(1, meta).m(2, spec).m(3, status)
-    }
-
-    const RICH_POD_JSON: &str = r#"{"metadata":{"name":"web-1","generateName":"web-","namespace":"shop","uid":"u1","resourceVersion":"41","creationTimestamp":"2026-11-30T10:00:00Z","labels":{"app":"web","tier":"front"},"annotations":{"descheduler.alpha.kubernetes.io/evict":"true","other":"x"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-abc","uid":"rs1","controller":true}],"managedFields":[{"manager":"kubectl","operation":"Update"}]},
- "spec":{"volumes":[{"name":"a","emptyDir":{}},{"name":"b","hostPath":{"path":"/x"}},{"name":"c","persistentVolumeClaim":{"claimName":"data"}}],
-  "containers":[{"name":"app","image":"web:1","command":["run"],"ports":[{"name":"http","hostPort":8080,"containerPort":80,"protocol":"TCP"},{"containerPort":9090,"protocol":"UDP"}],"resources":{"limits":{"memory":"2Gi"},"requests":{"cpu":"500m","memory":"1Gi"}}}],
-  "restartPolicy":"Always","terminationGracePeriodSeconds":30,"nodeSelector":{"zone":"a"},"nodeName":"n1",
-  "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"In","values":["v1","v2"]}],"matchFields":[{"key":"metadata.name","operator":"NotIn","values":["n9"]}]}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":5,"preference":{"matchExpressions":[{"key":"disk","operator":"Exists"}]}}]},
-   "podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"},"matchExpressions":[{"key":"tier","operator":"In","values":["front"]}]},"namespaces":["shop"],"topologyKey":"zone","namespaceSelector":{}}]},
-   "podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"},"matchExpressions":[{"key":"tier","operator":"In","values":["front"]}]},"namespaces":["shop"],"topologyKey":"kubernetes.io/hostname","namespaceSelector":{}}],"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"podAffinityTerm":{"labelSelector":{"matchLabels":{"app":"web"},"matchExpressions":[{"key":"tier","operator":"In","values":["front"]}]},"namespaces":["shop"],"topologyKey":"zone","namespaceSelector":{}}}]}},
-  "initContainers":[{"name":"side","image":"side:1","resources":{"requests":{"cpu":"50m"}},"restartPolicy":"Always"}],
-  "tolerations":[{"key":"k","operator":"Equal","value":"v","effect":"NoSchedule"},{"operator":"Exists","tolerationSeconds":300}],
-  "priorityClassName":"high","priority":1000,"overhead":{"cpu":"10m"},
-  "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}},"minDomains":2,"nodeAffinityPolicy":"Honor","nodeTaintsPolicy":"Ignore","matchLabelKeys":["pod-template-hash"]}],
-  "resourceClaims":[{"name":"gpu","resourceClaimName":"gpu-claim"}],"resources":{"requests":{"cpu":"1"}},"schedulingGroup":{"podGroupName":"train"}},
- "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","lastProbeTime":null,"lastTransitionTime":"2026-11-30T10:01:00Z"},{"type":"PodScheduled","status":"False","lastTransitionTime":null,"reason":"Unschedulable"}],"podIP":"10.0.0.1","startTime":"2026-11-30T10:00:05Z",
-  "containerStatuses":[{"name":"app","state":{"waiting":{"reason":"CrashLoopBackOff","message":"back-off"}},"lastState":{},"restartCount":3}],
-  "initContainerStatuses":[{"name":"side","state":{"running":{"startedAt":"2026-11-30T10:00:00Z"}},"restartCount":0}],
-  "ephemeralContainerStatuses":[{"name":"dbg","state":{"terminated":{"exitCode":1,"reason":"Error"}},"restartCount":0}]}}"#;
-
-    /// What the server writes for a pod with little set: empty strings, a zero host port
-    /// and unset times written where its JSON leaves them out.
-    fn bare_pod() -> M {
-        M::new()
-            .m(
-                1,
-                M::new()
-                    .s(1, "bare")
-                    .s(2, "")
-                    .s(3, "default")
-                    .s(5, "u2")
-                    .s(6, "7")
-                    .m(8, M::new()),
-            )
-            .m(
-                2,
-                M::new()
-                    .m(
-                        2,
-                        M::new()
-                            .s(1, "c")
-                            .s(2, "busybox")
-                            .m(6, M::new().int(2, 0).int(3, 1).s(4, "TCP"))
-                            .m(8, M::new()),
-                    )
-                    .s(10, "")
-                    .s(24, ""),
-            )
-            .m(3, M::new().s(1, "Pending").s(4, "").s(3, ""))
-    }
-
-    const BARE_POD_JSON: &str = r#"{"metadata":{"name":"bare","namespace":"default","uid":"u2","resourceVersion":"7","creationTimestamp":null},
- "spec":{"containers":[{"name":"c","image":"busybox","ports":[{"containerPort":1,"protocol":"TCP"}],"resources":{}}]},"status":{"phase":"Pending"}}"#;
-
-    fn node() -> M {
-        M::new()
-            .m(
-                1,
-                M::new()
-                    .s(1, "n1")
-                    .s(5, "nu1")
-                    .s(6, "5")
-                    .t(8, T0)
-                    .kv(11, "zone", "a"),
-            )
-            .m(
-                2,
-                M::new()
-                    .s(1, "10.1.0.0/24")
-                    .int(4, 1)
-                    .m(
-                        5,
-                        M::new()
-                            .s(1, "dedicated")
-                            .s(2, "gpu")
-                            .s(3, "NoSchedule")
-                            .m(4, M::new()),
-                    )
-                    .m(
-                        5,
-                        M::new()
-                            .s(1, "node.kubernetes.io/unreachable")
-                            .s(2, "")
-                            .s(3, "NoExecute")
-                            .t(4, T0),
-                    ),
-            )
-            .m(
-                3,
-                M::new()
-                    .kq(1, "cpu", "8")
-                    .kq(1, "pods", "110")
-                    .kq(2, "cpu", "7900m")
-                    .kq(2, "memory", "31Gi")
-                    .kq(2, "pods", "110")
-                    .s(3, "")
-                    .m(
-                        4,
-                        M::new()
-                            .s(1, "Ready")
-                            .s(2, "True")
-                            .t(3, T0 + 9)
-                            .t(4, T0)
-                            .s(5, "KubeletReady")
-                            .s(6, "ok"),
-                    )
-                    .m(8, M::new().s(1, "registry/image:1").int(2, 1000)),
-            )
-    }
-
-    const NODE_JSON: &str = r#"{"metadata":{"name":"n1","uid":"nu1","resourceVersion":"5","creationTimestamp":"2026-11-30T10:00:00Z","labels":{"zone":"a"}},
- "spec":{"podCIDR":"10.1.0.0/24","unschedulable":true,"taints":[{"key":"dedicated","value":"gpu","effect":"NoSchedule"},{"key":"node.kubernetes.io/unreachable","effect":"NoExecute","timeAdded":"2026-11-30T10:00:00Z"}]},
- "status":{"capacity":{"cpu":"8","pods":"110"},"allocatable":{"cpu":"7900m","memory":"31Gi","pods":"110"},"conditions":[{"type":"Ready","status":"True","lastHeartbeatTime":"2026-11-30T10:00:09Z","lastTransitionTime":"2026-11-30T10:00:00Z","reason":"KubeletReady","message":"ok"}],"images":[{"names":["registry/image:1"],"sizeBytes":1000}]}}"#;
-
-    fn kind_of(kind: &'static str) -> ObjectType {
-        ObjectType {
-            kind,
-            api_version: "v1",
-        }
-    }
-
-    fn from_json(kind: &'static str, items: &[&str]) -> DecodedList {
-        let text = format!(
-            r#"{{"kind":"{kind}List","apiVersion":"v1","metadata":{{"resourceVersion":"42"}},"items":[{}]}}"#,
-            items.join(",")
-        );
-        let mut d = ListDecoder::new("the test's list", kind_of(kind));
-        d.push(text.as_bytes()).unwrap();
-        d.finish().unwrap()
-    }
-
-    /// Decodes `bytes` pushed `step` bytes at a time.
-    fn from_proto(
-        kind: &'static str,
-        bytes: &[u8],
-        step: usize,
-    ) -> Result<DecodedList, SnapshotError> {
-        let mut d = ProtoListDecoder::new("the test's list", kind_of(kind)).unwrap();
-        for chunk in bytes.chunks(step) {
-            d.push(chunk)?;
-        }
-        d.finish()
-    }
-
-    #[test]
-    fn times_read_as_the_seconds_their_json_text_gives() {
-        fn time(m: &M) -> P<Option<RawTime<'_>>> {
-            V::Bytes(&m.0).time()
-        }
-        for seconds in [
-            0,
-            T0,
-            951_782_400,     // 2000-02-29
-            4_107_542_399,   // 2100-02-28T23:59:59
-            -62_135_596_800, // 0001-01-01
-            -62_167_219_200, // 0000-01-01, the first metav1.Time
-            253_402_300_799, // 9999-12-31T23:59:59, the last
-            -1,
-            1_234_567_890,
-        ] {
-            let text = chrono::DateTime::from_timestamp(seconds, 0)
-                .unwrap()
-                .format("%Y-%m-%dT%H:%M:%SZ")
-                .to_string();
-            let from_json = RawTime::Text(Str(Cow::Owned(text.clone())));
-            let message = M::new().int(1, seconds);
-            let from_proto = time(&message).unwrap().unwrap();
-            assert_eq!(from_proto, RawTime::Seconds(seconds), "{text}");
-            let obj = super::super::Obj {
-                kind: "Pod",
-                namespace: "ns",
-                name: "p",
-            };
-            assert_eq!(
-                super::super::time("f", obj, "x", &from_proto).unwrap(),
-                super::super::time("f", obj, "x", &from_json).unwrap(),
-                "{text}"
-            );
-        }
-        // Nanoseconds (field 2) do not change the second.
-        assert_eq!(
-            time(&M::new().int(1, T0).int(2, 999_999_999)).unwrap(),
-            Some(RawTime::Seconds(T0))
-        );
-        assert_eq!(
-            time(&M::new()).unwrap(),
-            None,
-            "an empty message is no time"
-        );
-        for out in [253_402_300_800, -62_167_219_201, i64::MAX, i64::MIN] {
-            assert_eq!(
-                time(&M::new().int(1, out)),
-                Err(Bad("a time out of range")),
-                "{out}"
-            );
-        }
-    }
-
-    #[test]
-    fn pods_and_nodes_read_from_protobuf_as_from_their_json() {
-        let pods = response("PodList", &[rich_pod(), bare_pod()]);
-        let json = from_json("Pod", &[RICH_POD_JSON, BARE_POD_JSON]);
-        let proto = from_proto("Pod", &pods, pods.len()).unwrap();
-        assert_eq!(proto.parts.pods.len(), 2);
-        assert_eq!(format!("{:?}", proto.parts), format!("{:?}", json.parts));
-        assert_eq!(proto.resource_version, "42");
-        assert_eq!(proto.continue_token, "");
-        let p = &proto.parts.pods[0];
-        assert_eq!(p.node_name.as_deref(), Some("n1"));
-        assert_eq!(
-            p.pod_group.as_deref(),
-            Some("train"),
-            "spec.schedulingGroup"
-        );
-        assert_eq!(proto.parts.pods[1].pod_group, None);
-        assert!(
-            proto.parts.pods[1].node_name.is_none(),
-            "an empty nodeName is none"
-        );
-
-        let nodes = response("NodeList", &[node()]);
-        let json = from_json("Node", &[NODE_JSON]);
-        let proto = from_proto("Node", &nodes, nodes.len()).unwrap();
-        assert_eq!(proto.parts.nodes.len(), 1);
-        assert!(proto.parts.nodes[0].unschedulable);
-        assert_eq!(format!("{:?}", proto.parts), format!("{:?}", json.parts));
-    }
-
-    #[test]
-    fn a_response_read_in_pieces_of_any_size_reads_the_same() {
-        let pods = response("PodList", &[rich_pod(), bare_pod(), rich_pod()]);
-        let whole = format!("{:?}", from_proto("Pod", &pods, pods.len()).unwrap().parts);
-        for step in [1, 2, 3, 7, 64, 1000] {
-            let parts = from_proto("Pod", &pods, step).unwrap().parts;
-            assert_eq!(format!("{parts:?}"), whole, "in pieces of {step}");
-        }
-    }
-
-    #[test]
-    fn a_cut_or_damaged_response_is_an_error_that_says_where() {
-        let pods = response("PodList", &[rich_pod(), bare_pod()]);
-        // Every cut short of the whole is refused (the envelope's last two fields are
-        // empty strings, two bytes each: cutting those leaves the list whole but not the
-        // envelope).
-        for cut in 0..pods.len() - 4 {
-            let e = from_proto("Pod", &pods[..cut], 4096)
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("the test's list") && e.contains("protobuf at byte"),
-                "{e}"
-            );
-        }
-        let mut wrong = pods.clone();
-        wrong[0] = b'{';
-        let e = from_proto("Pod", &wrong, 4096).unwrap_err().to_string();
-        assert!(e.contains("not the API's protobuf encoding"), "{e}");
-        // A string field given a number: the item is named.
-        let odd = response("PodList", &[bare_pod(), M::new().m(1, M::new().int(1, 5))]);
-        let e = from_proto("Pod", &odd, 4096).unwrap_err().to_string();
-        assert!(e.contains("item #1") && e.contains("a number where"), "{e}");
-        let bad_utf8 = response(
-            "PodList",
-            &[M::new().m(1, M::new().bytes(1, &[0xff, 0xfe]))],
-        );
-        let e = from_proto("Pod", &bad_utf8, 4096).unwrap_err().to_string();
-        assert!(e.contains("not UTF-8"), "{e}");
-    }
-
-    #[test]
-    fn a_status_is_read_as_the_failure_it_is() {
-        let status = M::new()
-            .s(2, "Failure")
-            .s(3, "pods is forbidden: User \"x\" cannot list")
-            .s(4, "Forbidden")
-            .int(6, 403);
-        let mut body = MAGIC.to_vec();
-        body.extend_from_slice(
-            &M::new()
-                .m(1, M::new().s(1, "v1").s(2, "Status"))
-                .m(2, status)
-                .0,
-        );
-        let s = decode_status(&body).unwrap();
-        assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"));
-        assert!(s.message.contains("forbidden"));
-        let e = from_proto("Pod", &body, 4096).unwrap_err().to_string();
-        assert!(e.contains("answered a Status"), "{e}");
-        assert_eq!(decode_status(&response("PodList", &[])), None);
-        assert_eq!(decode_status(b"{\"kind\":\"Status\"}"), None);
-    }
-
-    /// Each protobuf table reads, for its wire struct, every field the JSON tables read,
-    /// but those of kinds that are not read from protobuf (PodDisruptionBudget, PodGroup)
-    /// and a List's own.
-    #[test]
-    fn the_protobuf_tables_cover_the_json_fields() {
-        let pods = response("PodList", &[rich_pod()]);
-        from_proto("Pod", &pods, pods.len()).unwrap();
-        let nodes = response("NodeList", &[node()]);
-        from_proto("Node", &nodes, nodes.len()).unwrap();
-        let not_in_protobuf: &[(&str, &str)] = &[
-            ("RawObject", "kind"),
-            ("RawObject", "apiVersion"),
-            ("RawObject", "items"),
-            ("RawObject", "value"),
-            ("RawSpec", "selector"),
-            ("RawSpec", "minMember"),
-            ("RawSpec", "schedulingPolicy"),
-            ("RawSpec", "disruptionMode"),
-            ("RawStatus", "disruptionsAllowed"),
-        ];
-        let read = tables::READ.lock().unwrap().clone();
-        let mut by_struct: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-        for (name, keys) in &read {
-            by_struct
-                .entry(name)
-                .or_default()
-                .extend(keys.iter().copied());
-        }
-        let json = super::super::fast::tables::serde_fields_by_name();
-        for (name, keys) in &by_struct {
-            let fields = json
-                .iter()
-                .find(|(n, _)| n == name)
-                .unwrap_or_else(|| panic!("{name}: no JSON table"))
-                .1;
-            for key in keys {
-                assert!(fields.contains(key), "{name}: {key} is not a JSON field");
-            }
-            for field in fields {
-                assert!(
-                    keys.contains(field) || not_in_protobuf.contains(&(name, field)),
-                    "{name}: the JSON field {field} has no protobuf field"
-                );
-            }
-        }
-        for name in [
-            "RawObject",
-            "RawMeta",
-            "RawOwner",
-            "RawSpec",
-            "RawStatus",
-            "RawContainer",
-            "RawResources",
-            "RawPort",
-            "RawToleration",
-            "RawTaint",
-            "RawVolume",
-            "RawPvcSource",
-            "RawTopologySpreadConstraint",
-            "LabelSelectorSpec",
-            "LabelSelectorRequirement",
-            "RawAffinity",
-            "RawNodeAffinity",
-            "RawNodeSelector",
-            "RawNodeSelectorTerm",
-            "RawNodeSelectorRequirement",
-            "RawPreferredSchedulingTerm",
-            "RawPodAffinity",
-            "RawPodAffinityTerm",
-            "RawWeightedPodAffinityTerm",
-            "RawCondition",
-            "RawContainerStatus",
-            "RawContainerState",
-            "RawReason",
-            "RawTerminated",
-            "RawSchedulingGroup",
-        ] {
-            assert!(
-                by_struct.contains_key(name),
-                "{name}: no protobuf table was read"
-            );
-        }
-    }
-}
+mod tests;

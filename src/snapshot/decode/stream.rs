@@ -5,19 +5,16 @@
 //! of the same objects see the same model, and nothing but the model is built: no API
 //! objects, no JSON written only to be read again.
 
+use super::convert::Sink;
+use super::error::SnapshotError;
 use super::parallel::{item, skip_ws, step, Step};
-use super::{RawMeta, RawObject, Shapes, Sink, SnapshotError, SnapshotParts, Str};
-use crate::snapshot::{Namespace, Node, Pdb, Pod, PodGroup, PriorityClass};
+use super::proto::{self, ProtoListDecoder};
+pub use super::wire::{DecodedList, ObjectType};
+use super::wire::{RawMeta, RawObject, Str};
+use crate::snapshot::shapes::Shapes;
+use crate::snapshot::{Namespace, Node, Pdb, Pod, PodGroup, PriorityClass, SnapshotParts};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-
-/// The type of the objects of one API resource, given to items that come without theirs
-/// (the API's typed lists, such as a PodList, leave `kind` and `apiVersion` out).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ObjectType {
-    pub kind: &'static str,
-    pub api_version: &'static str,
-}
 
 /// Bytes gathered before they are decoded (an item cut by the end waits for the next ones).
 const WINDOW: usize = 1 << 20;
@@ -37,6 +34,16 @@ enum State {
     Items { want_item: bool, any: bool },
     /// After the closing `}`.
     Done,
+}
+
+/// What one step of a list response's reader leads to.
+enum Flow {
+    /// Read on from this position.
+    At(usize),
+    /// The bytes end inside what comes next: keep them from this position.
+    Wait(usize),
+    /// An error at this position.
+    Fail(usize, String),
 }
 
 #[derive(Deserialize, Default)]
@@ -173,116 +180,32 @@ impl ListDecoder {
             if p == b.len() {
                 break Ok(p);
             }
-            match self.state {
+            let flow = match self.state {
                 State::Open if b[p] == b'{' => {
                     self.state = State::FirstKey;
-                    pos = p + 1;
+                    Flow::At(p + 1)
                 }
-                State::Open => break Err((p, "expected a JSON object (a List)".into())),
+                State::Open => Flow::Fail(p, "expected a JSON object (a List)".into()),
                 State::FirstKey if b[p] == b'}' => {
                     self.state = State::Done;
-                    pos = p + 1;
+                    Flow::At(p + 1)
                 }
-                State::FirstKey | State::Key => {
-                    let (key, after) = match step::<Str<'_>>(text, p) {
-                        Step::Done(k, a) => (k, a),
-                        Step::Short => break Ok(p),
-                        Step::Invalid => break Err((p, "expected a key".into())),
-                    };
-                    let colon = skip_ws(b, after);
-                    match b.get(colon) {
-                        None => break Ok(p),
-                        Some(b':') => {}
-                        Some(_) => break Err((colon, "expected ':'".into())),
-                    }
-                    let v = skip_ws(b, colon + 1);
-                    if v == b.len() {
-                        break Ok(p);
-                    }
-                    let read = match &*key {
-                        "items" if b[v] == b'[' => {
-                            self.items_seen = true;
-                            self.state = State::Items {
-                                want_item: true,
-                                any: false,
-                            };
-                            pos = v + 1;
-                            continue;
-                        }
-                        "items" => step::<Option<[IgnoredAny; 0]>>(text, v).map(|_| {
-                            self.items_seen = true;
-                            Ok(())
-                        }),
-                        "metadata" => step::<RawListMeta>(text, v).map(|m| {
-                            self.meta = m;
-                            Ok(())
-                        }),
-                        "kind" => step::<Str<'_>>(text, v).map(|k| {
-                            if &*k == "Status" {
-                                Err(())
-                            } else {
-                                self.kind = Some(String::from(&*k));
-                                Ok(())
-                            }
-                        }),
-                        _ => step::<IgnoredAny>(text, v).map(|_| Ok(())),
-                    };
-                    match read {
-                        Step::Done(Err(()), _) => {
-                            break Err((v, "the API server answered a Status, not a list".into()))
-                        }
-                        Step::Done(_, after) => {
-                            self.state = State::AfterValue;
-                            pos = after;
-                        }
-                        Step::Short => break Ok(p),
-                        Step::Invalid => {
-                            break Err((
-                                v,
-                                format!("the value of {:?} is not valid JSON of its kind", &*key),
-                            ))
-                        }
-                    }
-                }
+                State::FirstKey | State::Key => self.member(text, p),
                 State::AfterValue => match b[p] {
                     b',' => {
                         self.state = State::Key;
-                        pos = p + 1;
+                        Flow::At(p + 1)
                     }
                     b'}' => {
                         self.state = State::Done;
-                        pos = p + 1;
+                        Flow::At(p + 1)
                     }
-                    _ => break Err((p, "expected ',' or '}'".into())),
+                    _ => Flow::Fail(p, "expected ',' or '}'".into()),
                 },
                 State::Items {
                     want_item: true,
                     any,
-                } => {
-                    if !any && b[p] == b']' {
-                        self.state = State::AfterValue;
-                        pos = p + 1;
-                        continue;
-                    }
-                    match item(text, p, &mut place, &mut sink, self.index, None) {
-                        Step::Done(Ok(()), after) => {
-                            self.index += 1;
-                            self.state = State::Items {
-                                want_item: false,
-                                any: true,
-                            };
-                            pos = after;
-                        }
-                        Step::Done(Err(()), _) => break Err((p, String::new())),
-                        Step::Short => break Ok(p),
-                        Step::Invalid => {
-                            let why = serde_json::from_str::<Box<RawObject<'_>>>(&text[p..])
-                                .err()
-                                .map_or_else(|| "not a JSON object".to_string(), |e| e.to_string());
-                            break Err((p, format!("item #{}: {why}", self.index)));
-                        }
-                    }
-                }
+                } => self.list_item(text, p, any, &mut place, &mut sink),
                 State::Items {
                     want_item: false, ..
                 } => match b[p] {
@@ -291,15 +214,20 @@ impl ListDecoder {
                             want_item: true,
                             any: true,
                         };
-                        pos = p + 1;
+                        Flow::At(p + 1)
                     }
                     b']' => {
                         self.state = State::AfterValue;
-                        pos = p + 1;
+                        Flow::At(p + 1)
                     }
-                    _ => break Err((p, "expected ',' or ']' between items".into())),
+                    _ => Flow::Fail(p, "expected ',' or ']' between items".into()),
                 },
-                State::Done => break Err((p, "text after the end of the list".into())),
+                State::Done => Flow::Fail(p, "text after the end of the list".into()),
+            };
+            match flow {
+                Flow::At(next) => pos = next,
+                Flow::Wait(keep) => break Ok(keep),
+                Flow::Fail(at, message) => break Err((at, message)),
             }
         };
         let conversion = sink.error.take();
@@ -317,20 +245,113 @@ impl ListDecoder {
             Err((at, message)) => Err(self.error(at, message)),
         }
     }
+    /// A member of the top-level object at `p` (its key, then its value).
+    fn member(&mut self, text: &str, p: usize) -> Flow {
+        let b = text.as_bytes();
+        let (key, after) = match step::<Str<'_>>(text, p) {
+            Step::Done(k, a) => (k, a),
+            Step::Short => return Flow::Wait(p),
+            Step::Invalid => return Flow::Fail(p, "expected a key".into()),
+        };
+        let colon = skip_ws(b, after);
+        match b.get(colon) {
+            None => return Flow::Wait(p),
+            Some(b':') => {}
+            Some(_) => return Flow::Fail(colon, "expected ':'".into()),
+        }
+        let v = skip_ws(b, colon + 1);
+        if v == b.len() {
+            return Flow::Wait(p);
+        }
+        let read = match &*key {
+            "items" if b[v] == b'[' => {
+                self.items_seen = true;
+                self.state = State::Items {
+                    want_item: true,
+                    any: false,
+                };
+                return Flow::At(v + 1);
+            }
+            "items" => step::<Option<[IgnoredAny; 0]>>(text, v).map(|_| {
+                self.items_seen = true;
+                Ok(())
+            }),
+            "metadata" => step::<RawListMeta>(text, v).map(|m| {
+                self.meta = m;
+                Ok(())
+            }),
+            "kind" => step::<Str<'_>>(text, v).map(|k| {
+                if &*k == "Status" {
+                    Err(())
+                } else {
+                    self.kind = Some(String::from(&*k));
+                    Ok(())
+                }
+            }),
+            _ => step::<IgnoredAny>(text, v).map(|_| Ok(())),
+        };
+        match read {
+            Step::Done(Err(()), _) => {
+                Flow::Fail(v, "the API server answered a Status, not a list".into())
+            }
+            Step::Done(_, after) => {
+                self.state = State::AfterValue;
+                Flow::At(after)
+            }
+            Step::Short => Flow::Wait(p),
+            Step::Invalid => Flow::Fail(
+                v,
+                format!("the value of {:?} is not valid JSON of its kind", &*key),
+            ),
+        }
+    }
+
+    /// An item of `items` at `p` (or `]` when none was read yet).
+    fn list_item<'t>(
+        &mut self,
+        text: &'t str,
+        p: usize,
+        any: bool,
+        place: &mut RawObject<'t>,
+        sink: &mut Sink<'_>,
+    ) -> Flow {
+        if !any && text.as_bytes()[p] == b']' {
+            self.state = State::AfterValue;
+            return Flow::At(p + 1);
+        }
+        match item(text, p, place, sink, self.index, None) {
+            Step::Done(Ok(()), after) => {
+                self.index += 1;
+                self.state = State::Items {
+                    want_item: false,
+                    any: true,
+                };
+                Flow::At(after)
+            }
+            Step::Done(Err(()), _) => Flow::Fail(p, String::new()),
+            Step::Short => Flow::Wait(p),
+            Step::Invalid => {
+                let why = serde_json::from_str::<Box<RawObject<'_>>>(&text[p..])
+                    .err()
+                    .map_or_else(|| "not a JSON object".to_string(), |e| e.to_string());
+                Flow::Fail(p, format!("item #{}: {why}", self.index))
+            }
+        }
+    }
 }
 
 /// The reader of a list response in the encoding the server chose (its Content-Type).
 pub enum ListReader {
     Json(ListDecoder),
-    Proto(super::proto::ProtoListDecoder),
+    Proto(ProtoListDecoder),
 }
 
 impl ListReader {
     /// For a response of `content_type` (protobuf, for the kinds [`super::proto`] reads;
     /// else JSON).
     pub fn new(what: String, defaults: ObjectType, content_type: &str) -> Self {
-        if content_type.starts_with(super::proto::MEDIA_TYPE) {
-            if let Some(d) = super::proto::ProtoListDecoder::new(what.clone(), defaults) {
+        if content_type.starts_with(proto::MEDIA_TYPE) {
+            if let Some(d) = ProtoListDecoder::new(what.clone(), defaults) {
                 return ListReader::Proto(d);
             }
         }
@@ -350,16 +371,6 @@ impl ListReader {
             ListReader::Proto(d) => d.finish(),
         }
     }
-}
-
-/// A list response, decoded.
-#[derive(Debug, Default)]
-pub struct DecodedList {
-    pub parts: SnapshotParts,
-    /// `metadata.resourceVersion`: where a watch of the same resource starts.
-    pub resource_version: String,
-    /// `metadata.continue`: the next page's token (empty on the last page).
-    pub continue_token: String,
 }
 
 /// What a watch event says happened.
