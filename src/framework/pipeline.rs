@@ -5,7 +5,7 @@
 use super::ArgsError;
 use super::{Built, EvictorPlugin, ExtensionPoint, Limits, Plugin, Registry, SortPlugin};
 use crate::labels::Selector;
-use crate::policy::{MetricsProvider, Policy, PolicyError};
+use crate::policy::{MetricsProvider, Policy, PolicyError, Profile};
 use crate::snapshot::usage::{UsageNeed, UsageSource};
 
 #[derive(Debug)]
@@ -41,6 +41,149 @@ pub struct Pipeline {
     pub termination: crate::sim::Termination,
 }
 
+/// Builds one profile of a policy (`profiles[index]`) through the registry.
+struct ProfileBuilder<'p> {
+    profile: &'p Profile,
+    index: usize,
+    file: &'p str,
+    registry: &'p Registry,
+    providers: &'p [MetricsProvider],
+}
+
+impl ProfileBuilder<'_> {
+    fn build(&self) -> Result<ProfilePipeline, PolicyError> {
+        Ok(ProfilePipeline {
+            name: self.profile.name.clone(),
+            evictor: self.evictor()?,
+            sort: self.sort()?,
+            deschedule: self.strategies(self.profile.plugins.deschedule.effective())?,
+            balance: self.strategies(self.profile.plugins.balance.effective())?,
+        })
+    }
+
+    fn args_path(&self, ci: usize) -> String {
+        format!("profiles[{}].pluginConfig[{ci}].args", self.index)
+    }
+
+    /// An args error at its place in the policy.
+    fn at(&self, ci: usize, e: ArgsError) -> PolicyError {
+        let base = self.args_path(ci);
+        let path = if e.path.is_empty() {
+            base
+        } else {
+            format!("{base}.{}", e.path)
+        };
+        PolicyError::new(self.file, path, e.message)
+    }
+
+    fn evictor(&self) -> Result<Box<dyn EvictorPlugin>, PolicyError> {
+        let spec = self.registry.evictor();
+        let (ci, cfg) = self
+            .profile
+            .plugin_config(spec.name)
+            .expect("defaulting adds the evictor's pluginConfig");
+        match spec.build(&cfg.args).map_err(|e| self.at(ci, e))? {
+            Built::Evictor(e) => Ok(e),
+            other => unreachable!("the filter plugin builds an evictor, not {other:?}"),
+        }
+    }
+
+    fn sort(&self) -> Result<Option<Box<dyn SortPlugin>>, PolicyError> {
+        let mut sort = None;
+        for name in self.profile.plugins.sort.effective() {
+            let Some(spec) = self
+                .registry
+                .get(&name)
+                .filter(|s| s.implements(ExtensionPoint::Sort))
+            else {
+                continue;
+            };
+            // Validation admits a sort plugin without a pluginConfig only when every one
+            // of its args has a default.
+            let built = match self.profile.plugin_config(&name) {
+                Some((ci, cfg)) => spec.build(&cfg.args).map_err(|e| self.at(ci, e))?,
+                None => spec
+                    .build(&serde_json::Value::Null)
+                    .expect("the args of a plugin enabled without pluginConfig all have defaults"),
+            };
+            if let Built::Sort(s) = built {
+                sort = Some(s);
+            }
+        }
+        Ok(sort)
+    }
+
+    /// The deschedule or balance plugins enabled, in order.
+    fn strategies(&self, names: Vec<String>) -> Result<Vec<Box<dyn Plugin>>, PolicyError> {
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            // Validation requires a pluginConfig for every enabled plugin, unless all
+            // of its args have defaults.
+            let Some((ci, cfg)) = self.profile.plugin_config(&name) else {
+                match self
+                    .registry
+                    .get(&name)
+                    .map(|s| (s, s.build(&serde_json::Value::Null)))
+                {
+                    Some((spec, Ok(Built::Strategy(p)))) if spec.args_optional => {
+                        out.push(p);
+                        continue;
+                    }
+                    _ => unreachable!(
+                        "validation requires a pluginConfig for {name}, enabled without one"
+                    ),
+                }
+            };
+            let plugin = match self.registry.get(&name) {
+                Some(spec) => match spec.build(&cfg.args).map_err(|e| self.at(ci, e))? {
+                    Built::Strategy(p) => p,
+                    other => {
+                        unreachable!("validation admits strategy plugins only here, not {other:?}")
+                    }
+                },
+                None => {
+                    return Err(self.at(ci, ArgsError::new("", format!("unknown plugin {name:?}"))))
+                }
+            };
+            self.check_usage_sources(plugin.as_ref(), &name, ci)?;
+            out.push(plugin);
+        }
+        Ok(out)
+    }
+
+    /// Every source of usage the plugin reads is configured in the policy.
+    fn check_usage_sources(
+        &self,
+        plugin: &dyn Plugin,
+        name: &str,
+        ci: usize,
+    ) -> Result<(), PolicyError> {
+        for need in plugin.usage_needs() {
+            let (source, what) = match need {
+                UsageNeed::MetricsServer { .. } => (
+                    UsageSource::MetricsServer,
+                    "add `metricsProviders: [{source: KubernetesMetrics}]` to the policy (metrics-server must run in the cluster)",
+                ),
+                UsageNeed::Query { .. } => (
+                    UsageSource::Prometheus,
+                    "add `metricsProviders: [{source: Prometheus, prometheus: {url: ...}}]` to the policy",
+                ),
+            };
+            if !self.providers.iter().any(|p| p.source == source) {
+                return Err(PolicyError::new(
+                    self.file,
+                    format!("{}.metricsUtilization", self.args_path(ci)),
+                    format!(
+                        "{name} reads usage from {}, which the policy does not configure; {what}",
+                        source.policy_name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn limit(v: Option<i64>) -> Option<u32> {
     v.map(|v| v.clamp(0, u32::MAX as i64) as u32)
 }
@@ -67,112 +210,21 @@ impl Pipeline {
                 max_sample_age: None,
             });
         }
-        let mut profiles = Vec::with_capacity(policy.profiles.len());
-        for (pi, profile) in policy.profiles.iter().enumerate() {
-            let evictor_spec = registry.evictor();
-            let (ci, cfg) = profile
-                .plugin_config(evictor_spec.name)
-                .expect("defaulting adds the evictor's pluginConfig");
-            let args_path = |ci: usize| format!("profiles[{pi}].pluginConfig[{ci}].args");
-            let at = |ci: usize, e: ArgsError| {
-                let base = args_path(ci);
-                let path = if e.path.is_empty() {
-                    base
-                } else {
-                    format!("{base}.{}", e.path)
-                };
-                PolicyError::new(file, path, e.message)
-            };
-            let evictor = match evictor_spec.build(&cfg.args).map_err(|e| at(ci, e))? {
-                Built::Evictor(e) => e,
-                other => unreachable!("the filter plugin builds an evictor, not {other:?}"),
-            };
-            let build_point = |names: Vec<String>| -> Result<Vec<Box<dyn Plugin>>, PolicyError> {
-                let mut out = Vec::with_capacity(names.len());
-                for name in names {
-                    // Validation requires a pluginConfig for every enabled plugin, unless all
-                    // of its args have defaults.
-                    let Some((ci, cfg)) = profile.plugin_config(&name) else {
-                        match registry
-                            .get(&name)
-                            .map(|s| (s, s.build(&serde_json::Value::Null)))
-                        {
-                            Some((spec, Ok(Built::Strategy(p)))) if spec.args_optional => {
-                                out.push(p);
-                                continue;
-                            }
-                            _ => unreachable!(
-                                "validation requires a pluginConfig for {name}, enabled without one"
-                            ),
-                        }
-                    };
-                    let plugin = match registry.get(&name) {
-                        Some(spec) => match spec.build(&cfg.args).map_err(|e| at(ci, e))? {
-                            Built::Strategy(p) => p,
-                            other => unreachable!(
-                                "validation admits strategy plugins only here, not {other:?}"
-                            ),
-                        },
-                        None => {
-                            return Err(at(
-                                ci,
-                                ArgsError::new("", format!("unknown plugin {name:?}")),
-                            ))
-                        }
-                    };
-                    for need in plugin.usage_needs() {
-                        let (source, what) = match need {
-                            UsageNeed::MetricsServer { .. } => (
-                                UsageSource::MetricsServer,
-                                "add `metricsProviders: [{source: KubernetesMetrics}]` to the policy (metrics-server must run in the cluster)",
-                            ),
-                            UsageNeed::Query { .. } => (
-                                UsageSource::Prometheus,
-                                "add `metricsProviders: [{source: Prometheus, prometheus: {url: ...}}]` to the policy",
-                            ),
-                        };
-                        if !providers.iter().any(|p| p.source == source) {
-                            return Err(PolicyError::new(
-                                file,
-                                format!("{}.metricsUtilization", args_path(ci)),
-                                format!("{name} reads usage from {}, which the policy does not configure; {what}", source.policy_name()),
-                            ));
-                        }
-                    }
-                    out.push(plugin);
+        let profiles = policy
+            .profiles
+            .iter()
+            .enumerate()
+            .map(|(index, profile)| {
+                ProfileBuilder {
+                    profile,
+                    index,
+                    file,
+                    registry,
+                    providers: &providers,
                 }
-                Ok(out)
-            };
-            let mut sort = None;
-            for name in profile.plugins.sort.effective() {
-                let Some(spec) = registry
-                    .get(&name)
-                    .filter(|s| s.implements(ExtensionPoint::Sort))
-                else {
-                    continue;
-                };
-                // Validation admits a sort plugin without a pluginConfig only when every one
-                // of its args has a default.
-                let built = match profile.plugin_config(&name) {
-                    Some((ci, cfg)) => spec.build(&cfg.args).map_err(|e| at(ci, e))?,
-                    None => spec.build(&serde_json::Value::Null).expect(
-                        "the args of a plugin enabled without pluginConfig all have defaults",
-                    ),
-                };
-                if let Built::Sort(s) = built {
-                    sort = Some(s);
-                }
-            }
-            let deschedule = build_point(profile.plugins.deschedule.effective())?;
-            let balance = build_point(profile.plugins.balance.effective())?;
-            profiles.push(ProfilePipeline {
-                name: profile.name.clone(),
-                evictor,
-                sort,
-                deschedule,
-                balance,
-            });
-        }
+                .build()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Pipeline {
             profiles,
             limits: Limits {

@@ -798,6 +798,55 @@ impl MakeRoomForPendingPods {
     }
 
     /// Places the unit's pods in the plan's simulation; the nodes, in order.
+    /// Plans the moves the search found for a unit, places the unit, and records whether
+    /// the plan leaves the room the search found.
+    fn plan_moves(
+        cx: &mut Context<'_, '_>,
+        unit: &Unit,
+        name: &str,
+        moves: &[PodId],
+        trial: &Trial,
+    ) {
+        let snap = cx.snap();
+        let pending_for = cx.now() - unit.since;
+        let reason = format!(
+            "moved to make room for pending {name}, unschedulable for {pending_for}s; its replacement fits on another node"
+        );
+        let mut planned = Vec::with_capacity(moves.len());
+        for &m in moves {
+            match cx.try_evict(m, reason.clone()) {
+                Attempt::Planned { .. } => planned.push(m),
+                other => {
+                    tracing::warn!(pod = %snap.pod(m).key(), ?other, "a move the search admitted was refused");
+                }
+            }
+        }
+        let placed = Self::place(cx, unit);
+        let placed_all = planned.len() == moves.len()
+            && placed
+                .iter()
+                .zip(&trial.placed_on)
+                .all(|(a, b)| *a == Some(*b));
+        let why = (!placed_all).then(|| {
+            format!(
+                "the plan does not leave the room the search found: {}",
+                Self::scheduler_reason(cx, unit)
+            )
+        });
+        cx.note(
+            None,
+            format!(
+                "{name}: {} moved to make room",
+                planned
+                    .iter()
+                    .map(|&m| snap.pod(m).key())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+        Self::record(cx, unit, placed, planned, why);
+    }
+
     fn place(cx: &mut Context<'_, '_>, unit: &Unit) -> Vec<Option<NodeId>> {
         unit.pods
             .iter()
@@ -882,45 +931,7 @@ impl Plugin for MakeRoomForPendingPods {
                 self.search(cx, unit, &pool, chain_start, &mut budget, false)
             };
             match found {
-                Search::Found(moves, trial) => {
-                    let pending_for = cx.now() - unit.since;
-                    let reason = format!(
-                        "moved to make room for pending {name}, unschedulable for {pending_for}s; its replacement fits on another node"
-                    );
-                    let mut planned = Vec::with_capacity(moves.len());
-                    for &m in &moves {
-                        match cx.try_evict(m, reason.clone()) {
-                            Attempt::Planned { .. } => planned.push(m),
-                            other => {
-                                tracing::warn!(pod = %snap.pod(m).key(), ?other, "a move the search admitted was refused");
-                            }
-                        }
-                    }
-                    let placed = Self::place(cx, unit);
-                    let placed_all = planned.len() == moves.len()
-                        && placed
-                            .iter()
-                            .zip(&trial.placed_on)
-                            .all(|(a, b)| *a == Some(*b));
-                    let why = (!placed_all).then(|| {
-                        format!(
-                            "the plan does not leave the room the search found: {}",
-                            Self::scheduler_reason(cx, unit)
-                        )
-                    });
-                    cx.note(
-                        None,
-                        format!(
-                            "{name}: {} moved to make room",
-                            planned
-                                .iter()
-                                .map(|&m| snap.pod(m).key())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    );
-                    Self::record(cx, unit, placed, planned, why);
-                }
+                Search::Found(moves, trial) => Self::plan_moves(cx, unit, &name, &moves, &trial),
                 Search::NotFound {
                     budget_spent,
                     home_tie,

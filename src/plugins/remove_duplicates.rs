@@ -253,81 +253,15 @@ impl Plugin for RemoveDuplicates {
 
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
-
-        // 1. The candidates of every node, best kept first (reverse eviction order). Choosing
-        // reads the state and records nothing, so the nodes are looked at on all cores. Pods
-        // of one shape (namespace, owners, images) have the same keys: they are built once
-        // per shape, in node order.
-        let shared: &Context<'_, '_> = cx;
-        let node_pods: Vec<Vec<PodId>> = nodes
-            .par_iter()
-            .map(|&node| {
-                let mut pods: Vec<PodId> = shared
-                    .pods_on_node(node)
-                    .filter(|&id| self.is_candidate(shared, id))
-                    .collect();
-                shared.sort_by_eviction_order(&mut pods);
-                pods
-            })
-            .collect();
-        let mut interner = Interner::with_capacity(snap.shape_count());
-        let mut of_shape: Vec<Option<(u32, (u32, u32))>> = vec![None; snap.shape_count()];
-        let mut per_node: Vec<Vec<Candidate>> = node_pods
-            .iter()
-            .map(|pods| {
-                pods.iter()
-                    .rev()
-                    .map(|&pod| {
-                        let p = snap.pod(pod);
-                        let (key, owners) = *of_shape[p.shape as usize].get_or_insert_with(|| {
-                            let c = interner.candidate(pod, p);
-                            (c.key, c.owners)
-                        });
-                        Candidate { pod, key, owners }
-                    })
-                    .collect()
-            })
-            .collect();
+        let (interner, mut per_node) = self.candidates(cx, nodes);
         let owner_count = interner.owners.len();
-
-        // 2. Upstream lists only pods that also pass the PreEvictionFilter. That check can
-        // cost a scan of the nodes per pod (nodeFit), and it only matters for pods of owners
-        // that have duplicates before it: an owner without two equal keys on some node has
-        // none after it either. So check those pods only, and drop the others.
-        // `seen_on[key]` is the last node (plus one) where a pod with that key was seen.
-        let mut seen_on: Vec<u32> = vec![0; interner.keys.len()];
-        let mut has_duplicates = vec![false; owner_count];
-        let mut any_duplicates = false;
-        for (ni, cands) in per_node.iter().enumerate() {
-            let stamp = ni as u32 + 1;
-            for c in cands {
-                let seen = &mut seen_on[c.key as usize];
-                if *seen == stamp {
-                    for &o in interner.owners_of(c) {
-                        has_duplicates[o as usize] = true;
-                    }
-                    any_duplicates = true;
-                } else {
-                    *seen = stamp;
-                }
-            }
-        }
-        if !any_duplicates {
+        if !keep_owners_with_duplicates(cx, &interner, &mut per_node) {
             return;
         }
-        for cands in &mut per_node {
-            cands.retain(|c| {
-                interner
-                    .owners_of(c)
-                    .iter()
-                    .any(|&o| has_duplicates[o as usize])
-                    && cx.pre_eviction_filter(c.pod).is_ok()
-            });
-        }
+        let mut seen_on: Vec<u32> = vec![0; interner.keys.len()];
 
         // 3. Upstream's count: pods per owner over all nodes, and the duplicates per owner
         // and node (every pod after the first with the same full key).
-        seen_on.iter_mut().for_each(|s| *s = 0);
         let mut occurrences: Vec<u32> = vec![0; owner_count];
         let mut duplicates: Vec<NodeDuplicates> = vec![Vec::new(); owner_count];
         for (ni, cands) in per_node.iter().enumerate() {
@@ -395,6 +329,96 @@ impl Plugin for RemoveDuplicates {
             }
         }
     }
+}
+
+impl RemoveDuplicates {
+    /// Step 1 of the run: the candidates of every node, best kept first (reverse eviction
+    /// order). Choosing reads the state and records nothing, so the nodes are looked at on
+    /// all cores. Pods of one shape (namespace, owners, images) have the same keys: they are
+    /// built once per shape, in node order.
+    fn candidates<'s>(
+        &self,
+        cx: &Context<'_, 's>,
+        nodes: &[NodeId],
+    ) -> (Interner<'s>, Vec<Vec<Candidate>>) {
+        let snap = cx.snap();
+        let shared: &Context<'_, '_> = cx;
+        let node_pods: Vec<Vec<PodId>> = nodes
+            .par_iter()
+            .map(|&node| {
+                let mut pods: Vec<PodId> = shared
+                    .pods_on_node(node)
+                    .filter(|&id| self.is_candidate(shared, id))
+                    .collect();
+                shared.sort_by_eviction_order(&mut pods);
+                pods
+            })
+            .collect();
+        let mut interner = Interner::with_capacity(snap.shape_count());
+        let mut of_shape: Vec<Option<(u32, (u32, u32))>> = vec![None; snap.shape_count()];
+        let per_node: Vec<Vec<Candidate>> = node_pods
+            .iter()
+            .map(|pods| {
+                pods.iter()
+                    .rev()
+                    .map(|&pod| {
+                        let p = snap.pod(pod);
+                        let (key, owners) = *of_shape[p.shape as usize].get_or_insert_with(|| {
+                            let c = interner.candidate(pod, p);
+                            (c.key, c.owners)
+                        });
+                        Candidate { pod, key, owners }
+                    })
+                    .collect()
+            })
+            .collect();
+        (interner, per_node)
+    }
+}
+
+/// Step 2 of [`RemoveDuplicates`]' run: upstream lists only pods that also pass the
+/// PreEvictionFilter. That check can cost a scan of the nodes per pod (nodeFit), and it
+/// only matters for pods of owners that have duplicates before it: an owner without two
+/// equal keys on some node has none after it either. So check those pods only, and drop
+/// the others. False when no owner has duplicates.
+fn keep_owners_with_duplicates(
+    cx: &Context<'_, '_>,
+    interner: &Interner<'_>,
+    per_node: &mut [Vec<Candidate>],
+) -> bool {
+    let owner_count = interner.owners.len();
+    // `seen_on[key]` is the last node (plus one) where a pod with that key was seen.
+    let mut seen_on: Vec<u32> = vec![0; interner.keys.len()];
+    let mut has_duplicates = vec![false; owner_count];
+    let mut any_duplicates = false;
+    for (ni, cands) in per_node.iter().enumerate() {
+        let stamp = ni as u32 + 1;
+        for c in cands {
+            let seen = &mut seen_on[c.key as usize];
+            if *seen == stamp {
+                for &o in interner.owners_of(c) {
+                    has_duplicates[o as usize] = true;
+                }
+                any_duplicates = true;
+            } else {
+                *seen = stamp;
+            }
+        }
+    }
+    if !any_duplicates {
+        return false;
+    }
+    for cands in per_node.iter_mut() {
+        cands.retain(|c| {
+            interner
+                .owners_of(c)
+                .iter()
+                .any(|&o| has_duplicates[o as usize])
+                && cx.pre_eviction_filter(c.pod).is_ok()
+        });
+    }
+
+    true
 }
 
 fn owner_display(owner: &OwnerKey<'_>) -> String {

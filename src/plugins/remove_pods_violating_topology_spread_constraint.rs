@@ -353,6 +353,64 @@ struct NodeDomains<'s> {
     domain_of: Vec<Option<u32>>,
 }
 
+impl<'s> NodeDomains<'s> {
+    /// The counted pods of each domain (by index into `values`), on the planning nodes that
+    /// count for the constraint.
+    fn pods_by_domain(&self, pods: &[Counted]) -> Vec<Vec<PodId>> {
+        let mut domains = vec![Vec::new(); self.values.len()];
+        for &(pos, p, _) in pods {
+            if let Some(d) = self.domain_of[pos as usize] {
+                domains[d as usize].push(p);
+            }
+        }
+        domains
+    }
+
+    /// The nodes of the domains below the ideal average (a domain's size before balancing
+    /// is its count), where moved pods should land.
+    fn nodes_below(&self, counts: &[u32], ideal_avg: f64) -> Vec<NodeId> {
+        let below: Vec<bool> = counts.iter().map(|&n| (n as f64) < ideal_avg).collect();
+        self.nodes
+            .iter()
+            .zip(&self.domain_of)
+            .filter(|(_, d)| d.is_some_and(|d| below[d as usize]))
+            .map(|(&n, _)| n)
+            .collect()
+    }
+}
+
+/// Upstream's sortDomains: in each domain the pods that stay first, pods to evict first at
+/// the back; the domains smallest first.
+fn sort_domains<'s>(
+    cx: &Context<'_, 's>,
+    domains: Vec<Vec<PodId>>,
+    values: &[&'s str],
+    is_evictable: &mut impl FnMut(PodId) -> bool,
+) -> Vec<Domain<'s>> {
+    let snap = cx.snap();
+    let mut sorted: Vec<Domain<'s>> = domains
+        .into_iter()
+        .zip(values)
+        .map(|(mut pods, &value)| {
+            pods.sort_by_cached_key(|&p| {
+                let pod = snap.pod(p);
+                (
+                    is_evictable(p),
+                    // A pod the eviction cooldown holds back is chosen last (and, if
+                    // chosen, refused with the time left, in the not-chosen list).
+                    cx.cooldown(p).is_ok(),
+                    !has_selector_or_affinity(pod),
+                    !pod.has_prefer_no_eviction_annotation,
+                    Reverse(pod.priority.map(i64::from).unwrap_or(i64::MIN)),
+                )
+            });
+            Domain { value, pods }
+        })
+        .collect();
+    sorted.sort_by_key(|d| d.pods.len());
+    sorted
+}
+
 /// One cached `NodeDomains`, with what it was computed from: the inclusion policies and the
 /// pod whose node affinity / tolerations those policies honour.
 struct DomainEntry<'s> {
@@ -566,32 +624,15 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         chosen: &mut Chosen,
     ) {
         let snap: &'s ClusterSnapshot = cx.snap();
-        // The domain of each planning node that counts for this constraint, as an index into
-        // the sorted domain values.
-        let domain_of = &node_domains.domain_of;
-        let mut counts: Vec<u32> = vec![0; node_domains.values.len()];
-        let mut sum = 0usize;
-        for &(pos, _, _) in pods {
-            if let Some(d) = domain_of[pos as usize] {
-                counts[d as usize] += 1;
-                sum += 1;
-            }
-        }
+        let domains = node_domains.pods_by_domain(pods);
+        let counts: Vec<u32> = domains.iter().map(|d| d.len() as u32).collect();
+        let sum: usize = domains.iter().map(Vec::len).sum();
         let (min, max) = counts.iter().fold((usize::MAX, 0), |(lo, hi), &n| {
             (lo.min(n as usize), hi.max(n as usize))
         });
         let domain_count = counts.len();
         if domain_count < 2 || (max - min) as i64 <= c.max_skew as i64 {
             return;
-        }
-        let mut domains: Vec<Vec<PodId>> = counts
-            .iter()
-            .map(|&n| Vec::with_capacity(n as usize))
-            .collect();
-        for &(pos, p, _) in pods {
-            if let Some(d) = domain_of[pos as usize] {
-                domains[d as usize].push(p);
-            }
         }
         tracing::debug!(
             namespace = %c.pod.namespace,
@@ -609,38 +650,8 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 .or_insert_with(|| self.may_evict(cx, p).is_ok())
         };
         let ideal_avg = sum as f64 / domain_count as f64;
-        // sortDomains: pods that stay first, pods to evict first at the back.
-        let mut sorted: Vec<Domain<'s>> = domains
-            .into_iter()
-            .zip(&node_domains.values)
-            .map(|(mut pods, &value)| {
-                pods.sort_by_cached_key(|&p| {
-                    let pod = snap.pod(p);
-                    (
-                        is_evictable(p),
-                        // A pod the eviction cooldown holds back is chosen last (and, if
-                        // chosen, refused with the time left, in the not-chosen list).
-                        cx.cooldown(p).is_ok(),
-                        !has_selector_or_affinity(pod),
-                        !pod.has_prefer_no_eviction_annotation,
-                        Reverse(pod.priority.map(i64::from).unwrap_or(i64::MIN)),
-                    )
-                });
-                Domain { value, pods }
-            })
-            .collect();
-        sorted.sort_by_key(|d| d.pods.len());
-
-        // Nodes of the domains below the ideal average, where moved pods should land.
-        // A domain's size before balancing is its count.
-        let below: Vec<bool> = counts.iter().map(|&n| (n as f64) < ideal_avg).collect();
-        let nodes_below: Vec<NodeId> = node_domains
-            .nodes
-            .iter()
-            .zip(domain_of)
-            .filter(|(_, d)| d.is_some_and(|d| below[d as usize]))
-            .map(|(&n, _)| n)
-            .collect();
+        let mut sorted = sort_domains(cx, domains, &node_domains.values, &mut is_evictable);
+        let nodes_below = node_domains.nodes_below(&counts, ideal_avg);
         let mut fit_cache: FxHashMap<PodId, bool> = FxHashMap::default();
         let mut fits = |p: PodId| -> bool {
             *fit_cache.entry(p).or_insert_with(|| {

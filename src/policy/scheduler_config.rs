@@ -873,97 +873,124 @@ impl Reader<'_> {
                     None | Some(Value::Null) => &empty,
                     Some(a) => self.object(a, &ap)?,
                 };
-                if let Some((_, known)) = ARGS_FIELDS.iter().find(|(n, _)| *n == name) {
-                    let mut all: Vec<&str> = vec!["apiVersion", "kind"];
-                    all.extend_from_slice(known);
-                    self.fields(args, &ap, &all, &format!("{name}'s args"))?;
-                    let kind = format!("{name}Args");
-                    match args.get("kind") {
-                        None | Some(Value::Null) => {}
-                        Some(Value::String(k)) if *k == kind => {}
-                        Some(other) => {
-                            return Err(self.err(
-                                format!("{ap}.kind"),
-                                format!("{other} does not match the plugin; set it to {kind:?} or leave it out"),
-                            ))
-                        }
-                    }
-                    match args.get("apiVersion") {
-                        None | Some(Value::Null) => {}
-                        Some(Value::String(v)) if v == API_VERSION => {}
-                        Some(other) => {
-                            return Err(self.err(
-                                format!("{ap}.apiVersion"),
-                                format!(
-                                "{other} is not allowed; set it to {API_VERSION:?} or leave it out"
-                            ),
-                            ))
-                        }
-                    }
-                }
-                match name {
-                    "NodeResourcesFit" => self.fit_args(args, &ap, &mut p, notes)?,
-                    "DefaultPreemption" => {
-                        let pct = self.int(args, "minCandidateNodesPercentage", &ap, 0, 100)?;
-                        let abs = self.int(
-                            args,
-                            "minCandidateNodesAbsolute",
-                            &ap,
-                            0,
-                            i64::from(i32::MAX),
-                        )?;
-                        if pct.unwrap_or(10) == 0 && abs.unwrap_or(100) == 0 {
-                            return Err(self.err(
-                                format!("{ap}.minCandidateNodesAbsolute"),
-                                "minCandidateNodesPercentage and minCandidateNodesAbsolute are both 0; give at least one of them a value above 0",
-                            ));
-                        }
-                    }
-                    "VolumeBinding" => {
-                        self.int(args, "bindTimeoutSeconds", &ap, 0, i64::MAX)?;
-                        if let Some(shape) = args.get("shape").filter(|v| !v.is_null()) {
-                            self.shape(shape, &format!("{ap}.shape"))?;
-                        }
-                    }
-                    "DynamicResources" => {
-                        self.duration(args, "filterTimeout", &ap)?;
-                        self.duration(args, "bindingTimeout", &ap)?;
-                    }
-                    "NodeAffinity" => {
-                        if args.get("addedAffinity").is_some_and(|v| !v.is_null()) {
-                            return Err(self.err(
-                                format!("{ap}.addedAffinity"),
-                                "kube-scheduler adds this node affinity to every pod of the profile, which the simulator cannot do, so it would predict nodes kube-scheduler refuses; give --scheduler-config a copy of this file without addedAffinity (predictions then leave it out)",
-                            ));
-                        }
-                    }
-                    "NodeResourcesBalancedAllocation" => {
-                        if let Some(rs) = args.get("resources").filter(|v| !v.is_null()) {
-                            p.balanced_resources =
-                                self.resources(rs, &format!("{ap}.resources"))?;
-                        }
-                    }
-                    "InterPodAffinity" => {
-                        if let Some(w) = self.int(args, "hardPodAffinityWeight", &ap, 0, 100)? {
-                            p.hard_pod_affinity_weight = w;
-                        }
-                        match args.get("ignorePreferredTermsOfExistingPods") {
-                            None | Some(Value::Null) => {}
-                            Some(Value::Bool(b)) => p.ignore_preferred_terms_of_existing_pods = *b,
-                            Some(v) => {
-                                return Err(self.err(
-                                    format!("{ap}.ignorePreferredTermsOfExistingPods"),
-                                    format!("expected true or false, found {v}"),
-                                ))
-                            }
-                        }
-                    }
-                    "PodTopologySpread" => self.spread_args(args, &ap, &mut p)?,
-                    other => self.known_plugin(other, &format!("{ip}.name"))?,
-                }
+                self.args_type_meta(name, args, &ap)?;
+                self.plugin_args(name, args, &ap, &ip, &mut p, notes)?;
             }
         }
         Ok(p)
+    }
+
+    /// The TypeMeta and fields of a known plugin's args.
+    fn args_type_meta(
+        &self,
+        name: &str,
+        args: &Object,
+        ap: &str,
+    ) -> Result<(), SchedulerConfigError> {
+        if let Some((_, known)) = ARGS_FIELDS.iter().find(|(n, _)| *n == name) {
+            let mut all: Vec<&str> = vec!["apiVersion", "kind"];
+            all.extend_from_slice(known);
+            self.fields(args, ap, &all, &format!("{name}'s args"))?;
+            let kind = format!("{name}Args");
+            match args.get("kind") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(k)) if *k == kind => {}
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{ap}.kind"),
+                        format!(
+                            "{other} does not match the plugin; set it to {kind:?} or leave it out"
+                        ),
+                    ))
+                }
+            }
+            match args.get("apiVersion") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(v)) if v == API_VERSION => {}
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{ap}.apiVersion"),
+                        format!(
+                            "{other} is not allowed; set it to {API_VERSION:?} or leave it out"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One pluginConfig entry's args, read into the profile where the simulator follows
+    /// them, checked as kube-scheduler checks them where it does not.
+    fn plugin_args(
+        &self,
+        name: &str,
+        args: &Object,
+        ap: &str,
+        ip: &str,
+        p: &mut ScoreProfile,
+        notes: &mut Vec<String>,
+    ) -> Result<(), SchedulerConfigError> {
+        match name {
+            "NodeResourcesFit" => self.fit_args(args, ap, p, notes)?,
+            "DefaultPreemption" => {
+                let pct = self.int(args, "minCandidateNodesPercentage", ap, 0, 100)?;
+                let abs = self.int(
+                    args,
+                    "minCandidateNodesAbsolute",
+                    ap,
+                    0,
+                    i64::from(i32::MAX),
+                )?;
+                if pct.unwrap_or(10) == 0 && abs.unwrap_or(100) == 0 {
+                    return Err(self.err(
+                        format!("{ap}.minCandidateNodesAbsolute"),
+                        "minCandidateNodesPercentage and minCandidateNodesAbsolute are both 0; give at least one of them a value above 0",
+                    ));
+                }
+            }
+            "VolumeBinding" => {
+                self.int(args, "bindTimeoutSeconds", ap, 0, i64::MAX)?;
+                if let Some(shape) = args.get("shape").filter(|v| !v.is_null()) {
+                    self.shape(shape, &format!("{ap}.shape"))?;
+                }
+            }
+            "DynamicResources" => {
+                self.duration(args, "filterTimeout", ap)?;
+                self.duration(args, "bindingTimeout", ap)?;
+            }
+            "NodeAffinity" => {
+                if args.get("addedAffinity").is_some_and(|v| !v.is_null()) {
+                    return Err(self.err(
+                        format!("{ap}.addedAffinity"),
+                        "kube-scheduler adds this node affinity to every pod of the profile, which the simulator cannot do, so it would predict nodes kube-scheduler refuses; give --scheduler-config a copy of this file without addedAffinity (predictions then leave it out)",
+                    ));
+                }
+            }
+            "NodeResourcesBalancedAllocation" => {
+                if let Some(rs) = args.get("resources").filter(|v| !v.is_null()) {
+                    p.balanced_resources = self.resources(rs, &format!("{ap}.resources"))?;
+                }
+            }
+            "InterPodAffinity" => {
+                if let Some(w) = self.int(args, "hardPodAffinityWeight", ap, 0, 100)? {
+                    p.hard_pod_affinity_weight = w;
+                }
+                match args.get("ignorePreferredTermsOfExistingPods") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Bool(b)) => p.ignore_preferred_terms_of_existing_pods = *b,
+                    Some(v) => {
+                        return Err(self.err(
+                            format!("{ap}.ignorePreferredTermsOfExistingPods"),
+                            format!("expected true or false, found {v}"),
+                        ))
+                    }
+                }
+            }
+            "PodTopologySpread" => self.spread_args(args, ap, p)?,
+            other => self.known_plugin(other, &format!("{ip}.name"))?,
+        }
+        Ok(())
     }
 
     /// A list of `{name, weight}` resources, defaulted as kube-scheduler defaults it (an
@@ -1106,91 +1133,8 @@ impl Reader<'_> {
                     let lp = format!("{ap}.defaultConstraints");
                     for (i, c) in self.array(l, &lp)?.iter().enumerate() {
                         let cp = format!("{lp}[{i}]");
-                        let obj = self.object(c, &cp)?;
-                        self.fields(
-                            obj,
-                            &cp,
-                            TOPOLOGY_SPREAD_FIELDS,
-                            "a topology spread constraint",
-                        )?;
-                        let max_skew = self
-                            .int(obj, "maxSkew", &cp, 1, i64::from(i32::MAX))?
-                            .ok_or_else(|| {
-                                self.err(
-                                    format!("{cp}.maxSkew"),
-                                    "missing; give a whole number of at least 1",
-                                )
-                            })?;
-                        let key = self
-                            .string(obj, "topologyKey", &cp)?
-                            .filter(|k| !k.is_empty())
-                            .ok_or_else(|| self.err(format!("{cp}.topologyKey"), "missing; name a node label such as topology.kubernetes.io/zone"))?;
-                        let when = match self.string(obj, "whenUnsatisfiable", &cp)? {
-                            Some("ScheduleAnyway") => WhenUnsatisfiable::ScheduleAnyway,
-                            Some("DoNotSchedule") => WhenUnsatisfiable::DoNotSchedule,
-                            other => {
-                                let found = other.map_or("missing".to_string(), |o| {
-                                    format!("{o:?} is not allowed")
-                                });
-                                return Err(self.err(
-                                    format!("{cp}.whenUnsatisfiable"),
-                                    format!("{found}; use ScheduleAnyway or DoNotSchedule"),
-                                ));
-                            }
-                        };
-                        if obj.get("labelSelector").is_some_and(|v| !v.is_null()) {
-                            return Err(self.err(
-                                format!("{cp}.labelSelector"),
-                                "not allowed in default constraints (the pod's Services and controller give the selector); remove it",
-                            ));
-                        }
-                        if out
-                            .iter()
-                            .any(|o| *o.topology_key == *key && o.when_unsatisfiable == when)
-                        {
-                            return Err(self.err(
-                                cp.clone(),
-                                format!("a second constraint on {key:?} with the same whenUnsatisfiable; keep one"),
-                            ));
-                        }
-                        let min_domains =
-                            self.int(obj, "minDomains", &cp, 1, i64::from(i32::MAX))?;
-                        if min_domains.is_some() && when != WhenUnsatisfiable::DoNotSchedule {
-                            return Err(self.err(
-                                format!("{cp}.minDomains"),
-                                "only allowed with whenUnsatisfiable: DoNotSchedule; remove it or change whenUnsatisfiable",
-                            ));
-                        }
-                        let policy = |key: &str, default: InclusionPolicy| match self
-                            .string(obj, key, &cp)?
-                        {
-                            None => Ok(default),
-                            Some("Honor") => Ok(InclusionPolicy::Honor),
-                            Some("Ignore") => Ok(InclusionPolicy::Ignore),
-                            Some(other) => Err(self.err(
-                                format!("{cp}.{key}"),
-                                format!("{other:?} is not allowed; use Honor or Ignore"),
-                            )),
-                        };
-                        let node_affinity_policy =
-                            policy("nodeAffinityPolicy", InclusionPolicy::Honor)?;
-                        let node_taints_policy =
-                            policy("nodeTaintsPolicy", InclusionPolicy::Ignore)?;
-                        let match_label_keys = self
-                            .strings(obj, "matchLabelKeys", &cp)?
-                            .into_iter()
-                            .map(Into::into)
-                            .collect();
-                        out.push(TopologySpreadConstraint {
-                            max_skew: max_skew as i32,
-                            topology_key: key.into(),
-                            when_unsatisfiable: when,
-                            label_selector: None,
-                            min_domains: min_domains.map(|m| m as i32),
-                            node_affinity_policy,
-                            node_taints_policy,
-                            match_label_keys,
-                        });
+                        let constraint = self.default_constraint(c, &cp, &out)?;
+                        out.push(constraint);
                     }
                 }
                 p.default_constraints = DefaultConstraints::List(out);
@@ -1203,6 +1147,100 @@ impl Reader<'_> {
             }
         }
         Ok(())
+    }
+
+    /// One of the `defaultConstraints` of PodTopologySpread's args, checked against the
+    /// ones before it (`out`).
+    fn default_constraint(
+        &self,
+        c: &Value,
+        cp: &str,
+        out: &[TopologySpreadConstraint],
+    ) -> Result<TopologySpreadConstraint, SchedulerConfigError> {
+        let obj = self.object(c, cp)?;
+        self.fields(
+            obj,
+            cp,
+            TOPOLOGY_SPREAD_FIELDS,
+            "a topology spread constraint",
+        )?;
+        let max_skew = self
+            .int(obj, "maxSkew", cp, 1, i64::from(i32::MAX))?
+            .ok_or_else(|| {
+                self.err(
+                    format!("{cp}.maxSkew"),
+                    "missing; give a whole number of at least 1",
+                )
+            })?;
+        let key = self
+            .string(obj, "topologyKey", cp)?
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| {
+                self.err(
+                    format!("{cp}.topologyKey"),
+                    "missing; name a node label such as topology.kubernetes.io/zone",
+                )
+            })?;
+        let when = match self.string(obj, "whenUnsatisfiable", cp)? {
+            Some("ScheduleAnyway") => WhenUnsatisfiable::ScheduleAnyway,
+            Some("DoNotSchedule") => WhenUnsatisfiable::DoNotSchedule,
+            other => {
+                let found =
+                    other.map_or("missing".to_string(), |o| format!("{o:?} is not allowed"));
+                return Err(self.err(
+                    format!("{cp}.whenUnsatisfiable"),
+                    format!("{found}; use ScheduleAnyway or DoNotSchedule"),
+                ));
+            }
+        };
+        if obj.get("labelSelector").is_some_and(|v| !v.is_null()) {
+            return Err(self.err(
+                format!("{cp}.labelSelector"),
+                "not allowed in default constraints (the pod's Services and controller give the selector); remove it",
+            ));
+        }
+        if out
+            .iter()
+            .any(|o| *o.topology_key == *key && o.when_unsatisfiable == when)
+        {
+            return Err(self.err(
+                cp.to_string(),
+                format!("a second constraint on {key:?} with the same whenUnsatisfiable; keep one"),
+            ));
+        }
+        let min_domains = self.int(obj, "minDomains", cp, 1, i64::from(i32::MAX))?;
+        if min_domains.is_some() && when != WhenUnsatisfiable::DoNotSchedule {
+            return Err(self.err(
+                format!("{cp}.minDomains"),
+                "only allowed with whenUnsatisfiable: DoNotSchedule; remove it or change whenUnsatisfiable",
+            ));
+        }
+        let policy = |key: &str, default: InclusionPolicy| match self.string(obj, key, cp)? {
+            None => Ok(default),
+            Some("Honor") => Ok(InclusionPolicy::Honor),
+            Some("Ignore") => Ok(InclusionPolicy::Ignore),
+            Some(other) => Err(self.err(
+                format!("{cp}.{key}"),
+                format!("{other:?} is not allowed; use Honor or Ignore"),
+            )),
+        };
+        let node_affinity_policy = policy("nodeAffinityPolicy", InclusionPolicy::Honor)?;
+        let node_taints_policy = policy("nodeTaintsPolicy", InclusionPolicy::Ignore)?;
+        let match_label_keys = self
+            .strings(obj, "matchLabelKeys", cp)?
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        Ok(TopologySpreadConstraint {
+            max_skew: max_skew as i32,
+            topology_key: key.into(),
+            when_unsatisfiable: when,
+            label_selector: None,
+            min_domains: min_domains.map(|m| m as i32),
+            node_affinity_policy,
+            node_taints_policy,
+            match_label_keys,
+        })
     }
 }
 

@@ -853,6 +853,16 @@ impl<'s> Simulation<'s> {
                 }
             }
         }
+        scope.spread = self.spread_scope(id);
+        scope
+    }
+
+    /// The pod's DoNotSchedule topology spread constraints as kube-scheduler counts them
+    /// now: each constraint's domains (cached per controller) and the matching pods in each.
+    fn spread_scope(&self, id: PodId) -> Vec<Spread<'s>> {
+        let snap = self.snap;
+        let pod = snap.pod(id);
+        let mut spread = Vec::new();
         // topology spread: DoNotSchedule constraints only
         let hard: Vec<_> = pod
             .topology_spread
@@ -930,7 +940,7 @@ impl<'s> Simulation<'s> {
             {
                 min = 0;
             }
-            scope.spread.push(Spread {
+            spread.push(Spread {
                 key: &c.topology_key,
                 max_skew: i64::from(c.max_skew),
                 self_match: i64::from(selects(pod)),
@@ -939,7 +949,7 @@ impl<'s> Simulation<'s> {
                 min,
             });
         }
-        scope
+        spread
     }
 
     fn filter(&self, scope: &PodScope<'_>, id: PodId, n: NodeId) -> Result<(), String> {

@@ -303,14 +303,9 @@ fn describe_api_error(r: &RawResponse) -> String {
     one_line(&format!("{kind}: {text}"))
 }
 
-/// Reads a `/api/v1/query` answer: an instant vector whose series are mapped to nodes (by
-/// `node_label`) or pods (by the `namespace` and `pod` labels). Any unusable series makes the
-/// whole answer an error naming it: a plugin must not act on half an answer.
-pub fn parse_response(
-    body: &[u8],
-    target: QueryTarget,
-    node_label: &str,
-) -> Result<NamedSamples<Sample>, String> {
+/// The series of a `/api/v1/query` answer that is a successful instant vector, or why the
+/// answer is not one.
+fn instant_vector(body: &[u8]) -> Result<Vec<RawSeries>, String> {
     let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
         format!(
             "the answer is not JSON ({e}); it starts with {}; check that the url points at \
@@ -360,75 +355,100 @@ pub fn parse_response(
         }
         other => return Err(format!("the query gives resultType {other:?}; {needed}")),
     }
-    let series: Vec<RawSeries> = serde_json::from_value(data.result)
-        .map_err(|e| format!("the vector's result is not a list of series ({e})"))?;
+    serde_json::from_value(data.result)
+        .map_err(|e| format!("the vector's result is not a list of series ({e})"))
+}
 
+/// A series' value and time, checked: a finite number >= 0 at a time in Unix seconds.
+fn series_sample(s: &RawSeries, name: &str) -> Result<Sample, String> {
+    let (ts, text) = match &s.value {
+        Some(v) => v,
+        None if s.histogram.is_some() => {
+            return Err(format!(
+                "series {name} is a native histogram, not a number; reduce it to one number, \
+                 such as histogram_quantile(0.9, ...) or histogram_sum(...)"
+            ))
+        }
+        None => return Err(format!("series {name} has no value")),
+    };
+    let value = parse_value(text)
+        .ok_or_else(|| format!("series {name} has the value {text:?}, not a number"))?;
+    check_value(value, false).map_err(|e| {
+        format!(
+            "series {name} has the value {e}; every series must be a finite number ≥ 0: \
+             guard divisions by zero and drop series without data (for example with `> 0` or \
+             `unless`)"
+        )
+    })?;
+    // Unix seconds, from 1970 to the end of year 9999 (what RFC 3339 writes).
+    if !(0.0..=253_402_300_799.0).contains(ts) {
+        return Err(format!(
+            "series {name} has the timestamp {ts}, not a time in Unix seconds"
+        ));
+    }
+    Ok(Sample {
+        value,
+        timestamp: ts.floor() as i64,
+    })
+}
+
+/// What a series names: a node (by `node_label`) or a pod (namespace, name).
+fn series_key(
+    s: &RawSeries,
+    name: &str,
+    target: QueryTarget,
+    node_label: &str,
+) -> Result<(String, String), String> {
+    Ok(match target {
+        QueryTarget::Node => {
+            let node = label(&s.metric, node_label).ok_or_else(|| {
+                format!(
+                    "series {name} has no label {node_label:?} naming its node; aggregate by \
+                     it, such as `sum by ({node_label}) (...)`, or set \
+                     metricsProviders[].prometheus.nodeLabel to the label that holds the node name"
+                )
+            })?;
+            (String::new(), node.to_string())
+        }
+        QueryTarget::Pod => {
+            let missing: Vec<&str> = ["namespace", "pod"]
+                .into_iter()
+                .filter(|l| label(&s.metric, l).is_none())
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "series {name} has no label {} naming its pod; aggregate by them, such as \
+                     `sum by (namespace, pod) (...)`",
+                    missing
+                        .iter()
+                        .map(|l| format!("{l:?}"))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ));
+            }
+            let ns = label(&s.metric, "namespace").unwrap_or_default();
+            let pod = label(&s.metric, "pod").unwrap_or_default();
+            (ns.to_string(), pod.to_string())
+        }
+    })
+}
+
+/// Reads a `/api/v1/query` answer: an instant vector whose series are mapped to nodes (by
+/// `node_label`) or pods (by the `namespace` and `pod` labels). Any unusable series makes the
+/// whole answer an error naming it: a plugin must not act on half an answer.
+pub fn parse_response(
+    body: &[u8],
+    target: QueryTarget,
+    node_label: &str,
+) -> Result<NamedSamples<Sample>, String> {
+    let series = instant_vector(body)?;
     let mut out = NamedSamples::default();
     // Which series named each node or pod first (for the duplicate error).
     let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
     for s in &series {
         let name = describe_series(&s.metric);
-        let (ts, text) = match &s.value {
-            Some(v) => v,
-            None if s.histogram.is_some() => {
-                return Err(format!(
-                    "series {name} is a native histogram, not a number; reduce it to one number, \
-                     such as histogram_quantile(0.9, ...) or histogram_sum(...)"
-                ))
-            }
-            None => return Err(format!("series {name} has no value")),
-        };
-        let value = parse_value(text)
-            .ok_or_else(|| format!("series {name} has the value {text:?}, not a number"))?;
-        check_value(value, false).map_err(|e| {
-            format!(
-                "series {name} has the value {e}; every series must be a finite number ≥ 0: \
-                 guard divisions by zero and drop series without data (for example with `> 0` or \
-                 `unless`)"
-            )
-        })?;
-        // Unix seconds, from 1970 to the end of year 9999 (what RFC 3339 writes).
-        if !(0.0..=253_402_300_799.0).contains(ts) {
-            return Err(format!(
-                "series {name} has the timestamp {ts}, not a time in Unix seconds"
-            ));
-        }
-        let sample = Sample {
-            value,
-            timestamp: ts.floor() as i64,
-        };
-        let key = match target {
-            QueryTarget::Node => {
-                let node = label(&s.metric, node_label).ok_or_else(|| {
-                    format!(
-                        "series {name} has no label {node_label:?} naming its node; aggregate by \
-                         it, such as `sum by ({node_label}) (...)`, or set \
-                         metricsProviders[].prometheus.nodeLabel to the label that holds the node name"
-                    )
-                })?;
-                (String::new(), node.to_string())
-            }
-            QueryTarget::Pod => {
-                let missing: Vec<&str> = ["namespace", "pod"]
-                    .into_iter()
-                    .filter(|l| label(&s.metric, l).is_none())
-                    .collect();
-                if !missing.is_empty() {
-                    return Err(format!(
-                        "series {name} has no label {} naming its pod; aggregate by them, such as \
-                         `sum by (namespace, pod) (...)`",
-                        missing
-                            .iter()
-                            .map(|l| format!("{l:?}"))
-                            .collect::<Vec<_>>()
-                            .join(" and ")
-                    ));
-                }
-                let ns = label(&s.metric, "namespace").unwrap_or_default();
-                let pod = label(&s.metric, "pod").unwrap_or_default();
-                (ns.to_string(), pod.to_string())
-            }
-        };
+        let sample = series_sample(s, &name)?;
+        let key = series_key(s, &name, target, node_label)?;
         match seen.entry(key.clone()) {
             Entry::Occupied(first) => {
                 let (what, by) = match target {

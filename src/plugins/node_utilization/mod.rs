@@ -164,84 +164,88 @@ impl MetricsUtilization {
                 }
                 Ok(UsageMode::MetricsServer)
             }
-            Some(UsageSource::Prometheus) => {
-                let p = self.prometheus.clone().unwrap_or_default();
-                let query = p.query.as_deref().filter(|q| !q.trim().is_empty());
-                match (query, p.queries.is_empty()) {
-                    (None, true) => {
-                        return Err(ArgsError::new(
-                            f("prometheus.query"),
-                            "source: Prometheus needs prometheus.query (a 0-1 ratio per node, with the MetricResource threshold) or prometheus.queries (cpu and memory ratios)",
-                        ))
-                    }
-                    (Some(_), false) => {
-                        return Err(ArgsError::new(
-                            f("prometheus.queries"),
-                            "give either prometheus.query (MetricResource) or prometheus.queries (cpu, memory), not both",
-                        ))
-                    }
-                    (Some(_), true) => {
-                        if !metric_resource || thresholds.len() != 1 {
-                            return Err(ArgsError::new(
-                                "thresholds",
-                                "with prometheus.query, thresholds and targetThresholds must name only MetricResource",
-                            ));
-                        }
-                        if !p.pod_queries.is_empty() {
-                            return Err(ArgsError::new(
-                                f("prometheus.podQueries"),
-                                "pod queries go with prometheus.queries (cpu, memory); a MetricResource ratio cannot be split by pod",
-                            ));
-                        }
-                    }
-                    (None, false) => {
-                        if metric_resource {
-                            return Err(ArgsError::new(
-                                format!("thresholds.{METRIC_RESOURCE}"),
-                                "MetricResource goes with prometheus.query; with prometheus.queries use cpu and memory",
-                            ));
-                        }
-                        for (r, q) in &p.queries {
-                            if r != RESOURCE_CPU && r != RESOURCE_MEMORY {
-                                return Err(ArgsError::new(
-                                    f(&format!("prometheus.queries.{r}")),
-                                    "only cpu and memory can be measured; allowed keys: cpu, memory",
-                                ));
-                            }
-                            if q.trim().is_empty() {
-                                return Err(ArgsError::new(
-                                    f(&format!("prometheus.queries.{r}")),
-                                    "empty query",
-                                ));
-                            }
-                            if !thresholds.contains_key(r) {
-                                return Err(ArgsError::new(
-                                    f(&format!("prometheus.queries.{r}")),
-                                    format!("{r} is measured but has no threshold; add {r} to thresholds and targetThresholds"),
-                                ));
-                            }
-                        }
-                    }
+            Some(UsageSource::Prometheus) => self.prometheus_mode(thresholds),
+        }
+    }
+
+    /// The Prometheus settings checked against the thresholds: one MetricResource query,
+    /// or cpu and memory node queries (with their pod queries).
+    fn prometheus_mode(&self, thresholds: &BTreeMap<String, f64>) -> Result<UsageMode, ArgsError> {
+        let f = |p: &str| format!("metricsUtilization.{p}");
+        let metric_resource = thresholds.contains_key(METRIC_RESOURCE);
+        let p = self.prometheus.clone().unwrap_or_default();
+        let query = p.query.as_deref().filter(|q| !q.trim().is_empty());
+        match (query, p.queries.is_empty()) {
+            (None, true) => {
+                return Err(ArgsError::new(
+                    f("prometheus.query"),
+                    "source: Prometheus needs prometheus.query (a 0-1 ratio per node, with the MetricResource threshold) or prometheus.queries (cpu and memory ratios)",
+                ))
+            }
+            (Some(_), false) => {
+                return Err(ArgsError::new(
+                    f("prometheus.queries"),
+                    "give either prometheus.query (MetricResource) or prometheus.queries (cpu, memory), not both",
+                ))
+            }
+            (Some(_), true) => {
+                if !metric_resource || thresholds.len() != 1 {
+                    return Err(ArgsError::new(
+                        "thresholds",
+                        "with prometheus.query, thresholds and targetThresholds must name only MetricResource",
+                    ));
                 }
-                for (r, q) in &p.pod_queries {
-                    if !p.queries.contains_key(r) {
+                if !p.pod_queries.is_empty() {
+                    return Err(ArgsError::new(
+                        f("prometheus.podQueries"),
+                        "pod queries go with prometheus.queries (cpu, memory); a MetricResource ratio cannot be split by pod",
+                    ));
+                }
+            }
+            (None, false) => {
+                if metric_resource {
+                    return Err(ArgsError::new(
+                        format!("thresholds.{METRIC_RESOURCE}"),
+                        "MetricResource goes with prometheus.query; with prometheus.queries use cpu and memory",
+                    ));
+                }
+                for (r, q) in &p.queries {
+                    if r != RESOURCE_CPU && r != RESOURCE_MEMORY {
                         return Err(ArgsError::new(
-                            f(&format!("prometheus.podQueries.{r}")),
-                            format!(
-                                "a pod query for {r} needs the node query prometheus.queries.{r}"
-                            ),
+                            f(&format!("prometheus.queries.{r}")),
+                            "only cpu and memory can be measured; allowed keys: cpu, memory",
                         ));
                     }
                     if q.trim().is_empty() {
                         return Err(ArgsError::new(
-                            f(&format!("prometheus.podQueries.{r}")),
+                            f(&format!("prometheus.queries.{r}")),
                             "empty query",
                         ));
                     }
+                    if !thresholds.contains_key(r) {
+                        return Err(ArgsError::new(
+                            f(&format!("prometheus.queries.{r}")),
+                            format!("{r} is measured but has no threshold; add {r} to thresholds and targetThresholds"),
+                        ));
+                    }
                 }
-                Ok(UsageMode::Prometheus(p))
             }
         }
+        for (r, q) in &p.pod_queries {
+            if !p.queries.contains_key(r) {
+                return Err(ArgsError::new(
+                    f(&format!("prometheus.podQueries.{r}")),
+                    format!("a pod query for {r} needs the node query prometheus.queries.{r}"),
+                ));
+            }
+            if q.trim().is_empty() {
+                return Err(ArgsError::new(
+                    f(&format!("prometheus.podQueries.{r}")),
+                    "empty query",
+                ));
+            }
+        }
+        Ok(UsageMode::Prometheus(p))
     }
 }
 
@@ -317,136 +321,152 @@ pub fn measure(
     nodes: &[NodeId],
     now: i64,
 ) -> Result<Option<Measured>, String> {
-    let usage = snap.usage();
     match mode {
         UsageMode::Requests => Ok(None),
-        UsageMode::MetricsServer => {
-            let source = UsageSource::MetricsServer;
-            let answer = usage.metrics_server.as_ref().ok_or(
-                "no metrics-server data for this cycle (offline: give --node-metrics and --pod-metrics)",
-            )?;
-            let samples = answer
-                .as_ref()
-                .map_err(|e| format!("metrics-server failed: {e}"))?;
-            let max_age = usage.max_age(source);
-            let mut out = vec![Err(String::new()); snap.nodes.len()];
-            for &n in nodes {
-                out[n as usize] = match samples.node(n) {
-                    None => Err("no metrics-server sample for the node".to_string()),
-                    Some(s) if usage.is_stale(source, s.timestamp, now) => Err(format!(
-                        "its metrics-server sample is {}s old (maxSampleAge {max_age}s)",
-                        now - s.timestamp
-                    )),
-                    Some(s) => Ok(BTreeMap::from([
-                        (RESOURCE_CPU.to_string(), s.cpu),
-                        (RESOURCE_MEMORY.to_string(), s.memory),
-                    ])),
-                };
-            }
-            let fresh = |id: PodId| {
-                samples
-                    .pod(id)
-                    .filter(|s| !usage.is_stale(source, s.timestamp, now))
+        UsageMode::MetricsServer => measure_metrics_server(snap, nodes, now).map(Some),
+        UsageMode::Prometheus(p) => measure_prometheus(p, snap, nodes, now).map(Some),
+    }
+}
+
+/// The nodes' and pods' cpu and memory from metrics-server's samples of this cycle.
+fn measure_metrics_server(
+    snap: &ClusterSnapshot,
+    nodes: &[NodeId],
+    now: i64,
+) -> Result<Measured, String> {
+    let usage = snap.usage();
+    let source = UsageSource::MetricsServer;
+    let answer = usage.metrics_server.as_ref().ok_or(
+        "no metrics-server data for this cycle (offline: give --node-metrics and --pod-metrics)",
+    )?;
+    let samples = answer
+        .as_ref()
+        .map_err(|e| format!("metrics-server failed: {e}"))?;
+    let max_age = usage.max_age(source);
+    let mut out = vec![Err(String::new()); snap.nodes.len()];
+    for &n in nodes {
+        out[n as usize] = match samples.node(n) {
+            None => Err("no metrics-server sample for the node".to_string()),
+            Some(s) if usage.is_stale(source, s.timestamp, now) => Err(format!(
+                "its metrics-server sample is {}s old (maxSampleAge {max_age}s)",
+                now - s.timestamp
+            )),
+            Some(s) => Ok(BTreeMap::from([
+                (RESOURCE_CPU.to_string(), s.cpu),
+                (RESOURCE_MEMORY.to_string(), s.memory),
+            ])),
+        };
+    }
+    let fresh = |id: PodId| {
+        samples
+            .pod(id)
+            .filter(|s| !usage.is_stale(source, s.timestamp, now))
+    };
+    let ids = 0..snap.pods.len() as PodId;
+    let pod_amounts = BTreeMap::from([
+        (
+            RESOURCE_CPU.to_string(),
+            ids.clone().map(|p| fresh(p).map(|s| s.cpu)).collect(),
+        ),
+        (
+            RESOURCE_MEMORY.to_string(),
+            ids.map(|p| fresh(p).map(|s| s.memory)).collect(),
+        ),
+    ]);
+    Ok(Measured {
+        source,
+        nodes: out,
+        resources: vec![RESOURCE_CPU.into(), RESOURCE_MEMORY.into()],
+        pod_amounts,
+    })
+}
+
+/// The nodes' (and pods') usage from this cycle's answers to the Prometheus queries.
+fn measure_prometheus(
+    p: &PrometheusUsage,
+    snap: &ClusterSnapshot,
+    nodes: &[NodeId],
+    now: i64,
+) -> Result<Measured, String> {
+    let usage = snap.usage();
+    let source = UsageSource::Prometheus;
+    let max_age = usage.max_age(source);
+    let answer = |q: &str| {
+        let a = usage
+            .queries
+            .get(q)
+            .ok_or_else(|| format!("no Prometheus answer for query {q:?} this cycle"))?;
+        a.as_ref()
+            .map_err(|e| format!("Prometheus query {q:?} failed: {e}"))
+    };
+    // (resource, query, scale: the amount at ratio 1)
+    let node_queries: Vec<(String, &str)> = match &p.query {
+        Some(q) => vec![(METRIC_RESOURCE.to_string(), q.as_str())],
+        None => p
+            .queries
+            .iter()
+            .map(|(r, q)| (r.clone(), q.as_str()))
+            .collect(),
+    };
+    let mut out: Vec<Result<BTreeMap<String, i64>, String>> =
+        vec![Ok(BTreeMap::new()); snap.nodes.len()];
+    for (r, q) in &node_queries {
+        let samples = answer(q)?;
+        for &n in nodes {
+            let slot = &mut out[n as usize];
+            let Ok(map) = slot else { continue };
+            let Some(s) = samples.node(n) else {
+                *slot = Err(format!("no sample for the node in the answer to {q:?}"));
+                continue;
             };
-            let ids = 0..snap.pods.len() as PodId;
-            let pod_amounts = BTreeMap::from([
-                (
-                    RESOURCE_CPU.to_string(),
-                    ids.clone().map(|p| fresh(p).map(|s| s.cpu)).collect(),
-                ),
-                (
-                    RESOURCE_MEMORY.to_string(),
-                    ids.map(|p| fresh(p).map(|s| s.memory)).collect(),
-                ),
-            ]);
-            Ok(Some(Measured {
-                source,
-                nodes: out,
-                resources: vec![RESOURCE_CPU.into(), RESOURCE_MEMORY.into()],
-                pod_amounts,
-            }))
-        }
-        UsageMode::Prometheus(p) => {
-            let source = UsageSource::Prometheus;
-            let max_age = usage.max_age(source);
-            let answer = |q: &str| {
-                let a = usage
-                    .queries
-                    .get(q)
-                    .ok_or_else(|| format!("no Prometheus answer for query {q:?} this cycle"))?;
-                a.as_ref()
-                    .map_err(|e| format!("Prometheus query {q:?} failed: {e}"))
-            };
-            // (resource, query, scale: the amount at ratio 1)
-            let node_queries: Vec<(String, &str)> = match &p.query {
-                Some(q) => vec![(METRIC_RESOURCE.to_string(), q.as_str())],
-                None => p
-                    .queries
-                    .iter()
-                    .map(|(r, q)| (r.clone(), q.as_str()))
-                    .collect(),
-            };
-            let mut out: Vec<Result<BTreeMap<String, i64>, String>> =
-                vec![Ok(BTreeMap::new()); snap.nodes.len()];
-            for (r, q) in &node_queries {
-                let samples = answer(q)?;
-                for &n in nodes {
-                    let slot = &mut out[n as usize];
-                    let Ok(map) = slot else { continue };
-                    let Some(s) = samples.node(n) else {
-                        *slot = Err(format!("no sample for the node in the answer to {q:?}"));
-                        continue;
-                    };
-                    if usage.is_stale(source, s.timestamp, now) {
-                        *slot = Err(format!(
-                            "its sample of {q:?} is {}s old (maxSampleAge {max_age}s)",
-                            now - s.timestamp
-                        ));
-                        continue;
-                    }
-                    check_value(s.value, true).map_err(|why| {
-                        format!(
-                            "Prometheus query {q:?} answered {why} for node {}; nothing is evicted on a bad measurement",
-                            snap.node(n).name
-                        )
-                    })?;
-                    let capacity = if r == METRIC_RESOURCE {
-                        METRIC_RESOURCE_SCALE
-                    } else {
-                        snap.node(n).allocatable.get(r)
-                    };
-                    map.insert(r.clone(), (s.value * capacity as f64).round() as i64);
-                }
+            if usage.is_stale(source, s.timestamp, now) {
+                *slot = Err(format!(
+                    "its sample of {q:?} is {}s old (maxSampleAge {max_age}s)",
+                    now - s.timestamp
+                ));
+                continue;
             }
-            let mut pod_amounts = BTreeMap::new();
-            for (r, q) in &p.pod_queries {
-                let samples = answer(q)?;
-                let scale = if r == RESOURCE_CPU { 1000.0 } else { 1.0 };
-                let mut v = Vec::with_capacity(snap.pods.len());
-                for id in 0..snap.pods.len() as PodId {
-                    v.push(match samples.pod(id) {
-                        Some(s) if !usage.is_stale(source, s.timestamp, now) => {
-                            check_value(s.value, false).map_err(|why| {
-                                format!(
-                                    "Prometheus pod query {q:?} answered {why} for pod {}",
-                                    snap.pod(id).key()
-                                )
-                            })?;
-                            Some((s.value * scale).round() as i64)
-                        }
-                        _ => None,
-                    });
-                }
-                pod_amounts.insert(r.clone(), v);
-            }
-            Ok(Some(Measured {
-                source,
-                nodes: out,
-                resources: node_queries.into_iter().map(|(r, _)| r).collect(),
-                pod_amounts,
-            }))
+            check_value(s.value, true).map_err(|why| {
+                format!(
+                    "Prometheus query {q:?} answered {why} for node {}; nothing is evicted on a bad measurement",
+                    snap.node(n).name
+                )
+            })?;
+            let capacity = if r == METRIC_RESOURCE {
+                METRIC_RESOURCE_SCALE
+            } else {
+                snap.node(n).allocatable.get(r)
+            };
+            map.insert(r.clone(), (s.value * capacity as f64).round() as i64);
         }
     }
+    let mut pod_amounts = BTreeMap::new();
+    for (r, q) in &p.pod_queries {
+        let samples = answer(q)?;
+        let scale = if r == RESOURCE_CPU { 1000.0 } else { 1.0 };
+        let mut v = Vec::with_capacity(snap.pods.len());
+        for id in 0..snap.pods.len() as PodId {
+            v.push(match samples.pod(id) {
+                Some(s) if !usage.is_stale(source, s.timestamp, now) => {
+                    check_value(s.value, false).map_err(|why| {
+                        format!(
+                            "Prometheus pod query {q:?} answered {why} for pod {}",
+                            snap.pod(id).key()
+                        )
+                    })?;
+                    Some((s.value * scale).round() as i64)
+                }
+                _ => None,
+            });
+        }
+        pod_amounts.insert(r.clone(), v);
+    }
+    Ok(Measured {
+        source,
+        nodes: out,
+        resources: node_queries.into_iter().map(|(r, _)| r).collect(),
+        pod_amounts,
+    })
 }
 
 /// Refuses `metricsUtilization` that asks for real usage, for plugins that balance by
@@ -859,6 +879,107 @@ pub fn evict_pods_from_source_nodes<S: SourceNode>(
     evict_pods_within_rooms(cx, sources, destinations, available, None, opts)
 }
 
+/// What a pod takes with it, per resource of `opts.resources` (0 where its measured usage is
+/// unknown), and the first resource whose measured usage is unknown.
+fn pod_amounts<'o>(
+    snap: &ClusterSnapshot,
+    opts: &EvictOptions<'o>,
+    pod_id: PodId,
+) -> (Vec<i64>, Option<&'o String>) {
+    let pod = snap.pod(pod_id);
+    let mut unknown = None;
+    let amounts: Vec<i64> = opts
+        .resources
+        .iter()
+        .map(|r| match opts.measured {
+            Some(m) if m.is_measured(r) => match m.pod_amount(pod_id, r) {
+                Some(a) => a,
+                None => {
+                    unknown.get_or_insert(r);
+                    0
+                }
+            },
+            _ if r == RESOURCE_PODS => 1,
+            _ => pod.requests.get(r),
+        })
+        .collect();
+    (amounts, unknown)
+}
+
+/// The pods of a source node that may leave at all: active, requesting what the plugin
+/// asks for, accepted by the evictor's Filter.
+fn movable_pods(cx: &Context<'_, '_>, node: NodeId, opts: &EvictOptions<'_>) -> Vec<PodId> {
+    let snap = cx.snap();
+    cx.pods_on_node(node)
+        .filter(|&p| {
+            let pod = snap.pod(p);
+            pod.is_active()
+                && opts
+                    .require_request_for
+                    .is_none_or(|r| requests_any(pod, r))
+                && cx.filter(p).is_ok()
+        })
+        .collect()
+}
+
+/// The source's next candidate: where the source knows its excess and the profile has no
+/// sort plugin, the ones that bring it under with the fewest evictions first
+/// ([`fewest_first`]); else the profile's order.
+fn next_candidate<S: SourceNode>(
+    cx: &mut Context<'_, '_>,
+    source: &S,
+    candidates: &mut Vec<PodId>,
+    opts: &EvictOptions<'_>,
+) -> Option<PodId> {
+    let snap = cx.snap();
+    let pick = match source.excess() {
+        Some(excess) if !cx.has_sort_plugin() => {
+            Some(fewest_first(snap, candidates, &excess, |p| {
+                pod_amounts(snap, opts, p).0
+            }))
+        }
+        _ => None,
+    };
+    match pick {
+        Some(i) if i < candidates.len() => Some(candidates.remove(i)),
+        Some(_) => None,
+        None => cx.next_by_order(candidates),
+    }
+}
+
+/// Whether a candidate may go now: it tolerates the taints of some destination, its
+/// namespace is not excluded, and the evictor's PreEvictionFilter admits it.
+fn may_leave(
+    cx: &Context<'_, '_>,
+    pod_id: PodId,
+    taint_sets: &[&[Taint]],
+    opts: &EvictOptions<'_>,
+) -> bool {
+    let pod = cx.snap().pod(pod_id);
+    taint_sets.iter().any(|t| sim::tolerates_all_taints(pod, t))
+        && !opts
+            .evictable_namespaces
+            .is_some_and(|ns| ns.exclude.iter().any(|n| **n == *pod.namespace))
+        && cx.pre_eviction_filter(pod_id).is_ok()
+}
+
+/// Takes `amounts` (per resource) off the summed room left and, at destination `at`, off
+/// that destination's own room.
+fn take_room(
+    rooms: Option<&mut TaintedRooms>,
+    at: Option<usize>,
+    available: &mut [i64],
+    amounts: &[i64],
+) {
+    let mut own = rooms.zip(at);
+    for (i, (left, amount)) in available.iter_mut().zip(amounts).enumerate() {
+        if let Some((rooms, d)) = own.as_mut() {
+            rooms.take(*d, i, *amount);
+        }
+        *left -= amount;
+    }
+}
+
 /// [`evict_pods_from_source_nodes`], and with `rooms` (each destination's room to its target,
 /// per resource of `opts.resources`, in the order of `destinations`) a pod leaves only when it fits whole into
 /// one destination's room (first fit, among the destinations whose taints it tolerates),
@@ -890,41 +1011,10 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
     }
     let mut rooms: Option<TaintedRooms> =
         rooms.map(|rooms| TaintedRooms::new(rooms, opts.resources.len(), &destination_taints));
-    // What a pod takes with it, per resource (0 where its measured usage is unknown), and the
-    // first resource whose measured usage is unknown.
-    let amounts_of = |pod_id: PodId| {
-        let pod = snap.pod(pod_id);
-        let mut unknown = None;
-        let amounts: Vec<i64> = opts
-            .resources
-            .iter()
-            .map(|r| match opts.measured {
-                Some(m) if m.is_measured(r) => match m.pod_amount(pod_id, r) {
-                    Some(a) => a,
-                    None => {
-                        unknown.get_or_insert(r);
-                        0
-                    }
-                },
-                _ if r == RESOURCE_PODS => 1,
-                _ => pod.requests.get(r),
-            })
-            .collect();
-        (amounts, unknown)
-    };
+    let amounts_of = |pod_id: PodId| pod_amounts(snap, opts, pod_id);
     'nodes: for mut source in sources {
         let node = snap.node(source.id());
-        let mut candidates: Vec<_> = cx
-            .pods_on_node(source.id())
-            .filter(|&p| {
-                let pod = snap.pod(p);
-                pod.is_active()
-                    && opts
-                        .require_request_for
-                        .is_none_or(|r| requests_any(pod, r))
-                    && cx.filter(p).is_ok()
-            })
-            .collect();
+        let mut candidates = movable_pods(cx, source.id(), opts);
         if candidates.is_empty() {
             tracing::debug!(node = %node.name, "no removable pods on node");
             continue;
@@ -936,37 +1026,12 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
         let mut evicted_here = 0u32;
         // One at a time: with DominantResourceFairness, each eviction can change whose turn
         // is next.
-        loop {
-            let pick = match source.excess() {
-                Some(excess) if !cx.has_sort_plugin() => {
-                    Some(fewest_first(snap, &candidates, &excess, |p| {
-                        amounts_of(p).0
-                    }))
-                }
-                _ => None,
-            };
-            let next = match pick {
-                Some(i) if i < candidates.len() => Some(candidates.remove(i)),
-                Some(_) => None,
-                None => cx.next_by_order(&mut candidates),
-            };
-            let Some(pod_id) = next else {
-                break;
-            };
+        while let Some(pod_id) = next_candidate(cx, &source, &mut candidates, opts) {
             if opts.node_limit.is_some_and(|l| evicted_here >= l) {
                 break;
             }
             let pod = snap.pod(pod_id);
-            if !taint_sets.iter().any(|t| sim::tolerates_all_taints(pod, t)) {
-                continue;
-            }
-            if opts
-                .evictable_namespaces
-                .is_some_and(|ns| ns.exclude.iter().any(|n| **n == *pod.namespace))
-            {
-                continue;
-            }
-            if cx.pre_eviction_filter(pod_id).is_err() {
+            if !may_leave(cx, pod_id, &taint_sets, opts) {
                 continue;
             }
             // What the pod takes with it, per resource (0 where its measured usage is unknown).
@@ -992,15 +1057,9 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                     // the destinations the simulator placed it on (within their targets: see
                     // the placement targets the caller sets).
                     for (member, destination) in members {
-                        let (taken, _) = amounts_of(member);
                         let at =
                             destination.and_then(|d| destinations.iter().position(|&x| x == d));
-                        for (i, (left, amount)) in available.iter_mut().zip(&taken).enumerate() {
-                            if let (Some(rooms), Some(d)) = (rooms.as_mut(), at) {
-                                rooms.take(d, i, *amount);
-                            }
-                            *left -= amount;
-                        }
+                        take_room(rooms.as_mut(), at, available, &amounts_of(member).0);
                     }
                     if let (Some(rooms), Some(d)) = (rooms.as_mut(), room_taken) {
                         for (i, &amount) in amounts.iter().enumerate() {
