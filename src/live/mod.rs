@@ -3,6 +3,7 @@
 //! `crate::app` ties them to the pure planner.
 
 pub mod admin;
+pub mod cancel;
 pub mod client;
 pub mod executor;
 pub mod failure;
