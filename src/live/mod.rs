@@ -9,6 +9,7 @@ pub mod executor;
 pub mod failure;
 pub mod leader;
 pub mod policy_map;
+pub mod reflector;
 pub mod source;
 
 /// Errors of the live room; each says what to check.

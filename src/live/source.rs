@@ -4,7 +4,8 @@
 //! ([`ListDecoder`], the reader of snapshot files): no API objects are built, and nothing is
 //! written only to be read again. One-shot mode lists everything once, all resources at
 //! once; continuous mode lists each resource, then keeps it current from its watch (added,
-//! modified, deleted, bookmarks; listed again when the watch's version expired, 410 Gone),
+//! modified, deleted, bookmarks; listed again when the watch's version expired, 410 Gone: the
+//! protocol of [`Reflector`]),
 //! each event decoded into the same compact shapes ([`decode_event`]) and taken into one
 //! [`ClusterStore`]. A cycle waits until every resource has had a complete list: it never
 //! plans on a partly filled cache.
@@ -19,6 +20,7 @@
 
 use super::client::ApiClient;
 use super::failure::{status, ReadFailure};
+use super::reflector::{self, Input, Reflector, Request};
 use super::LiveError;
 use crate::snapshot::decode::proto;
 use crate::snapshot::decode::stream::{
@@ -488,11 +490,12 @@ fn watch_timeout() -> u64 {
     300 + spread % 300
 }
 
-/// Watches `r` from `version`, sending each change; keeps `version` current.
+/// Watches `r` from `version`, sending each change; tells `reflector` each version read.
 async fn watch(
     api: &ApiClient,
     r: &ResourceApi,
-    version: &mut String,
+    version: &str,
+    reflector: &mut Reflector,
     tx: &tokio::sync::mpsc::UnboundedSender<Update>,
 ) -> WatchEnd {
     let timeout = watch_timeout().to_string();
@@ -564,9 +567,7 @@ async fn watch(
                     ));
                 }
             };
-            if !event.resource_version.is_empty() {
-                *version = event.resource_version;
-            }
+            reflector.seen(event.resource_version);
             if let Some(c) = change {
                 if tx.send(Update::Change(c)).is_err() {
                     return WatchEnd::Closed;
@@ -578,102 +579,75 @@ async fn watch(
     WatchEnd::Closed
 }
 
-/// Waits before trying again: 0.5 s, doubling up to 30 s.
+/// Waits before trying again: 0.5 s, doubling up to 30 s (as the watch protocol does).
 struct Backoff(Duration);
 
 impl Backoff {
     fn new() -> Self {
-        Backoff(Duration::from_millis(500))
+        Backoff(reflector::FIRST_BACKOFF)
     }
     async fn wait(&mut self) {
         tokio::time::sleep(self.0).await;
-        self.0 = (self.0 * 2).min(Duration::from_secs(30));
-    }
-    fn reset(&mut self) {
-        *self = Backoff::new();
+        self.0 = (self.0 * 2).min(reflector::MAX_BACKOFF);
     }
 }
 
-/// How often a gang scheduler's absent (or unreadable) CRD is looked for again.
-const ABSENT_CRD_RECHECK: Duration = Duration::from_secs(60);
-
-/// Keeps one resource current: lists it, watches it, lists it again when needed.
+/// Keeps one resource current: the list and watch protocol of [`Reflector`], its requests
+/// made here and what they brought sent to the source.
 async fn keep(api: ApiClient, mut r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSender<Update>) {
-    let mut backoff = Backoff::new();
-    // Whether the resource is known absent or unreadable (a CRD not installed, or no right
-    // to read it): said once.
-    let mut absent = false;
+    let mut reflector = Reflector::new(r.optional);
+    let mut step = reflector.start();
     loop {
-        let mut version = match list_served(&api, &mut r).await {
-            Ok(d) => {
-                absent = false;
-                backoff.reset();
-                if tx
-                    .send(Update::Change(Change::Replace(r.resource, d.parts)))
-                    .is_err()
-                {
-                    return;
-                }
-                d.resource_version
-            }
-            Err(e @ (ReadFailure::Forbidden { .. } | ReadFailure::NotServed { .. }))
-                if r.optional =>
-            {
-                if !absent {
-                    none_of(&r, &e);
-                    absent = true;
-                    let none = Change::Replace(r.resource, SnapshotParts::default());
-                    if tx.send(Update::Change(none)).is_err() {
+        if !step.after.is_zero() {
+            tokio::time::sleep(step.after).await;
+        }
+        let (next, failure) = match step.request {
+            Request::List => match list_served(&api, &mut r).await {
+                Ok(d) => {
+                    let listed = Change::Replace(r.resource, d.parts);
+                    if tx.send(Update::Change(listed)).is_err() {
                         return;
                     }
+                    let version = d.resource_version;
+                    (reflector.step(Input::Listed { version }), None)
                 }
-                tokio::time::sleep(ABSENT_CRD_RECHECK).await;
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!(resource = r.what(), error = %e, "list failed; retrying");
-                if tx.send(Update::Failed(e)).is_err() {
-                    return;
+                Err(e) => {
+                    let next = reflector.step(Input::ListFailed(&e));
+                    if next.none {
+                        none_of(&r, &e);
+                        let none = Change::Replace(r.resource, SnapshotParts::default());
+                        if tx.send(Update::Change(none)).is_err() {
+                            return;
+                        }
+                    }
+                    (next, Some(("list failed; retrying", e)))
                 }
-                backoff.wait().await;
-                continue;
+            },
+            Request::Watch { version } => {
+                match watch(&api, &r, &version, &mut reflector, &tx).await {
+                    WatchEnd::Closed if tx.is_closed() => return,
+                    WatchEnd::Closed => (reflector.step(Input::WatchClosed), None),
+                    WatchEnd::Expired => {
+                        tracing::info!(
+                            resource = r.what(),
+                            "watch version expired (410 Gone); listing again"
+                        );
+                        (reflector.step(Input::WatchExpired), None)
+                    }
+                    WatchEnd::Failed(e) => (
+                        reflector.step(Input::WatchFailed(&e)),
+                        Some(("watch failed; retrying", e)),
+                    ),
+                }
             }
         };
-        loop {
-            match watch(&api, &r, &mut version, &tx).await {
-                WatchEnd::Closed => {
-                    if tx.is_closed() {
-                        return;
-                    }
-                    backoff.reset();
-                }
-                WatchEnd::Expired => {
-                    tracing::info!(
-                        resource = r.what(),
-                        "watch version expired (410 Gone); listing again"
-                    );
-                    break;
-                }
-                WatchEnd::Failed(e) => {
-                    // An event that could not be read leaves the state unknown, and a
-                    // resource gone (a CRD removed) cannot be watched: list again. Anything
-                    // else (the server unreachable, a refusal) is retried from the same
-                    // version.
-                    let relist = matches!(
-                        e,
-                        ReadFailure::Decode { .. } | ReadFailure::NotServed { .. }
-                    );
-                    tracing::warn!(resource = r.what(), error = %e, "watch failed; retrying");
-                    if tx.send(Update::Failed(e)).is_err() {
-                        return;
-                    }
-                    backoff.wait().await;
-                    if relist {
-                        break;
-                    }
-                }
+        if let Some((what, e)) = failure.filter(|_| next.report) {
+            tracing::warn!(resource = r.what(), error = %e, "{what}");
+            if tx.send(Update::Failed(e)).is_err() {
+                return;
             }
         }
+        step = next;
     }
 }
 
