@@ -8,6 +8,7 @@
 use super::cycle::{Act, Cluster, CycleEnd, CycleError, Cycles, ReadError};
 use crate::framework::{History, Pipeline};
 use crate::live::admin;
+use crate::live::cancel::{Cancel, Leadership};
 use crate::live::client::ApiClient;
 use crate::live::executor::{ExecutorConfig, Gate, LiveExecutor};
 use crate::live::leader::{LeaderConfig, LeaderElector};
@@ -83,8 +84,8 @@ impl From<ReadError> for RunError {
     }
 }
 
-/// Sets `shutdown` and tells `stopping` on SIGTERM (or Ctrl-C).
-fn watch_signals(shutdown: Arc<AtomicBool>, stopping: tokio::sync::watch::Sender<bool>) {
+/// Cancels `shutdown` on SIGTERM (or Ctrl-C).
+fn watch_signals(shutdown: Cancel) {
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -99,30 +100,19 @@ fn watch_signals(shutdown: Arc<AtomicBool>, stopping: tokio::sync::watch::Sender
             _ = tokio::signal::ctrl_c() => {}
         }
         tracing::warn!("SIGTERM: stopping; no eviction is started from now on");
-        shutdown.store(true, Ordering::SeqCst);
-        let _ = stopping.send(true);
+        shutdown.cancel();
     });
 }
 
-/// Resolves once a signal asked to stop.
-async fn stopped(mut stopping: tokio::sync::watch::Receiver<bool>) {
-    // A sender gone without a signal (it could not listen) never resolves.
-    if stopping.wait_for(|s| *s).await.is_err() {
-        std::future::pending::<()>().await;
+/// Sleeps for `d`, waking early on shutdown or when leadership is lost. Returns false on
+/// shutdown.
+async fn sleep_unless(d: Duration, shutdown: &Cancel, leading: &Leadership) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => {}
+        _ = shutdown.cancelled() => {}
+        _ = leading.lost() => {}
     }
-}
-
-/// Sleeps for `d`, waking early on shutdown. Returns false on shutdown.
-async fn sleep_unless(d: Duration, shutdown: &AtomicBool) -> bool {
-    let step = Duration::from_millis(100);
-    let end = Instant::now() + d;
-    while Instant::now() < end {
-        if shutdown.load(Ordering::SeqCst) {
-            return false;
-        }
-        tokio::time::sleep(step.min(end - Instant::now())).await;
-    }
-    !shutdown.load(Ordering::SeqCst)
+    !shutdown.is_cancelled()
 }
 
 /// The cycles of a live run: memory across cycles, which a single cycle has none of (so no
@@ -202,30 +192,38 @@ async fn serve_admin(
 
 /// The leader election's task, when asked for, and whether this instance leads (always,
 /// without election).
-fn elect(
-    opts: &LiveOptions,
-    api: &ApiClient,
-    shutdown: &Arc<AtomicBool>,
-) -> (Arc<AtomicBool>, Option<Elector>) {
+fn elect(opts: &LiveOptions, api: &ApiClient, shutdown: &Cancel) -> (Leadership, Option<Elector>) {
     match &opts.leader {
         Some(cfg) => {
             let e = LeaderElector::new(api.client.clone(), cfg.clone());
             let leading = e.leading();
             (leading, Some(tokio::spawn(e.run(shutdown.clone()))))
         }
-        None => (Arc::new(AtomicBool::new(true)), None),
+        None => (Leadership::always(), None),
     }
 }
 
 type Elector = tokio::task::JoinHandle<Result<(), LiveError>>;
 
-/// How the run ends when the leader election's task has ended; None while it runs.
-async fn elector_ended(elector: &mut Option<Elector>) -> Option<Result<(), RunError>> {
-    if !elector.as_ref()?.is_finished() {
-        return None;
-    }
-    let h = elector.take()?;
-    Some(match h.await {
+/// Waits, while this instance does not lead, until it does, a signal asks to stop, or the
+/// leader election's task ends (then how the run ends; the task is taken).
+async fn follow(
+    elector: &mut Option<Elector>,
+    leading: &Leadership,
+    shutdown: &Cancel,
+) -> Option<Result<(), RunError>> {
+    // Without an election this instance leads for good: not leading then (no election left
+    // to wait for) ends the run rather than spinning.
+    let Some(h) = elector.as_mut() else {
+        return Some(Ok(()));
+    };
+    let joined = tokio::select! {
+        joined = h => joined,
+        _ = leading.gained() => return None,
+        _ = shutdown.cancelled() => return None,
+    };
+    *elector = None;
+    Some(match joined {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(e.into()),
         Err(e) => Err(LiveError::Leader(e.to_string()).into()),
@@ -257,9 +255,8 @@ pub async fn run(
     opts: LiveOptions,
     out: &mut dyn Write,
 ) -> Result<(), RunError> {
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let (stopping, stop_rx) = tokio::sync::watch::channel(false);
-    watch_signals(shutdown.clone(), stopping);
+    let shutdown = Cancel::new();
+    watch_signals(shutdown.clone());
     let once = matches!(opts.schedule, Schedule::Once);
     // Until the first cycle's plan, no eviction can be in flight: a signal ends the run at
     // once (a one-shot run did not do its work: exit 1; continuous mode stops as on any
@@ -274,7 +271,7 @@ pub async fn run(
     };
     let api = tokio::select! {
         api = connect(&opts) => api?,
-        _ = stopped(stop_rx.clone()) => return interrupted(),
+        _ = shutdown.cancelled() => return interrupted(),
     };
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
@@ -297,19 +294,18 @@ pub async fn run(
             !once,
             Some(metrics.clone()),
         ) => usage?,
-        _ = stopped(stop_rx.clone()) => return interrupted(),
+        _ = shutdown.cancelled() => return interrupted(),
     };
     let mut cycles = cycles(pipeline, usage, &opts, once, &metrics);
     let result = loop {
-        if shutdown.load(Ordering::SeqCst) {
+        if shutdown.is_cancelled() {
             break Ok(());
         }
         // Only the leader plans and evicts.
-        if !leading.load(Ordering::SeqCst) {
-            if let Some(ended) = elector_ended(&mut elector).await {
+        if !leading.is_leading() {
+            if let Some(ended) = follow(&mut elector, &leading, &shutdown).await {
                 break ended;
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         }
         let started = chrono::Utc::now();
@@ -318,7 +314,7 @@ pub async fn run(
         let mut listed: Option<ClusterSnapshot> = None;
         let read = tokio::select! {
             read = cluster.read(pipeline, &mut listed) => read,
-            _ = stopped(stop_rx.clone()) => break interrupted(),
+            _ = shutdown.cancelled() => break interrupted(),
         };
         match read {
             Err(e) if once => break Err(e.into()),
@@ -348,14 +344,14 @@ pub async fn run(
                 break Ok(());
             }
             Some(d) => {
-                if !sleep_unless(d, &shutdown).await {
+                if !sleep_unless(d, &shutdown, &leading).await {
                     break Ok(());
                 }
             }
         }
     };
     // Let the elector release the lease.
-    shutdown.store(true, Ordering::SeqCst);
+    shutdown.cancel();
     released(elector, result).await
 }
 

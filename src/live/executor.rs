@@ -25,6 +25,7 @@
 //!   replacement where it really is (`plan::CycleMemory::absorb` then stops a workload whose
 //!   replacement came back to its source node or onto an overutilized node).
 
+use super::cancel::{Cancel, Leadership};
 use super::client::ApiClient;
 use crate::framework::PlannedEviction;
 use crate::metrics::Metrics;
@@ -36,8 +37,6 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Api, ListParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 pub const ANNOTATION_REASON: &str = "descheduler.alpha.kubernetes.io/reason";
@@ -49,28 +48,33 @@ pub const REPORTING_CONTROLLER: &str = "descheduler";
 /// Whether evictions may go on: closed on shutdown or when leadership is lost.
 #[derive(Clone, Debug)]
 pub struct Gate {
-    shutdown: Arc<AtomicBool>,
-    leading: Arc<AtomicBool>,
+    shutdown: Cancel,
+    leading: Leadership,
 }
 
 impl Default for Gate {
+    /// Open until cancelled by no one: no shutdown, leading for good.
     fn default() -> Self {
-        Gate {
-            shutdown: Arc::new(AtomicBool::new(false)),
-            leading: Arc::new(AtomicBool::new(true)),
-        }
+        Gate::new(Cancel::new(), Leadership::always())
     }
 }
 
 impl Gate {
-    pub fn new(shutdown: Arc<AtomicBool>, leading: Arc<AtomicBool>) -> Self {
+    pub fn new(shutdown: Cancel, leading: Leadership) -> Self {
         Gate { shutdown, leading }
     }
     pub fn open(&self) -> bool {
-        !self.shutdown.load(Ordering::SeqCst) && self.leading.load(Ordering::SeqCst)
+        !self.shutdown.is_cancelled() && self.leading.is_leading()
     }
     pub fn shutting_down(&self) -> bool {
-        self.shutdown.load(Ordering::SeqCst)
+        self.shutdown.is_cancelled()
+    }
+    /// Resolves once the gate is closed (at once if it is).
+    pub async fn closed(&self) {
+        tokio::select! {
+            _ = self.shutdown.cancelled() => {}
+            _ = self.leading.lost() => {}
+        }
     }
 }
 
@@ -260,32 +264,19 @@ impl LiveExecutor {
 
     /// Waits for the global and the node's rate limit; false if the gate closes meanwhile.
     async fn wait_for_rate_limits(&self, node: &str) -> bool {
-        let tick = Duration::from_millis(100);
-        if let Some(g) = &self.global {
-            loop {
-                if !self.gate.open() {
-                    return false;
-                }
-                if tokio::time::timeout(tick, g.until_ready()).await.is_ok() {
-                    break;
-                }
+        let ready = async {
+            if let Some(g) = &self.global {
+                g.until_ready().await;
             }
-        }
-        if let Some(k) = &self.per_node {
-            let key = node.to_string();
-            loop {
-                if !self.gate.open() {
-                    return false;
-                }
-                if tokio::time::timeout(tick, k.until_key_ready(&key))
-                    .await
-                    .is_ok()
-                {
-                    break;
-                }
+            if let Some(k) = &self.per_node {
+                k.until_key_ready(&node.to_string()).await;
             }
+        };
+        tokio::select! {
+            biased;
+            _ = self.gate.closed() => false,
+            _ = ready => self.gate.open(),
         }
-        self.gate.open()
     }
 
     /// Re-checks the pod and calls the Eviction API; with `dry_run`, as `dryRun=All`: the API
@@ -495,7 +486,10 @@ impl LiveExecutor {
                 tracing::warn!(pod = %pod.key(), "no replacement bound within --await-placement-timeout; planning on with the prediction");
                 return None;
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                _ = self.gate.closed() => {}
+            }
         }
     }
 

@@ -6,13 +6,12 @@
 //! can never both win. On shutdown the lease is released so that another instance takes over
 //! without waiting.
 
+use super::cancel::{Cancel, Leadership};
 use super::LiveError;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
@@ -28,7 +27,8 @@ pub struct LeaderConfig {
 pub struct LeaderElector {
     api: Api<Lease>,
     config: LeaderConfig,
-    leading: Arc<AtomicBool>,
+    /// Whether this instance holds the lease, sent to every [`Leadership`] of it.
+    leading: tokio::sync::watch::Sender<bool>,
     /// The holder and renew time we last saw, and when we saw them change.
     observed: Option<(Option<String>, Option<Timestamp>, Instant)>,
 }
@@ -38,38 +38,39 @@ impl LeaderElector {
         LeaderElector {
             api: Api::namespaced(client, &config.namespace),
             config,
-            leading: Arc::new(AtomicBool::new(false)),
+            leading: tokio::sync::watch::channel(false).0,
             observed: None,
         }
     }
 
-    /// True while this instance holds the lease.
-    pub fn leading(&self) -> Arc<AtomicBool> {
-        self.leading.clone()
+    /// Leading while this instance holds the lease; not leading for good once the election
+    /// has ended.
+    pub fn leading(&self) -> Leadership {
+        Leadership::of(&self.leading)
     }
 
-    /// Campaigns and renews until `shutdown` is set (then releases the lease and returns
-    /// Ok) or leadership is lost (then returns an error: the process should stop).
-    pub async fn run(mut self, shutdown: Arc<AtomicBool>) -> Result<(), LiveError> {
+    /// Campaigns and renews until `shutdown` is cancelled (then releases the lease and
+    /// returns Ok) or leadership is lost (then returns an error: the process should stop).
+    pub async fn run(mut self, shutdown: Cancel) -> Result<(), LiveError> {
         let mut last_renew = Instant::now();
         loop {
-            if shutdown.load(Ordering::SeqCst) {
-                if self.leading.swap(false, Ordering::SeqCst) {
+            if shutdown.is_cancelled() {
+                if self.leading.send_replace(false) {
                     self.release().await;
                 }
                 return Ok(());
             }
-            let leading = self.leading.load(Ordering::SeqCst);
+            let leading = *self.leading.borrow();
             match self.try_acquire_or_renew().await {
                 Ok(true) => {
                     last_renew = Instant::now();
                     if !leading {
                         tracing::info!(lease = %self.config.name, identity = %self.config.identity, "became leader");
-                        self.leading.store(true, Ordering::SeqCst);
+                        self.leading.send_replace(true);
                     }
                 }
                 Ok(false) if leading => {
-                    self.leading.store(false, Ordering::SeqCst);
+                    self.leading.send_replace(false);
                     return Err(LiveError::Leader(format!(
                         "lease {}/{} was taken by another instance; stopping",
                         self.config.namespace, self.config.name
@@ -79,7 +80,7 @@ impl LeaderElector {
                 Err(e) => {
                     tracing::warn!(error = %e, "leader election: updating the lease failed");
                     if leading && last_renew.elapsed() > self.config.renew_deadline {
-                        self.leading.store(false, Ordering::SeqCst);
+                        self.leading.send_replace(false);
                         return Err(LiveError::Leader(format!(
                             "could not renew lease {}/{} within the renew deadline ({:?}); stopping",
                             self.config.namespace, self.config.name, self.config.renew_deadline
@@ -87,11 +88,9 @@ impl LeaderElector {
                     }
                 }
             }
-            let step = Duration::from_millis(100);
-            let mut waited = Duration::ZERO;
-            while waited < self.config.retry_period && !shutdown.load(Ordering::SeqCst) {
-                tokio::time::sleep(step).await;
-                waited += step;
+            tokio::select! {
+                _ = tokio::time::sleep(self.config.retry_period) => {}
+                _ = shutdown.cancelled() => {}
             }
         }
     }

@@ -3,10 +3,13 @@
 //! `crate::app` ties them to the pure planner.
 
 pub mod admin;
+pub mod cancel;
 pub mod client;
 pub mod executor;
+pub mod failure;
 pub mod leader;
 pub mod policy_map;
+pub mod reflector;
 pub mod source;
 
 /// Errors of the live room; each says what to check.
@@ -16,16 +19,15 @@ pub enum LiveError {
     Config(String),
     #[error(transparent)]
     Kubeconfig(#[from] client::KubeconfigError),
-    #[error("listing {what} failed: {}", client::describe(source))]
-    List {
-        what: &'static str,
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Read(#[from] failure::ReadFailure),
     #[error("the cluster state could not be decoded: {0}")]
     Decode(#[from] crate::snapshot::decode::SnapshotError),
     #[error("the cluster cannot be read: {0}")]
     Unreadable(String),
+    /// A resource the descheduler may not read: its ClusterRole lacks a rule.
+    #[error("the cluster cannot be read: {0}")]
+    Forbidden(std::sync::Arc<failure::ReadFailure>),
     #[error("{resource} could not be watched for {seconds} s (last error: {why}); nothing is planned from a stale picture until it is read again")]
     Stale {
         resource: &'static str,

@@ -4,7 +4,8 @@
 //! ([`ListDecoder`], the reader of snapshot files): no API objects are built, and nothing is
 //! written only to be read again. One-shot mode lists everything once, all resources at
 //! once; continuous mode lists each resource, then keeps it current from its watch (added,
-//! modified, deleted, bookmarks; listed again when the watch's version expired, 410 Gone),
+//! modified, deleted, bookmarks; listed again when the watch's version expired, 410 Gone: the
+//! protocol of [`Reflector`]),
 //! each event decoded into the same compact shapes ([`decode_event`]) and taken into one
 //! [`ClusterStore`]. A cycle waits until every resource has had a complete list: it never
 //! plans on a partly filled cache.
@@ -18,6 +19,8 @@
 //! served.
 
 use super::client::ApiClient;
+use super::failure::{status, ReadFailure};
+use super::reflector::{self, Input, Reflector, Request};
 use super::LiveError;
 use crate::snapshot::decode::proto;
 use crate::snapshot::decode::stream::{
@@ -28,6 +31,7 @@ use crate::snapshot::store::{Change, ClusterStore, Resource};
 use crate::snapshot::{ClusterSnapshot, GangKind, SnapshotParts};
 use http_body_util::BodyExt;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How one resource is read from the API.
@@ -45,26 +49,21 @@ struct ResourceApi {
     /// The versions of the resource to read, each a collection path and its items'
     /// `apiVersion`, the first the API serves (a 404 tries the next); empty: only `path`.
     versions: &'static [(&'static str, &'static str)],
-    /// What to say when the API refuses (403).
-    forbidden: &'static str,
 }
 
 impl ResourceApi {
     fn all(node_selector: &str) -> Vec<ResourceApi> {
-        let plain = |resource, path, kind, api_version| {
-            ResourceApi {
+        let plain = |resource, path, kind, api_version| ResourceApi {
             resource,
             path,
             object: ObjectType { kind, api_version },
             selector: String::new(),
             optional: false,
             versions: &[],
-            forbidden: "forbidden: give the descheduler's ClusterRole get, list and watch on it, as in manifests/base/clusterrole.yaml",
-        }
         };
         let mut nodes = plain(Resource::Nodes, "/api/v1/nodes", "Node", "v1");
         nodes.selector = node_selector.trim().to_string();
-        let group = |kind: GangKind, path, api_version, forbidden| ResourceApi {
+        let group = |kind: GangKind, path, api_version| ResourceApi {
             resource: Resource::PodGroups(kind),
             path,
             object: ObjectType {
@@ -74,7 +73,6 @@ impl ResourceApi {
             selector: String::new(),
             optional: true,
             versions: &[],
-            forbidden,
         };
         vec![
             nodes,
@@ -85,7 +83,12 @@ impl ResourceApi {
                 "PodDisruptionBudget",
                 "policy/v1",
             ),
-            plain(Resource::Namespaces, "/api/v1/namespaces", "Namespace", "v1"),
+            plain(
+                Resource::Namespaces,
+                "/api/v1/namespaces",
+                "Namespace",
+                "v1",
+            ),
             plain(
                 Resource::PriorityClasses,
                 "/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -96,13 +99,11 @@ impl ResourceApi {
                 GangKind::SchedulerPlugins,
                 "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
                 "scheduling.x-k8s.io/v1alpha1",
-                "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.x-k8s.io], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml",
             ),
             group(
                 GangKind::Volcano,
                 "/apis/scheduling.volcano.sh/v1beta1/podgroups",
                 "scheduling.volcano.sh/v1beta1",
-                "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.volcano.sh], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml",
             ),
             ResourceApi {
                 versions: KUBERNETES_POD_GROUP_VERSIONS,
@@ -110,7 +111,6 @@ impl ResourceApi {
                     GangKind::Kubernetes,
                     KUBERNETES_POD_GROUP_VERSIONS[0].0,
                     KUBERNETES_POD_GROUP_VERSIONS[0].1,
-                    "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.k8s.io], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml",
                 )
             },
         ]
@@ -173,50 +173,6 @@ fn encode(v: &str) -> String {
     out
 }
 
-/// Why reading a resource failed.
-#[derive(Debug)]
-enum ReadError {
-    Api(kube::Error),
-    Decode(SnapshotError),
-}
-
-impl ReadError {
-    fn status(&self) -> Option<u16> {
-        match self {
-            ReadError::Api(kube::Error::Api(s)) => Some(s.code),
-            _ => None,
-        }
-    }
-
-    fn into_live(self, api: &ResourceApi) -> LiveError {
-        match self {
-            ReadError::Decode(e) => LiveError::Decode(e),
-            ReadError::Api(source) => LiveError::List {
-                what: if matches!(&source, kube::Error::Api(s) if s.code == 403) {
-                    api.forbidden_message()
-                } else {
-                    api.what()
-                },
-                source,
-            },
-        }
-    }
-}
-
-impl ResourceApi {
-    fn forbidden_message(&self) -> &'static str {
-        // `what` is a &'static str: the messages are fixed per resource.
-        match self.resource {
-            Resource::PodGroups(_) => self.forbidden,
-            Resource::Nodes => "nodes (forbidden: give the descheduler's ClusterRole get, list and watch on nodes, as in manifests/base/clusterrole.yaml)",
-            Resource::Pods => "pods (forbidden: give the descheduler's ClusterRole get, list and watch on pods, as in manifests/base/clusterrole.yaml)",
-            Resource::PodDisruptionBudgets => "poddisruptionbudgets (forbidden: give the descheduler's ClusterRole get, list and watch on poddisruptionbudgets.policy, as in manifests/base/clusterrole.yaml)",
-            Resource::Namespaces => "namespaces (forbidden: give the descheduler's ClusterRole get, list and watch on namespaces, as in manifests/base/clusterrole.yaml)",
-            Resource::PriorityClasses => "priorityclasses (forbidden: give the descheduler's ClusterRole get, list and watch on priorityclasses.scheduling.k8s.io, as in manifests/base/clusterrole.yaml)",
-        }
-    }
-}
-
 /// Sends a GET and returns the response, or the API's error (its Status).
 async fn get(
     api: &ApiClient,
@@ -263,7 +219,7 @@ const BATCH: usize = 1 << 20;
 /// Lists one resource: one request, its body decoded on a thread of its own as it arrives.
 /// Pods and nodes are asked for in the API's protobuf encoding (JSON where the server
 /// answers JSON), the other kinds in JSON.
-async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError> {
+async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadFailure> {
     let accept = if api.protobuf && proto::Message::of(r.object).is_some() {
         proto::ACCEPT
     } else {
@@ -271,7 +227,7 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
     };
     let response = get(api, &r.uri(&[]), accept)
         .await
-        .map_err(ReadError::Api)?;
+        .map_err(|e| ReadFailure::of(r.resource, e))?;
     let content_type = response
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -340,17 +296,23 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     match (failed, decoded) {
-        (_, Err(e)) if !matches!(e, SnapshotError::Response { .. }) => Err(ReadError::Decode(e)),
-        (Some(e), _) => Err(ReadError::Api(e)),
+        (_, Err(e)) if !matches!(e, SnapshotError::Response { .. }) => {
+            Err(ReadFailure::decode(r.resource, e))
+        }
+        (Some(e), _) => Err(ReadFailure::of(r.resource, e)),
         (None, d) => {
-            let d = d.map_err(ReadError::Decode)?;
+            let d = d.map_err(|e| ReadFailure::decode(r.resource, e))?;
             if !d.continue_token.is_empty() {
                 // Not asked for (no limit): a server that pages anyway is not understood.
-                return Err(ReadError::Decode(SnapshotError::Response {
-                    what: format!("the {} list of {}", r.what(), api.server),
-                    message: "the API server answered one page of several without being asked to"
-                        .into(),
-                }));
+                return Err(ReadFailure::decode(
+                    r.resource,
+                    SnapshotError::Response {
+                        what: format!("the {} list of {}", r.what(), api.server),
+                        message:
+                            "the API server answered one page of several without being asked to"
+                                .into(),
+                    },
+                ));
             }
             Ok(d)
         }
@@ -360,13 +322,13 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadError
 /// Lists `r` from the first of its versions the API serves ([`ResourceApi::versions`]; a
 /// 404 tries the next) and leaves `r` at that version, which its watch then reads. A
 /// resource of one version is just listed.
-async fn list_served(api: &ApiClient, r: &mut ResourceApi) -> Result<DecodedList, ReadError> {
+async fn list_served(api: &ApiClient, r: &mut ResourceApi) -> Result<DecodedList, ReadFailure> {
     let versions = r.versions;
     for (i, &(path, api_version)) in versions.iter().enumerate() {
         r.path = path;
         r.object.api_version = api_version;
         match list(api, r).await {
-            Err(e) if e.status() == Some(404) && i + 1 < versions.len() => {
+            Err(ReadFailure::NotServed { .. }) if i + 1 < versions.len() => {
                 tracing::debug!(
                     resource = r.what(),
                     version = api_version,
@@ -383,19 +345,19 @@ async fn list_served(api: &ApiClient, r: &mut ResourceApi) -> Result<DecodedList
 /// objects, and says so: its CRD is not installed (404), or the descheduler may not read
 /// it (403; upstream's ClusterRole grants no PodGroups). Either way a pod that names a
 /// group is never evicted: a group whose PodGroup was not read has no known minMember.
-fn none_of(r: &ResourceApi, e: &ReadError) -> bool {
-    match (r.optional, e.status()) {
-        (true, Some(404)) => {
+fn none_of(r: &ResourceApi, e: &ReadFailure) -> bool {
+    match (r.optional, e) {
+        (true, ReadFailure::NotServed { .. }) => {
             tracing::debug!(
                 resource = r.what(),
                 "the PodGroup CRD is not installed (or the API not served); no gangs of this kind"
             );
             true
         }
-        (true, Some(403)) => {
+        (true, ReadFailure::Forbidden { .. }) => {
             tracing::warn!(
                 resource = r.what(),
-                fix = r.forbidden,
+                fix = e.fix().unwrap_or_default(),
                 "may not read PodGroups: pods that name such a group are not evicted"
             );
             true
@@ -409,24 +371,6 @@ fn none_of(r: &ResourceApi, e: &ReadError) -> bool {
 /// backoff in all, then the run fails.
 const LIST_TRIES: u32 = 5;
 
-impl ReadError {
-    /// Whether trying again later may succeed.
-    fn transient(&self) -> bool {
-        match self {
-            // A server that does not answer in time is not asked again: each try would
-            // wait as long again.
-            ReadError::Api(e) if super::client::is_timeout(e) => false,
-            ReadError::Api(kube::Error::Api(s)) => matches!(s.code, 429 | 500 | 502 | 503 | 504),
-            // The connection: refused, reset, cut while reading.
-            ReadError::Api(
-                kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_),
-            ) => true,
-            // Credentials, configuration, requests that cannot be built: no use asking again.
-            ReadError::Api(_) | ReadError::Decode(_) => false,
-        }
-    }
-}
-
 /// Lists one resource for a one-shot cycle: an absent or unreadable CRD gives none; an API
 /// server that cannot answer now is asked again a few times.
 async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, LiveError> {
@@ -438,16 +382,12 @@ async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, Li
         match list_served(api, r).await {
             Ok(d) => return Ok(d.parts),
             Err(e) if none_of(r, &e) => return Ok(SnapshotParts::default()),
-            Err(e) if e.transient() && tries < LIST_TRIES => {
-                let why = match &e {
-                    ReadError::Api(e) => super::client::describe(e),
-                    ReadError::Decode(e) => e.to_string(),
-                };
-                tracing::warn!(resource = r.what(), error = %why, attempt = tries, "list failed; trying again");
+            Err(e) if e.retry_soon() && tries < LIST_TRIES => {
+                tracing::warn!(resource = r.what(), error = %e.cause(), attempt = tries, "list failed; trying again");
                 tries += 1;
                 backoff.wait().await;
             }
-            Err(e) => return Err(e.into_live(r)),
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -508,7 +448,7 @@ fn totals_error(e: crate::snapshot::TotalTooLarge) -> LiveError {
 enum Update {
     Change(Change),
     /// Reading the resource failed (it is retried): why.
-    Failed(Resource, String),
+    Failed(ReadFailure),
     /// The resource's watch is established: what is known of it is current again.
     Watching(Resource),
 }
@@ -519,7 +459,7 @@ enum WatchEnd {
     Closed,
     /// The version is too old (410 Gone): list again.
     Expired,
-    Failed(ReadError),
+    Failed(ReadFailure),
 }
 
 /// A watch's timeout, as client-go's reflectors choose it: between 5 and 10 minutes, so
@@ -533,11 +473,12 @@ fn watch_timeout() -> u64 {
     300 + spread % 300
 }
 
-/// Watches `r` from `version`, sending each change; keeps `version` current.
+/// Watches `r` from `version`, sending each change; tells `reflector` each version read.
 async fn watch(
     api: &ApiClient,
     r: &ResourceApi,
-    version: &mut String,
+    version: &str,
+    reflector: &mut Reflector,
     tx: &tokio::sync::mpsc::UnboundedSender<Update>,
 ) -> WatchEnd {
     let timeout = watch_timeout().to_string();
@@ -549,13 +490,8 @@ async fn watch(
     ]);
     let response = match get(api, &uri, "application/json").await {
         Ok(r) => r,
-        Err(e) => {
-            let e = ReadError::Api(e);
-            if e.status() == Some(410) {
-                return WatchEnd::Expired;
-            }
-            return WatchEnd::Failed(e);
-        }
+        Err(e) if status(&e) == Some(410) => return WatchEnd::Expired,
+        Err(e) => return WatchEnd::Failed(ReadFailure::of(r.resource, e)),
     };
     if tx.send(Update::Watching(r.resource)).is_err() {
         return WatchEnd::Closed;
@@ -584,15 +520,18 @@ async fn watch(
                 Ok(l) if l.trim().is_empty() => continue,
                 Ok(l) => l,
                 Err(e) => {
-                    return WatchEnd::Failed(ReadError::Decode(SnapshotError::Response {
-                        what,
-                        message: format!("a watch event is not UTF-8 text: {e}"),
-                    }))
+                    return WatchEnd::Failed(ReadFailure::decode(
+                        r.resource,
+                        SnapshotError::Response {
+                            what,
+                            message: format!("a watch event is not UTF-8 text: {e}"),
+                        },
+                    ))
                 }
             };
             let event = match decode_event(&what, r.object, line) {
                 Ok(e) => e,
-                Err(e) => return WatchEnd::Failed(ReadError::Decode(e)),
+                Err(e) => return WatchEnd::Failed(ReadFailure::decode(r.resource, e)),
             };
             let change = match event.kind {
                 EventType::Added | EventType::Modified => event.object.map(Change::Upsert),
@@ -605,12 +544,13 @@ async fn watch(
                     }
                     let status = kube::core::Status::failure(&status.message, &status.reason)
                         .with_code(status.code);
-                    return WatchEnd::Failed(ReadError::Api(kube::Error::Api(status.boxed())));
+                    return WatchEnd::Failed(ReadFailure::of(
+                        r.resource,
+                        kube::Error::Api(status.boxed()),
+                    ));
                 }
             };
-            if !event.resource_version.is_empty() {
-                *version = event.resource_version;
-            }
+            reflector.seen(event.resource_version);
             if let Some(c) = change {
                 if tx.send(Update::Change(c)).is_err() {
                     return WatchEnd::Closed;
@@ -622,99 +562,75 @@ async fn watch(
     WatchEnd::Closed
 }
 
-/// Waits before trying again: 0.5 s, doubling up to 30 s.
+/// Waits before trying again: 0.5 s, doubling up to 30 s (as the watch protocol does).
 struct Backoff(Duration);
 
 impl Backoff {
     fn new() -> Self {
-        Backoff(Duration::from_millis(500))
+        Backoff(reflector::FIRST_BACKOFF)
     }
     async fn wait(&mut self) {
         tokio::time::sleep(self.0).await;
-        self.0 = (self.0 * 2).min(Duration::from_secs(30));
-    }
-    fn reset(&mut self) {
-        *self = Backoff::new();
+        self.0 = (self.0 * 2).min(reflector::MAX_BACKOFF);
     }
 }
 
-/// How often a gang scheduler's absent (or unreadable) CRD is looked for again.
-const ABSENT_CRD_RECHECK: Duration = Duration::from_secs(60);
-
-/// Keeps one resource current: lists it, watches it, lists it again when needed.
+/// Keeps one resource current: the list and watch protocol of [`Reflector`], its requests
+/// made here and what they brought sent to the source.
 async fn keep(api: ApiClient, mut r: ResourceApi, tx: tokio::sync::mpsc::UnboundedSender<Update>) {
-    let mut backoff = Backoff::new();
-    // Whether the resource is known absent or unreadable (a CRD not installed, or no right
-    // to read it): said once.
-    let mut absent = false;
+    let mut reflector = Reflector::new(r.optional);
+    let mut step = reflector.start();
     loop {
-        let mut version = match list_served(&api, &mut r).await {
-            Ok(d) => {
-                absent = false;
-                backoff.reset();
-                if tx
-                    .send(Update::Change(Change::Replace(r.resource, d.parts)))
-                    .is_err()
-                {
-                    return;
-                }
-                d.resource_version
-            }
-            Err(e) if r.optional && matches!(e.status(), Some(403 | 404)) => {
-                if !absent {
-                    none_of(&r, &e);
-                    absent = true;
-                    let none = Change::Replace(r.resource, SnapshotParts::default());
-                    if tx.send(Update::Change(none)).is_err() {
+        if !step.after.is_zero() {
+            tokio::time::sleep(step.after).await;
+        }
+        let (next, failure) = match step.request {
+            Request::List => match list_served(&api, &mut r).await {
+                Ok(d) => {
+                    let listed = Change::Replace(r.resource, d.parts);
+                    if tx.send(Update::Change(listed)).is_err() {
                         return;
                     }
+                    let version = d.resource_version;
+                    (reflector.step(Input::Listed { version }), None)
                 }
-                tokio::time::sleep(ABSENT_CRD_RECHECK).await;
-                continue;
-            }
-            Err(e) => {
-                let e = e.into_live(&r);
-                tracing::warn!(resource = r.what(), error = %e, "list failed; retrying");
-                if tx.send(Update::Failed(r.resource, e.to_string())).is_err() {
-                    return;
+                Err(e) => {
+                    let next = reflector.step(Input::ListFailed(&e));
+                    if next.none {
+                        none_of(&r, &e);
+                        let none = Change::Replace(r.resource, SnapshotParts::default());
+                        if tx.send(Update::Change(none)).is_err() {
+                            return;
+                        }
+                    }
+                    (next, Some(("list failed; retrying", e)))
                 }
-                backoff.wait().await;
-                continue;
+            },
+            Request::Watch { version } => {
+                match watch(&api, &r, &version, &mut reflector, &tx).await {
+                    WatchEnd::Closed if tx.is_closed() => return,
+                    WatchEnd::Closed => (reflector.step(Input::WatchClosed), None),
+                    WatchEnd::Expired => {
+                        tracing::info!(
+                            resource = r.what(),
+                            "watch version expired (410 Gone); listing again"
+                        );
+                        (reflector.step(Input::WatchExpired), None)
+                    }
+                    WatchEnd::Failed(e) => (
+                        reflector.step(Input::WatchFailed(&e)),
+                        Some(("watch failed; retrying", e)),
+                    ),
+                }
             }
         };
-        loop {
-            match watch(&api, &r, &mut version, &tx).await {
-                WatchEnd::Closed => {
-                    if tx.is_closed() {
-                        return;
-                    }
-                    backoff.reset();
-                }
-                WatchEnd::Expired => {
-                    tracing::info!(
-                        resource = r.what(),
-                        "watch version expired (410 Gone); listing again"
-                    );
-                    break;
-                }
-                WatchEnd::Failed(e) => {
-                    // An event that could not be read leaves the state unknown, and a
-                    // resource gone (a CRD removed) cannot be watched: list again. Anything
-                    // else (the server unreachable, a refusal) is retried from the same
-                    // version.
-                    let relist = matches!(e, ReadError::Decode(_)) || e.status() == Some(404);
-                    let e = e.into_live(&r);
-                    tracing::warn!(resource = r.what(), error = %e, "watch failed; retrying");
-                    if tx.send(Update::Failed(r.resource, e.to_string())).is_err() {
-                        return;
-                    }
-                    backoff.wait().await;
-                    if relist {
-                        break;
-                    }
-                }
+        if let Some((what, e)) = failure.filter(|_| next.report) {
+            tracing::warn!(resource = r.what(), error = %e, "{what}");
+            if tx.send(Update::Failed(e)).is_err() {
+                return;
             }
         }
+        step = next;
     }
 }
 
@@ -723,7 +639,7 @@ pub struct WatchSource {
     rx: tokio::sync::mpsc::UnboundedReceiver<Update>,
     store: ClusterStore,
     /// Each resource that cannot be read now: since when, and the last failure.
-    failures: BTreeMap<Resource, (std::time::Instant, String)>,
+    failures: BTreeMap<Resource, (std::time::Instant, Arc<ReadFailure>)>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The API server, for errors.
     server: String,
@@ -753,12 +669,13 @@ impl WatchSource {
                 }
                 self.store.apply(c)
             }
-            Update::Failed(r, why) => {
+            Update::Failed(why) => {
+                let r = why.resource();
                 let since = self
                     .failures
                     .get(&r)
                     .map_or_else(std::time::Instant::now, |f| f.0);
-                self.failures.insert(r, (since, why));
+                self.failures.insert(r, (since, Arc::new(why)));
             }
             Update::Watching(r) => {
                 self.failures.remove(&r);
@@ -786,9 +703,9 @@ impl WatchSource {
                 .iter()
                 .filter_map(|r| self.failures.get(r))
                 .map(|f| &f.1)
-                .find(|w| w.contains("forbidden"))
+                .find(|w| matches!(***w, ReadFailure::Forbidden { .. }))
             {
-                return Err(LiveError::Unreadable(why.clone()));
+                return Err(LiveError::Forbidden(why.clone()));
             }
             match tokio::time::timeout_at(deadline, self.rx.recv()).await {
                 Ok(Some(u)) => self.take(u),
@@ -818,7 +735,7 @@ impl WatchSource {
             return Err(LiveError::Stale {
                 resource: r.name(),
                 seconds: since.elapsed().as_secs(),
-                why: why.clone(),
+                why: why.to_string(),
             });
         }
         let changes = self.store.changes();
