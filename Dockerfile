@@ -6,6 +6,7 @@ RUN rustup target add x86_64-unknown-linux-musl
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY crates ./crates
 COPY benches ./benches
 COPY examples ./examples
 RUN cargo build --release --locked --target x86_64-unknown-linux-musl --bin descheduler \

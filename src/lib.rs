@@ -10,25 +10,20 @@
 //! - [`app`] orchestrates both modes (load the policy, read the cluster, plan, report, act);
 //!   [`cli`] turns the flags into one of them.
 //!
-//! Only [`live`], the usage adapters ([`usage`]), [`app`] and [`cli`] touch the network or the
-//! clock, and only [`live`] and [`usage`] talk to the API server.
+//! The model, ingestion and the planner are crates of their own (`crates/`), re-exported here
+//! under the paths they always had; the planner's dependency tree holds no async runtime,
+//! client or HTTP crate. Only [`live`], the usage adapters ([`usage`]), [`app`] and [`cli`]
+//! touch the network or the clock, and only [`live`] and [`usage`] talk to the API server.
+
+pub use descheduler_ingest::snapshot;
+pub use descheduler_model::{input, labels, quantity, yaml};
+pub use descheduler_planner::{framework, outcome, plan, plugins, policy, sim};
 
 pub mod app;
 pub mod cli;
-pub mod framework;
-pub mod input;
 pub mod kubectl;
-pub mod labels;
 pub mod live;
 pub mod metrics;
-pub mod outcome;
-pub mod plan;
-pub mod plugins;
-pub mod policy;
-pub mod quantity;
 pub mod report;
 pub mod schedule;
-pub mod sim;
-pub mod snapshot;
 pub mod usage;
-pub mod yaml;

@@ -7,7 +7,17 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every `.rs` file below `src/<dir>`, with its text.
+/// The source folders of the workspace: the binary crate's and each library crate's, all
+/// holding modules under the paths the binary re-exports them at.
+const SOURCE_ROOTS: [&str; 4] = [
+    "src",
+    "crates/model/src",
+    "crates/ingest/src",
+    "crates/planner/src",
+];
+
+/// Every `.rs` file below `<root>/<dir>` for each source root that has it, with its text
+/// (`snapshot` is the model's and ingestion's; `""` is every file of the workspace).
 fn sources(dir: &str) -> Vec<(PathBuf, String)> {
     fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -25,8 +35,17 @@ fn sources(dir: &str) -> Vec<(PathBuf, String)> {
         }
     }
     let mut out = Vec::new();
-    walk(&root().join("src").join(dir), &mut out);
-    assert!(!out.is_empty(), "no sources below src/{dir}");
+    for src in SOURCE_ROOTS {
+        let folder = root().join(src).join(dir);
+        if folder.is_dir() {
+            walk(&folder, &mut out);
+        } else if !dir.is_empty() && folder.with_extension("rs").is_file() {
+            let path = folder.with_extension("rs");
+            let text = std::fs::read_to_string(&path).unwrap();
+            out.push((path, text));
+        }
+    }
+    assert!(!out.is_empty(), "no sources for the room {dir}");
     out
 }
 
@@ -138,7 +157,10 @@ fn only_live_and_the_usage_adapters_use_the_kubernetes_client() {
     .flat_map(|d| uses(&[d], &["kube::", "use kube", "kube_runtime"]))
     .collect();
     let mut top = Vec::new();
-    for entry in std::fs::read_dir(root().join("src")).unwrap() {
+    for entry in SOURCE_ROOTS
+        .iter()
+        .flat_map(|src| std::fs::read_dir(root().join(src)).unwrap())
+    {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).unwrap();
@@ -262,10 +284,14 @@ fn production_text(path: &Path, text: &str) -> Option<String> {
     )
 }
 
-/// The module path of a file below src/ (`sim::placement` for src/sim/placement.rs,
-/// `framework` for src/framework/mod.rs).
+/// The module path of a file below a source root (`sim::placement` for
+/// crates/planner/src/sim/placement.rs, `framework` for crates/planner/src/framework/mod.rs):
+/// each library crate's modules keep the path the binary re-exports them at.
 fn module_of(path: &Path) -> Vec<String> {
-    let rel = path.strip_prefix(root().join("src")).unwrap();
+    let rel = SOURCE_ROOTS
+        .iter()
+        .find_map(|src| path.strip_prefix(root().join(src)).ok())
+        .unwrap();
     let mut parts: Vec<String> = rel
         .iter()
         .map(|p| p.to_str().unwrap().trim_end_matches(".rs").to_string())
@@ -390,4 +416,113 @@ fn modules_import_one_way() {
         "modules that name each other in a circle (an edge whose target reaches back):\n{}",
         cycles.join("\n")
     );
+}
+
+/// The workspace's packages and their folders.
+const MEMBERS: [(&str, &str); 4] = [
+    ("descheduler", "."),
+    ("descheduler-model", "crates/model"),
+    ("descheduler-ingest", "crates/ingest"),
+    ("descheduler-planner", "crates/planner"),
+];
+
+/// The names a Cargo.toml lists under `[dependencies]` (not dev- or build-dependencies).
+fn normal_dependencies(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line == "[dependencies]";
+        } else if inside && !line.is_empty() && !line.starts_with('#') {
+            if let Some((name, _)) = line.split_once('=') {
+                out.push(name.trim().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The packages `package` builds on, transitively: a workspace member's `[dependencies]`
+/// from its Cargo.toml (its dev-dependencies build its tests only), every other package's
+/// as Cargo.lock records them.
+fn locked_dependencies(package: &str) -> std::collections::BTreeSet<String> {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
+    let mut deps: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for block in lock.split("[[package]]").skip(1) {
+        let name = block
+            .lines()
+            .find_map(|l| l.strip_prefix("name = "))
+            .map(|n| n.trim_matches('"').to_string())
+            .unwrap();
+        let list = block
+            .split_once("dependencies = [")
+            .map(|(_, rest)| rest.split(']').next().unwrap_or(""))
+            .unwrap_or("");
+        let names = list
+            .split(',')
+            .filter_map(|d| d.trim().trim_matches('"').split(' ').next())
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+            .collect();
+        deps.entry(name).or_default().extend::<Vec<String>>(names);
+    }
+    for (member, folder) in MEMBERS {
+        let manifest = std::fs::read_to_string(root().join(folder).join("Cargo.toml")).unwrap();
+        let names = normal_dependencies(&manifest);
+        assert!(
+            !names.is_empty(),
+            "{folder}/Cargo.toml lists no dependencies"
+        );
+        deps.insert(member.to_string(), names);
+    }
+    assert!(deps.contains_key(package), "{package} is not in Cargo.lock");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut stack = vec![package.to_string()];
+    while let Some(p) = stack.pop() {
+        if seen.insert(p.clone()) {
+            stack.extend(deps.get(&p).into_iter().flatten().cloned());
+        }
+    }
+    seen.remove(package);
+    seen
+}
+
+#[test]
+fn the_planner_crate_holds_no_runtime_client_or_http_crate() {
+    let binary = locked_dependencies("descheduler");
+    for needed in ["tokio", "kube", "hyper", "reqwest", "descheduler-planner"] {
+        assert!(binary.contains(needed), "Cargo.lock was not read: {needed}");
+    }
+    for (crate_name, forbidden) in [
+        (
+            "descheduler-planner",
+            &[
+                "tokio",
+                "kube",
+                "kube-client",
+                "hyper",
+                "reqwest",
+                "k8s-openapi",
+                "axum",
+                "governor",
+            ][..],
+        ),
+        (
+            "descheduler-model",
+            &["tokio", "kube", "hyper", "reqwest", "descheduler-planner"][..],
+        ),
+        (
+            "descheduler-ingest",
+            &["tokio", "kube", "hyper", "reqwest", "descheduler-planner"][..],
+        ),
+    ] {
+        let deps = locked_dependencies(crate_name);
+        let found: Vec<&&str> = forbidden.iter().filter(|f| deps.contains(**f)).collect();
+        assert!(
+            found.is_empty(),
+            "{crate_name} depends (in Cargo.lock, transitively) on {found:?}; the planner is \
+             pure and the model and ingestion know nothing of the planner or the network"
+        );
+    }
 }

@@ -460,3 +460,153 @@ fn alternatives_in_json_yaml_and_table() {
     assert!(!alone.render(Format::Yaml).contains("alternatives"));
     assert!(!alone.render(Format::Table).contains("(or"));
 }
+
+/// What plugins leave in the plan, as the report shows it.
+mod plugin_findings {
+    use crate::framework::FromArgs;
+    use crate::framework::{Limits, PlanningState};
+    use crate::plugins::default_evictor::DefaultEvictor;
+    use crate::snapshot::builders::{node, pod, PodBuilder, T0};
+    use crate::snapshot::{ClusterSnapshot, ConditionStatus, Phase, SnapshotParts};
+    use serde_json::json;
+
+    const NOW: i64 = T0 + 3600;
+    const GPU: &str = "nvidia.com/gpu";
+    const GI: i64 = 1 << 30;
+
+    fn evictor(args: serde_json::Value) -> DefaultEvictor {
+        DefaultEvictor::from_json(&args).unwrap()
+    }
+
+    /// A pod unschedulable since T0, asking for two GPUs.
+    fn pending(ns: &str, name: &str) -> PodBuilder {
+        pod(ns, name)
+            .phase(Phase::Pending)
+            .started(None)
+            .cpu(1000)
+            .memory(2 * GI)
+            .resource(GPU, 2)
+            .owner("Job", name)
+            .condition(
+                "PodScheduled",
+                ConditionStatus::False,
+                Some("Unschedulable"),
+                Some(T0),
+            )
+    }
+
+    /// One busy node (a movable GPU pod and much cpu) and one spare node (one GPU free).
+    fn one_busy_one_spare() -> SnapshotParts {
+        let gpu_node = |name: &str| node(name).cpu(8000).memory(32 * GI).resource(GPU, 2);
+        let pinned = |name: &str, on: &str, cpu: i64, gpus: i64| {
+            let p = pod("infra", name).node(on).cpu(cpu).memory(GI).bare();
+            if gpus > 0 {
+                p.resource(GPU, gpus)
+            } else {
+                p
+            }
+        };
+        let mut parts = SnapshotParts::default();
+        parts.nodes.push(gpu_node("busy-1").build());
+        parts.pods.push(
+            pod("serve", "infer-1")
+                .node("busy-1")
+                .cpu(500)
+                .memory(GI)
+                .resource(GPU, 1)
+                .build(),
+        );
+        parts.pods.push(pinned("cpu-1", "busy-1", 5000, 0).build());
+        parts.nodes.push(gpu_node("spare-1").build());
+        parts.pods.push(pinned("gpu-1", "spare-1", 100, 1).build());
+        parts
+    }
+
+    #[test]
+    fn refused_candidates_are_reported_as_not_chosen() {
+        use crate::framework::Context;
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("n1").cpu(1000).build(), node("n2").cpu(1000).build()],
+            pods: vec![
+                pod("d", "big").node("n1").cpu(900).build(),
+                pod("d", "small").node("n1").cpu(100).build(),
+                pod("d", "x").node("n2").cpu(500).build(),
+            ],
+            ..Default::default()
+        });
+        let ev = evictor(json!({"nodeFit": true}));
+        let mut state = PlanningState::new(&snap, Limits::default());
+        let nodes = [0, 1];
+        let id = |n: &str| snap.pod_id("d", n).unwrap();
+        let mut cx = Context::new(&mut state, &ev, "p", "T", 0, &nodes, None);
+        assert!(cx.pre_eviction_filter(id("big")).is_err());
+        assert!(cx.pre_eviction_filter(id("small")).is_ok());
+        cx.evict(id("small"), "r").unwrap();
+        let notes = state.journal().not_chosen_notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(
+            notes[0].kind,
+            crate::framework::NoteKind::NotChosen(id("big"))
+        );
+        assert!(notes[0].message.contains("1 Insufficient cpu"), "{notes:?}");
+        // the report lists it apart from the notes, with the eviction's destination
+        let out = state.into_output();
+        let requested_after =
+            crate::plan::AfterState::of_plan(&snap, out.requested, &out.evictions, &out.pending);
+        let plan = crate::plan::EvictionPlan {
+            evictions: out.evictions,
+            nodes: nodes.to_vec(),
+            requested_after,
+            notes: out.notes,
+            measured: out.measured,
+            over: Default::default(),
+            tenants: Vec::new(),
+            pending: Vec::new(),
+            targets: Vec::new(),
+            thresholds: Vec::new(),
+        };
+        let report = crate::report::Report::new(&snap, &plan);
+        assert!(report.notes.is_empty());
+        assert_eq!(report.not_chosen.len(), 1);
+        assert_eq!(report.not_chosen[0].pod, "d/big");
+        assert_eq!(report.evictions[0].destination.as_deref(), Some("n2"));
+        let json = report.render(crate::report::Format::Json);
+        assert!(json.contains("\"notChosen\""), "{json}");
+        assert!(json.contains("\"destination\": \"n2\""), "{json}");
+        let table = report.render(crate::report::Format::Table);
+        assert!(table.contains("DESTINATION") && table.contains("Candidates not chosen:"));
+    }
+
+    #[test]
+    fn the_plan_report_lists_pending_units() {
+        let mut parts = one_busy_one_spare();
+        parts.pods.push(pending("ml", "train").build());
+        parts
+            .pods
+            .push(pending("ml", "huge").resource(GPU, 8).build());
+        let snap = ClusterSnapshot::build(parts);
+        let text = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: batch\n  plugins:\n    balance:\n      enabled: [MakeRoomForPendingPods]\n";
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.yaml");
+        std::fs::write(&file, text).unwrap();
+        let pipeline = crate::framework::Pipeline::load(&file, &crate::plugins::REGISTRY).unwrap();
+        let plan = crate::plan::plan(&pipeline, &snap, NOW).unwrap();
+        let report = crate::report::Report::new(&snap, &plan);
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(crate::report::Format::Json)).unwrap();
+        assert_eq!(json["evictions"][0]["pod"], "serve/infer-1");
+        assert_eq!(json["evictions"][0]["destination"], "spare-1");
+        // same priority and age: in pod order
+        assert_eq!(json["pending"][0]["pod"], "ml/huge");
+        assert_eq!(json["pending"][0]["destination"], serde_json::Value::Null);
+        assert_eq!(json["pending"][0]["madeRoomBy"], json!([]));
+        let why = json["pending"][0]["reason"].as_str().unwrap();
+        assert!(why.starts_with("0/2 nodes are available"), "{why}");
+        assert_eq!(json["pending"][1]["pod"], "ml/train");
+        assert_eq!(json["pending"][1]["destination"], "busy-1");
+        assert_eq!(json["pending"][1]["madeRoomBy"], json!(["serve/infer-1"]));
+        assert!(json["pending"][1].get("reason").is_none());
+        let table = report.render(crate::report::Format::Table);
+        assert!(table.contains("Pending pods and gangs:"), "{table}");
+    }
+}

@@ -8,21 +8,29 @@ use crate::labels::Selector;
 use crate::policy::{MetricsProvider, Policy, PolicyError, Profile};
 use crate::snapshot::usage::{UsageNeed, UsageSource};
 
+/// One profile of the policy, built: its evictor, its order and its strategy plugins.
 #[derive(Debug)]
 pub struct ProfilePipeline {
+    /// The profile's name.
     pub name: String,
+    /// The profile's evictor (filter and preEvictionFilter: DefaultEvictor).
     pub evictor: Box<dyn EvictorPlugin>,
     /// The order the profile's plugins take candidates in (`plugins.sort`); None: upstream's.
     pub sort: Option<Box<dyn SortPlugin>>,
+    /// The deschedule plugins, in the policy's order; they run before every balance plugin.
     pub deschedule: Vec<Box<dyn Plugin>>,
+    /// The balance plugins, in the policy's order.
     pub balance: Vec<Box<dyn Plugin>>,
 }
 
 /// Everything a planning cycle needs from the policy.
 #[derive(Debug)]
 pub struct Pipeline {
+    /// The profiles, in the policy's order.
     pub profiles: Vec<ProfilePipeline>,
+    /// The policy's eviction limits (per node, per namespace, per cycle).
     pub limits: Limits,
+    /// The policy's `nodeSelector`: the nodes planned on.
     pub node_selector: Selector,
     /// The policy's `metricsProviders`, with the deprecated `metricsCollector.enabled`
     /// turned into a KubernetesMetrics entry.

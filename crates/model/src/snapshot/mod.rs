@@ -10,15 +10,9 @@
 /// Test builders for nodes, pods and snapshots (feature `test-support`).
 #[cfg(any(test, feature = "test-support"))]
 pub mod builders;
-pub mod decode;
-pub mod encode;
 mod pods;
 mod resources;
-pub(crate) mod shapes;
-pub mod store;
-/// Synthetic clusters for benchmarks and tests (feature `test-support`).
-#[cfg(any(test, feature = "test-support"))]
-pub mod synthetic;
+pub mod shapes;
 pub mod usage;
 
 pub use pods::Pods;
@@ -53,7 +47,7 @@ pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 pub const VOLCANO_GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
 /// The annotation of the bookmark that ends the initial events of a watch that streams its
 /// list (`sendInitialEvents`); its value is "true".
-pub(crate) const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 /// The API group of scheduler-plugins' PodGroup (`scheduling.x-k8s.io/v1alpha1`).
 pub const SCHEDULER_PLUGINS_API_GROUP: &str = "scheduling.x-k8s.io";
 /// The API group of Volcano's PodGroup (`scheduling.volcano.sh/v1beta1`).
@@ -770,7 +764,7 @@ impl ClusterSnapshot {
 
     /// [`build`](Self::build) with more pods after `parts.pods` (the decoder's second
     /// thread's), kept where they are when both lists are in order.
-    pub(crate) fn build_with(parts: SnapshotParts, more_pods: Vec<Pod>) -> ClusterSnapshot {
+    pub fn build_with(parts: SnapshotParts, more_pods: Vec<Pod>) -> ClusterSnapshot {
         let SnapshotParts {
             mut nodes,
             pods,
@@ -872,7 +866,7 @@ impl ClusterSnapshot {
     }
 
     /// The objects, without the indexes (to change them and build again).
-    pub(crate) fn into_parts(self) -> SnapshotParts {
+    pub fn into_parts(self) -> SnapshotParts {
         SnapshotParts {
             nodes: self.nodes,
             pods: self.pods.into_vec(),
@@ -884,7 +878,7 @@ impl ClusterSnapshot {
     }
 
     /// Drops the measured usage attached for a cycle.
-    pub(crate) fn clear_usage(&mut self) {
+    pub fn clear_usage(&mut self) {
         self.usage = usage::Usage::default();
     }
 

@@ -32,21 +32,29 @@ pub const MAX_NODE_SCORE: i64 = 100;
 pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 /// What kube-scheduler counts for a pod without cpu or memory requests, in scoring only.
 pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// What kube-scheduler counts for a pod without a memory request, in scoring only: 200 MiB.
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
-/// kube-scheduler's well-known topology labels.
+/// kube-scheduler's well-known topology label of a node: its hostname.
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+/// kube-scheduler's well-known topology label of a node: its zone.
 pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
 /// ImageLocality's thresholds: 23 MB and 1000 MB per container.
 const IMAGE_MIN_THRESHOLD: i64 = 23 * 1024 * 1024;
 const IMAGE_MAX_CONTAINER_THRESHOLD: i64 = 1000 * 1024 * 1024;
 
-/// The names of the score plugins, as kube-scheduler names them.
+/// The score plugin that prefers nodes by their free (or used) resources.
 pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
+/// The score plugin that prefers nodes whose resources are used alike.
 pub const BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
+/// The score plugin that prefers nodes with fewer PreferNoSchedule taints the pod does not tolerate.
 pub const TAINT_TOLERATION: &str = "TaintToleration";
+/// The score plugin that prefers nodes matching the pod's preferred node affinity.
 pub const NODE_AFFINITY: &str = "NodeAffinity";
+/// The score plugin of preferred inter-pod affinity and anti-affinity.
 pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+/// The score plugin of soft topology spread constraints.
 pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+/// The score plugin that prefers nodes holding the pod's images.
 pub const IMAGE_LOCALITY: &str = "ImageLocality";
 
 /// Every score plugin, in kube-scheduler's default order.
@@ -63,11 +71,14 @@ pub const SCORE_PLUGINS: [&str; 7] = [
 /// One resource a resource scorer looks at, with its weight.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceSpec {
+    /// The resource's name (`cpu`, `memory`, an extended resource).
     pub name: Box<str>,
+    /// Its weight among the scorer's resources.
     pub weight: i64,
 }
 
 impl ResourceSpec {
+    /// A resource and its weight.
     pub fn new(name: &str, weight: i64) -> Self {
         ResourceSpec {
             name: name.into(),
@@ -103,20 +114,31 @@ pub enum DefaultConstraints {
 /// What one scheduler profile scores with: each plugin's weight (0: disabled) and args.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScoreProfile {
+    /// NodeResourcesFit's weight.
     pub fit_weight: i64,
+    /// `NodeResourcesFitArgs.scoringStrategy.type` and its shape.
     pub fit_strategy: ScoringStrategy,
+    /// `NodeResourcesFitArgs.scoringStrategy.resources`.
     pub fit_resources: Vec<ResourceSpec>,
+    /// NodeResourcesBalancedAllocation's weight.
     pub balanced_weight: i64,
+    /// `NodeResourcesBalancedAllocationArgs.resources`.
     pub balanced_resources: Vec<ResourceSpec>,
+    /// TaintToleration's weight.
     pub taint_toleration_weight: i64,
+    /// NodeAffinity's weight.
     pub node_affinity_weight: i64,
+    /// InterPodAffinity's weight.
     pub inter_pod_affinity_weight: i64,
     /// `InterPodAffinityArgs.hardPodAffinityWeight` (default 1).
     pub hard_pod_affinity_weight: i64,
     /// `InterPodAffinityArgs.ignorePreferredTermsOfExistingPods`.
     pub ignore_preferred_terms_of_existing_pods: bool,
+    /// PodTopologySpread's weight.
     pub topology_spread_weight: i64,
+    /// `PodTopologySpreadArgs.defaultingType` and `defaultConstraints`.
     pub default_constraints: DefaultConstraints,
+    /// ImageLocality's weight.
     pub image_locality_weight: i64,
 }
 
@@ -450,8 +472,11 @@ pub fn total_scores<'s>(
 /// score, which kube-scheduler is as likely to pick).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ranking {
+    /// The destination.
     pub best: NodeId,
+    /// Every other node with the best score.
     pub alternatives: Vec<NodeId>,
+    /// The best score.
     pub score: i64,
 }
 

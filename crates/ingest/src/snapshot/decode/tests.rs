@@ -478,8 +478,10 @@ fn iterations(var: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// A file the repository ships (policies, examples), by its path from the repository's top.
 fn shipped(path: &str) -> String {
-    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+    let top = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::read_to_string(top.join(path)).unwrap()
 }
 
 /// The shipped snapshots and policies, mutated by a seeded generator (bytes removed,
@@ -502,11 +504,15 @@ fn mutated_shipped_inputs_never_panic_and_both_readers_agree() {
     .into_iter()
     .map(shipped)
     .collect();
-    let pipeline = crate::framework::Pipeline::build(
-        &crate::policy::Policy::from_yaml("combined.yaml", &policies[0], &crate::plugins::REGISTRY)
-            .unwrap(),
+    let pipeline = descheduler_planner::framework::Pipeline::build(
+        &descheduler_planner::policy::Policy::from_yaml(
+            "combined.yaml",
+            &policies[0],
+            &descheduler_planner::plugins::REGISTRY,
+        )
+        .unwrap(),
         "combined.yaml",
-        &crate::plugins::REGISTRY,
+        &descheduler_planner::plugins::REGISTRY,
     )
     .unwrap();
     for text in &policies {
@@ -514,11 +520,16 @@ fn mutated_shipped_inputs_never_panic_and_both_readers_agree() {
             let Some(text) = mutated(&mut rng, text, true) else {
                 continue;
             };
-            if let Ok(policy) =
-                crate::policy::Policy::from_yaml("p.yaml", &text, &crate::plugins::REGISTRY)
-            {
-                let _ =
-                    crate::framework::Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY);
+            if let Ok(policy) = descheduler_planner::policy::Policy::from_yaml(
+                "p.yaml",
+                &text,
+                &descheduler_planner::plugins::REGISTRY,
+            ) {
+                let _ = descheduler_planner::framework::Pipeline::build(
+                    &policy,
+                    "p.yaml",
+                    &descheduler_planner::plugins::REGISTRY,
+                );
             }
         }
     }
@@ -548,7 +559,7 @@ fn mutated_shipped_inputs_never_panic_and_both_readers_agree() {
             }
             if let Some(text) = mutated(&mut rng, &text, true) {
                 if let Ok(snap) = load_bytes(path, text.as_bytes()) {
-                    let _ = crate::plan::plan(&pipeline, &snap, 1_796_083_200);
+                    let _ = descheduler_planner::plan::plan(&pipeline, &snap, 1_796_083_200);
                 }
             }
         }

@@ -483,7 +483,7 @@ fn the_node_limit_holds() {
 #[test]
 fn on_seeded_clusters_the_plan_never_ends_worse_than_it_started() {
     for seed in 1..=40u64 {
-        let mut rng = crate::snapshot::synthetic::Rng::new(seed);
+        let mut rng = descheduler_ingest::snapshot::synthetic::Rng::new(seed);
         let n = 3 + rng.below(6);
         let nodes: Vec<_> = (0..n)
             .map(|i| {

@@ -533,36 +533,3 @@ fn the_search_budget_bounds_the_work() {
     assert!(why.contains("within the search budget"), "{why}");
     assert!(run(&snap, json!({"maxSimulations": 3})).evicted.len() == 1);
 }
-
-#[test]
-fn the_plan_report_lists_pending_units() {
-    let mut parts = fragmented(1, 1);
-    parts.pods.push(pending("ml", "train").build());
-    parts
-        .pods
-        .push(pending("ml", "huge").resource(GPU, 8).build());
-    let snap = ClusterSnapshot::build(parts);
-    let text = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: batch\n  plugins:\n    balance:\n      enabled: [MakeRoomForPendingPods]\n";
-    let policy =
-        crate::policy::Policy::from_yaml("p.yaml", text, &crate::plugins::REGISTRY).unwrap();
-    let pipeline =
-        crate::framework::Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
-    let plan = crate::plan::plan(&pipeline, &snap, NOW).unwrap();
-    let report = crate::report::Report::new(&snap, &plan);
-    let json: serde_json::Value =
-        serde_json::from_str(&report.render(crate::report::Format::Json)).unwrap();
-    assert_eq!(json["evictions"][0]["pod"], "serve/infer-1");
-    assert_eq!(json["evictions"][0]["destination"], "spare-1");
-    // same priority and age: in pod order
-    assert_eq!(json["pending"][0]["pod"], "ml/huge");
-    assert_eq!(json["pending"][0]["destination"], serde_json::Value::Null);
-    assert_eq!(json["pending"][0]["madeRoomBy"], json!([]));
-    let why = json["pending"][0]["reason"].as_str().unwrap();
-    assert!(why.starts_with("0/2 nodes are available"), "{why}");
-    assert_eq!(json["pending"][1]["pod"], "ml/train");
-    assert_eq!(json["pending"][1]["destination"], "busy-1");
-    assert_eq!(json["pending"][1]["madeRoomBy"], json!(["serve/infer-1"]));
-    assert!(json["pending"][1].get("reason").is_none());
-    let table = report.render(crate::report::Format::Table);
-    assert!(table.contains("Pending pods and gangs:"), "{table}");
-}

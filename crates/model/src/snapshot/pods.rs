@@ -18,7 +18,7 @@ pub struct Pods {
 
 impl Pods {
     /// The pods of `head` followed by those of `tail`.
-    pub(crate) fn of(head: Vec<Pod>, tail: Vec<Pod>) -> Pods {
+    pub fn of(head: Vec<Pod>, tail: Vec<Pod>) -> Pods {
         if head.is_empty() {
             return Pods {
                 head: tail,
@@ -56,7 +56,7 @@ impl Pods {
         self.head.iter().chain(self.tail.iter())
     }
 
-    pub(crate) fn iter_mut(
+    pub fn iter_mut(
         &mut self,
     ) -> std::iter::Chain<std::slice::IterMut<'_, Pod>, std::slice::IterMut<'_, Pod>> {
         self.head.iter_mut().chain(self.tail.iter_mut())
@@ -68,7 +68,7 @@ impl Pods {
     }
 
     /// The pods as one vector (moves the second part after the first).
-    pub(crate) fn into_vec(self) -> Vec<Pod> {
+    pub fn into_vec(self) -> Vec<Pod> {
         let Pods { mut head, mut tail } = self;
         head.append(&mut tail);
         head

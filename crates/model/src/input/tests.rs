@@ -168,7 +168,9 @@ fn gzip_that_inflates_past_the_ratio_is_refused_early() {
         "examples/cluster-hotspot.yaml",
         "examples/usage/cluster.json",
     ] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(example);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(example);
         let text = std::fs::read(&path).unwrap();
         let gz = dir.path().join("example.gz");
         std::fs::write(&gz, gzip(&text, 9)).unwrap();

@@ -27,7 +27,9 @@ use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 
+/// The `apiVersion` of a scheduler configuration file.
 pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
+/// The `kind` of a scheduler configuration file.
 pub const KIND: &str = "KubeSchedulerConfiguration";
 /// The profile kube-scheduler gives pods that name no scheduler.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -196,14 +198,18 @@ const SIMULATED_FILTERS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("scheduler config {file}: {path}: {message}")]
 pub struct SchedulerConfigError {
+    /// The file.
     pub file: String,
+    /// The path of the offending field (`profiles[0].pluginConfig[1].args`).
     pub path: String,
+    /// What is wrong and what to do.
     pub message: String,
 }
 
 /// The profiles of a KubeSchedulerConfiguration, by schedulerName, in file order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SchedulerConfig {
+    /// Each profile's scoring, by its schedulerName.
     pub profiles: Vec<(String, Arc<ScoreProfile>)>,
     /// What kube-scheduler does that the simulator does not follow, in the safe direction
     /// (the prediction is the stricter one): by the profile it concerns (None: every profile).

@@ -70,8 +70,14 @@ fn same(a: &Pod, b: &Pod) -> bool {
 }
 
 impl Shapes {
+    /// How many shapes there are.
     pub fn len(&self) -> usize {
         self.reps.len()
+    }
+
+    /// Whether there is no shape (no pod).
+    pub fn is_empty(&self) -> bool {
+        self.reps.is_empty()
     }
 
     /// The shape of `pod` among those with a pod in `pods` (shapes being taken in from
