@@ -417,15 +417,27 @@ mod tests {
         }
     }
 
+    /// A log in `dir` that keeps at most `max_files` records, of any size.
+    fn log_in(dir: PathBuf, keep_snapshot: bool, max_files: usize) -> DecisionLog {
+        DecisionLog {
+            dir,
+            keep_snapshot,
+            max_files,
+            max_bytes: u64::MAX,
+        }
+    }
+
+    /// A file outside the log that no write may touch.
+    fn precious(dir: &Path) -> PathBuf {
+        let target = dir.join("precious");
+        std::fs::write(&target, "keep me").unwrap();
+        target
+    }
+
     #[test]
     fn records_are_kept_within_the_count_and_the_bytes() {
         let dir = tempfile::tempdir().unwrap();
-        let log = DecisionLog {
-            dir: dir.path().join("log"),
-            keep_snapshot: true,
-            max_files: 3,
-            max_bytes: u64::MAX,
-        };
+        let log = log_in(dir.path().join("log"), true, 3);
         log.open().unwrap();
         let snap = snapshot();
         let mut written = Vec::new();
@@ -527,14 +539,8 @@ mod tests {
     #[test]
     fn symlinks_planted_in_the_directory_are_never_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("precious");
-        std::fs::write(&target, "keep me").unwrap();
-        let log = DecisionLog {
-            dir: dir.path().join("log"),
-            keep_snapshot: true,
-            max_files: 100,
-            max_bytes: u64::MAX,
-        };
+        let target = precious(dir.path());
+        let log = log_in(dir.path().join("log"), true, 100);
         std::fs::create_dir(&log.dir).unwrap();
         // The writability check's name, and every name of the next two seconds' records.
         std::os::unix::fs::symlink(&target, log.dir.join(".write-check")).unwrap();
@@ -570,14 +576,8 @@ mod tests {
     #[test]
     fn a_file_renamed_over_a_link_replaces_the_link_not_its_target() {
         let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("precious");
-        std::fs::write(&target, "keep me").unwrap();
-        let log = DecisionLog {
-            dir: dir.path().join("log"),
-            keep_snapshot: false,
-            max_files: 1,
-            max_bytes: u64::MAX,
-        };
+        let target = precious(dir.path());
+        let log = log_in(dir.path().join("log"), false, 1);
         log.open().unwrap();
         let name = log.dir.join("decision-x.json");
         std::os::unix::fs::symlink(&target, &name).unwrap();
@@ -651,12 +651,7 @@ mod tests {
     fn the_record_just_written_stays_even_behind_a_later_one() {
         // A record of a clock ahead of this one's (another replica's, copied in).
         let dir = tempfile::tempdir().unwrap();
-        let log = DecisionLog {
-            dir: dir.path().to_path_buf(),
-            keep_snapshot: false,
-            max_files: 1,
-            max_bytes: u64::MAX,
-        };
+        let log = log_in(dir.path().to_path_buf(), false, 1);
         log.open().unwrap();
         let first = log
             .write(&snapshot(), 1_000, true, None, &empty_report())

@@ -77,12 +77,8 @@ impl serde_saphyr::MessageFormatter for Plain {
                 unexpected,
                 expected,
                 ..
-            } => Cow::Owned(format!(
-                "found {} where {} is needed",
-                plain_found(unexpected),
-                plain_expected(expected)
-            )),
-            Error::SerdeInvalidValue {
+            }
+            | Error::SerdeInvalidValue {
                 unexpected,
                 expected,
                 ..

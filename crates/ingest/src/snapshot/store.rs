@@ -441,42 +441,34 @@ mod tests {
     #[test]
     fn pod_groups_of_each_gang_scheduler_are_listed_apart() {
         let mut store = ClusterStore::new();
-        let group = |kind, name: &str| PodGroup {
-            kind,
-            namespace: "ns".into(),
-            name: name.into(),
-            min_member: 2,
-            disruption: None,
+        // Replaces the pod groups of one gang scheduler with the named ones.
+        let replace = |store: &mut ClusterStore, kind: GangKind, names: &[&str]| {
+            let pod_groups = names
+                .iter()
+                .map(|name| PodGroup {
+                    kind,
+                    namespace: "ns".into(),
+                    name: (*name).into(),
+                    min_member: 2,
+                    disruption: None,
+                })
+                .collect();
+            let parts = SnapshotParts {
+                pod_groups,
+                ..SnapshotParts::default()
+            };
+            store.apply(Change::Replace(Resource::PodGroups(kind), parts));
         };
-        let of = |groups: Vec<PodGroup>| SnapshotParts {
-            pod_groups: groups,
-            ..SnapshotParts::default()
-        };
-        store.apply(Change::Replace(
-            Resource::PodGroups(GangKind::SchedulerPlugins),
-            of(vec![group(GangKind::SchedulerPlugins, "a")]),
-        ));
-        store.apply(Change::Replace(
-            Resource::PodGroups(GangKind::Volcano),
-            of(vec![group(GangKind::Volcano, "v")]),
-        ));
-        store.apply(Change::Replace(
-            Resource::PodGroups(GangKind::Kubernetes),
-            of(vec![group(GangKind::Kubernetes, "k")]),
-        ));
+        replace(&mut store, GangKind::SchedulerPlugins, &["a"]);
+        replace(&mut store, GangKind::Volcano, &["v"]);
+        replace(&mut store, GangKind::Kubernetes, &["k"]);
         assert_eq!(store.snapshot().pod_groups.len(), 3);
-        store.apply(Change::Replace(
-            Resource::PodGroups(GangKind::Volcano),
-            of(vec![]),
-        ));
+        replace(&mut store, GangKind::Volcano, &[]);
         let s = store.snapshot();
         assert_eq!(s.pod_groups.len(), 2);
         assert_eq!(s.pod_groups[0].kind, GangKind::SchedulerPlugins);
         assert_eq!(s.pod_groups[1].kind, GangKind::Kubernetes);
-        store.apply(Change::Replace(
-            Resource::PodGroups(GangKind::Kubernetes),
-            of(vec![]),
-        ));
+        replace(&mut store, GangKind::Kubernetes, &[]);
         let s = store.snapshot();
         assert_eq!(s.pod_groups.len(), 1);
         assert_eq!(s.pod_groups[0].kind, GangKind::SchedulerPlugins);

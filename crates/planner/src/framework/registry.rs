@@ -67,19 +67,21 @@ fn build_sort<P: FromArgs + SortPlugin + 'static>(
 impl PluginSpec {
     /// A `deschedule` plugin whose args need a pluginConfig entry.
     pub const fn deschedule<P: FromArgs + Plugin + 'static>(name: &'static str) -> PluginSpec {
-        PluginSpec {
-            name,
-            points: &[ExtensionPoint::Deschedule],
-            args_optional: false,
-            constructor: Constructor::Strategy(build_strategy::<P>),
-        }
+        Self::strategy::<P>(name, &[ExtensionPoint::Deschedule])
     }
 
     /// A `balance` plugin whose args need a pluginConfig entry.
     pub const fn balance<P: FromArgs + Plugin + 'static>(name: &'static str) -> PluginSpec {
+        Self::strategy::<P>(name, &[ExtensionPoint::Balance])
+    }
+
+    const fn strategy<P: FromArgs + Plugin + 'static>(
+        name: &'static str,
+        points: &'static [ExtensionPoint],
+    ) -> PluginSpec {
         PluginSpec {
             name,
-            points: &[ExtensionPoint::Balance],
+            points,
             args_optional: false,
             constructor: Constructor::Strategy(build_strategy::<P>),
         }

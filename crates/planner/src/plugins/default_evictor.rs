@@ -27,7 +27,7 @@
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{EvictorPlugin, Placement, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{selector_arg, PriorityThreshold};
+use crate::plugins::shared::{each_one_of, selector_arg, PriorityThreshold};
 use crate::policy::parse_duration;
 use crate::snapshot::{ClusterSnapshot, DisruptionMode, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
@@ -35,17 +35,12 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "DefaultEvictor";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct DefaultEvictorArgs {
-    #[serde(default)]
     pub node_selector: Option<String>,
-    #[serde(default)]
     pub label_selector: Option<LabelSelectorSpec>,
-    #[serde(default)]
     pub namespace_label_selector: Option<LabelSelectorSpec>,
-    #[serde(default)]
     pub priority_threshold: Option<PriorityThreshold>,
-    #[serde(default)]
     pub node_fit: bool,
     /// Where the placement simulator predicts an eviction's replacement lands. Unset (the
     /// default): under a plugin that moves load to targets (LowNodeUtilization on requests),
@@ -56,55 +51,42 @@ pub struct DefaultEvictorArgs {
     /// destination for every pod, another node (for LowNodeUtilization: one of its
     /// underutilized nodes that stays under the target thresholds). `false`: no check, as
     /// upstream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub placement_check: Option<bool>,
-    #[serde(default)]
     pub min_replicas: u32,
-    #[serde(default)]
     pub min_pod_age: Option<String>,
-    #[serde(default)]
     pub no_eviction_policy: Option<String>,
-    #[serde(default)]
     pub pod_protections: PodProtectionsArgs,
-    #[serde(default)]
     pub evict_local_storage_pods: bool,
-    #[serde(default)]
     pub evict_daemon_set_pods: bool,
-    #[serde(default)]
     pub evict_system_critical_pods: bool,
-    #[serde(default)]
     pub ignore_pvc_pods: bool,
-    #[serde(default, rename = "ignorePodsWithoutPDB")]
+    #[serde(rename = "ignorePodsWithoutPDB")]
     pub ignore_pods_without_pdb: bool,
-    #[serde(default)]
     pub evict_failed_bare_pods: bool,
     /// How gangs may be evicted: `SurplusOnly` (the default) or `WholeGang`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gang_policy: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodProtectionsArgs {
-    #[serde(default)]
     pub extra_enabled: Vec<String>,
-    #[serde(default)]
     pub default_disabled: Vec<String>,
-    #[serde(default)]
     pub config: Option<PodProtectionsConfig>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct PodProtectionsConfig {
-    #[serde(default, rename = "PodsWithPVC")]
+    #[serde(rename = "PodsWithPVC")]
     pub pods_with_pvc: Option<PodsWithPvcConfig>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodsWithPvcConfig {
-    #[serde(default)]
     pub protected_storage_classes: Vec<ProtectedStorageClass>,
 }
 
@@ -227,28 +209,28 @@ impl FromArgs for DefaultEvictor {
                 "cannot use the deprecated fields (evictLocalStoragePods, evictDaemonSetPods, evictSystemCriticalPods, ignorePvcPods, ignorePodsWithoutPDB, evictFailedBarePods) alongside podProtections.extraEnabled or podProtections.defaultDisabled; use podProtections only",
             ));
         }
-        for (i, p) in pp.extra_enabled.iter().enumerate() {
-            if !EXTRA_PROTECTIONS.contains(&p.as_str()) {
-                return Err(ArgsError::new(
-                    format!("podProtections.extraEnabled[{i}]"),
-                    format!(
-                        "{p:?} is not an extra pod protection; allowed: {}",
-                        EXTRA_PROTECTIONS.join(", ")
-                    ),
-                ));
-            }
-        }
-        for (i, p) in pp.default_disabled.iter().enumerate() {
-            if !DEFAULT_PROTECTIONS.contains(&p.as_str()) {
-                return Err(ArgsError::new(
-                    format!("podProtections.defaultDisabled[{i}]"),
-                    format!(
-                        "{p:?} is not a default pod protection; allowed: {}",
-                        DEFAULT_PROTECTIONS.join(", ")
-                    ),
-                ));
-            }
-        }
+        each_one_of(
+            "podProtections.extraEnabled",
+            &pp.extra_enabled,
+            EXTRA_PROTECTIONS,
+            |p| {
+                format!(
+                    "{p:?} is not an extra pod protection; allowed: {}",
+                    EXTRA_PROTECTIONS.join(", ")
+                )
+            },
+        )?;
+        each_one_of(
+            "podProtections.defaultDisabled",
+            &pp.default_disabled,
+            DEFAULT_PROTECTIONS,
+            |p| {
+                format!(
+                    "{p:?} is not a default pod protection; allowed: {}",
+                    DEFAULT_PROTECTIONS.join(", ")
+                )
+            },
+        )?;
         if pp
             .config
             .as_ref()

@@ -82,10 +82,9 @@ impl SortPlugin for DominantResourceFairness {
 
 /// `DominantResourceFairnessArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct DominantResourceFairnessArgs {
     /// The pod label whose value names a pod's tenant; None: the pod's namespace.
-    #[serde(default)]
     pub tenant_label: Option<String>,
 }
 

@@ -546,19 +546,24 @@ impl MakeRoomForPendingPods {
     ) -> (Vec<PodId>, usize) {
         let snap = cx.snap();
         let sim = cx.placement().sim();
-        let mut ranked: Vec<(usize, NodeId, Vec<PodId>)> = Vec::new();
-        for &n in cx.nodes() {
-            let node = snap.node(n);
+        // A node's movable pods, cheapest to move first.
+        let movable_on = |n: NodeId| -> Vec<PodId> {
             let mut movable: Vec<PodId> = snap
                 .pods_on_node(n)
                 .iter()
                 .copied()
                 .filter(|&q| !sim.is_gone(q) && self.may_move(cx, planning, unit, q))
                 .collect();
+            movable.sort_by_key(|&q| move_cost(snap, q));
+            movable
+        };
+        let mut ranked: Vec<(usize, NodeId, Vec<PodId>)> = Vec::new();
+        for &n in cx.nodes() {
+            let node = snap.node(n);
+            let movable = movable_on(n);
             if movable.is_empty() {
                 continue;
             }
-            movable.sort_by_key(|&q| move_cost(snap, q));
             let mut relaxed = sim.load(n).clone();
             for &q in &movable {
                 relaxed.sub_pod(&snap.pod(q).requests);
@@ -592,14 +597,8 @@ impl MakeRoomForPendingPods {
             if ranked.iter().any(|(_, m, _)| *m == n) {
                 continue;
             }
-            let mut movable: Vec<PodId> = snap
-                .pods_on_node(n)
-                .iter()
-                .copied()
-                .filter(|&q| !sim.is_gone(q) && self.may_move(cx, planning, unit, q))
-                .collect();
+            let movable = movable_on(n);
             if !movable.is_empty() {
-                movable.sort_by_key(|&q| move_cost(snap, q));
                 ranked.push((usize::MAX, n, movable));
             }
         }

@@ -20,6 +20,8 @@ pub mod remove_pods_violating_topology_spread_constraint;
 pub mod shared;
 
 #[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
 mod whole_gang_tests;
 
 use crate::framework::Registry;

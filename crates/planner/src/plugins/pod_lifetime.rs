@@ -42,8 +42,8 @@
 
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
-use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
+use crate::labels::LabelSelectorSpec;
+use crate::plugins::shared::{each_one_of, selector_arg, IncludeExclude, Namespaces, PodScope};
 use crate::policy::null_as_default;
 use crate::snapshot::{ConditionStatus, ContainerStatus, NodeId, Phase, Pod, PodCondition, PodId};
 use serde::{Deserialize, Serialize};
@@ -86,69 +86,53 @@ pub const ALLOWED_STATES: &[&str] = &[
 /// `PodLifeTimeArgs`. At least one of `maxPodLifeTimeSeconds`, `states`, `conditions` and
 /// `exitCodes` must be set; the others only narrow the pods those select.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodLifeTimeArgs {
-    #[serde(default)]
     pub namespaces: Option<Namespaces>,
-    #[serde(default)]
     pub label_selector: Option<LabelSelectorSpec>,
-    #[serde(default)]
     pub owner_kinds: Option<OwnerKinds>,
     /// Pods created more than this many seconds ago.
-    #[serde(default)]
     pub max_pod_life_time_seconds: Option<u64>,
     /// Pod phases, pod status reasons, container waiting or terminated reasons (any one).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub states: Vec<String>,
     /// Pod condition filters (any one).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub conditions: Vec<PodConditionFilter>,
     /// Exit codes of terminated containers (any one).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub exit_codes: Vec<i32>,
     /// Also look at init containers for `states` and `exitCodes`.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub including_init_containers: bool,
     /// Also look at ephemeral containers for `states`.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub including_ephemeral_containers: bool,
 }
 
 /// `ownerKinds: {include: [...]}` or `{exclude: [...]}`, never both.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OwnerKinds {
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub include: Vec<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub exclude: Vec<String>,
-}
+pub type OwnerKinds = IncludeExclude;
 
-impl OwnerKinds {
-    /// Whether a pod with these owners is in scope.
-    fn allows(&self, pod: &Pod) -> bool {
-        let listed = |kinds: &[String]| {
-            pod.owners
-                .iter()
-                .any(|o| kinds.iter().any(|k| *k == *o.kind))
-        };
-        (self.include.is_empty() || listed(&self.include))
-            && (self.exclude.is_empty() || !listed(&self.exclude))
-    }
+/// Whether a pod with these owners is in scope of `ownerKinds`.
+fn owners_allowed(kinds: &OwnerKinds, pod: &Pod) -> bool {
+    kinds.allows_by(|listed| {
+        pod.owners
+            .iter()
+            .any(|o| listed.iter().any(|k| *k == *o.kind))
+    })
 }
 
 /// `PodConditionFilter`: matches one pod condition on the fields it sets (unset: empty).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodConditionFilter {
-    #[serde(default, rename = "type", deserialize_with = "null_as_default")]
+    #[serde(rename = "type", deserialize_with = "null_as_default")]
     pub kind: String,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub status: String,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub reason: String,
     /// The condition must have last transitioned at least this many seconds ago.
-    #[serde(default)]
     pub min_time_since_last_transition_seconds: Option<u64>,
 }
 
@@ -188,25 +172,15 @@ impl PluginArgs for PodLifeTimeArgs {
             ns.validate("namespaces")?;
         }
         if let Some(ok) = &self.owner_kinds {
-            if !ok.include.is_empty() && !ok.exclude.is_empty() {
-                return Err(ArgsError::new(
-                    "ownerKinds",
-                    "only one of include and exclude can be set; list the owner kinds to include, or the ones to exclude",
-                ));
-            }
+            ok.validate_listing("ownerKinds", "owner kinds")?;
         }
         selector_arg(self.label_selector.as_ref(), "labelSelector")?;
-        for (i, s) in self.states.iter().enumerate() {
-            if !ALLOWED_STATES.contains(&s.as_str()) {
-                return Err(ArgsError::new(
-                    format!("states[{i}]"),
-                    format!(
-                        "{s:?} is not a state PodLifeTime can match; allowed (pod phases, pod status reasons, container waiting and terminated reasons): {}",
-                        ALLOWED_STATES.join(", ")
-                    ),
-                ));
-            }
-        }
+        each_one_of("states", &self.states, ALLOWED_STATES, |s| {
+            format!(
+                "{s:?} is not a state PodLifeTime can match; allowed (pod phases, pod status reasons, container waiting and terminated reasons): {}",
+                ALLOWED_STATES.join(", ")
+            )
+        })?;
         for (i, c) in self.conditions.iter().enumerate() {
             if c.is_empty() {
                 return Err(ArgsError::new(
@@ -262,7 +236,7 @@ const WORDING: Wording = Wording {
 #[derive(Debug, Clone)]
 pub struct PodLifeTime {
     args: PodLifeTimeArgs,
-    label_selector: Option<Selector>,
+    scope: PodScope,
     /// Upstream's extra `NewAs` filter: RemoveFailedPods requires the Failed phase.
     required_phase: Option<Phase>,
     wording: Wording,
@@ -284,10 +258,10 @@ impl PodLifeTime {
         required_phase: Option<Phase>,
         wording: Wording,
     ) -> Result<Self, ArgsError> {
-        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
+        let scope = PodScope::new(args.namespaces.as_ref(), args.label_selector.as_ref())?;
         Ok(PodLifeTime {
             args,
-            label_selector,
+            scope,
             required_phase,
             wording,
         })
@@ -382,12 +356,12 @@ impl PodLifeTime {
         if self.required_phase.is_some_and(|p| p != pod.phase) {
             return None;
         }
-        if !namespace_allowed(&self.args.namespaces, &pod.namespace)
+        if !self.scope.allows(pod)
             || !self
-                .label_selector
+                .args
+                .owner_kinds
                 .as_ref()
-                .is_none_or(|s| s.matches(&pod.labels))
-            || !self.args.owner_kinds.as_ref().is_none_or(|o| o.allows(pod))
+                .is_none_or(|o| owners_allowed(o, pod))
         {
             return None;
         }

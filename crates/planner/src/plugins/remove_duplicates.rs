@@ -62,13 +62,12 @@ const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
 
 /// `RemoveDuplicatesArgs`. Both fields are optional; no args at all means no restriction.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemoveDuplicatesArgs {
     /// Owner kinds (such as `Job`) whose pods are never treated as duplicates.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub exclude_owner_kinds: Vec<String>,
     /// Namespaces to include or to exclude (only one of the two).
-    #[serde(default)]
     pub namespaces: Option<Namespaces>,
 }
 

@@ -36,7 +36,7 @@ use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Context, Plugin};
 use crate::labels::LabelSelectorSpec;
 use crate::plugins::pod_lifetime::{OwnerKinds, PodLifeTime, PodLifeTimeArgs, Wording};
-use crate::plugins::shared::{selector_arg, Namespaces};
+use crate::plugins::shared::{Namespaces, PodScope};
 use crate::policy::null_as_default;
 use crate::snapshot::{NodeId, Phase};
 use serde::{Deserialize, Serialize};
@@ -52,26 +52,23 @@ pub const DEFAULT_MIN_POD_LIFETIME_SECONDS: u64 = 3600;
 
 /// `RemoveFailedPodsArgs`. No args at all: every failed pod older than an hour.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemoveFailedPodsArgs {
-    #[serde(default)]
     pub namespaces: Option<Namespaces>,
-    #[serde(default)]
     pub label_selector: Option<LabelSelectorSpec>,
     /// Owner kinds whose pods stay.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub exclude_owner_kinds: Vec<String>,
     /// Pods created more than this many seconds ago; None until defaulted.
-    #[serde(default)]
     pub min_pod_lifetime_seconds: Option<u64>,
     /// Phase, pod status reasons, container waiting or terminated reasons (any one).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub reasons: Vec<String>,
     /// Exit codes of terminated containers (any one).
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub exit_codes: Vec<i32>,
     /// Also look at init containers for `reasons` and `exitCodes`.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub including_init_containers: bool,
 }
 
@@ -85,10 +82,7 @@ impl PluginArgs for RemoveFailedPodsArgs {
     /// Upstream's `ValidateRemoveFailedPodsArgs`, plus empty `reasons`, with the field's path
     /// in every error.
     fn validate(&self) -> Result<(), ArgsError> {
-        if let Some(ns) = &self.namespaces {
-            ns.validate("namespaces")?;
-        }
-        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
+        PodScope::new(self.namespaces.as_ref(), self.label_selector.as_ref())?;
         if let Some(i) = self.reasons.iter().position(|r| r.is_empty()) {
             return Err(ArgsError::new(
                 format!("reasons[{i}]"),

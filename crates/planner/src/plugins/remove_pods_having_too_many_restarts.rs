@@ -35,7 +35,7 @@
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
+use crate::plugins::shared::{each_one_of, Namespaces, PodScope};
 use crate::policy::null_as_default;
 use crate::snapshot::{NodeId, Phase, Pod, PodId};
 use serde::{Deserialize, Serialize};
@@ -52,20 +52,18 @@ const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
 
 /// `RemovePodsHavingTooManyRestartsArgs`. `podRestartThreshold` must be given (at least 1).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemovePodsHavingTooManyRestartsArgs {
-    #[serde(default)]
     pub namespaces: Option<Namespaces>,
-    #[serde(default)]
     pub label_selector: Option<LabelSelectorSpec>,
     /// Restarts (summed over the pod's containers) from which a pod is evicted.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub pod_restart_threshold: i32,
     /// Count the init containers' restarts (and waiting reasons, for `states`) too.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub including_init_containers: bool,
     /// Only pods in one of these states (`Running`, `CrashLoopBackOff`); empty: any state.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub states: Vec<String>,
 }
 
@@ -93,17 +91,16 @@ impl PluginArgs for RemovePodsHavingTooManyRestartsArgs {
                 ),
             ));
         }
-        for (i, state) in self.states.iter().enumerate() {
-            if state != RUNNING && state != CRASH_LOOP_BACK_OFF {
-                return Err(ArgsError::new(
-                    format!("states[{i}]"),
-                    format!(
-                        "states must be one of [{CRASH_LOOP_BACK_OFF} {RUNNING}], not {state:?}; use {RUNNING} (the pod phase) or {CRASH_LOOP_BACK_OFF} (a container's waiting reason), or leave states out to take pods in any state"
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        each_one_of(
+            "states",
+            &self.states,
+            &[RUNNING, CRASH_LOOP_BACK_OFF],
+            |state| {
+                format!(
+                "states must be one of [{CRASH_LOOP_BACK_OFF} {RUNNING}], not {state:?}; use {RUNNING} (the pod phase) or {CRASH_LOOP_BACK_OFF} (a container's waiting reason), or leave states out to take pods in any state"
+            )
+            },
+        )
     }
 }
 
@@ -122,19 +119,16 @@ fn phase_name(phase: Phase) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct RemovePodsHavingTooManyRestarts {
     args: RemovePodsHavingTooManyRestartsArgs,
-    label_selector: Option<Selector>,
+    scope: PodScope,
 }
 
 impl FromArgs for RemovePodsHavingTooManyRestarts {
     type Args = RemovePodsHavingTooManyRestartsArgs;
 
     fn from_args(args: RemovePodsHavingTooManyRestartsArgs) -> Result<Self, ArgsError> {
-        let label_selector =
-            selector_arg(args.label_selector.as_ref(), "labelSelector").expect("validated");
-        Ok(RemovePodsHavingTooManyRestarts {
-            args,
-            label_selector,
-        })
+        let scope = PodScope::new(args.namespaces.as_ref(), args.label_selector.as_ref())
+            .expect("validated");
+        Ok(RemovePodsHavingTooManyRestarts { args, scope })
     }
 }
 
@@ -180,11 +174,7 @@ impl RemovePodsHavingTooManyRestarts {
     /// Whether the pod is in scope: in `namespaces`, matching `labelSelector`, with enough
     /// restarts and, when `states` is given, in one of them.
     fn in_scope(&self, pod: &Pod) -> bool {
-        namespace_allowed(&self.args.namespaces, &pod.namespace)
-            && self
-                .label_selector
-                .as_ref()
-                .is_none_or(|s| s.matches(&pod.labels))
+        self.scope.allows(pod)
             && self.restarts(pod) >= i64::from(self.args.pod_restart_threshold)
             && (self.args.states.is_empty() || self.matched_state(pod).is_some())
     }

@@ -38,8 +38,8 @@
 
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
-use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
+use crate::labels::LabelSelectorSpec;
+use crate::plugins::shared::{Namespaces, PodScope};
 use crate::sim;
 use crate::snapshot::{ClusterSnapshot, NodeId, Pod, PodAffinityTerm, PodId};
 use rustc_hash::FxHashMap;
@@ -53,23 +53,18 @@ pub const SPEC: crate::framework::PluginSpec =
 
 /// `RemovePodsViolatingInterPodAntiAffinityArgs`. No args at all means no restriction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemovePodsViolatingInterPodAntiAffinityArgs {
     /// Namespaces whose pods may be evicted (include or exclude, not both).
-    #[serde(default)]
     pub namespaces: Option<Namespaces>,
     /// Only pods matching it may be evicted.
-    #[serde(default)]
     pub label_selector: Option<LabelSelectorSpec>,
 }
 
 impl PluginArgs for RemovePodsViolatingInterPodAntiAffinityArgs {
     /// Upstream's `ValidateRemovePodsViolatingInterPodAntiAffinityArgs`, with field paths.
     fn validate(&self) -> Result<(), ArgsError> {
-        if let Some(ns) = &self.namespaces {
-            ns.validate("namespaces")?;
-        }
-        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
+        PodScope::new(self.namespaces.as_ref(), self.label_selector.as_ref())?;
         Ok(())
     }
 }
@@ -78,29 +73,22 @@ impl PluginArgs for RemovePodsViolatingInterPodAntiAffinityArgs {
 #[derive(Debug)]
 pub struct RemovePodsViolatingInterPodAntiAffinity {
     pub args: RemovePodsViolatingInterPodAntiAffinityArgs,
-    label_selector: Option<Selector>,
+    scope: PodScope,
 }
 
 impl FromArgs for RemovePodsViolatingInterPodAntiAffinity {
     type Args = RemovePodsViolatingInterPodAntiAffinityArgs;
 
     fn from_args(args: RemovePodsViolatingInterPodAntiAffinityArgs) -> Result<Self, ArgsError> {
-        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
-        Ok(RemovePodsViolatingInterPodAntiAffinity {
-            args,
-            label_selector,
-        })
+        let scope = PodScope::new(args.namespaces.as_ref(), args.label_selector.as_ref())?;
+        Ok(RemovePodsViolatingInterPodAntiAffinity { args, scope })
     }
 }
 
 impl RemovePodsViolatingInterPodAntiAffinity {
     /// Whether the args allow evicting the pod (upstream's `podFilter`).
     fn in_scope(&self, pod: &Pod) -> bool {
-        namespace_allowed(&self.args.namespaces, &pod.namespace)
-            && self
-                .label_selector
-                .as_ref()
-                .is_none_or(|s| s.matches(&pod.labels))
+        self.scope.allows(pod)
     }
 }
 

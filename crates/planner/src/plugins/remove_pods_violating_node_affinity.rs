@@ -38,8 +38,8 @@
 
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
-use crate::labels::{LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
+use crate::labels::LabelSelectorSpec;
+use crate::plugins::shared::{each_one_of, Namespaces, PodScope};
 use crate::policy::null_as_default;
 use crate::sim;
 use crate::snapshot::{NodeId, Pod, PodId};
@@ -56,16 +56,14 @@ pub const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
 
 /// `RemovePodsViolatingNodeAffinityArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemovePodsViolatingNodeAffinityArgs {
     /// Namespaces whose pods may be evicted (include or exclude, not both).
-    #[serde(default)]
     pub namespaces: Option<Namespaces>,
     /// Only pods matching it may be evicted.
-    #[serde(default)]
     pub label_selector: Option<LabelSelectorSpec>,
     /// Which node affinities to act on: [`REQUIRED`] and/or [`PREFERRED`].
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub node_affinity_type: Vec<String>,
 }
 
@@ -79,18 +77,13 @@ impl PluginArgs for RemovePodsViolatingNodeAffinityArgs {
                 format!("nodeAffinityType needs to be set; list {REQUIRED}, {PREFERRED} or both"),
             ));
         }
-        for (i, t) in self.node_affinity_type.iter().enumerate() {
-            if t != REQUIRED && t != PREFERRED {
-                return Err(ArgsError::new(
-                    format!("nodeAffinityType[{i}]"),
-                    format!("{t:?} is not one of {REQUIRED}, {PREFERRED}"),
-                ));
-            }
-        }
-        if let Some(ns) = &self.namespaces {
-            ns.validate("namespaces")?;
-        }
-        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
+        each_one_of(
+            "nodeAffinityType",
+            &self.node_affinity_type,
+            &[REQUIRED, PREFERRED],
+            |t| format!("{t:?} is not one of {REQUIRED}, {PREFERRED}"),
+        )?;
+        PodScope::new(self.namespaces.as_ref(), self.label_selector.as_ref())?;
         Ok(())
     }
 }
@@ -105,7 +98,7 @@ enum AffinityType {
 #[derive(Debug)]
 pub struct RemovePodsViolatingNodeAffinity {
     pub args: RemovePodsViolatingNodeAffinityArgs,
-    label_selector: Option<Selector>,
+    scope: PodScope,
     /// The listed types, in order, each once.
     types: Vec<AffinityType>,
 }
@@ -114,7 +107,7 @@ impl FromArgs for RemovePodsViolatingNodeAffinity {
     type Args = RemovePodsViolatingNodeAffinityArgs;
 
     fn from_args(args: RemovePodsViolatingNodeAffinityArgs) -> Result<Self, ArgsError> {
-        let label_selector = selector_arg(args.label_selector.as_ref(), "labelSelector")?;
+        let scope = PodScope::new(args.namespaces.as_ref(), args.label_selector.as_ref())?;
         let mut types = Vec::new();
         for t in &args.node_affinity_type {
             let t = if t == REQUIRED {
@@ -126,11 +119,7 @@ impl FromArgs for RemovePodsViolatingNodeAffinity {
                 types.push(t);
             }
         }
-        Ok(RemovePodsViolatingNodeAffinity {
-            args,
-            label_selector,
-            types,
-        })
+        Ok(RemovePodsViolatingNodeAffinity { args, scope, types })
     }
 }
 
@@ -142,13 +131,7 @@ impl RemovePodsViolatingNodeAffinity {
             AffinityType::Required => a.node_required.is_some(),
             AffinityType::Preferred => !a.node_preferred.is_empty(),
         });
-        has_type
-            && pod.is_active()
-            && namespace_allowed(&self.args.namespaces, &pod.namespace)
-            && self
-                .label_selector
-                .as_ref()
-                .is_none_or(|s| s.matches(&pod.labels))
+        has_type && pod.is_active() && self.scope.allows(pod)
     }
 
     /// Why the pod should leave `node` for the given type, or None. Checks the evictor's

@@ -34,8 +34,8 @@
 
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
-use crate::labels::{self, LabelSelectorSpec, Selector};
-use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
+use crate::labels::{self, LabelSelectorSpec};
+use crate::plugins::shared::{Namespaces, PodScope};
 use crate::policy::null_as_default;
 use crate::sim;
 use crate::snapshot::{NodeId, PodId, Taint, TaintEffect};
@@ -51,23 +51,20 @@ pub const SPEC: crate::framework::PluginSpec =
 /// `RemovePodsViolatingNodeTaintsArgs`. No args at all: every pod not tolerating a
 /// `NoSchedule` taint of its node.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemovePodsViolatingNodeTaintsArgs {
-    #[serde(default)]
     pub namespaces: Option<Namespaces>,
-    #[serde(default)]
     pub label_selector: Option<LabelSelectorSpec>,
     /// Also look at `PreferNoSchedule` taints.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub include_prefer_no_schedule: bool,
     /// Taints (`key` or `key=value`) to ignore.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub excluded_taints: Vec<String>,
     /// Only these taints (`key` or `key=value`); None: every taint.
-    #[serde(default)]
     pub included_taints: Option<Vec<String>>,
     /// Newer upstream's node cordoning; refused when true.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub cordon: bool,
 }
 
@@ -75,10 +72,7 @@ impl PluginArgs for RemovePodsViolatingNodeTaintsArgs {
     /// Upstream's `ValidateRemovePodsViolatingNodeTaintsArgs`, plus the form of each taint
     /// entry, with the field's path in every error.
     fn validate(&self) -> Result<(), ArgsError> {
-        if let Some(ns) = &self.namespaces {
-            ns.validate("namespaces")?;
-        }
-        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
+        PodScope::new(self.namespaces.as_ref(), self.label_selector.as_ref())?;
         let included = self.included_taints.as_deref().unwrap_or_default();
         if !self.excluded_taints.is_empty() && !included.is_empty() {
             return Err(ArgsError::new(
@@ -158,19 +152,16 @@ impl fmt::Display for ShowTaint<'_> {
 #[derive(Debug, Clone)]
 pub struct RemovePodsViolatingNodeTaints {
     args: RemovePodsViolatingNodeTaintsArgs,
-    label_selector: Option<Selector>,
+    scope: PodScope,
 }
 
 impl FromArgs for RemovePodsViolatingNodeTaints {
     type Args = RemovePodsViolatingNodeTaintsArgs;
 
     fn from_args(args: RemovePodsViolatingNodeTaintsArgs) -> Result<Self, ArgsError> {
-        let label_selector =
-            selector_arg(args.label_selector.as_ref(), "labelSelector").expect("validated");
-        Ok(RemovePodsViolatingNodeTaints {
-            args,
-            label_selector,
-        })
+        let scope = PodScope::new(args.namespaces.as_ref(), args.label_selector.as_ref())
+            .expect("validated");
+        Ok(RemovePodsViolatingNodeTaints { args, scope })
     }
 }
 
@@ -198,12 +189,7 @@ impl RemovePodsViolatingNodeTaints {
     /// Whether the pod is in scope: active, in `namespaces`, matching `labelSelector`.
     fn in_scope(&self, cx: &Context<'_, '_>, id: PodId) -> bool {
         let pod = cx.snap().pod(id);
-        pod.is_active()
-            && namespace_allowed(&self.args.namespaces, &pod.namespace)
-            && self
-                .label_selector
-                .as_ref()
-                .is_none_or(|s| s.matches(&pod.labels))
+        pod.is_active() && self.scope.allows(pod)
     }
 }
 

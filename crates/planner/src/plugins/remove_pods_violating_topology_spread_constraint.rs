@@ -50,7 +50,7 @@
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Labels, Selector};
-use crate::plugins::shared::{namespace_allowed, selector_arg, Namespaces};
+use crate::plugins::shared::{each_one_of, namespace_allowed, selector_arg, Namespaces, PodScope};
 use crate::sim;
 use crate::snapshot::{
     ClusterSnapshot, InclusionPolicy, NodeId, NodeSelectorTerm, Pod, PodId,
@@ -74,22 +74,18 @@ pub const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 pub const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemovePodsViolatingTopologySpreadConstraintArgs {
-    #[serde(default)]
     pub namespaces: Option<Namespaces>,
     /// Only pods matching it are evicted (every matching pod is still counted).
-    #[serde(default)]
     pub label_selector: Option<LabelSelectorSpec>,
     /// Which `whenUnsatisfiable` values to act on. Absent or null: `[DoNotSchedule]`;
     /// an empty list acts on none, as upstream.
-    #[serde(default)]
     pub constraints: Option<Vec<String>>,
     /// Absent or null: true.
-    #[serde(default)]
     pub topology_balance_node_fit: Option<bool>,
     /// The v1alpha1 field; accepted only to say what replaced it.
-    #[serde(default, skip_serializing)]
+    #[serde(skip_serializing)]
     pub include_soft_constraints: Option<serde_json::Value>,
 }
 
@@ -112,19 +108,13 @@ impl PluginArgs for RemovePodsViolatingTopologySpreadConstraintArgs {
                 "is a v1alpha1 parameter that v1alpha2 no longer has; use constraints: [DoNotSchedule, ScheduleAnyway] to include soft constraints",
             ));
         }
-        if let Some(ns) = &self.namespaces {
-            ns.validate("namespaces")?;
-        }
-        selector_arg(self.label_selector.as_ref(), "labelSelector")?;
-        for (i, c) in self.constraints.iter().flatten().enumerate() {
-            if c != DO_NOT_SCHEDULE && c != SCHEDULE_ANYWAY {
-                return Err(ArgsError::new(
-                    format!("constraints[{i}]"),
-                    format!("constraint {c:?} is not one of {DO_NOT_SCHEDULE}, {SCHEDULE_ANYWAY}"),
-                ));
-            }
-        }
-        Ok(())
+        PodScope::new(self.namespaces.as_ref(), self.label_selector.as_ref())?;
+        each_one_of(
+            "constraints",
+            self.constraints.as_deref().unwrap_or_default(),
+            &[DO_NOT_SCHEDULE, SCHEDULE_ANYWAY],
+            |c| format!("constraint {c:?} is not one of {DO_NOT_SCHEDULE}, {SCHEDULE_ANYWAY}"),
+        )
     }
 }
 

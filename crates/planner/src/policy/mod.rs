@@ -91,11 +91,11 @@ where
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PluginSet {
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub enabled: Vec<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub disabled: Vec<String>,
 }
 
@@ -285,9 +285,8 @@ impl MetricsProvider {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct MetricsCollector {
-    #[serde(default)]
     pub enabled: bool,
 }
 

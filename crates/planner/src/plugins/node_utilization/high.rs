@@ -58,23 +58,20 @@ pub const SPEC: crate::framework::PluginSpec =
 
 /// `HighNodeUtilizationArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct HighNodeUtilizationArgs {
     /// Percentages per resource; a node with every one at or below is underutilized.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub thresholds: BTreeMap<String, f64>,
     /// Act only when more than this many nodes are underutilized.
-    #[serde(default)]
     pub number_of_nodes: usize,
     /// `OnlyThresholdingResources`, or nothing.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "null_as_default")]
     pub eviction_modes: Vec<String>,
     /// Only `exclude` is supported: pods there count for utilization but never move.
-    #[serde(default)]
     pub evictable_namespaces: Option<Namespaces>,
     /// Not part of upstream's HighNodeUtilization any more; accepted only when it asks for
     /// nothing, so older policies with an empty one still load.
-    #[serde(default)]
     pub metrics_utilization: Option<MetricsUtilization>,
 }
 

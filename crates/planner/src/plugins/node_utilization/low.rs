@@ -35,30 +35,22 @@ pub const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::balance::<LowNodeUtilization>(NAME);
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct EvictionLimits {
-    #[serde(default)]
     pub node: Option<u32>,
 }
 
 pub use crate::plugins::node_utilization::MetricsUtilization;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct LowNodeUtilizationArgs {
-    #[serde(default)]
     pub use_deviation_thresholds: bool,
-    #[serde(default)]
     pub thresholds: BTreeMap<String, f64>,
-    #[serde(default)]
     pub target_thresholds: BTreeMap<String, f64>,
-    #[serde(default)]
     pub number_of_nodes: usize,
-    #[serde(default)]
     pub evictable_namespaces: Option<Namespaces>,
-    #[serde(default)]
     pub eviction_limits: Option<EvictionLimits>,
-    #[serde(default)]
     pub metrics_utilization: Option<MetricsUtilization>,
 }
 

@@ -23,7 +23,7 @@ pub mod low;
 
 use crate::framework::ArgsError;
 use crate::framework::{Attempt, Context};
-use crate::plugins::shared::Namespaces;
+use crate::plugins::shared::{each_one_of, Namespaces};
 use crate::sim;
 use crate::snapshot::usage::{check_value, QueryTarget, UsageNeed, UsageSource};
 use crate::snapshot::{
@@ -41,37 +41,32 @@ pub const EVICTION_MODES: &[&str] = &[ONLY_THRESHOLDING_RESOURCES];
 
 /// `metricsUtilization`: real usage from metrics-server or Prometheus instead of requests.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct MetricsUtilization {
     /// Deprecated upstream form of `source: KubernetesMetrics`.
-    #[serde(default)]
     pub metrics_server: bool,
     /// `KubernetesMetrics` or `Prometheus`.
-    #[serde(default)]
     pub source: Option<String>,
-    #[serde(default)]
     pub prometheus: Option<PrometheusUsage>,
     /// Beyond upstream: a node must be overutilized for this many consecutive cycles
     /// (continuous mode) before pods leave it. Default 1.
-    #[serde(default)]
     pub hysteresis_cycles: Option<u32>,
 }
 
 /// `metricsUtilization.prometheus`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PrometheusUsage {
     /// Upstream: one query giving each node's utilization as a 0–1 ratio, compared with the
     /// `MetricResource` threshold.
-    #[serde(default)]
     pub query: Option<String>,
     /// Beyond upstream: per-resource node queries (`cpu`, `memory`), each a 0–1 ratio of
     /// the node's allocatable, so that thresholds can name cpu and memory.
-    #[serde(default, deserialize_with = "crate::policy::null_as_default")]
+    #[serde(deserialize_with = "crate::policy::null_as_default")]
     pub queries: BTreeMap<String, String>,
     /// Beyond upstream: per-resource pod queries (`cpu` in cores, `memory` in bytes, by
     /// `namespace` and `pod`), so that several pods can leave a hot node in one cycle.
-    #[serde(default, deserialize_with = "crate::policy::null_as_default")]
+    #[serde(deserialize_with = "crate::policy::null_as_default")]
     pub pod_queries: BTreeMap<String, String>,
 }
 
@@ -549,18 +544,12 @@ pub fn validate_evictable_namespaces(ns: Option<&Namespaces>) -> Result<(), Args
 
 /// Upstream's `validateEvictionModes`: every mode must be a known one.
 pub fn validate_eviction_modes(field: &str, modes: &[String]) -> Result<(), ArgsError> {
-    for (i, m) in modes.iter().enumerate() {
-        if !EVICTION_MODES.contains(&m.as_str()) {
-            return Err(ArgsError::new(
-                format!("{field}[{i}]"),
-                format!(
-                    "invalid eviction mode {m:?}; allowed: {}",
-                    EVICTION_MODES.join(", ")
-                ),
-            ));
-        }
-    }
-    Ok(())
+    each_one_of(field, modes, EVICTION_MODES, |m| {
+        format!(
+            "invalid eviction mode {m:?}; allowed: {}",
+            EVICTION_MODES.join(", ")
+        )
+    })
 }
 
 /// `percent` of `capacity`, truncated (upstream's `resourceThreshold`).

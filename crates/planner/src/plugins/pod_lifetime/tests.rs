@@ -1,5 +1,5 @@
 use super::*;
-use crate::framework::{Limits, Pipeline};
+use crate::framework::Limits;
 use crate::plan;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{node, pdb, pod, snapshot, PodBuilder, T0};
@@ -928,11 +928,8 @@ fn valid_args_are_accepted() {
 
 #[test]
 fn runs_from_a_policy() {
-    let policy = crate::policy::Policy::from_yaml(
-        "p.yaml",
+    let pipeline = crate::plugins::testing::pipeline(
         r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
 profiles:
 - name: lifetime
   pluginConfig:
@@ -944,10 +941,7 @@ profiles:
         include: [default]
   plugins: {deschedule: {enabled: [PodLifeTime]}}
 "#,
-        &crate::plugins::REGISTRY,
-    )
-    .unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+    );
     let s = one_node(vec![
         pod("default", "old")
             .node("n1")

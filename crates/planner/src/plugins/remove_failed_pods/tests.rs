@@ -1,5 +1,5 @@
 use super::*;
-use crate::framework::{Limits, Pipeline, PlanningState};
+use crate::framework::{Limits, PlanningState};
 use crate::plan;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{node, pod, snapshot, PodBuilder, T0};
@@ -544,11 +544,8 @@ fn args_validation_names_fields() {
 
 #[test]
 fn runs_from_a_policy() {
-    let policy = crate::policy::Policy::from_yaml(
-        "p.yaml",
+    let pipeline = crate::plugins::testing::pipeline(
         r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
 profiles:
 - name: failed
   pluginConfig:
@@ -561,10 +558,7 @@ profiles:
       includingInitContainers: true
   plugins: {deschedule: {enabled: [RemoveFailedPods]}}
 "#,
-        &crate::plugins::REGISTRY,
-    )
-    .unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+    );
     let s = one_node(vec![
         failed("init", "node1")
             .init_container_status(0, terminated("NodeAffinity"))

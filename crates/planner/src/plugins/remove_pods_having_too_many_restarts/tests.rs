@@ -859,11 +859,8 @@ fn args_validation_names_fields() {
 
 #[test]
 fn runs_from_a_policy() {
-    let policy = crate::policy::Policy::from_yaml(
-        "p.yaml",
+    let pipeline = crate::plugins::testing::pipeline(
         r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
 profiles:
 - name: restarts
   pluginConfig:
@@ -874,10 +871,7 @@ profiles:
       states: [CrashLoopBackOff]
   plugins: {deschedule: {enabled: [RemovePodsHavingTooManyRestarts]}}
 "#,
-        &crate::plugins::REGISTRY,
-    )
-    .unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+    );
     let s = snapshot(
         vec![tnode("n1").build()],
         vec![

@@ -1,6 +1,7 @@
 use super::*;
 use crate::framework::testing::run_alone;
 use crate::framework::{Limits, PlanningState};
+use crate::labels::Selector;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{
     affinity_term, namespace, node, pdb, pod, snapshot, PodBuilder, T0,

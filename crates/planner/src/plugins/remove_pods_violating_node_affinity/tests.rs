@@ -1,6 +1,7 @@
 use super::*;
 use crate::framework::testing::run_alone;
 use crate::framework::{Limits, PlanningState};
+use crate::labels::Selector;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{node, node_term, pdb, pod, snapshot, PodBuilder, T0};
 use crate::snapshot::{ClusterSnapshot, Node, Phase, SnapshotParts, TaintEffect};

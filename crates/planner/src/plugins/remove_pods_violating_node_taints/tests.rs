@@ -1,5 +1,5 @@
 use super::*;
-use crate::framework::{Limits, Pipeline};
+use crate::framework::Limits;
 use crate::plan;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{node, pdb, pod, snapshot, NodeBuilder, PodBuilder};
@@ -450,11 +450,8 @@ fn args_validation_names_fields() {
 
 #[test]
 fn runs_from_a_policy() {
-    let policy = crate::policy::Policy::from_yaml(
-        "p.yaml",
+    let pipeline = crate::plugins::testing::pipeline(
         r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
 profiles:
 - name: taints
   pluginConfig:
@@ -464,10 +461,7 @@ profiles:
       excludedTaints: [node.kubernetes.io/unschedulable]
   plugins: {deschedule: {enabled: [RemovePodsViolatingNodeTaints]}}
 "#,
-        &crate::plugins::REGISTRY,
-    )
-    .unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+    );
     let s = snapshot(
         vec![
             tnode("n1")

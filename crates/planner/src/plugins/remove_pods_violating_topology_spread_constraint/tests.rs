@@ -1,5 +1,5 @@
 use super::*;
-use crate::framework::{Limits, Pipeline, PlanningState};
+use crate::framework::{Limits, PlanningState};
 use crate::labels::Requirement;
 use crate::plan;
 use crate::plugins::default_evictor::DefaultEvictor;
@@ -898,11 +898,8 @@ fn deterministic_under_shuffled_input() {
 
 #[test]
 fn runs_through_the_planner() {
-    let policy = crate::policy::Policy::from_yaml(
-        "p.yaml",
+    let pipeline = crate::plugins::testing::pipeline(
         r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
 maxNoOfPodsToEvictTotal: 5
 profiles:
 - name: spread
@@ -915,10 +912,7 @@ profiles:
     balance:
       enabled: [RemovePodsViolatingTopologySpreadConstraint]
 "#,
-        &crate::plugins::REGISTRY,
-    )
-    .unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+    );
     let snap = snapshot(
         vec![zone_node("a1", "a"), zone_node("b1", "b")],
         spread_pods(&["a1"], &[4], 1),

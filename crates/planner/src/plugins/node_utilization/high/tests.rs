@@ -1,5 +1,5 @@
 use super::*;
-use crate::framework::{Limits, Pipeline};
+use crate::framework::Limits;
 use crate::plan;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{node, pdb, pod, snapshot, NodeBuilder, PodBuilder};
@@ -584,11 +584,8 @@ fn args_validation_names_fields() {
 
 #[test]
 fn runs_from_a_policy() {
-    let policy = crate::policy::Policy::from_yaml(
-        "p.yaml",
+    let pipeline = crate::plugins::testing::pipeline(
         r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
 profiles:
 - name: pack
   pluginConfig:
@@ -596,10 +593,7 @@ profiles:
     args: {thresholds: {cpu: 25}}
   plugins: {balance: {enabled: [HighNodeUtilization]}}
 "#,
-        &crate::plugins::REGISTRY,
-    )
-    .unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+    );
     let snap = two_sources();
     let plan = plan::plan(&pipeline, &snap, 0).unwrap();
     let names: Vec<&str> = plan

@@ -1,5 +1,4 @@
 use super::*;
-use crate::framework::Pipeline;
 use crate::plan::{self, AfterState, Landing};
 use crate::snapshot::builders::{node, pod};
 use crate::snapshot::{ClusterSnapshot, SnapshotParts};
@@ -8,11 +7,8 @@ use crate::snapshot::{ClusterSnapshot, SnapshotParts};
 /// and puts its node over it is reported, one that stays within it is not.
 #[test]
 fn a_landing_miss_that_puts_a_node_over_its_target_is_reported() {
-    let policy = crate::policy::Policy::from_yaml(
-        "p.yaml",
+    let pipeline = crate::plugins::testing::pipeline(
         r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
 profiles:
 - name: one
   pluginConfig:
@@ -20,10 +16,7 @@ profiles:
     args: {thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}
   plugins: {balance: {enabled: [LowNodeUtilization]}}
 "#,
-        &crate::plugins::REGISTRY,
-    )
-    .unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+    );
     // hot: 5 x 600m of 4 cpu (75%); cold-a and cold-b empty.
     let snap = ClusterSnapshot::build(SnapshotParts {
         nodes: vec![

@@ -467,11 +467,8 @@ fn args_validation_names_fields() {
 #[test]
 fn later_plugins_see_earlier_evictions() {
     // Two LowNodeUtilization instances in two profiles: the second sees n1 already relieved.
-    let policy = crate::policy::Policy::from_yaml(
-        "p.yaml",
+    let pipeline = crate::plugins::testing::pipeline(
         r#"
-apiVersion: descheduler/v1alpha2
-kind: DeschedulerPolicy
 profiles:
 - name: one
   pluginConfig:
@@ -484,10 +481,7 @@ profiles:
     args: {thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}
   plugins: {balance: {enabled: [LowNodeUtilization]}}
 "#,
-        &crate::plugins::REGISTRY,
-    )
-    .unwrap();
-    let pipeline = Pipeline::build(&policy, "p.yaml", &crate::plugins::REGISTRY).unwrap();
+    );
     let snap = snapshot(nodes3(), hot_cold());
     let plan = plan::plan(&pipeline, &snap, 0).unwrap();
     assert_eq!(plan.evictions.len(), 3);
