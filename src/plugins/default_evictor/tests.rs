@@ -673,18 +673,13 @@ fn refused_candidates_are_reported_as_not_chosen() {
     // the report lists it apart from the notes, with the eviction's destination
     let out = state.into_output();
     let requested_after =
-        crate::plan::AfterState::of_plan(&snap, out.requested, &out.evictions, &out.pending);
+        crate::plan::AfterState::of_plan(&snap, out.requested, &out.evictions, &out.findings);
     let plan = crate::plan::EvictionPlan {
         evictions: out.evictions,
         nodes: nodes.to_vec(),
         requested_after,
         notes: out.notes,
-        measured: out.measured,
-        over: Default::default(),
-        tenants: Vec::new(),
-        pending: Vec::new(),
-        targets: Vec::new(),
-        thresholds: Vec::new(),
+        findings: out.findings,
     };
     let report = crate::report::Report::new(&snap, &plan);
     assert!(report.notes.is_empty());
