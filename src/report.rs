@@ -34,8 +34,11 @@
 
 //!
 //! Every format is written by [`write()`], from a cycle's plan or from a report already built
-//! ([`Input`]); each format is a module of its own (`json`, `yaml`, `table`, `html`).
+//! ([`Input`]); each format is a module of its own (`json`, `yaml`, `table`, `html`). What
+//! plugins report of their own (`tenants`, `pending`) is a section each ([`Sections`]),
+//! which every format goes through in order without naming one.
 
+mod findings;
 mod html;
 mod json;
 mod rows;
@@ -49,6 +52,8 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+pub use findings::Sections;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub evictions: Vec<EvictionRow>,
@@ -59,12 +64,11 @@ pub struct Report {
     /// a limit, a disruption budget).
     #[serde(default, rename = "notChosen", skip_serializing_if = "Vec::is_empty")]
     pub not_chosen: Vec<NotChosenRow>,
-    /// Tenants' dominant shares, when a profile orders by DominantResourceFairness.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tenants: Vec<TenantRow>,
-    /// Pending pods and gangs MakeRoomForPendingPods made room for (or could not).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pending: Vec<PendingRow>,
+    /// What plugins reported of their own, a section per kind under its key: tenants'
+    /// dominant shares (`tenants`, when a profile orders by DominantResourceFairness), the
+    /// pending pods and gangs MakeRoomForPendingPods made room for or could not (`pending`).
+    #[serde(flatten)]
+    pub findings: Sections,
     /// How many objects of each kind the plan was made from (a short read shows here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<ReadRow>,

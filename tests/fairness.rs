@@ -6,7 +6,7 @@
 //! tests of `framework::fairness`, the 25 free CPUs could not take the 15 of A's pods that
 //! bring A level with B: LowNodeUtilization only moves what fits elsewhere.)
 
-use descheduler::framework::Pipeline;
+use descheduler::framework::{Pipeline, TenantShare};
 use descheduler::plan::{plan, EvictionPlan};
 use descheduler::policy::Policy;
 use descheduler::report::{Format, Report};
@@ -119,6 +119,7 @@ fn drf_takes_from_the_dominant_tenant_until_level_then_alternates() {
     // The report: each tenant's dominant share before and after.
     let report = Report::new(&snap, &plan);
     let rows: Vec<(&str, f64, f64, Option<&str>)> = report
+        .findings
         .tenants
         .iter()
         .map(|t| {
@@ -167,7 +168,7 @@ fn without_drf_the_upstream_order_holds() {
             .map(|e| &*snap.pod(e.pod).name)
             .collect();
         assert_eq!(names[..3], ["b00", "b01", "b02"]);
-        assert!(plan.tenants.is_empty());
+        assert!(plan.findings.list::<TenantShare, _>().is_empty());
         let report = Report::new(&snap, &plan);
         let json = report.render(Format::Json);
         assert!(!json.contains("\"tenants\""), "{json}");
@@ -189,6 +190,7 @@ fn tenants_by_label() {
     assert_eq!(labels, want);
     let report = Report::new(&snap, &plan);
     let tenants: Vec<(&str, Option<&str>)> = report
+        .findings
         .tenants
         .iter()
         .map(|t| (t.tenant.as_str(), t.tenant_label.as_deref()))
@@ -343,7 +345,10 @@ fn shares_follow_evictions_of_earlier_plugins() {
     assert_eq!(got, want);
     let report = Report::new(&snap, &plan);
     assert_eq!(
-        (report.tenants[0].before, report.tenants[0].after),
+        (
+            report.findings.tenants[0].before,
+            report.findings.tenants[0].after
+        ),
         (48.0, 16.0)
     );
 }

@@ -627,8 +627,7 @@ fn large_report(evictions: usize) -> descheduler::report::Report {
         nodes,
         notes: Vec::new(),
         not_chosen,
-        tenants: Vec::new(),
-        pending: Vec::new(),
+        findings: Default::default(),
         read: None,
         thresholds: Vec::new(),
     }
@@ -820,8 +819,7 @@ fn hidden_characters_in_names_are_shown_visibly() {
             plugin: "PodLifeTime".into(),
             reason: "r".into(),
         }],
-        tenants: Vec::new(),
-        pending: Vec::new(),
+        findings: Default::default(),
         read: None,
         thresholds: Vec::new(),
     };

@@ -5,7 +5,7 @@
 
 mod support;
 
-use descheduler::framework::{History, NoteKind, Pipeline};
+use descheduler::framework::{History, NoteKind, Overutilized, Pipeline};
 use descheduler::plan::{plan, plan_with, CycleMemory, EvictionPlan};
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pod, GIB, T0};
@@ -280,7 +280,7 @@ fn a_node_that_received_moved_pods_is_not_a_source() {
     let evicted: Vec<u32> = p1.evictions.iter().map(|e| e.pod).collect();
     let history = history
         .record_evictions(&before, &evicted, T0 + 100)
-        .advance(&p1.over);
+        .advance(Overutilized::of(&p1.findings));
     // Cycle 2: the scheduler put the three replacements on n2, which also runs five db pods:
     // 8 x 400m = 80%, now the hot node; n1 and n3 are cold. Without memory pods would
     // leave n2 again (ping-pong).

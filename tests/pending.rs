@@ -264,7 +264,7 @@ async fn one_cycle_makes_room_for_a_pending_gpu_gang() {
         .map(|(row, _)| row.pod.clone())
         .collect();
     assert_eq!(evicted, infer_keys, "{:?}", result.outcomes);
-    assert_eq!(result.report.pending.len(), 1);
+    assert_eq!(result.report.findings.pending.len(), 1);
 
     // kube-scheduler places the whole gang, on the nodes the inference pods left.
     let gang = wait_running_pods(&client, &ns, &format!("{POD_GROUP_LABEL}=train"), 4).await;

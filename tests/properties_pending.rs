@@ -99,7 +99,7 @@ fn run_scored(
                 )
             })
             .collect(),
-        pending: out.pending,
+        pending: out.findings.list::<PendingUnit, _>().to_vec(),
     }
 }
 

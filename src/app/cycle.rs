@@ -5,7 +5,7 @@
 //! remembered for the next.
 
 use super::decision_log::DecisionLog;
-use crate::framework::{History, Pipeline, PlanNote};
+use crate::framework::{History, Overutilized, Pipeline, PlanNote};
 use crate::live::executor::{LiveCycle, LiveExecutor};
 use crate::live::source::{list_snapshot, WatchSource};
 use crate::live::{client::ApiClient, LiveError};
@@ -199,7 +199,7 @@ pub async fn run_cycle(
         );
         let pass = attempter.attempt(snap, &plan, &memory).await;
         for a in &pass.done {
-            memory.absorb(snap, &plan.over, a);
+            memory.absorb(snap, Overutilized::of(&plan.findings), a);
         }
         memory.gone.extend(pass.gone);
         attempts.extend(pass.done);
@@ -296,10 +296,10 @@ impl Cycles<'_> {
             started: None,
         };
         let record = run_cycle(pipeline, snap, now, &self.history, attempter, &mut times).await?;
-        self.history =
-            self.history
-                .advance(&record.plan.over)
-                .record_evictions(snap, &record.evicted, now);
+        self.history = self
+            .history
+            .advance(Overutilized::of(&record.plan.findings))
+            .record_evictions(snap, &record.evicted, now);
         if !dry_run {
             let evicted = record.evicted.len();
             tracing::info!(attempted = record.attempts.len(), evicted, "cycle done");

@@ -410,8 +410,7 @@ mod tests {
             nodes: Vec::new(),
             notes: Vec::new(),
             not_chosen: Vec::new(),
-            tenants: Vec::new(),
-            pending: Vec::new(),
+            findings: Default::default(),
             read: None,
             thresholds: Vec::new(),
         }

@@ -14,7 +14,8 @@
 //! typing pauses, over texts lowercased once; a part of the address that does not decode
 //! is left out. `tests/html_report.rs` times a 150,000-eviction page in Chromium.
 
-use super::{MeasuredRow, NoteRow, PendingRow, ReadRow, Report, TenantRow, ThresholdRow};
+use super::findings::EveryKey;
+use super::{MeasuredRow, NoteRow, ReadRow, Report, Sections, ThresholdRow};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -35,8 +36,10 @@ struct PageData<'a> {
     /// `[namespace, name, node, plugin, profile, reason]`.
     not_chosen: Vec<[u32; 6]>,
     notes: &'a [NoteRow],
-    tenants: &'a [TenantRow],
-    pending: &'a [PendingRow],
+    /// The sections of plugin findings, each under its key as in the JSON report (empty
+    /// ones too).
+    #[serde(flatten)]
+    findings: EveryKey<'a>,
     read: Option<&'a ReadRow>,
     thresholds: &'a [ThresholdRow],
 }
@@ -192,8 +195,7 @@ impl<'a> PageData<'a> {
             nodes: node_rows,
             not_chosen,
             notes: &report.notes,
-            tenants: &report.tenants,
-            pending: &report.pending,
+            findings: report.findings.every_key(),
             read: report.read.as_ref(),
             thresholds: &report.thresholds,
         }
@@ -213,11 +215,17 @@ pub(super) fn write(report: &Report, out: &mut dyn std::io::Write) -> std::io::R
         ),
         None => format!("Descheduler plan: {evictions}"),
     };
+    // Each section of plugin findings has its part of the page and of the script, in order.
+    let (sections, drawing) = Sections::page();
     out.write_all(HEAD.replace("{{TITLE}}", &escape(&title)).as_bytes())?;
+    out.write_all(sections.as_bytes())?;
+    out.write_all(HEAD_END.as_bytes())?;
     out.write_all(b"<script type=\"application/json\" id=\"report-data\">")?;
     out.write_all(data.as_bytes())?;
     out.write_all(b"</script>\n<script>")?;
     out.write_all(SCRIPT.as_bytes())?;
+    out.write_all(drawing.as_bytes())?;
+    out.write_all(SCRIPT_END.as_bytes())?;
     out.write_all(b"</script>\n</body>\n</html>\n")
 }
 
@@ -229,6 +237,7 @@ fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The page up to its sections of plugin findings ({{TITLE}} replaced).
 const HEAD: &str = r#"<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -302,15 +311,10 @@ button { padding: 4px 10px; border: 1px solid #9aa6b2; background: #fff; border-
   <table><thead><tr><th data-key="pod">Pod</th><th data-key="namespace">Namespace</th><th data-key="node">From</th><th data-key="destination">Predicted destination</th><th data-key="plugin">Plugin</th><th data-key="profile">Profile</th><th data-key="reason">Reason</th><th data-key="result">Result</th></tr></thead><tbody></tbody></table>
   <div class="more"></div>
 </section>
-<section id="tenants" hidden><h2>Tenants (dominant share, DRF)</h2>
-  <table><thead><tr><th data-key="tenant">Tenant</th><th data-key="dominantResource">Dominant resource</th><th data-key="before">Share</th></tr></thead><tbody></tbody></table>
-  <div class="more"></div>
-</section>
-<section id="pending" hidden><h2>Pending pods and gangs</h2>
-  <table><thead><tr><th data-key="unit">Pending</th><th data-key="namespace">Namespace</th><th data-key="destination">Destination</th><th data-key="madeRoomBy">Made room by</th><th data-key="reason">Why not</th></tr></thead><tbody></tbody></table>
-  <div class="more"></div>
-</section>
-<section id="notes" hidden><h2>Notes</h2>
+"#;
+
+/// The page after its sections of plugin findings.
+const HEAD_END: &str = r#"<section id="notes" hidden><h2>Notes</h2>
   <table><thead><tr><th data-key="profile">Profile</th><th data-key="plugin">Plugin</th><th data-key="node">Node</th><th data-key="message">Note</th></tr></thead><tbody></tbody></table>
   <div class="more"></div>
 </section>
@@ -321,6 +325,7 @@ button { padding: 4px 10px; border: 1px solid #9aa6b2; background: #fff; border-
 </main>
 "#;
 
+/// The page's script up to the sections of plugin findings.
 const SCRIPT: &str = r##"
 (function () {
   "use strict";
@@ -646,43 +651,10 @@ const SCRIPT: &str = r##"
       ]);
     }
   });
-  var tenants = data.tenants || [];
-  if (tenants.length) {
-    document.getElementById("tenants").hidden = false;
-    SmallTable("tenants", tenants.map(function (t) {
-      var label = t.tenantLabel ? (t.tenant ? t.tenantLabel + "=" + t.tenant : "(no " + t.tenantLabel + " label)") : t.tenant;
-      return {
-        filter: { namespace: t.tenantLabel ? undefined : t.tenant },
-        keys: { tenant: label, dominantResource: t.dominantResource || "", before: t.before },
-        make: function () {
-          return el("tr", { "data-tenant": label }, [el("td", { text: visible(label) }), el("td", { text: visible(t.dominantResource || "-") }),
-            resources({ share: t.before }, { share: t.after }, ["share"])]);
-        }
-      };
-    }), "before", true);
-  }
-  var pending = data.pending || [];
-  if (pending.length) {
-    document.getElementById("pending").hidden = false;
-    SmallTable("pending", pending.map(function (u, i) {
-      var unit = u.pod || ("group " + u.group);
-      var key = u.pod || u.group;
-      var gang = u.destinations || {};
-      var nodes = u.destination ? [u.destination] : Object.keys(gang).map(function (p) { return gang[p]; });
-      var where = u.destination || Object.keys(gang).map(function (p) { return name(p) + "=" + gang[p]; }).join(", ");
-      return {
-        filter: { nodes: nodes.length ? nodes : undefined, namespace: ns(key) },
-        keys: { unit: unit, namespace: ns(key), destination: where, madeRoomBy: u.madeRoomBy.join(", "), reason: u.reason || "", order: i },
-        make: function () {
-          return el("tr", { "data-pending": key }, [el("td", { text: visible(u.pod ? name(u.pod) : "group " + name(u.group)) }),
-            el("td", { text: visible(ns(key)) }), el("td", { text: visible(where || "(no node fits)") }),
-            el("td", { text: visible(u.madeRoomBy.length ? u.madeRoomBy.join(", ") : "-") }),
-            el("td", { "class": "reason", text: visible(u.reason || "-") })]);
-        }
-      };
-    }), "order", false);
-  }
-  var notes = data.notes || [];
+"##;
+
+/// The page's script after the sections of plugin findings.
+const SCRIPT_END: &str = r##"  var notes = data.notes || [];
   if (notes.length) {
     document.getElementById("notes").hidden = false;
     SmallTable("notes", notes.map(function (n) {

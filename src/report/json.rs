@@ -3,6 +3,7 @@
 //! without the report being built first (a large plan's rows are tens of megabytes of fresh
 //! memory otherwise).
 
+use super::findings::{Section, Visit};
 use super::rows::{eviction_row, node_row};
 use super::{Input, Report};
 use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
@@ -60,8 +61,7 @@ where
     // The lists left out when empty, in field order, by their serialized names.
     list("notes", &rest.notes, w)?;
     list("notChosen", &rest.not_chosen, w)?;
-    list("tenants", &rest.tenants, w)?;
-    list("pending", &rest.pending, w)?;
+    rest.findings.visit(&mut Lists(w))?;
     if let Some(read) = &rest.read {
         w.write_all(b",\n  \"read\": ")?;
         write_object_field(read, w)?;
@@ -74,6 +74,16 @@ where
 fn write_object_field<T: Serialize>(value: &T, w: &mut impl std::io::Write) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     w.write_all(text.replace('\n', "\n  ").as_bytes())
+}
+
+/// Writes each section of plugin findings as a [`list`].
+struct Lists<'w, W>(&'w mut W);
+
+impl<W: std::io::Write> Visit for Lists<'_, W> {
+    type Error = std::io::Error;
+    fn section<S: Section>(&mut self, key: &'static str, rows: &[S]) -> std::io::Result<()> {
+        list(key, rows, self.0)
+    }
 }
 
 /// A field of the top-level object that is left out when empty, after the others.
@@ -164,5 +174,5 @@ pub(super) fn size_hint(report: &Report) -> usize {
     1024 + evictions
         + nodes
         + 300 * (report.notes.len() + report.not_chosen.len())
-        + 400 * report.pending.len()
+        + 400 * report.findings.rows()
 }

@@ -1,13 +1,13 @@
 //! The report's rows, made from a plan (and, after a real run, what each attempt did).
 
 use super::{
-    EvictionRow, MeasuredRow, NodeRow, NotChosenRow, NoteRow, PendingRow, ReadRow, Report,
-    TenantRow, ThresholdRow,
+    EvictionRow, MeasuredRow, NodeRow, NotChosenRow, NoteRow, ReadRow, Report, Sections,
+    ThresholdRow,
 };
-use crate::framework::{PendingUnit, PlannedEviction, UtilizationThresholds};
+use crate::framework::{MeasuredUsage, PlannedEviction, Thresholds, UtilizationThresholds};
 use crate::outcome::Attempt;
 use crate::plan::EvictionPlan;
-use crate::snapshot::{ClusterSnapshot, Node, NodeId, PodId, Resources};
+use crate::snapshot::{ClusterSnapshot, Node, NodeId, Resources};
 use rayon::iter::{IndexedParallelIterator, IntoParallelRefIterator, ParallelIterator};
 use std::collections::BTreeMap;
 
@@ -44,7 +44,7 @@ impl Report {
     }
 
     /// The report with no eviction and no node rows: its notes, candidates not chosen,
-    /// tenants, pending units and thresholds.
+    /// the sections of plugin findings and the thresholds.
     pub(super) fn without_rows(snap: &ClusterSnapshot, plan: &EvictionPlan) -> Report {
         let notes = plan
             .notes
@@ -71,30 +71,19 @@ impl Report {
                 })
             })
             .collect();
-        let tenants = plan
-            .tenants
-            .iter()
-            .map(|t| TenantRow {
-                tenant: t.tenant.clone(),
-                tenant_label: t.tenant_label.clone(),
-                before: round2(100.0 * t.before),
-                after: round2(100.0 * t.after),
-                dominant_resource: t
-                    .before_resource
-                    .clone()
-                    .or_else(|| t.after_resource.clone()),
-            })
-            .collect();
-        let pending = plan.pending.iter().map(|u| pending_row(snap, u)).collect();
         Report {
             evictions: Vec::new(),
             nodes: Vec::new(),
             notes,
             not_chosen,
-            tenants,
-            pending,
+            findings: Sections::of(snap, &plan.findings),
             read: Some(ReadRow::of(snap)),
-            thresholds: plan.thresholds.iter().map(ThresholdRow::of).collect(),
+            thresholds: plan
+                .findings
+                .list::<Thresholds, _>()
+                .iter()
+                .map(ThresholdRow::of)
+                .collect(),
         }
     }
 }
@@ -111,43 +100,7 @@ impl ThresholdRow {
     }
 }
 
-/// A pending unit's row.
-fn pending_row(snap: &ClusterSnapshot, u: &PendingUnit) -> PendingRow {
-    let key = |p: PodId| snap.pod(p).key();
-    let node = |n: NodeId| snap.node(n).name.to_string();
-    let placed = u.reason.is_none() && u.destinations.iter().all(Option::is_some);
-    let made_room_by = u.made_room_by.iter().map(|&p| key(p)).collect();
-    match u.gang {
-        Some(g) => {
-            let gang = snap.gang(g);
-            PendingRow {
-                pod: None,
-                group: Some(format!("{}/{}", gang.namespace, gang.name)),
-                pods: u.pods.iter().map(|&p| key(p)).collect(),
-                destination: (!placed).then_some(None),
-                destinations: u
-                    .pods
-                    .iter()
-                    .zip(&u.destinations)
-                    .filter_map(|(&p, d)| d.map(|d| (key(p), node(d))))
-                    .collect(),
-                made_room_by,
-                reason: u.reason.clone(),
-            }
-        }
-        None => PendingRow {
-            pod: u.pods.first().map(|&p| key(p)),
-            group: None,
-            pods: Vec::new(),
-            destination: Some(u.destinations.first().copied().flatten().map(node)),
-            destinations: BTreeMap::new(),
-            made_room_by,
-            reason: u.reason.clone(),
-        },
-    }
-}
-
-fn round2(v: f64) -> f64 {
+pub(super) fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
@@ -215,15 +168,11 @@ pub(super) fn eviction_row(
 /// A node's row in the report.
 pub(super) fn node_row(snap: &ClusterSnapshot, plan: &EvictionPlan, n: NodeId) -> NodeRow {
     let node = snap.node(n);
-    let measured = plan
-        .measured
-        .get(n as usize)
-        .and_then(Option::as_ref)
-        .map(|m| MeasuredRow {
-            source: m.source.as_str().to_string(),
-            before: measured_percentages(node, &m.before),
-            after: measured_percentages(node, &m.after),
-        });
+    let measured = MeasuredUsage::of(&plan.findings, n).map(|m| MeasuredRow {
+        source: m.source.as_str().to_string(),
+        before: measured_percentages(node, &m.before),
+        after: measured_percentages(node, &m.after),
+    });
     let after = &plan.requested_after;
     let i = n as usize;
     let after_range = if after.uncertain(n) {

@@ -1,7 +1,7 @@
 //! The table report, for people: cells escaped for the terminal and cut past
 //! [`CELL_MAX`] characters.
 
-use super::{NodeRow, PendingRow, Report};
+use super::{NodeRow, Report};
 use std::fmt::Write as _;
 
 pub(super) fn write(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
@@ -16,8 +16,7 @@ fn table(report: &Report) -> String {
     evictions(report, &mut out);
     nodes(report, &mut out);
     measured(report, &mut out);
-    tenants(report, &mut out);
-    pending(report, &mut out);
+    report.findings.table(&mut out);
     notes(report, &mut out);
 
     out
@@ -165,76 +164,6 @@ fn measured(report: &Report, out: &mut String) {
     }
 }
 
-/// The tenants' dominant shares, when a profile orders by DominantResourceFairness.
-fn tenants(report: &Report, out: &mut String) {
-    if !report.tenants.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "Tenants (dominant share of the Ready nodes' allocatable, before -> after):"
-        );
-        let rows: Vec<[String; 3]> = report
-            .tenants
-            .iter()
-            .map(|t| {
-                let name = match (&t.tenant_label, t.tenant.as_str()) {
-                    (Some(l), "") => format!("(no {l} label)"),
-                    (Some(l), v) => format!("{l}={v}"),
-                    (None, v) => v.to_string(),
-                };
-                let share = if (t.before - t.after).abs() < 0.005 {
-                    format!("{:.1}%", t.before)
-                } else {
-                    format!("{:.1}% -> {:.1}%", t.before, t.after)
-                };
-                [
-                    name,
-                    t.dominant_resource.clone().unwrap_or("-".into()),
-                    share,
-                ]
-            })
-            .collect();
-        let rows: Vec<[&str; 3]> = rows
-            .iter()
-            .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str()])
-            .collect();
-        write_table(out, &["TENANT", "DOMINANT", "SHARE"], &rows);
-    }
-}
-
-/// The pending pods and gangs a plugin made room for, or could not.
-fn pending(report: &Report, out: &mut String) {
-    if !report.pending.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(out, "Pending pods and gangs:");
-        let rows: Vec<[String; 4]> = report
-            .pending
-            .iter()
-            .map(|p| {
-                [
-                    p.unit(),
-                    p.where_to(),
-                    if p.made_room_by.is_empty() {
-                        "-".into()
-                    } else {
-                        p.made_room_by.join(",")
-                    },
-                    p.reason.clone().unwrap_or_else(|| "-".into()),
-                ]
-            })
-            .collect();
-        let rows: Vec<[&str; 4]> = rows
-            .iter()
-            .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str(), r[3].as_str()])
-            .collect();
-        write_table(
-            out,
-            &["PENDING", "DESTINATION", "MADE ROOM BY", "WHY NOT"],
-            &rows,
-        );
-    }
-}
-
 /// The notes, and the candidates not chosen and why.
 fn notes(report: &Report, out: &mut String) {
     if !report.notes.is_empty() {
@@ -266,32 +195,6 @@ fn notes(report: &Report, out: &mut String) {
             })
             .collect();
         write_table(out, &["POD", "NODE", "PROFILE", "PLUGIN", "WHY NOT"], &rows);
-    }
-}
-
-impl PendingRow {
-    /// The unit's name: the pod, or `group ns/name`.
-    fn unit(&self) -> String {
-        match (&self.pod, &self.group) {
-            (Some(p), _) => p.clone(),
-            (None, Some(g)) => format!("group {g}"),
-            (None, None) => "-".into(),
-        }
-    }
-
-    /// Where the unit goes: the pod's node, or each gang pod's `name=node`; `-` when nowhere.
-    fn where_to(&self) -> String {
-        if let Some(Some(d)) = &self.destination {
-            return d.clone();
-        }
-        if self.destinations.is_empty() {
-            return "-".into();
-        }
-        self.destinations
-            .iter()
-            .map(|(p, n)| format!("{}={n}", p.rsplit('/').next().unwrap_or(p)))
-            .collect::<Vec<_>>()
-            .join(",")
     }
 }
 
@@ -370,7 +273,7 @@ pub(super) fn table_cell(text: &str) -> (std::borrow::Cow<'_, str>, usize, bool)
 /// Writes `rows` under `headers`, each column as wide as its widest cell (in characters,
 /// after escaping; at most [`CELL_MAX`]), two spaces apart. When a cell was cut, a line
 /// under the table says so.
-fn write_table<H, R, C>(out: &mut String, headers: &[H], rows: &[R])
+pub(super) fn write_table<H, R, C>(out: &mut String, headers: &[H], rows: &[R])
 where
     H: AsRef<str>,
     R: AsRef<[C]>,

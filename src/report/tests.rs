@@ -117,33 +117,35 @@ fn json_written_on_all_cores_is_serde_json_pretty_text() {
             plugin: "RemoveDuplicates".into(),
             reason: "budget".into(),
         }],
-        tenants: vec![TenantRow {
-            tenant: "a".into(),
-            tenant_label: Some("team".into()),
-            before: 60.0,
-            after: 26.5,
-            dominant_resource: Some("cpu".into()),
-        }],
-        pending: vec![
-            PendingRow {
-                pod: Some("ml/solo".into()),
-                group: None,
-                pods: Vec::new(),
-                destination: Some(Some("n2".into())),
-                destinations: BTreeMap::new(),
-                made_room_by: vec!["ns/q".into()],
-                reason: None,
-            },
-            PendingRow {
-                pod: None,
-                group: Some("ml/train".into()),
-                pods: vec!["ml/t0".into()],
-                destination: Some(None),
-                destinations: BTreeMap::new(),
-                made_room_by: Vec::new(),
-                reason: Some("0/2 nodes are available".into()),
-            },
-        ],
+        findings: Sections {
+            tenants: vec![TenantRow {
+                tenant: "a".into(),
+                tenant_label: Some("team".into()),
+                before: 60.0,
+                after: 26.5,
+                dominant_resource: Some("cpu".into()),
+            }],
+            pending: vec![
+                PendingRow {
+                    pod: Some("ml/solo".into()),
+                    group: None,
+                    pods: Vec::new(),
+                    destination: Some(Some("n2".into())),
+                    destinations: BTreeMap::new(),
+                    made_room_by: vec!["ns/q".into()],
+                    reason: None,
+                },
+                PendingRow {
+                    pod: None,
+                    group: Some("ml/train".into()),
+                    pods: vec!["ml/t0".into()],
+                    destination: Some(None),
+                    destinations: BTreeMap::new(),
+                    made_room_by: Vec::new(),
+                    reason: Some("0/2 nodes are available".into()),
+                },
+            ],
+        },
         read: Some(ReadRow {
             nodes: 2,
             pods: 300,
@@ -156,17 +158,22 @@ fn json_written_on_all_cores_is_serde_json_pretty_text() {
         nodes: Vec::new(),
         notes: Vec::new(),
         not_chosen: Vec::new(),
-        tenants: Vec::new(),
-        pending: Vec::new(),
+        findings: Default::default(),
         read: None,
         thresholds: Vec::new(),
     };
     let only_tenants = Report {
-        tenants: full.tenants.clone(),
+        findings: Sections {
+            tenants: full.findings.tenants.clone(),
+            ..Sections::default()
+        },
         ..empty.clone()
     };
     let only_pending = Report {
-        pending: full.pending.clone(),
+        findings: Sections {
+            pending: full.findings.pending.clone(),
+            ..Sections::default()
+        },
         ..empty.clone()
     };
     for report in [&full, &empty, &only_tenants, &only_pending] {
@@ -185,39 +192,41 @@ fn pending_units_in_json_yaml_and_table() {
         nodes: Vec::new(),
         notes: Vec::new(),
         not_chosen: Vec::new(),
-        tenants: Vec::new(),
-        pending: vec![
-            PendingRow {
-                pod: Some("ml/solo".into()),
-                group: None,
-                pods: Vec::new(),
-                destination: Some(Some("n2".into())),
-                destinations: BTreeMap::new(),
-                made_room_by: vec!["web/a".into()],
-                reason: None,
-            },
-            PendingRow {
-                pod: None,
-                group: Some("ml/train".into()),
-                pods: vec!["ml/t0".into(), "ml/t1".into()],
-                destination: None,
-                destinations: BTreeMap::from([
-                    ("ml/t0".into(), "n1".into()),
-                    ("ml/t1".into(), "n3".into()),
-                ]),
-                made_room_by: vec!["web/b".into(), "web/c".into()],
-                reason: None,
-            },
-            PendingRow {
-                pod: Some("ml/huge".into()),
-                group: None,
-                pods: Vec::new(),
-                destination: Some(None),
-                destinations: BTreeMap::new(),
-                made_room_by: Vec::new(),
-                reason: Some("0/3 nodes are available: 3 Insufficient cpu".into()),
-            },
-        ],
+        findings: Sections {
+            pending: vec![
+                PendingRow {
+                    pod: Some("ml/solo".into()),
+                    group: None,
+                    pods: Vec::new(),
+                    destination: Some(Some("n2".into())),
+                    destinations: BTreeMap::new(),
+                    made_room_by: vec!["web/a".into()],
+                    reason: None,
+                },
+                PendingRow {
+                    pod: None,
+                    group: Some("ml/train".into()),
+                    pods: vec!["ml/t0".into(), "ml/t1".into()],
+                    destination: None,
+                    destinations: BTreeMap::from([
+                        ("ml/t0".into(), "n1".into()),
+                        ("ml/t1".into(), "n3".into()),
+                    ]),
+                    made_room_by: vec!["web/b".into(), "web/c".into()],
+                    reason: None,
+                },
+                PendingRow {
+                    pod: Some("ml/huge".into()),
+                    group: None,
+                    pods: Vec::new(),
+                    destination: Some(None),
+                    destinations: BTreeMap::new(),
+                    made_room_by: Vec::new(),
+                    reason: Some("0/3 nodes are available: 3 Insufficient cpu".into()),
+                },
+            ],
+            ..Sections::default()
+        },
         read: None,
         thresholds: Vec::new(),
     };
@@ -274,8 +283,7 @@ fn the_table_escapes_what_would_drive_the_terminal() {
             skipped: false,
         }],
         not_chosen: Vec::new(),
-        tenants: Vec::new(),
-        pending: Vec::new(),
+        findings: Default::default(),
         read: None,
         thresholds: Vec::new(),
     };
@@ -298,8 +306,7 @@ fn rows_only(evictions: Vec<EvictionRow>, not_chosen: Vec<NotChosenRow>) -> Repo
         nodes: Vec::new(),
         notes: Vec::new(),
         not_chosen,
-        tenants: Vec::new(),
-        pending: Vec::new(),
+        findings: Default::default(),
         read: None,
         thresholds: Vec::new(),
     }
@@ -438,8 +445,7 @@ fn alternatives_in_json_yaml_and_table() {
         nodes: Vec::new(),
         notes: Vec::new(),
         not_chosen: Vec::new(),
-        tenants: Vec::new(),
-        pending: Vec::new(),
+        findings: Default::default(),
         read: None,
         thresholds: Vec::new(),
     };
@@ -552,18 +558,13 @@ mod plugin_findings {
         // the report lists it apart from the notes, with the eviction's destination
         let out = state.into_output();
         let requested_after =
-            crate::plan::AfterState::of_plan(&snap, out.requested, &out.evictions, &out.pending);
+            crate::plan::AfterState::of_plan(&snap, out.requested, &out.evictions, &out.findings);
         let plan = crate::plan::EvictionPlan {
             evictions: out.evictions,
             nodes: nodes.to_vec(),
             requested_after,
             notes: out.notes,
-            measured: out.measured,
-            over: Default::default(),
-            tenants: Vec::new(),
-            pending: Vec::new(),
-            targets: Vec::new(),
-            thresholds: Vec::new(),
+            findings: out.findings,
         };
         let report = crate::report::Report::new(&snap, &plan);
         assert!(report.notes.is_empty());
@@ -609,4 +610,91 @@ mod plugin_findings {
         let table = report.render(crate::report::Format::Table);
         assert!(table.contains("Pending pods and gangs:"), "{table}");
     }
+}
+/// A plugin that reports a finding of its own: the pending pod it found room for.
+#[derive(Debug)]
+struct FindsRoom;
+
+impl crate::framework::Plugin for FindsRoom {
+    fn name(&self) -> &'static str {
+        "FindsRoom"
+    }
+
+    fn run(&self, cx: &mut crate::framework::Context<'_, '_>, nodes: &[crate::snapshot::NodeId]) {
+        let pod = cx.snap().pod_id("ml", "waiting").unwrap();
+        cx.report(crate::framework::PendingUnit {
+            profile: String::new(),
+            plugin: "",
+            gang: None,
+            pods: vec![pod],
+            destinations: vec![Some(nodes[1])],
+            made_room_by: Vec::new(),
+            reason: None,
+        });
+    }
+}
+
+#[test]
+fn a_finding_goes_from_the_plugin_through_the_plan_to_its_key_and_rows() {
+    use crate::framework::PendingUnit;
+    use crate::snapshot::builders::{node, pod};
+    use crate::snapshot::{ClusterSnapshot, SnapshotParts};
+    let snap = ClusterSnapshot::build(SnapshotParts {
+        nodes: vec![node("n1").build(), node("n2").build()],
+        pods: vec![pod("ml", "waiting").cpu(500).build()],
+        ..Default::default()
+    });
+    let policy =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/removeduplicates.yaml");
+    let mut pipeline = Pipeline::load(&policy, &crate::plugins::REGISTRY).unwrap();
+    pipeline.profiles[0].deschedule.push(Box::new(FindsRoom));
+    let profile = pipeline.profiles[0].name.clone();
+    let plan = crate::plan::plan(&pipeline, &snap, 1_796_083_200).unwrap();
+    // The plan carries it in its one collection, as the plugin's...
+    let units = plan.findings.list::<PendingUnit, _>();
+    assert_eq!(units.len(), 1);
+    assert_eq!(
+        (units[0].profile.as_str(), units[0].plugin),
+        (profile.as_str(), "FindsRoom")
+    );
+    // ...the planner reads it back by type (a placed pending pod counts where it goes)...
+    let n2 = snap.node_id("n2").unwrap() as usize;
+    assert_eq!(plan.requested_after.predicted[n2].cpu, 500);
+    // ...and every format shows it under its key.
+    let report = Report::new(&snap, &plan);
+    let json: serde_json::Value = serde_json::from_str(&report.render(Format::Json)).unwrap();
+    assert_eq!(json["pending"][0]["pod"], "ml/waiting");
+    assert_eq!(json["pending"][0]["destination"], "n2");
+    let yaml = report.render(Format::Yaml);
+    assert!(
+        yaml.contains("pending:") && yaml.contains("ml/waiting"),
+        "{yaml}"
+    );
+    let table = report.render(Format::Table);
+    let rows: Vec<&str> = table
+        .lines()
+        .skip_while(|l| *l != "Pending pods and gangs:")
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        rows,
+        ["ml/waiting  n2           -             -"],
+        "{table}"
+    );
+    let html = report.render(Format::Html);
+    assert!(
+        html.contains("\"pending\":[{\"pod\":\"ml/waiting\""),
+        "{html}"
+    );
+    assert!(html.contains("<section id=\"pending\" hidden>"));
+    // Read back, the report is the same.
+    let back: Report = serde_json::from_value(json).unwrap();
+    assert_eq!(
+        back,
+        Report {
+            thresholds: Vec::new(),
+            ..report
+        }
+    );
 }

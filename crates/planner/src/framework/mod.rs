@@ -13,6 +13,7 @@
 //! replacement placed. No client, no clock: time comes in as `now`.
 
 mod args;
+mod findings;
 mod history;
 mod pipeline;
 mod registry;
@@ -22,6 +23,10 @@ mod state;
 pub(crate) mod testing;
 
 pub use args::{args_from_json, decode_args, ArgsError, FromArgs, PluginArgs};
+pub use findings::{
+    Finding, Findings, MeasuredNode, MeasuredUsage, Overutilized, PendingUnit, Reporter,
+    Thresholds, UtilizationThresholds,
+};
 pub use history::{Frozen, History, Move};
 pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
@@ -29,13 +34,11 @@ pub use sort::{
     sort_by_eviction_order, upstream_cmp, upstream_tie, CandidateOrder, SortPlugin, TenantShare,
 };
 pub use state::{
-    EvictError, Journal, Ledger, Limits, MeasuredNode, NoteKind, PendingUnit, Placement,
-    PlacementTarget, PlacementTargets, PlanNote, PlannedEviction, PlanningOutput, PlanningState,
-    UtilizationThresholds,
+    EvictError, Journal, Ledger, Limits, NoteKind, Placement, PlacementTarget, PlacementTargets,
+    PlanNote, PlannedEviction, PlanningOutput, PlanningState,
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
-use std::collections::BTreeMap;
 
 /// A profile's evictor: its `filter` and `preEvictionFilter` extension points. The context
 /// asks it about every candidate before an eviction is planned.
@@ -182,39 +185,18 @@ impl<'a, 's> Context<'a, 's> {
         self.state.history()
     }
 
-    /// Records the nodes this plugin found overutilized, for the next cycle's [`History`].
-    pub fn observe_over(&mut self, nodes: Vec<String>) {
-        let key = self.history_key();
-        self.state.journal_mut().observe_over(key, nodes);
-    }
-
-    /// Records the utilization thresholds this plugin classifies nodes with (percent of
-    /// allocatable by resource: underutilized below `low`, overutilized above `high`), for
-    /// the report to draw.
-    pub fn record_thresholds(
-        &mut self,
-        low: BTreeMap<String, f64>,
-        high: BTreeMap<String, f64>,
-        deviation: bool,
-    ) {
-        let thresholds = UtilizationThresholds {
-            profile: self.profile.to_string(),
+    /// Reports a finding of this plugin's own (as this profile's and this plugin's): the
+    /// nodes it found overutilized ([`Overutilized`], for the next cycle's [`History`]), the
+    /// thresholds it classifies nodes with ([`Thresholds`], drawn by the report), the
+    /// measured usage it plans with ([`MeasuredUsage`]), a pending unit it made room for
+    /// ([`PendingUnit`]), or any other kind of [`Finding`]. The plan carries them in its
+    /// [`Findings`], and the report shows each kind under its key.
+    pub fn report<F: Finding>(&mut self, finding: F) {
+        let by = Reporter {
+            profile: self.profile,
             plugin: self.plugin,
-            low,
-            high,
-            deviation,
         };
-        self.state.journal_mut().thresholds(thresholds);
-    }
-
-    /// Records a node's measured usage, as this plugin planned with it.
-    pub fn set_measured(&mut self, node: NodeId, measured: MeasuredNode) {
-        self.state.journal_mut().set_measured(node, measured);
-    }
-
-    /// Takes a planned eviction's measured usage off its node's figures.
-    pub fn measured_sub(&mut self, node: NodeId, cpu: i64, memory: i64) {
-        self.state.journal_mut().measured_sub(node, cpu, memory);
+        self.state.journal_mut().report(by, finding);
     }
 
     /// Where this plugin wants evicted pods to go, and how full each may become
@@ -249,14 +231,6 @@ impl<'a, 's> Context<'a, 's> {
         pod: PodId,
     ) -> Result<crate::sim::Prediction, crate::sim::NoFit> {
         self.state.place_pending(pod)
-    }
-
-    /// Records a pending unit this plugin made room for, or found no room for (as this
-    /// profile's and this plugin's).
-    pub fn record_pending(&mut self, mut unit: PendingUnit) {
-        unit.profile = self.profile.to_string();
-        unit.plugin = self.plugin;
-        self.state.journal_mut().pending(unit);
     }
 
     /// Whether an earlier plugin (or this one) already planned to evict the pod.

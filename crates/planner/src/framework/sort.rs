@@ -3,6 +3,7 @@
 //! sort plugin ([`SortPlugin`]) starts one [`CandidateOrder`] per plan, which every ordering
 //! call of the profiles that share it consults.
 
+use super::findings::{Finding, Reporter};
 use super::Ledger;
 use crate::snapshot::{ClusterSnapshot, PodId};
 
@@ -38,6 +39,16 @@ pub struct TenantShare {
     pub before_resource: Option<String>,
     pub after: f64,
     pub after_resource: Option<String>,
+}
+
+/// Each tenant's share, reported by the planner from each profile's order
+/// ([`CandidateOrder::summary`]), sorted by tenant label, then tenant.
+impl Finding for TenantShare {
+    const KEY: &'static str = "tenants";
+    type Kept = Vec<TenantShare>;
+    fn keep(self, _: Reporter<'_>, kept: &mut Self::Kept) {
+        kept.push(self);
+    }
 }
 
 /// Upstream's order of two pods: see [`sort_by_eviction_order`].

@@ -3,7 +3,7 @@
 //! cycle. And the plan as the cycle carried it out, which the report shows after a real run.
 
 use super::{AfterState, EvictionPlan, Landing};
-use crate::framework::{History, Ledger, Limits, NoteKind, PlanNote, PlannedEviction};
+use crate::framework::{History, Ledger, Limits, NoteKind, PendingUnit, PlanNote, PlannedEviction};
 use crate::outcome::{Attempt, Outcome};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId};
 use std::collections::BTreeMap;
@@ -137,7 +137,8 @@ impl EvictionPlan {
                 })
             });
         let placed = self
-            .pending
+            .findings
+            .list::<PendingUnit, _>()
             .iter()
             .filter(|u| u.made_room_by.iter().all(|p| evicted.contains(p)))
             .flat_map(|u| {

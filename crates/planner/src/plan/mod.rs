@@ -9,16 +9,21 @@
 //! orders its candidates as that plugin's [`CandidateOrder`] says, kept current as the plan
 //! proceeds (one per distinct [`SortPlugin::share_key`], shared by the profiles that give it,
 //! fed by every eviction of every profile); the plan then reports what each order summarizes
-//! (each tenant's share before and after).
+//! (each tenant's share before and after, a [`TenantShare`] finding).
+//!
+//! What plugins report of their own (their [`Finding`]s) the plan carries in one
+//! collection, [`EvictionPlan::findings`], beside the targets each plugin held destinations
+//! to and the tenants' shares, which the planner reports there too.
 
+#[cfg(doc)]
+use crate::framework::Finding;
 #[cfg(doc)]
 use crate::framework::SortPlugin;
 use crate::framework::{
-    CandidateOrder, Context, MeasuredNode, NoteKind, PendingUnit, Pipeline, PlacementTarget,
-    PlanNote, PlannedEviction, PlanningState, Plugin, TenantShare, UtilizationThresholds,
+    CandidateOrder, Context, Findings, NoteKind, PendingUnit, Pipeline, PlacementTarget, PlanNote,
+    PlannedEviction, PlanningState, Plugin, Reporter, TenantShare,
 };
 use crate::snapshot::{ClusterSnapshot, NodeId, Resources};
-use std::collections::BTreeMap;
 
 mod memory;
 
@@ -37,20 +42,15 @@ pub struct EvictionPlan {
     pub requested_after: AfterState,
     /// Plugins that skipped the cycle, nodes left out, and why.
     pub notes: Vec<PlanNote>,
-    /// Measured usage by node id, where a plugin planned with it (empty when none did).
-    pub measured: Vec<Option<MeasuredNode>>,
-    /// Nodes each plugin found overutilized (for the next cycle's [`crate::framework::History`]).
-    pub over: BTreeMap<String, Vec<String>>,
-    /// Each tenant's dominant share before and after the plan, when a profile orders by
-    /// DominantResourceFairness (empty otherwise); sorted by tenant label, then tenant.
-    pub tenants: Vec<TenantShare>,
-    /// Pending units a plugin (MakeRoomForPendingPods) made room for, or found no room for.
-    pub pending: Vec<PendingUnit>,
-    /// The utilization thresholds plugins classified the nodes with, in plugin order.
-    pub thresholds: Vec<UtilizationThresholds>,
-    /// The targets plugins held destinations to (LowNodeUtilization on requests: each node's
-    /// target thresholds), with the plugin's name, in plugin order.
-    pub targets: Vec<(&'static str, PlacementTarget)>,
+    /// What plugins reported of their own, by kind ([`Finding`]): measured usage
+    /// ([`crate::framework::MeasuredUsage`]), the nodes each found overutilized (for the next
+    /// cycle's [`crate::framework::History`]: [`crate::framework::Overutilized`]), the
+    /// utilization thresholds they classified nodes with, the pending units they made room
+    /// for ([`PendingUnit`]); and what the planner reports there: each tenant's dominant
+    /// share when a profile orders by DominantResourceFairness ([`TenantShare`], sorted by
+    /// tenant label, then tenant), the targets plugins held destinations to
+    /// ([`PlacementTarget`], with the plugin's name, in plugin order).
+    pub findings: Findings,
 }
 
 impl EvictionPlan {
@@ -72,7 +72,8 @@ impl EvictionPlan {
             }
             let load = &self.requested_after.predicted[node as usize];
             let over = self
-                .targets
+                .findings
+                .list::<PlacementTarget, _>()
                 .iter()
                 .filter(|(_, t)| t.node == node)
                 .find_map(|(plugin, t)| t.over(load).map(|(r, max)| (*plugin, r, max)));
@@ -159,13 +160,14 @@ impl AfterState {
     }
 
     /// The after-state of a plan's evictions, their replacements at their destinations, and
-    /// the pending pods it places.
+    /// the pending pods it places (its [`PendingUnit`] findings).
     pub fn of_plan(
         snap: &ClusterSnapshot,
         evicted: Vec<Resources>,
         evictions: &[PlannedEviction],
-        pending: &[PendingUnit],
+        findings: &Findings,
     ) -> Self {
+        let pending = findings.list::<PendingUnit, _>();
         let replacements = evictions.iter().filter_map(|e| {
             Some(Landing {
                 requests: &snap.pod(e.pod).requests,
@@ -280,29 +282,28 @@ pub fn plan_with(
             }
         }
     }
-    let Pass {
-        state,
-        orders,
-        targets,
-    } = pass;
+    let Pass { state, orders } = pass;
     let mut tenants: Vec<TenantShare> = orders
         .iter()
         .flat_map(|(_, o)| o.summary(state.ledger()))
         .collect();
     tenants.sort_by(|a, b| (&a.tenant_label, &a.tenant).cmp(&(&b.tenant_label, &b.tenant)));
-    let out = state.into_output();
-    let requested_after = AfterState::of_plan(snap, out.requested, &out.evictions, &out.pending);
+    let mut out = state.into_output();
+    // The shares are the orders', reported by the planner rather than by one plugin.
+    let planner = Reporter {
+        profile: "",
+        plugin: "",
+    };
+    for t in tenants {
+        out.findings.report(planner, t);
+    }
+    let requested_after = AfterState::of_plan(snap, out.requested, &out.evictions, &out.findings);
     Ok(EvictionPlan {
         evictions: out.evictions,
         nodes,
         requested_after,
         notes: out.notes,
-        measured: out.measured,
-        over: out.over,
-        tenants,
-        pending: out.pending,
-        targets,
-        thresholds: out.thresholds,
+        findings: out.findings,
     })
 }
 
@@ -313,7 +314,6 @@ type Step<'p> = (usize, &'p dyn Plugin);
 struct Pass<'s> {
     state: PlanningState<'s>,
     orders: Vec<(String, Box<dyn CandidateOrder + 's>)>,
-    targets: Vec<(&'static str, PlacementTarget)>,
 }
 
 /// Runs the plugins in `steps` order on a fresh planning state.
@@ -363,7 +363,6 @@ fn run_pass<'s>(
             })
         })
         .collect();
-    let mut targets = Vec::new();
     if !nodes.is_empty() {
         for &(pi, plugin) in steps {
             let profile = &pipeline.profiles[pi];
@@ -385,23 +384,20 @@ fn run_pass<'s>(
             .repairing_hard_constraints(plugin.repairs_hard_constraints());
             plugin.run(&mut cx, nodes);
             state.placement_mut().set_relocating(false);
-            targets.extend(
-                state
-                    .placement_mut()
-                    .clear_targets()
-                    .into_iter()
-                    .map(|t| (plugin.name(), t)),
-            );
+            // The targets the plugin held destinations to, for the landings that miss them.
+            let by = Reporter {
+                profile: &profile.name,
+                plugin: plugin.name(),
+            };
+            for t in state.placement_mut().clear_targets() {
+                state.journal_mut().report(by, t);
+            }
             let planned = state.ledger().evictions().len() - before;
             observer.plugin_finished(&profile.name, plugin.name(), planned);
             tracing::debug!(planned, "plugin finished");
         }
     }
-    Pass {
-        state,
-        orders,
-        targets,
-    }
+    Pass { state, orders }
 }
 
 /// The plugins repairing hard constraints first (each group in upstream's order), when one

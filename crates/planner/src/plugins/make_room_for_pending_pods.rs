@@ -785,7 +785,7 @@ impl MakeRoomForPendingPods {
         made_room_by: Vec<PodId>,
         reason: Option<String>,
     ) {
-        cx.record_pending(PendingUnit {
+        cx.report(PendingUnit {
             profile: String::new(),
             plugin: NAME,
             gang: unit.gang,

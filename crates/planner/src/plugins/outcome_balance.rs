@@ -33,7 +33,7 @@
 //!   when it runs out, a note says so and the moves planned so far stand.
 
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
-use crate::framework::{Attempt, Context, EvictError, PlacementTarget, Plugin};
+use crate::framework::{Attempt, Context, EvictError, Overutilized, PlacementTarget, Plugin};
 use crate::plugins::node_utilization::{
     amount, at_or_below, capacity, fmt_pct, pct, validate_threshold_pair,
 };
@@ -667,7 +667,7 @@ impl OutcomeBalance {
             .filter(|&i| model.standing(i, &model.load[i]).over)
             .map(|i| snap.node(model.nodes[i]).name.to_string())
             .collect();
-        cx.observe_over(over);
+        cx.report(Overutilized(over));
     }
 
     /// The candidates: evictable pods of the planning nodes, one class per workload, node

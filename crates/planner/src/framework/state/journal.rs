@@ -1,11 +1,11 @@
 //! The journal of one cycle: what the plan tells the user besides its evictions. Notes about
-//! plugins and nodes, the measured usage plugins planned with, the candidates not chosen and
-//! why, and the nodes each plugin found overutilized (for the next cycle's memory). Nothing
-//! here decides anything.
+//! plugins and nodes, the candidates not chosen and why, and what plugins reported of their
+//! own ([`Findings`]: the measured usage they planned with, the nodes they found
+//! overutilized, ...). Nothing here decides anything.
 
 use super::{PlannedEviction, PlanningOutput};
-use crate::snapshot::usage::UsageSource;
-use crate::snapshot::{GangId, NodeId, PodId, Resources};
+use crate::framework::findings::{Finding, Findings, Reporter};
+use crate::snapshot::{NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,62 +48,14 @@ impl PlanNote {
     }
 }
 
-/// A pending unit (a pod, or the pending members of a gang) a plugin made room for, or
-/// found no room for: where the simulator places each pod, and which planned evictions make
-/// the room.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingUnit {
-    pub profile: String,
-    pub plugin: &'static str,
-    /// The gang, when the unit is the pending members of one.
-    pub gang: Option<GangId>,
-    /// The pending pods of the unit, in the order they are placed.
-    pub pods: Vec<PodId>,
-    /// Where the simulator places each pod of `pods` (None for all when the unit cannot be
-    /// placed).
-    pub destinations: Vec<Option<NodeId>>,
-    /// The planned evictions (moves) that make the room, in plan order.
-    pub made_room_by: Vec<PodId>,
-    /// Why the unit cannot be placed (the scheduler's reason), when it cannot.
-    pub reason: Option<String>,
-}
-
-/// The measured usage a plugin planned with on a node: before the plan and after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MeasuredNode {
-    pub source: UsageSource,
-    /// Measured cpu (millicores) and memory (bytes).
-    pub before: Resources,
-    /// `before` minus the usage of the pods planned for eviction from the node.
-    pub after: Resources,
-}
-
 /// Candidates refused so far, by pod: (order of the latest refusal, the note).
 type NotChosen = FxHashMap<PodId, (u64, PlanNote)>;
 
-/// The utilization thresholds a plugin classified the nodes with, in percent of allocatable
-/// by resource: underutilized below `low`, overutilized above `high` (empty when the plugin
-/// has no such bound); with `deviation`, both are relative to the nodes' mean.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UtilizationThresholds {
-    pub profile: String,
-    pub plugin: &'static str,
-    pub low: BTreeMap<String, f64>,
-    pub high: BTreeMap<String, f64>,
-    pub deviation: bool,
-}
-
 #[derive(Debug, Default)]
 pub struct Journal {
-    /// Nodes of the snapshot (the length of `measured` once a plugin measures).
-    node_count: usize,
     notes: Vec<PlanNote>,
-    measured: Vec<Option<MeasuredNode>>,
-    over: BTreeMap<String, Vec<String>>,
-    /// Pending units a plugin made room for (or found no room for), in plan order.
-    pending: Vec<PendingUnit>,
-    /// The utilization thresholds plugins classified nodes with, in plugin order.
-    thresholds: Vec<UtilizationThresholds>,
+    /// What plugins reported of their own, by kind.
+    findings: Findings,
     /// Candidates a plugin did not choose, and why; at most one per pod (the latest), and
     /// none for a pod planned in the end. Behind a lock: recorded from the evictor's
     /// checks, which read the state (from several threads, while a plugin only chooses).
@@ -115,12 +67,9 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// An empty journal for a snapshot of `node_count` nodes.
-    pub fn new(node_count: usize) -> Self {
-        Journal {
-            node_count,
-            ..Journal::default()
-        }
+    /// An empty journal.
+    pub fn new() -> Self {
+        Journal::default()
     }
 
     /// Records that a plugin's eviction was refused for want of budget (see
@@ -148,19 +97,14 @@ impl Journal {
         &self.notes
     }
 
-    /// Records the utilization thresholds a plugin classifies nodes with.
-    pub fn thresholds(&mut self, thresholds: UtilizationThresholds) {
-        self.thresholds.push(thresholds);
+    /// Records a finding `by` reported (see [`Findings`]).
+    pub fn report<F: Finding>(&mut self, by: Reporter<'_>, finding: F) {
+        self.findings.report(by, finding);
     }
 
-    /// Records a pending unit and where it goes (or why it cannot).
-    pub fn pending(&mut self, unit: PendingUnit) {
-        self.pending.push(unit);
-    }
-
-    /// The pending units recorded so far.
-    pub fn pending_units(&self) -> &[PendingUnit] {
-        &self.pending
+    /// What plugins reported so far.
+    pub fn findings(&self) -> &Findings {
+        &self.findings
     }
 
     /// The candidates not chosen so far (behind their lock).
@@ -209,39 +153,8 @@ impl Journal {
         v.into_iter().map(|(_, n)| n).collect()
     }
 
-    /// Records that a plugin (`profile/plugin`) classified nodes this cycle, and which were
-    /// overutilized.
-    pub fn observe_over(&mut self, key: String, nodes: Vec<String>) {
-        self.over.insert(key, nodes);
-    }
-
-    /// The measured usage a plugin planned with on a node (the first plugin to measure a
-    /// node sets it).
-    pub fn measured(&self, node: NodeId) -> Option<&MeasuredNode> {
-        self.measured.get(node as usize).and_then(Option::as_ref)
-    }
-
-    pub fn set_measured(&mut self, node: NodeId, m: MeasuredNode) {
-        if self.measured.is_empty() {
-            self.measured = vec![None; self.node_count];
-        }
-        let slot = &mut self.measured[node as usize];
-        if slot.is_none() {
-            *slot = Some(m);
-        }
-    }
-
-    /// Takes a pod's measured usage off a node's "after" figures.
-    pub fn measured_sub(&mut self, node: NodeId, cpu: i64, memory: i64) {
-        if let Some(Some(m)) = self.measured.get_mut(node as usize) {
-            m.after.cpu -= cpu;
-            m.after.memory -= memory;
-        }
-    }
-
     /// What the cycle planned, with this journal: the notes (those recorded, then the
-    /// candidates not chosen, in the order of their latest refusal), the measured usage and
-    /// the nodes found overutilized.
+    /// candidates not chosen, in the order of their latest refusal) and the findings.
     pub(super) fn into_output(
         self,
         evictions: Vec<PlannedEviction>,
@@ -260,10 +173,7 @@ impl Journal {
             evictions,
             requested,
             notes,
-            measured: self.measured,
-            over: self.over,
-            pending: self.pending,
-            thresholds: self.thresholds,
+            findings: self.findings,
         }
     }
 }

@@ -4,8 +4,8 @@
 //!   node, per namespace and per cycle, of the disruption budgets and of the gangs;
 //! - [`Placement`], the placement simulation: the cluster as the plan so far leaves it, and
 //!   where the running plugin wants evicted pods to go;
-//! - [`Journal`]: the notes, the measured usage plugins planned with, and the candidates not
-//!   chosen and why;
+//! - [`Journal`]: the notes, the candidates not chosen and why, and what plugins reported
+//!   of their own (the [`Findings`]);
 //! - [`History`], the memory of earlier cycles, read-only during a plan.
 //!
 //! [`PlanningState`] holds the four and plans through them: an eviction is admitted by the
@@ -16,13 +16,13 @@ mod journal;
 mod ledger;
 mod placement;
 
-pub use journal::{Journal, MeasuredNode, NoteKind, PendingUnit, PlanNote, UtilizationThresholds};
+pub use journal::{Journal, NoteKind, PlanNote};
 pub use ledger::Ledger;
 pub use placement::{Placement, PlacementTarget, PlacementTargets};
 
 use super::History;
+use crate::framework::findings::Findings;
 use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};
-use std::collections::BTreeMap;
 
 /// Everything a cycle's planning produced.
 #[derive(Debug, Clone, Default)]
@@ -31,15 +31,9 @@ pub struct PlanningOutput {
     /// What each node requests after the plan, by node id.
     pub requested: Vec<Resources>,
     pub notes: Vec<PlanNote>,
-    /// Measured usage by node id, where a plugin planned with it.
-    pub measured: Vec<Option<MeasuredNode>>,
-    /// Nodes each plugin found overutilized this cycle (by `profile/plugin`), for
-    /// [`History::advance`].
-    pub over: BTreeMap<String, Vec<String>>,
-    /// Pending units a plugin made room for, or found no room for.
-    pub pending: Vec<PendingUnit>,
-    /// The utilization thresholds plugins classified nodes with.
-    pub thresholds: Vec<UtilizationThresholds>,
+    /// What plugins reported of their own (the nodes found overutilized, for
+    /// [`History::advance`], the pending units placed, ...).
+    pub findings: Findings,
 }
 
 /// The policy's eviction limits for one cycle (None: unlimited).
@@ -136,7 +130,7 @@ impl<'s> PlanningState<'s> {
             snap,
             ledger: Ledger::new(snap, limits),
             placement: Placement::new(snap),
-            journal: Journal::new(snap.nodes.len()),
+            journal: Journal::new(),
             history: &NO_HISTORY,
         }
     }
@@ -166,7 +160,7 @@ impl<'s> PlanningState<'s> {
         &mut self.placement
     }
 
-    /// The journal: notes, measured usage, candidates not chosen.
+    /// The journal: notes, candidates not chosen, findings.
     pub fn journal(&self) -> &Journal {
         &self.journal
     }

@@ -3,6 +3,7 @@
 //! them, cumulatively; and where the running plugin wants evicted pods to go.
 
 use super::EvictError;
+use crate::framework::findings::{Finding, Reporter};
 use crate::sim::{queue_order, Prediction, ScoreProfile, Simulation, Termination};
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId};
 use std::collections::BTreeMap;
@@ -27,6 +28,18 @@ impl PlacementTarget {
             .iter()
             .find(|(r, max)| load.get(r) > **max)
             .map(|(r, max)| (r.as_str(), *max))
+    }
+}
+
+/// A target a plugin held destinations to, reported by the planner when the plugin ends,
+/// kept with the plugin's name, in plugin order: the plan says where a replacement that
+/// landed elsewhere than predicted put its node over one
+/// ([`crate::plan::EvictionPlan::landing_misses`]).
+impl Finding for PlacementTarget {
+    const KEY: &'static str = "targets";
+    type Kept = Vec<(&'static str, PlacementTarget)>;
+    fn keep(self, by: Reporter<'_>, kept: &mut Self::Kept) {
+        kept.push((by.plugin, self));
     }
 }
 

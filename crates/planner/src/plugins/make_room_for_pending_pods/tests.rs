@@ -136,7 +136,7 @@ fn run_scored(
                 )
             })
             .collect(),
-        pending: out.pending,
+        pending: out.findings.list::<PendingUnit, _>().to_vec(),
     }
 }
 
@@ -490,7 +490,10 @@ fn a_move_that_needs_a_tie_is_reported_with_its_odds() {
     run_on(&plugin(json!({})), &mut state, &evictor(), &nodes, NOW);
     let out = state.into_output();
     assert!(out.evictions.is_empty());
-    let why = out.pending[0].reason.as_deref().unwrap();
+    let why = out.findings.list::<PendingUnit, _>()[0]
+        .reason
+        .as_deref()
+        .unwrap();
     assert!(
         why.ends_with("no set of at most 4 running pods to move makes room"),
         "{why}"

@@ -39,7 +39,7 @@
 //! - Upstream sorts sources with an unstable sort; ties here go by node name.
 
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
-use crate::framework::{Context, Plugin};
+use crate::framework::{Context, Plugin, Thresholds};
 use crate::plugins::node_utilization::{
     self as nu, at_or_below, evict_pods_from_source_nodes, fmt_pct, pct, EvictOptions,
     MetricsUtilization, SourceNode, ONLY_THRESHOLDING_RESOURCES,
@@ -184,7 +184,11 @@ impl Plugin for HighNodeUtilization {
     }
 
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
-        cx.record_thresholds(self.args.thresholds.clone(), BTreeMap::new(), false);
+        cx.report(Thresholds {
+            low: self.args.thresholds.clone(),
+            high: BTreeMap::new(),
+            deviation: false,
+        });
         let snap = cx.snap();
         let mut sources: Vec<Source> = Vec::new();
         let mut destinations: Vec<NodeId> = Vec::new();

@@ -17,9 +17,9 @@
 //!   evictor's filters, and is not in an `evictableNamespaces.exclude` namespace.
 //! - `evictionLimits.node` caps this plugin's evictions per node.
 
-use crate::framework::MeasuredNode;
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Context, PlacementTarget, Plugin};
+use crate::framework::{MeasuredNode, MeasuredUsage, Overutilized, Thresholds};
 use crate::plugins::node_utilization::{
     self as nu, amount, capacity, pct, EvictOptions, SourceNode, UsageMode, Whole,
 };
@@ -185,11 +185,11 @@ impl Plugin for LowNodeUtilization {
     }
 
     fn run(&self, cx: &mut Context<'_, '_>, all_nodes: &[NodeId]) {
-        cx.record_thresholds(
-            self.args.thresholds.clone(),
-            self.args.target_thresholds.clone(),
-            self.args.use_deviation_thresholds,
-        );
+        cx.report(Thresholds {
+            low: self.args.thresholds.clone(),
+            high: self.args.target_thresholds.clone(),
+            deviation: self.args.use_deviation_thresholds,
+        });
         let snap = cx.snap();
         let measured = match nu::measure(&self.mode, snap, all_nodes, cx.now()) {
             Ok(m) => m,
@@ -320,14 +320,14 @@ impl LowNodeUtilization {
                 if let Some(i) = self.index(nu::METRIC_RESOURCE) {
                     before.set(nu::METRIC_RESOURCE, u[i]);
                 }
-                cx.set_measured(
+                cx.report(MeasuredUsage::Node(
                     n,
                     MeasuredNode {
                         source: m.source,
                         after: before.clone(),
                         before,
                     },
-                );
+                ));
             }
         }
     }
@@ -445,7 +445,7 @@ impl LowNodeUtilization {
                 }
                 high_nodes = kept;
             }
-            cx.observe_over(over);
+            cx.report(Overutilized(over));
         }
         // No ping-pong: a node that received rescheduled pods within the eviction cooldown
         // is not a source (its load may be the pods just moved there).

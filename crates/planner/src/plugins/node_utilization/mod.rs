@@ -22,7 +22,7 @@ pub mod high;
 pub mod low;
 
 use crate::framework::ArgsError;
-use crate::framework::{Attempt, Context};
+use crate::framework::{Attempt, Context, MeasuredUsage};
 use crate::plugins::shared::{each_one_of, Namespaces};
 use crate::sim;
 use crate::snapshot::usage::{check_value, QueryTarget, UsageNeed, UsageSource};
@@ -1065,7 +1065,11 @@ pub fn evict_pods_within_rooms<S: SourceNode>(
                     if let Some(m) = opts.measured {
                         let cpu = m.pod_amount(pod_id, RESOURCE_CPU).unwrap_or(0);
                         let memory = m.pod_amount(pod_id, RESOURCE_MEMORY).unwrap_or(0);
-                        cx.measured_sub(source.id(), cpu, memory);
+                        cx.report(MeasuredUsage::Taken {
+                            node: source.id(),
+                            cpu,
+                            memory,
+                        });
                     }
                     if let Some(r) = unknown {
                         // Without the pod's own usage the node's new usage is unknown: one

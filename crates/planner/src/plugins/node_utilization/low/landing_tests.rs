@@ -33,9 +33,9 @@ profiles:
     assert_eq!(plan.evictions.len(), 2, "{:?}", plan.evictions);
     let hot = snap.node_id("hot").unwrap();
     let cold_a = snap.node_id("cold-a").unwrap();
-    assert_eq!(plan.targets.len(), 3);
-    assert!(plan
-        .targets
+    let targets = plan.findings.list::<PlacementTarget, _>();
+    assert_eq!(targets.len(), 3);
+    assert!(targets
         .iter()
         .all(|(p, t)| *p == NAME && t.limit["cpu"] == 2000));
     // Where predicted: nothing to say.

@@ -583,7 +583,7 @@ fn metrics_server_usage_moves_several_pods_by_their_measured_usage() {
     // n1 measures 3400m of 4000m (85%) > 50%; each pod measures 800m: two pods bring it
     // to 1800m (45%).
     assert_eq!(names(&snap, &p), vec!["n1-0", "n1-1"], "{:?}", p.notes);
-    let m = p.measured[0].as_ref().unwrap();
+    let m = crate::framework::MeasuredUsage::of(&p.findings, 0).unwrap();
     assert_eq!(m.source, crate::snapshot::usage::UsageSource::MetricsServer);
     assert_eq!((m.before.cpu, m.after.cpu), (3400, 1800));
     assert!(
@@ -686,7 +686,7 @@ fn hysteresis_waits_for_consecutive_cycles() {
         } else {
             assert_eq!(p.evictions.len(), 2, "cycle {cycle}");
         }
-        history = history.advance(&p.over);
+        history = history.advance(crate::framework::Overutilized::of(&p.findings));
     }
     // A cycle where the node is not over resets the count.
     let over = std::collections::BTreeMap::from([("p/LowNodeUtilization".to_string(), vec![])]);
@@ -791,5 +791,11 @@ fn prometheus_per_resource_and_pod_queries() {
     let p = plan_measured(args, &snap, History::default());
     // 3400m measured, 800m per pod: two pods.
     assert_eq!(names(&snap, &p), vec!["n1-0", "n1-1"], "{:?}", p.notes);
-    assert_eq!(p.measured[0].as_ref().unwrap().after.cpu, 1800);
+    assert_eq!(
+        crate::framework::MeasuredUsage::of(&p.findings, 0)
+            .unwrap()
+            .after
+            .cpu,
+        1800
+    );
 }
