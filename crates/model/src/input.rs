@@ -32,7 +32,7 @@ pub const TLS_LIMIT: u64 = 1 << 20;
 /// compress 7 to 20 times (the shipped examples, generated lists of 15,000 pods, the decision
 /// log's own), a list of 20,000 pods the same but for their names 126 times at most; junk
 /// (whitespace, zeros) compresses about 1,000 times.
-pub const GZIP_RATIO: u64 = 256;
+pub(crate) const GZIP_RATIO: u64 = 256;
 
 /// The most blank (spaces, tabs, line breaks) text may start with: 1 MiB.
 const BLANK_LIMIT: usize = 1 << 20;

@@ -43,10 +43,6 @@ impl Labels {
         Self::pack(pairs.iter().copied())
     }
 
-    pub fn from_map(map: BTreeMap<String, String>) -> Self {
-        Self::pack(map.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-    }
-
     /// Pairs already sorted by key, without duplicates.
     fn pack<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)> + Clone) -> Self {
         let (mut bytes, mut count) = (0, 0);

@@ -45,7 +45,7 @@ pub struct Config {
 }
 
 impl Config {
-    pub const DEFAULT_FULL_PERCENT: u8 = 5;
+    pub(crate) const DEFAULT_FULL_PERCENT: u8 = 5;
 
     pub fn new(nodes: usize, pods: usize, seed: u64) -> Self {
         Config {

@@ -131,7 +131,7 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
 }
 
 /// An owner reference with a UID made from its kind, namespace and name.
-pub fn owner_ref(kind: &str, namespace: &str, name: &str) -> OwnerRef {
+pub(crate) fn owner_ref(kind: &str, namespace: &str, name: &str) -> OwnerRef {
     OwnerRef {
         kind: kind.to_owned().into(),
         name: name.into(),

@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap;
 
 pub type NodeId = u32;
 pub type PodId = u32;
-pub type PdbId = u32;
+pub(crate) type PdbId = u32;
 
 /// The annotation that makes a pod evictable regardless of most protections.
 pub const EVICT_ANNOTATION: &str = "descheduler.alpha.kubernetes.io/evict";
@@ -40,7 +40,7 @@ pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
 
 /// The grace period the API server gives a pod that sets no `terminationGracePeriodSeconds`.
-pub const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
+pub(crate) const DEFAULT_TERMINATION_GRACE_SECONDS: i64 = 30;
 /// The pod label naming a scheduler-plugins (coscheduling) PodGroup.
 pub const POD_GROUP_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The pod annotation naming a Volcano PodGroup.
@@ -49,13 +49,13 @@ pub const VOLCANO_GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
 /// list (`sendInitialEvents`); its value is "true".
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 /// The API group of scheduler-plugins' PodGroup (`scheduling.x-k8s.io/v1alpha1`).
-pub const SCHEDULER_PLUGINS_API_GROUP: &str = "scheduling.x-k8s.io";
+pub(crate) const SCHEDULER_PLUGINS_API_GROUP: &str = "scheduling.x-k8s.io";
 /// The API group of Volcano's PodGroup (`scheduling.volcano.sh/v1beta1`).
-pub const VOLCANO_API_GROUP: &str = "scheduling.volcano.sh";
+pub(crate) const VOLCANO_API_GROUP: &str = "scheduling.volcano.sh";
 /// The API group of Kubernetes' own PodGroup (`scheduling.k8s.io/v1beta1` and `v1alpha3`,
 /// Kubernetes 1.37 with the `GenericWorkload` feature gate). The group also serves
 /// PriorityClasses; only its PodGroups are gangs.
-pub const KUBERNETES_API_GROUP: &str = "scheduling.k8s.io";
+pub(crate) const KUBERNETES_API_GROUP: &str = "scheduling.k8s.io";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TaintEffect {
@@ -84,7 +84,7 @@ pub struct Taint {
 
 /// A string that most objects carry one of a few values of (a condition type, an owner
 /// kind, a well-known toleration key): those are not allocated again for every pod.
-pub type Shared = std::borrow::Cow<'static, str>;
+pub(crate) type Shared = std::borrow::Cow<'static, str>;
 
 /// `text` as a [`Shared`]: borrowed from `known` when it is one of them.
 pub fn shared(text: &str, known: &[&'static str]) -> Shared {
@@ -513,7 +513,7 @@ impl Pod {
 
     /// The PodGroups this pod names: its scheduler-plugins label, its Volcano annotation and
     /// its `spec.schedulingGroup.podGroupName` (empty values name nothing).
-    pub fn gang_refs(&self) -> impl Iterator<Item = (GangKind, &str)> {
+    pub(crate) fn gang_refs(&self) -> impl Iterator<Item = (GangKind, &str)> {
         let sp = self
             .labels
             .get(POD_GROUP_LABEL)

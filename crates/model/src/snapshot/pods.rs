@@ -68,7 +68,7 @@ impl Pods {
     }
 
     /// The pods as one vector (moves the second part after the first).
-    pub fn into_vec(self) -> Vec<Pod> {
+    pub(crate) fn into_vec(self) -> Vec<Pod> {
         let Pods { mut head, mut tail } = self;
         head.append(&mut tail);
         head

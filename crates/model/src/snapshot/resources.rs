@@ -65,11 +65,6 @@ impl Resources {
         }
     }
 
-    /// Names of the non-basic resources present.
-    pub fn other_names(&self) -> impl Iterator<Item = &str> {
-        self.other.iter().map(|(k, _)| k.as_ref())
-    }
-
     /// Every (name, value) pair, basic resources first.
     pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
         [

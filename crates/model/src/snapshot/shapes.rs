@@ -143,7 +143,7 @@ impl Shapes {
 }
 
 /// Every pod's shape, found afresh (for pods that were not decoded, such as built ones).
-pub fn find_all<P: PodList + ?Sized>(pods: &P) -> (Vec<u32>, usize) {
+pub(crate) fn find_all<P: PodList + ?Sized>(pods: &P) -> (Vec<u32>, usize) {
     let mut shapes = Shapes::default();
     let of = (0..pods.count())
         .filter_map(|i| pods.at(i))

@@ -174,7 +174,8 @@ impl<T: Copy> Samples<T> {
     }
 
     /// Whether the answer held any pod.
-    pub fn has_pods(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_pods(&self) -> bool {
         self.by_pod.iter().any(Option::is_some)
     }
 }

@@ -86,7 +86,7 @@ fn fmt_duration(seconds: i64) -> String {
 
 impl History {
     /// No memory: what a single cycle plans with.
-    pub const EMPTY: History = History {
+    pub(crate) const EMPTY: History = History {
         over_streak: BTreeMap::new(),
         cooldown_seconds: 0,
         moves: BTreeMap::new(),
@@ -104,7 +104,7 @@ impl History {
     }
 
     /// Consecutive earlier cycles the node was overutilized for this plugin.
-    pub fn streak(&self, key: &str, node: &str) -> u32 {
+    pub(crate) fn streak(&self, key: &str, node: &str) -> u32 {
         self.over_streak
             .get(key)
             .and_then(|m| m.get(node))
@@ -167,7 +167,7 @@ impl History {
 
     /// Why the node is not treated as overutilized now: it received rescheduled pods within
     /// the cooldown.
-    pub fn receiving_note(&self, node: &str, now: i64) -> Option<String> {
+    pub(crate) fn receiving_note(&self, node: &str, now: i64) -> Option<String> {
         self.received_within(node, now).map(|at| {
             format!(
                 "received rescheduled pods {} ago (eviction cooldown {}); not treated as overutilized this cycle",

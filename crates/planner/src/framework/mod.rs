@@ -161,7 +161,7 @@ impl<'a, 's> Context<'a, 's> {
 
     /// The context of a plugin that repairs hard constraints (or not): its refusals for
     /// want of budget are counted as such ([`crate::framework::Journal::scarce`]).
-    pub fn repairing_hard_constraints(self, hard: bool) -> Self {
+    pub(crate) fn repairing_hard_constraints(self, hard: bool) -> Self {
         Context { hard, ..self }
     }
 
@@ -201,7 +201,7 @@ impl<'a, 's> Context<'a, 's> {
 
     /// Where this plugin wants evicted pods to go, and how full each may become
     /// ([`Placement::set_targets`]); cleared when the plugin ends.
-    pub fn set_placement_targets(&mut self, targets: PlacementTargets) {
+    pub(crate) fn set_placement_targets(&mut self, targets: PlacementTargets) {
         self.state.placement_mut().set_targets(targets);
     }
 
@@ -226,7 +226,7 @@ impl<'a, 's> Context<'a, 's> {
 
     /// Places a pending pod where the simulator predicts kube-scheduler puts it
     /// ([`PlanningState::place_pending`]); later plugins see it there.
-    pub fn place_pending(
+    pub(crate) fn place_pending(
         &mut self,
         pod: PodId,
     ) -> Result<crate::sim::Prediction, crate::sim::NoFit> {
@@ -234,7 +234,7 @@ impl<'a, 's> Context<'a, 's> {
     }
 
     /// Whether an earlier plugin (or this one) already planned to evict the pod.
-    pub fn is_planned(&self, pod: PodId) -> bool {
+    pub(crate) fn is_planned(&self, pod: PodId) -> bool {
         self.state.ledger().is_planned(pod)
     }
 
@@ -295,7 +295,7 @@ impl<'a, 's> Context<'a, 's> {
 
     /// The evictor's PreEvictionFilter, asked about a pod the plugin only considers: a refusal
     /// is not recorded as a candidate not chosen.
-    pub fn check_pre_eviction(&self, pod: PodId) -> Result<(), String> {
+    pub(crate) fn check_pre_eviction(&self, pod: PodId) -> Result<(), String> {
         self.evictor
             .pre_eviction_filter(self.state.placement(), pod)
     }
@@ -328,7 +328,7 @@ impl<'a, 's> Context<'a, 's> {
     }
 
     /// Records that this plugin skips the cycle, and why (logged as a warning).
-    pub fn note_skipped(&mut self, message: impl Into<String>) {
+    pub(crate) fn note_skipped(&mut self, message: impl Into<String>) {
         let message = message.into();
         tracing::warn!(profile = self.profile, plugin = self.plugin, "{message}");
         self.state.journal_mut().note(PlanNote {
@@ -341,7 +341,7 @@ impl<'a, 's> Context<'a, 's> {
     }
 
     /// The key of this plugin's memory across cycles: `profile/plugin`.
-    pub fn history_key(&self) -> String {
+    pub(crate) fn history_key(&self) -> String {
         format!("{}/{}", self.profile, self.plugin)
     }
 
@@ -387,7 +387,7 @@ impl<'a, 's> Context<'a, 's> {
 
     /// The one door most plugins plan through: [`Context::evict`], with what happened said as
     /// the caller's next step (see [`Attempt`]). A refusal other than a limit is logged.
-    pub fn try_evict(&mut self, pod: PodId, reason: String) -> Attempt {
+    pub(crate) fn try_evict(&mut self, pod: PodId, reason: String) -> Attempt {
         let before = self.state.ledger().evictions().len();
         match self.evict(pod, reason) {
             Ok(()) => Attempt::Planned {
@@ -407,7 +407,7 @@ impl<'a, 's> Context<'a, 's> {
 
     /// [`Context::try_evict`] after the evictor's PreEvictionFilter
     /// ([`Context::pre_eviction_filter`]); a pod it refuses is [`Attempt::SkipPod`].
-    pub fn try_evict_checked(&mut self, pod: PodId, reason: String) -> Attempt {
+    pub(crate) fn try_evict_checked(&mut self, pod: PodId, reason: String) -> Attempt {
         if let Err(why) = self.pre_eviction_filter(pod) {
             tracing::debug!(pod = %self.snap().pod(pod).key(), %why, "refused by the pre-eviction filter");
             return Attempt::SkipPod;
@@ -445,7 +445,7 @@ impl<'a, 's> Context<'a, 's> {
 
     /// Whether the profile's `sort` extension point enables a plugin (then it, not upstream's
     /// order, says which candidate goes next).
-    pub fn has_sort_plugin(&self) -> bool {
+    pub(crate) fn has_sort_plugin(&self) -> bool {
         self.order.is_some()
     }
 
@@ -453,7 +453,7 @@ impl<'a, 's> Context<'a, 's> {
     /// [`Context::sort_by_eviction_order`]. Upstream's order: the first. With a sort plugin:
     /// the most evictable *now*, after every eviction planned so far, so a loop that evicts as
     /// it goes follows the order as it changes ([`CandidateOrder::take_next`]).
-    pub fn next_by_order(&self, pods: &mut Vec<PodId>) -> Option<PodId> {
+    pub(crate) fn next_by_order(&self, pods: &mut Vec<PodId>) -> Option<PodId> {
         match self.order {
             None if pods.is_empty() => None,
             None => Some(pods.remove(0)),

@@ -256,7 +256,7 @@ impl Pipeline {
     /// evictor checks the destinations of a plugin that sets placement targets
     /// (LowNodeUtilization on requests, with `placementCheck` unset) or that relocates pods
     /// (RemoveDuplicates, the topology spread plugin).
-    pub fn needs_placement(&self) -> bool {
+    pub(crate) fn needs_placement(&self) -> bool {
         self.predict_destinations
             || self.profiles.iter().any(|p| {
                 let mut plugins = p.deschedule.iter().chain(&p.balance);

@@ -31,7 +31,7 @@ pub enum Constructor {
 }
 
 /// Builds a deschedule or balance plugin from its args.
-pub type StrategyConstructor = fn(&serde_json::Value) -> Result<Box<dyn Plugin>, ArgsError>;
+pub(crate) type StrategyConstructor = fn(&serde_json::Value) -> Result<Box<dyn Plugin>, ArgsError>;
 
 /// One plugin's registry entry.
 #[derive(Debug, Clone, Copy)]
@@ -109,14 +109,14 @@ impl PluginSpec {
 
     /// The same plugin, enabled with no pluginConfig entry: every one of its args has a
     /// default.
-    pub const fn args_optional(self) -> PluginSpec {
+    pub(crate) const fn args_optional(self) -> PluginSpec {
         PluginSpec {
             args_optional: true,
             ..self
         }
     }
 
-    pub fn implements(&self, point: ExtensionPoint) -> bool {
+    pub(crate) fn implements(&self, point: ExtensionPoint) -> bool {
         self.points.contains(&point)
     }
 

@@ -6,7 +6,7 @@ use crate::snapshot::{ClusterSnapshot, NodeId};
 
 /// [`run_alone`], returning the names of the pods it planned to evict, in plan order
 /// (what plugin table tests compare).
-pub fn run_alone_names(
+pub(crate) fn run_alone_names(
     plugin: &dyn Plugin,
     snap: &ClusterSnapshot,
     evictor: &dyn EvictorPlugin,
@@ -21,7 +21,7 @@ pub fn run_alone_names(
 
 /// Runs one plugin alone over the snapshot's Ready nodes, as the planner would run it first in
 /// a cycle, and returns what it planned.
-pub fn run_alone(
+pub(crate) fn run_alone(
     plugin: &dyn Plugin,
     snap: &ClusterSnapshot,
     evictor: &dyn EvictorPlugin,
@@ -36,7 +36,7 @@ pub fn run_alone(
 
 /// Runs one plugin as profile `default` over `nodes`, on a planning state the caller keeps (to
 /// plan on top of earlier evictions, or to read its notes afterwards).
-pub fn run_on(
+pub(crate) fn run_on(
     plugin: &dyn Plugin,
     state: &mut PlanningState<'_>,
     evictor: &dyn EvictorPlugin,

@@ -57,7 +57,7 @@ impl EvictionPlan {
     /// Nodes the after-state puts over a target a plugin held destinations to, where a
     /// replacement landed that was predicted elsewhere (a prediction miss, seen live with
     /// `--await-placement`): `(eviction index, the note)`, one per such eviction.
-    pub fn landing_misses(
+    pub(crate) fn landing_misses(
         &self,
         snap: &ClusterSnapshot,
         landed: &[(usize, NodeId)],

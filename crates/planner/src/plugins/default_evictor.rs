@@ -140,7 +140,7 @@ pub enum NoEvictionPolicy {
 }
 
 /// The registry entry: the evictor of every profile.
-pub const SPEC: PluginSpec = PluginSpec::evictor::<DefaultEvictor>(NAME);
+pub(crate) const SPEC: PluginSpec = PluginSpec::evictor::<DefaultEvictor>(NAME);
 
 /// A validated DefaultEvictor.
 #[derive(Debug, Clone)]
@@ -287,7 +287,7 @@ impl FromArgs for DefaultEvictor {
 impl DefaultEvictor {
     /// The priority below which pods may be evicted, resolved against the snapshot's
     /// PriorityClasses when given by name. Errors when the named class does not exist.
-    pub fn priority_threshold(&self, snap: &ClusterSnapshot) -> Result<Option<i32>, String> {
+    pub(crate) fn priority_threshold(&self, snap: &ClusterSnapshot) -> Result<Option<i32>, String> {
         let Some(pt) = self.args.priority_threshold.as_ref().filter(|p| p.is_set()) else {
             return Ok(None);
         };
@@ -478,14 +478,14 @@ impl DefaultEvictor {
 
     /// Whether the evictor checks destinations under plugins that set placement targets
     /// (`placementCheck` unset or true).
-    pub fn checks_destinations(&self) -> bool {
+    pub(crate) fn checks_destinations(&self) -> bool {
         self.args.placement_check != Some(false)
     }
 }
 
 /// How much [`destination_check`] asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strictness {
+pub(crate) enum Strictness {
     /// `placementCheck` unset, under a plugin that set placement targets: no node
     /// kube-scheduler may pick for the replacement is the pod's own or goes over its target.
     Default,
@@ -505,7 +505,7 @@ pub enum Strictness {
 /// held to the own-node rule; plugins that restart pods on purpose (PodLifeTime and the like)
 /// set no targets and are not held to it. Returns the destination (None: no node
 /// fits, refused only with `placementCheck: true`).
-pub fn destination_check(
+pub(crate) fn destination_check(
     placement: &Placement<'_>,
     id: PodId,
     strictness: Strictness,

@@ -61,7 +61,7 @@ use std::sync::{Mutex, MutexGuard};
 pub const NAME: &str = "DominantResourceFairness";
 
 /// The registry entry: a `sort` plugin whose args all have defaults.
-pub const SPEC: PluginSpec = PluginSpec::sort::<DominantResourceFairness>(NAME);
+pub(crate) const SPEC: PluginSpec = PluginSpec::sort::<DominantResourceFairness>(NAME);
 
 /// The sort plugin: orders candidates by their tenant's dominant share, highest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +161,7 @@ struct Live {
 
 /// The DRF bookkeeping of one plan for one tenant definition.
 #[derive(Debug)]
-pub struct Fairness<'s> {
+pub(crate) struct Fairness<'s> {
     snap: &'s ClusterSnapshot,
     tenant_label: Option<String>,
     /// Tenant names, sorted.
@@ -242,11 +242,8 @@ impl<'s> Fairness<'s> {
         }
     }
 
-    pub fn tenant_label(&self) -> Option<&str> {
-        self.tenant_label.as_deref()
-    }
-
     /// The tenant a pod belongs to.
+    #[cfg(test)]
     pub fn tenant(&self, pod: PodId) -> &'s str {
         self.tenants[self.tenant_of[pod as usize] as usize]
     }
@@ -314,6 +311,7 @@ impl<'s> Fairness<'s> {
     }
 
     /// The tenant's dominant share now, with the plan so far.
+    #[cfg(test)]
     pub fn share(&self, ledger: &Ledger<'_>, tenant: &str) -> Option<Share> {
         self.sync(ledger);
         let t = self.tenants.binary_search(&tenant).ok()?;
@@ -321,7 +319,7 @@ impl<'s> Fairness<'s> {
     }
 
     /// The resource a share is of.
-    pub fn resource_name(&self, share: &Share) -> Option<&'s str> {
+    pub(crate) fn resource_name(&self, share: &Share) -> Option<&'s str> {
         share.resource.map(|r| self.resources[r as usize].0)
     }
 

@@ -42,10 +42,11 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "MakeRoomForPendingPods";
 
 /// The registry entry: a `balance` plugin whose args all have defaults.
-pub const SPEC: PluginSpec = PluginSpec::balance::<MakeRoomForPendingPods>(NAME).args_optional();
+pub(crate) const SPEC: PluginSpec =
+    PluginSpec::balance::<MakeRoomForPendingPods>(NAME).args_optional();
 
 /// The most pods one unit may move (`maxPodsToMove`).
-pub const MAX_PODS_TO_MOVE: u32 = 64;
+pub(crate) const MAX_PODS_TO_MOVE: u32 = 64;
 
 /// `MakeRoomForPendingPodsArgs`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,7 +161,7 @@ impl FromArgs for MakeRoomForPendingPods {
 
 /// Since when a pod has been pending and unschedulable (unix seconds), if it is: Pending,
 /// bound to no node, not terminating, `PodScheduled=False` with reason `Unschedulable`.
-pub fn unschedulable_since(snap: &ClusterSnapshot, pod: PodId) -> Option<i64> {
+pub(crate) fn unschedulable_since(snap: &ClusterSnapshot, pod: PodId) -> Option<i64> {
     let p = snap.pod(pod);
     if p.phase != Phase::Pending || p.node_name.is_some() || p.terminating {
         return None;

@@ -45,11 +45,11 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 pub const NAME: &str = "OutcomeBalance";
 
 /// The registry entry: a `balance` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::balance::<OutcomeBalance>(NAME);
 
 /// The default bound on simulated placements per cycle.
-pub const DEFAULT_MAX_EVALUATIONS: u32 = 20_000;
+pub(crate) const DEFAULT_MAX_EVALUATIONS: u32 = 20_000;
 
 /// What a node outside the thresholds weighs against percentage points: more than any
 /// distance a single move can close.

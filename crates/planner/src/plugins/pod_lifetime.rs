@@ -51,12 +51,12 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "PodLifeTime";
 
 /// The registry entry: a `deschedule` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::deschedule::<PodLifeTime>(NAME);
 
 /// The `states` upstream's validation accepts, sorted as its error lists them: pod phases,
 /// pod status reasons, container waiting reasons and container terminated reasons.
-pub const ALLOWED_STATES: &[&str] = &[
+pub(crate) const ALLOWED_STATES: &[&str] = &[
     "Completed",
     "ContainerCannotRun",
     "ContainerCreating",
@@ -111,7 +111,7 @@ pub struct PodLifeTimeArgs {
 }
 
 /// `ownerKinds: {include: [...]}` or `{exclude: [...]}`, never both.
-pub type OwnerKinds = IncludeExclude;
+pub(crate) type OwnerKinds = IncludeExclude;
 
 /// Whether a pod with these owners is in scope of `ownerKinds`.
 fn owners_allowed(kinds: &OwnerKinds, pod: &Pod) -> bool {

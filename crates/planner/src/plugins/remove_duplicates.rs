@@ -54,7 +54,7 @@ use std::hash::{Hash, Hasher};
 pub const NAME: &str = "RemoveDuplicates";
 
 /// The registry entry: a `balance` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::balance::<RemoveDuplicates>(NAME);
 
 /// The taint kube-scheduler reads `spec.unschedulable` as.

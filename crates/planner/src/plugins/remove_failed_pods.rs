@@ -44,11 +44,11 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "RemoveFailedPods";
 
 /// The registry entry: a `deschedule` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::deschedule::<RemoveFailedPods>(NAME);
 
 /// `minPodLifetimeSeconds` when unset (upstream's `SetDefaults_RemoveFailedPodsArgs`).
-pub const DEFAULT_MIN_POD_LIFETIME_SECONDS: u64 = 3600;
+pub(crate) const DEFAULT_MIN_POD_LIFETIME_SECONDS: u64 = 3600;
 
 /// `RemoveFailedPodsArgs`. No args at all: every failed pod older than an hour.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,7 +95,7 @@ impl PluginArgs for RemoveFailedPodsArgs {
 
 impl RemoveFailedPodsArgs {
     /// Upstream's `toLifeTimeArgs`: the PodLifeTime args this plugin delegates with.
-    pub fn to_pod_life_time_args(&self) -> PodLifeTimeArgs {
+    pub(crate) fn to_pod_life_time_args(&self) -> PodLifeTimeArgs {
         PodLifeTimeArgs {
             namespaces: self.namespaces.clone(),
             label_selector: self.label_selector.clone(),

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "RemovePodsHavingTooManyRestarts";
 
 /// The registry entry: a `deschedule` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::deschedule::<RemovePodsHavingTooManyRestarts>(NAME);
 
 /// The `states` upstream accepts: a pod phase and a container waiting reason.

@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "RemovePodsViolatingInterPodAntiAffinity";
 
 /// The registry entry: a `deschedule` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::deschedule::<RemovePodsViolatingInterPodAntiAffinity>(NAME);
 
 /// `RemovePodsViolatingInterPodAntiAffinityArgs`. No args at all means no restriction.

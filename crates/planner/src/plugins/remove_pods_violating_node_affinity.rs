@@ -48,11 +48,11 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
 
 /// The registry entry: a `deschedule` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::deschedule::<RemovePodsViolatingNodeAffinity>(NAME);
 
-pub const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
-pub const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
+pub(crate) const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+pub(crate) const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
 
 /// `RemovePodsViolatingNodeAffinityArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -45,7 +45,7 @@ use std::fmt;
 pub const NAME: &str = "RemovePodsViolatingNodeTaints";
 
 /// The registry entry: a `deschedule` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::deschedule::<RemovePodsViolatingNodeTaints>(NAME);
 
 /// `RemovePodsViolatingNodeTaintsArgs`. No args at all: every pod not tolerating a

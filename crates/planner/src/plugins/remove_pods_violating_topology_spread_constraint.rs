@@ -67,11 +67,11 @@ use std::sync::{Arc, Mutex};
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
 
 /// The registry entry: a `balance` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::balance::<RemovePodsViolatingTopologySpreadConstraint>(NAME);
 
-pub const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
-pub const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
+pub(crate) const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
+pub(crate) const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

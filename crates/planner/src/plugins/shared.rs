@@ -22,7 +22,7 @@ pub type Namespaces = IncludeExclude;
 
 impl IncludeExclude {
     /// Refuses both lists at once; `listed` says what they list, in the error.
-    pub fn validate_listing(&self, field: &str, listed: &str) -> Result<(), ArgsError> {
+    pub(crate) fn validate_listing(&self, field: &str, listed: &str) -> Result<(), ArgsError> {
         if !self.include.is_empty() && !self.exclude.is_empty() {
             return Err(ArgsError::new(
                 field,
@@ -33,13 +33,13 @@ impl IncludeExclude {
     }
 
     /// As `namespaces`: refuses both lists at once.
-    pub fn validate(&self, field: &str) -> Result<(), ArgsError> {
+    pub(crate) fn validate(&self, field: &str) -> Result<(), ArgsError> {
         self.validate_listing(field, "namespaces")
     }
 
     /// Whether something is in scope, given whether a list names it: named in `include`
     /// when that is set, else named nowhere in `exclude`.
-    pub fn allows_by(&self, named_in: impl Fn(&[String]) -> bool) -> bool {
+    pub(crate) fn allows_by(&self, named_in: impl Fn(&[String]) -> bool) -> bool {
         if !self.include.is_empty() {
             return named_in(&self.include);
         }
@@ -53,7 +53,7 @@ impl IncludeExclude {
 }
 
 /// Whether an optional namespaces arg allows `ns`.
-pub fn namespace_allowed(ns_args: &Option<Namespaces>, ns: &str) -> bool {
+pub(crate) fn namespace_allowed(ns_args: &Option<Namespaces>, ns: &str) -> bool {
     ns_args.as_ref().is_none_or(|n| n.allows(ns))
 }
 
@@ -66,7 +66,7 @@ pub struct PriorityThreshold {
 }
 
 impl PriorityThreshold {
-    pub fn validate(&self, field: &str) -> Result<(), ArgsError> {
+    pub(crate) fn validate(&self, field: &str) -> Result<(), ArgsError> {
         if self.value.is_some() && self.name.as_deref().is_some_and(|n| !n.is_empty()) {
             return Err(ArgsError::new(
                 field,
@@ -76,14 +76,14 @@ impl PriorityThreshold {
         Ok(())
     }
 
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.value.is_some() || self.name.as_deref().is_some_and(|n| !n.is_empty())
     }
 }
 
 /// The pods a plugin's `namespaces` and `labelSelector` args select, the selector compiled.
 #[derive(Debug, Clone, Default)]
-pub struct PodScope {
+pub(crate) struct PodScope {
     namespaces: Option<Namespaces>,
     selector: Option<Selector>,
 }
@@ -115,7 +115,7 @@ impl PodScope {
 
 /// Checks that every entry of the list arg `field` is one of `allowed`; the first that is not
 /// is an error at `field[i]`, worded by `why` from the entry.
-pub fn each_one_of(
+pub(crate) fn each_one_of(
     field: &str,
     list: &[String],
     allowed: &[&str],
@@ -133,7 +133,7 @@ pub fn each_one_of(
 
 /// Compiles an optional label selector arg (`labelSelector`, say); an error names the field
 /// `path`.
-pub fn selector_arg(
+pub(crate) fn selector_arg(
     spec: Option<&LabelSelectorSpec>,
     path: &str,
 ) -> Result<Option<Selector>, ArgsError> {

@@ -13,8 +13,8 @@ use crate::snapshot::usage::UsageSource;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-pub const API_VERSION: &str = "descheduler/v1alpha2";
-pub const KIND: &str = "DeschedulerPolicy";
+pub(crate) const API_VERSION: &str = "descheduler/v1alpha2";
+pub(crate) const KIND: &str = "DeschedulerPolicy";
 
 /// Where in a profile a plugin may be enabled (`profiles[].plugins.<point>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl PolicyError {
 
 /// Go's JSON decoding treats `null` as the empty value; so do we (`pluginConfig:` with
 /// nothing under it is an empty list).
-pub fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Default + Deserialize<'de>,
@@ -101,7 +101,7 @@ pub struct PluginSet {
 
 impl PluginSet {
     /// Enabled plugins, minus the disabled ones, in the order given.
-    pub fn effective(&self) -> Vec<String> {
+    pub(crate) fn effective(&self) -> Vec<String> {
         self.enabled
             .iter()
             .filter(|p| !self.disabled.iter().any(|d| d == *p || d == "*"))
@@ -229,9 +229,9 @@ pub struct PrometheusProvider {
 }
 
 /// Prometheus' default label for the node a series belongs to.
-pub const DEFAULT_PROMETHEUS_NODE_LABEL: &str = "instance";
+pub(crate) const DEFAULT_PROMETHEUS_NODE_LABEL: &str = "instance";
 /// Default timeout of one Prometheus query, seconds.
-pub const DEFAULT_PROMETHEUS_TIMEOUT_SECONDS: i64 = 10;
+pub(crate) const DEFAULT_PROMETHEUS_TIMEOUT_SECONDS: i64 = 10;
 
 /// Written with the URL's credentials redacted, so that no debug print shows them.
 impl std::fmt::Debug for PrometheusProvider {

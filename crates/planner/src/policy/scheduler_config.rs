@@ -28,11 +28,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The `apiVersion` of a scheduler configuration file.
-pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
+pub(crate) const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 /// The `kind` of a scheduler configuration file.
-pub const KIND: &str = "KubeSchedulerConfiguration";
+pub(crate) const KIND: &str = "KubeSchedulerConfiguration";
 /// The profile kube-scheduler gives pods that name no scheduler.
-pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+pub(crate) const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
 /// kube-scheduler's in-tree plugins that do not score: accepted wherever a plugin is named,
 /// they do not change the simulator's pick.
@@ -56,7 +56,7 @@ const NON_SCORE_PLUGINS: &[&str] = &[
 ];
 
 /// The most a scheduler config file may hold: 4 MiB (kube-scheduler's are a few KB).
-pub const FILE_LIMIT: u64 = 4 << 20;
+pub(crate) const FILE_LIMIT: u64 = 4 << 20;
 
 /// The fields of a KubeSchedulerConfiguration (v1).
 const TOP_FIELDS: &[&str] = &[

@@ -21,12 +21,12 @@ use crate::snapshot::{
 };
 
 /// Whether some toleration tolerates the taint.
-pub fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
+pub(crate) fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
     tolerations.iter().any(|t| t.tolerates(taint))
 }
 
 /// Every taint with NoSchedule or NoExecute effect is tolerated (what scheduling needs).
-pub fn tolerates_scheduling_taints(pod: &Pod, node: &Node) -> bool {
+pub(crate) fn tolerates_scheduling_taints(pod: &Pod, node: &Node) -> bool {
     node.taints
         .iter()
         .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
@@ -35,12 +35,12 @@ pub fn tolerates_scheduling_taints(pod: &Pod, node: &Node) -> bool {
 
 /// Every taint of the node is tolerated, whatever its effect (upstream's
 /// `PodToleratesTaints`, used by LowNodeUtilization to pick pods that may move).
-pub fn tolerates_all_taints(pod: &Pod, taints: &[Taint]) -> bool {
+pub(crate) fn tolerates_all_taints(pod: &Pod, taints: &[Taint]) -> bool {
     taints.iter().all(|t| tolerated(&pod.tolerations, t))
 }
 
 /// nodeSelector and required node affinity (`PodMatchNodeSelector`).
-pub fn matches_node_selector(pod: &Pod, node: &Node) -> bool {
+pub(crate) fn matches_node_selector(pod: &Pod, node: &Node) -> bool {
     if !pod
         .node_selector
         .iter()
@@ -61,7 +61,7 @@ pub fn matches_node_selector(pod: &Pod, node: &Node) -> bool {
 /// `matchNodeInclusionPolicies`): with `Honor`, the node must match the pod's nodeSelector and
 /// required node affinity, or, for taints, every NoSchedule/NoExecute taint must be tolerated.
 /// `Ignore` counts the node whatever its labels or taints.
-pub fn matches_node_inclusion_policies(
+pub(crate) fn matches_node_inclusion_policies(
     pod: &Pod,
     node: &Node,
     node_affinity_policy: InclusionPolicy,
@@ -78,7 +78,7 @@ pub fn matches_node_inclusion_policies(
 
 /// The resources the pod asks for fit in what the node has left. `requested` is what the
 /// node's pods already request, with `pods` counting them.
-pub fn fits_resources<'a>(
+pub(crate) fn fits_resources<'a>(
     pod: &'a Pod,
     node: &Node,
     requested: &Resources,
@@ -101,7 +101,7 @@ pub fn fits_resources<'a>(
 /// The first check a node fails for a pod ([`node_fits`], [`fits_resources`]). No text is
 /// made unless it is shown: most callers only ask whether some node fits, over many nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unfit<'a> {
+pub(crate) enum Unfit<'a> {
     Unschedulable,
     NodeSelector,
     Taint,
@@ -126,7 +126,11 @@ impl std::fmt::Display for Unfit<'_> {
 
 /// Every filter a node must pass for the pod to be placed on it, given what it holds now.
 /// Returns the first failing check, named as kube-scheduler names it.
-pub fn node_fits<'a>(pod: &'a Pod, node: &Node, requested: &Resources) -> Result<(), Unfit<'a>> {
+pub(crate) fn node_fits<'a>(
+    pod: &'a Pod,
+    node: &Node,
+    requested: &Resources,
+) -> Result<(), Unfit<'a>> {
     if node.unschedulable {
         return Err(Unfit::Unschedulable);
     }
@@ -144,7 +148,7 @@ pub fn node_fits<'a>(pod: &'a Pod, node: &Node, requested: &Resources) -> Result
 /// namespaces its `namespaceSelector` selects (`{}` selects every namespace). A term with
 /// neither covers only its owner's namespace. `namespace_labels` are the labels of
 /// `namespace` (None when the snapshot does not have it: no labels).
-pub fn term_covers_namespace(
+pub(crate) fn term_covers_namespace(
     term: &PodAffinityTerm,
     owner_namespace: &str,
     namespace: &str,
@@ -169,7 +173,7 @@ pub fn term_covers_namespace(
 /// namespace is covered ([`term_covers_namespace`]) and its labels match the term's
 /// labelSelector (a term without one matches no pod). `namespace_labels` are the labels of the
 /// pod's namespace.
-pub fn term_matches_pod(
+pub(crate) fn term_matches_pod(
     term: &PodAffinityTerm,
     owner_namespace: &str,
     pod: &Pod,
@@ -181,23 +185,10 @@ pub fn term_matches_pod(
         && term_covers_namespace(term, owner_namespace, &pod.namespace, namespace_labels)
 }
 
-/// Whether two nodes are in the same topology domain for `key`: the same node, or both
-/// carry the label with the same value (upstream's `hasSameLabelValue`). A node without the
-/// label shares a domain only with itself.
-pub fn same_topology_domain(a: &Node, b: &Node, key: &str) -> bool {
-    if a.name == b.name {
-        return true;
-    }
-    match (a.labels.get(key), b.labels.get(key)) {
-        (Some(x), Some(y)) => x == y,
-        _ => false,
-    }
-}
-
 /// The score a pod's preferred node affinity gives a node: the sum of the weights of the
 /// `preferredDuringSchedulingIgnoredDuringExecution` terms the node matches (an empty term
 /// matches no node), as upstream's `GetNodeWeightGivenPodPreferredAffinity`.
-pub fn preferred_node_affinity_score(pod: &Pod, node: &Node) -> i64 {
+pub(crate) fn preferred_node_affinity_score(pod: &Pod, node: &Node) -> i64 {
     pod.affinity.as_ref().map_or(0, |a| {
         a.node_preferred
             .iter()
@@ -340,21 +331,6 @@ mod tests {
         nil.label_selector = None;
         nil.namespace_selector = Some(crate::labels::Selector::everything());
         assert!(!term_matches_pod(&nil, "shop", &db, None));
-    }
-
-    #[test]
-    fn topology_domains() {
-        let a1 = node("a1").label("zone", "a").build();
-        let a2 = node("a2").label("zone", "a").build();
-        let b1 = node("b1").label("zone", "b").build();
-        let bare = node("x").build();
-        assert!(same_topology_domain(&a1, &a2, "zone"));
-        assert!(!same_topology_domain(&a1, &b1, "zone"));
-        assert!(!same_topology_domain(&a1, &a2, "kubernetes.io/hostname"));
-        // a node without the label shares a domain only with itself
-        assert!(!same_topology_domain(&a1, &bare, "zone"));
-        assert!(same_topology_domain(&bare, &bare, "zone"));
-        assert!(same_topology_domain(&bare, &bare, ""));
     }
 
     #[test]

@@ -83,7 +83,7 @@ impl Termination {
     };
 
     /// Whether an evicted `pod` is still on its node while replacements are scheduled.
-    pub fn lingers(&self, pod: &Pod) -> bool {
+    pub(crate) fn lingers(&self, pod: &Pod) -> bool {
         self.graceful && pod.is_active() && pod.grace_seconds(self.grace_override) > 0
     }
 }
@@ -233,7 +233,7 @@ impl std::fmt::Display for NoFit {
 /// How many feasible nodes kube-scheduler looks for before it scores (its
 /// `numFeasibleNodesToFind` with the default `percentageOfNodesToScore`): every node below 100
 /// nodes, else 50% minus 1% per 125 nodes, at least 5% and at least 100 nodes.
-pub fn feasible_nodes_to_find(all: usize) -> usize {
+pub(crate) fn feasible_nodes_to_find(all: usize) -> usize {
     if all < 100 {
         return all;
     }
@@ -421,7 +421,7 @@ impl<'s> Simulation<'s> {
     }
 
     /// Sets how evicted pods terminate ([`Termination`]). Call before anything is removed.
-    pub fn set_termination(&mut self, termination: Termination) {
+    pub(crate) fn set_termination(&mut self, termination: Termination) {
         self.forget_pick();
         self.termination = termination;
     }
@@ -514,7 +514,7 @@ impl<'s> Simulation<'s> {
     }
 
     /// Whether any evicted pod still terminates in kube-scheduler's view.
-    pub fn any_lingering(&self) -> bool {
+    pub(crate) fn any_lingering(&self) -> bool {
         self.lingering_count > 0
     }
 
@@ -533,7 +533,7 @@ impl<'s> Simulation<'s> {
         self.linger_non_zero.iter_mut().for_each(|l| *l = (0, 0));
     }
 
-    pub fn is_gone(&self, pod: PodId) -> bool {
+    pub(crate) fn is_gone(&self, pod: PodId) -> bool {
         self.gone[pod as usize]
     }
 
@@ -569,7 +569,7 @@ impl<'s> Simulation<'s> {
 
     /// The pods on a node as the plan leaves it: the active pods not gone, then the
     /// replacements placed there.
-    pub fn pods_on(&self, node: NodeId) -> impl Iterator<Item = PodId> + use<'_, 's> {
+    pub(crate) fn pods_on(&self, node: NodeId) -> impl Iterator<Item = PodId> + use<'_, 's> {
         self.snap
             .pods_on_node(node)
             .iter()
@@ -613,7 +613,7 @@ impl<'s> Simulation<'s> {
 
     /// Some node among `nodes` where the replacement of `pod` passes every filter (the first
     /// in order), or why each fails: nodeFit's question, answered without checking them all.
-    pub fn any_feasible(&self, pod: PodId, nodes: &[NodeId]) -> Result<NodeId, NoFit> {
+    pub(crate) fn any_feasible(&self, pod: PodId, nodes: &[NodeId]) -> Result<NodeId, NoFit> {
         self.search(pod, nodes, 0, 1).map(|(ok, _)| ok[0])
     }
 
@@ -673,7 +673,11 @@ impl<'s> Simulation<'s> {
     /// goes when it finds no node while they terminate (it waits in kube-scheduler's queue
     /// until the deletions free room, as [`Simulation::replace`] places it), its own node
     /// included once the pod itself is gone.
-    pub fn predict_settled(&self, pod: PodId, nodes: &[NodeId]) -> Result<Prediction, NoFit> {
+    pub(crate) fn predict_settled(
+        &self,
+        pod: PodId,
+        nodes: &[NodeId],
+    ) -> Result<Prediction, NoFit> {
         let was = self.see_lingering.get();
         self.see_lingering.set(false);
         let predicted = self.predict(pod, nodes);
@@ -739,7 +743,11 @@ impl<'s> Simulation<'s> {
     /// [`Simulation::schedule_predicted`] once the evicted pods are gone: where kube-scheduler
     /// puts a pod it places after they terminated (a pending pod, which waits in its queue
     /// until a deletion frees room). The pods still terminating stay so for later placements.
-    pub fn schedule_settled(&mut self, pod: PodId, nodes: &[NodeId]) -> Result<Prediction, NoFit> {
+    pub(crate) fn schedule_settled(
+        &mut self,
+        pod: PodId,
+        nodes: &[NodeId],
+    ) -> Result<Prediction, NoFit> {
         self.see_lingering.set(false);
         let placed = self.schedule_predicted(pod, nodes);
         self.see_lingering.set(true);

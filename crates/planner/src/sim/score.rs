@@ -27,38 +27,38 @@ use crate::snapshot::{
 use rustc_hash::FxHashMap;
 
 /// kube-scheduler's `MaxNodeScore`.
-pub const MAX_NODE_SCORE: i64 = 100;
+pub(crate) const MAX_NODE_SCORE: i64 = 100;
 /// The most a RequestedToCapacityRatio shape point may score (`MaxCustomPriorityScore`).
-pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+pub(crate) const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 /// What kube-scheduler counts for a pod without cpu or memory requests, in scoring only.
-pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+pub(crate) const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 /// What kube-scheduler counts for a pod without a memory request, in scoring only: 200 MiB.
-pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+pub(crate) const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 /// kube-scheduler's well-known topology label of a node: its hostname.
-pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+pub(crate) const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 /// kube-scheduler's well-known topology label of a node: its zone.
-pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+pub(crate) const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
 /// ImageLocality's thresholds: 23 MB and 1000 MB per container.
 const IMAGE_MIN_THRESHOLD: i64 = 23 * 1024 * 1024;
 const IMAGE_MAX_CONTAINER_THRESHOLD: i64 = 1000 * 1024 * 1024;
 
 /// The score plugin that prefers nodes by their free (or used) resources.
-pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
+pub(crate) const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
 /// The score plugin that prefers nodes whose resources are used alike.
-pub const BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
+pub(crate) const BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
 /// The score plugin that prefers nodes with fewer PreferNoSchedule taints the pod does not tolerate.
-pub const TAINT_TOLERATION: &str = "TaintToleration";
+pub(crate) const TAINT_TOLERATION: &str = "TaintToleration";
 /// The score plugin that prefers nodes matching the pod's preferred node affinity.
-pub const NODE_AFFINITY: &str = "NodeAffinity";
+pub(crate) const NODE_AFFINITY: &str = "NodeAffinity";
 /// The score plugin of preferred inter-pod affinity and anti-affinity.
-pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+pub(crate) const INTER_POD_AFFINITY: &str = "InterPodAffinity";
 /// The score plugin of soft topology spread constraints.
-pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+pub(crate) const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
 /// The score plugin that prefers nodes holding the pod's images.
-pub const IMAGE_LOCALITY: &str = "ImageLocality";
+pub(crate) const IMAGE_LOCALITY: &str = "ImageLocality";
 
 /// Every score plugin, in kube-scheduler's default order.
-pub const SCORE_PLUGINS: [&str; 7] = [
+pub(crate) const SCORE_PLUGINS: [&str; 7] = [
     TAINT_TOLERATION,
     NODE_AFFINITY,
     NODE_RESOURCES_FIT,
@@ -88,7 +88,7 @@ impl ResourceSpec {
 }
 
 /// cpu and memory, weight 1 each: both resource scorers' default.
-pub fn default_resources() -> Vec<ResourceSpec> {
+pub(crate) fn default_resources() -> Vec<ResourceSpec> {
     vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]
 }
 
@@ -179,7 +179,7 @@ impl ScoreProfile {
     }
 
     /// Sets a plugin's weight by its name; false when it is not a score plugin.
-    pub fn set_weight(&mut self, plugin: &str, weight: i64) -> bool {
+    pub(crate) fn set_weight(&mut self, plugin: &str, weight: i64) -> bool {
         let w = match plugin {
             NODE_RESOURCES_FIT => &mut self.fit_weight,
             BALANCED_ALLOCATION => &mut self.balanced_weight,
@@ -198,7 +198,7 @@ impl ScoreProfile {
 // ---- the arithmetic, as kube-scheduler has it ----
 
 /// `leastRequestedScore`: the share of the node left free, 0..=100.
-pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+pub(crate) fn least_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
         return 0;
     }
@@ -206,7 +206,7 @@ pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
 }
 
 /// `mostRequestedScore`: the share of the node requested, 0..=100.
-pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+pub(crate) fn most_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 {
         return 0;
     }
@@ -214,7 +214,7 @@ pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
 }
 
 /// `BuildBrokenLinearFunction`: the shape's points joined by straight lines, flat outside.
-pub fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
+pub(crate) fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
     for (i, &(u, s)) in shape.iter().enumerate() {
         if p <= u {
             if i == 0 {
@@ -229,7 +229,7 @@ pub fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
 
 /// A resource scorer's score of a node: `requested` (with the pod) and `allocatable` per
 /// resource, weighted; resources the node has none of are left out.
-pub fn resource_strategy_score(
+pub(crate) fn resource_strategy_score(
     strategy: &ScoringStrategy,
     weights: &[i64],
     requested: &[i64],
@@ -285,7 +285,7 @@ pub fn resource_strategy_score(
 
 /// `balancedResourceScore`: 100 times one minus the standard deviation of the requested
 /// fractions (each at most 1).
-pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+pub(crate) fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
     let fractions: Vec<f64> = requested
         .iter()
         .zip(allocatable)
@@ -306,7 +306,11 @@ pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
 
 /// `balancedResourceScorer`: how the node's balance changes with the pod, 50..=100 (75: no
 /// change).
-pub fn balanced_allocation_score(requested: &[i64], allocated: &[i64], allocatable: &[i64]) -> i64 {
+pub(crate) fn balanced_allocation_score(
+    requested: &[i64],
+    allocated: &[i64],
+    allocatable: &[i64],
+) -> i64 {
     let with = balanced_resource_score(requested, allocatable);
     let without = balanced_resource_score(allocated, allocatable);
     MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with - without) / 2
@@ -314,7 +318,7 @@ pub fn balanced_allocation_score(requested: &[i64], allocated: &[i64], allocatab
 
 /// `DefaultNormalizeScore`: scaled so that the highest is `max` (reversed: the highest gets
 /// 0, the lowest `max`); all zero stays zero (reversed: all `max`).
-pub fn default_normalize(max: i64, reverse: bool, scores: &mut [i64]) {
+pub(crate) fn default_normalize(max: i64, reverse: bool, scores: &mut [i64]) {
     let top = scores.iter().copied().max().unwrap_or(0).max(0);
     if top == 0 {
         if reverse {
@@ -329,7 +333,7 @@ pub fn default_normalize(max: i64, reverse: bool, scores: &mut [i64]) {
 }
 
 /// InterPodAffinity's normalisation: min to 0, max to 100, linearly (truncated).
-pub fn min_max_normalize(scores: &mut [i64]) {
+pub(crate) fn min_max_normalize(scores: &mut [i64]) {
     let (Some(&min), Some(&max)) = (scores.iter().min(), scores.iter().max()) else {
         return;
     };
@@ -345,7 +349,7 @@ pub fn min_max_normalize(scores: &mut [i64]) {
 
 /// PodTopologySpread's normalisation: the fewest matching pods gets 100; ignored nodes
 /// (None) get 0.
-pub fn spread_normalize(scores: &[Option<i64>]) -> Vec<i64> {
+pub(crate) fn spread_normalize(scores: &[Option<i64>]) -> Vec<i64> {
     let valid = scores.iter().flatten();
     let min = valid.clone().min().copied().unwrap_or(i64::MAX);
     let max = valid.max().copied().unwrap_or(0).max(0);
@@ -360,17 +364,17 @@ pub fn spread_normalize(scores: &[Option<i64>]) -> Vec<i64> {
 }
 
 /// `topologyNormalizingWeight`: ln(domains + 2).
-pub fn topology_normalizing_weight(size: usize) -> f64 {
+pub(crate) fn topology_normalizing_weight(size: usize) -> f64 {
     ((size + 2) as f64).ln()
 }
 
 /// `scoreForCount`.
-pub fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
+pub(crate) fn score_for_count(count: i64, max_skew: i32, weight: f64) -> f64 {
     count as f64 * weight + f64::from(max_skew - 1)
 }
 
 /// `normalizedImageName`: `:latest` added to an image without a tag.
-pub fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
     let colon = name.rfind(':').map_or(-1, |i| i as i64);
     let slash = name.rfind('/').map_or(-1, |i| i as i64);
     if colon <= slash {
@@ -381,13 +385,13 @@ pub fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `scaledImageScore`: an image's size times the share of nodes that have it.
-pub fn scaled_image_score(size: i64, nodes_with_image: usize, total_nodes: usize) -> i64 {
+pub(crate) fn scaled_image_score(size: i64, nodes_with_image: usize, total_nodes: usize) -> i64 {
     (size as f64 * (nodes_with_image as f64 / total_nodes as f64)) as i64
 }
 
 /// `calculatePriority`: the summed image scores, clamped to 23 MB ..= 1000 MB per container,
 /// scaled to 0..=100.
-pub fn image_priority(sum: i64, containers: usize) -> i64 {
+pub(crate) fn image_priority(sum: i64, containers: usize) -> i64 {
     let max = IMAGE_MAX_CONTAINER_THRESHOLD * containers as i64;
     let sum = if sum < IMAGE_MIN_THRESHOLD {
         IMAGE_MIN_THRESHOLD
@@ -404,7 +408,7 @@ pub fn image_priority(sum: i64, containers: usize) -> i64 {
 /// What the score plugins read of the cluster, as kube-scheduler sees it while it schedules
 /// one pod (the placement simulation gives it, as the plan so far leaves the cluster):
 /// requests per node, the pods that count for affinity and spread, where images are.
-pub trait ClusterView<'s> {
+pub(crate) trait ClusterView<'s> {
     fn snap(&self) -> &'s ClusterSnapshot;
     /// How many nodes of the snapshot have an image (by one of its names).
     fn nodes_with_image(&self, name: &str) -> usize;
@@ -424,7 +428,7 @@ pub trait ClusterView<'s> {
 
 /// Each enabled plugin's weighted, normalised score of each feasible node, in the order of
 /// `feasible`; plugins with weight 0 are left out.
-pub fn plugin_scores<'s>(
+pub(crate) fn plugin_scores<'s>(
     sim: &impl ClusterView<'s>,
     profile: &ScoreProfile,
     pod: PodId,
@@ -452,7 +456,7 @@ pub fn plugin_scores<'s>(
 }
 
 /// The final score of each feasible node: the sum of [`plugin_scores`].
-pub fn total_scores<'s>(
+pub(crate) fn total_scores<'s>(
     sim: &impl ClusterView<'s>,
     profile: &ScoreProfile,
     pod: PodId,
@@ -471,7 +475,7 @@ pub fn total_scores<'s>(
 /// the simulator must pick one) and the alternatives (every other node with the same best
 /// score, which kube-scheduler is as likely to pick).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ranking {
+pub(crate) struct Ranking {
     /// The destination.
     pub best: NodeId,
     /// Every other node with the best score.
@@ -481,7 +485,7 @@ pub struct Ranking {
 }
 
 /// Ranks scored nodes ([`Ranking`]); `scored` is not empty.
-pub fn rank<'s>(sim: &impl ClusterView<'s>, feasible: &[NodeId], scores: &[i64]) -> Ranking {
+pub(crate) fn rank<'s>(sim: &impl ClusterView<'s>, feasible: &[NodeId], scores: &[i64]) -> Ranking {
     let top = scores.iter().copied().max().expect("feasible is not empty");
     let snap = sim.snap();
     let mut tied: Vec<NodeId> = feasible

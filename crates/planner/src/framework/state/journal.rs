@@ -74,7 +74,7 @@ impl Journal {
 
     /// Records that a plugin's eviction was refused for want of budget (see
     /// [`super::EvictError::is_scarcity`]); `hard`: the plugin repairs hard constraints.
-    pub fn scarce(&mut self, profile: &str, plugin: &'static str, hard: bool) {
+    pub(crate) fn scarce(&mut self, profile: &str, plugin: &'static str, hard: bool) {
         let e = self
             .scarce
             .entry((profile.to_string(), plugin))
@@ -84,7 +84,7 @@ impl Journal {
 
     /// The evictions refused for want of budget: (profile, plugin) → (repairs hard
     /// constraints, how many).
-    pub fn scarce_refusals(&self) -> &BTreeMap<(String, &'static str), (bool, u32)> {
+    pub(crate) fn scarce_refusals(&self) -> &BTreeMap<(String, &'static str), (bool, u32)> {
         &self.scarce
     }
 

@@ -53,12 +53,12 @@ impl<'s> Ledger<'s> {
     }
 
     /// Whether a pod is planned for eviction (or was evicted earlier in the cycle).
-    pub fn is_planned(&self, pod: PodId) -> bool {
+    pub(crate) fn is_planned(&self, pod: PodId) -> bool {
         self.planned[pod as usize]
     }
 
     /// Whether the API refused this pod's eviction earlier in the cycle.
-    pub fn is_pinned(&self, pod: PodId) -> bool {
+    pub(crate) fn is_pinned(&self, pod: PodId) -> bool {
         self.pinned[pod as usize]
     }
 
@@ -78,13 +78,8 @@ impl<'s> Ledger<'s> {
         &self.evictions
     }
 
-    /// Disruptions a budget still allows in this plan.
-    pub fn pdb_left(&self, pdb: u32) -> i32 {
-        self.pdb_left[pdb as usize]
-    }
-
     /// Running members a gang has left after the evictions planned so far.
-    pub fn gang_running(&self, gang: GangId) -> u32 {
+    pub(crate) fn gang_running(&self, gang: GangId) -> u32 {
         self.snap
             .gang(gang)
             .running
@@ -92,15 +87,9 @@ impl<'s> Ledger<'s> {
     }
 
     /// Evictions planned so far on a node.
-    pub fn evicted_from_node(&self, node: NodeId) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn evicted_from_node(&self, node: NodeId) -> u32 {
         self.per_node[node as usize]
-    }
-
-    /// Whether the total limit is spent.
-    pub fn total_limit_reached(&self) -> bool {
-        self.limits
-            .total
-            .is_some_and(|t| self.evictions.len() as u32 >= t)
     }
 
     /// Whether one more eviction, of `pod`, is allowed: [`Ledger::admit_by_limits`] and
@@ -115,7 +104,7 @@ impl<'s> Ledger<'s> {
     /// planned or refused already, bound to a node, within the limits per cycle, per node and
     /// per namespace, and covered by at most one budget that allows one more disruption.
     /// Returns the pod's node.
-    pub fn admit_by_limits(&self, pod: PodId) -> Result<NodeId, EvictError> {
+    pub(crate) fn admit_by_limits(&self, pod: PodId) -> Result<NodeId, EvictError> {
         if self.is_planned(pod) {
             return Err(EvictError::AlreadyPlanned);
         }
@@ -163,7 +152,7 @@ impl<'s> Ledger<'s> {
     /// without it; a member of a gang whose PodGroup is not in the snapshot never goes (its
     /// minMember is unknown). Evicting a member that does not run (pending, finished) takes
     /// nothing away.
-    pub fn admit_by_gangs(&self, pod: PodId) -> Result<(), EvictError> {
+    pub(crate) fn admit_by_gangs(&self, pod: PodId) -> Result<(), EvictError> {
         let snap = self.snap;
         let gangs = snap.gangs_of_pod(pod);
         if gangs.is_empty() {
@@ -192,7 +181,7 @@ impl<'s> Ledger<'s> {
     /// The pods a whole-gang eviction of `pod` takes (`gangPolicy: WholeGang`): `pod` first,
     /// then every other member of its gangs that is bound to a node and neither finished nor
     /// terminating, in id order. Just `pod` when it is in no gang.
-    pub fn gang_members(&self, pod: PodId) -> Vec<PodId> {
+    pub(crate) fn gang_members(&self, pod: PodId) -> Vec<PodId> {
         let snap = self.snap;
         let mut others: Vec<PodId> = snap
             .gangs_of_pod(pod)
@@ -213,7 +202,7 @@ impl<'s> Ledger<'s> {
     /// Whether the members of a whole gang are all still free to go, before any limit is
     /// looked at: none planned already (by another profile) and none refused by the API
     /// earlier in the cycle (the rest of a gang is never attempted after a refusal).
-    pub fn admit_gang_members(&self, members: &[PodId]) -> Result<(), EvictError> {
+    pub(crate) fn admit_gang_members(&self, members: &[PodId]) -> Result<(), EvictError> {
         let Some((&first, others)) = members.split_first() else {
             return Ok(());
         };
@@ -242,7 +231,7 @@ impl<'s> Ledger<'s> {
     }
 
     /// The gangs of a pod, described for reasons (`PodGroup ns/name (group)`).
-    pub fn gang_description(&self, pod: PodId) -> String {
+    pub(crate) fn gang_description(&self, pod: PodId) -> String {
         self.snap
             .gangs_of_pod(pod)
             .iter()
@@ -256,7 +245,7 @@ impl<'s> Ledger<'s> {
     /// ([`Ledger::admit_gang_members`]), their gangs are known, each member passes
     /// [`Ledger::admit_by_limits`] alone, and the limits and each budget allow all of them
     /// together (no minMember check, since the whole gang goes). Returns each member's node.
-    pub fn admit_whole_gang(&self, members: &[PodId]) -> Result<Vec<NodeId>, EvictError> {
+    pub(crate) fn admit_whole_gang(&self, members: &[PodId]) -> Result<Vec<NodeId>, EvictError> {
         let snap = self.snap;
         let Some(&first) = members.first() else {
             return Ok(Vec::new());
@@ -426,7 +415,7 @@ impl<'s> Ledger<'s> {
     /// Records a pod evicted earlier in this cycle (when re-planning after a refusal): it is
     /// gone and counts like a planned one, but it is not part of the new plan. Returns its
     /// node, or None when it is planned already or bound to no node (nothing recorded).
-    pub fn record_evicted_earlier(&mut self, pod: PodId) -> Option<NodeId> {
+    pub(crate) fn record_evicted_earlier(&mut self, pod: PodId) -> Option<NodeId> {
         if self.is_planned(pod) {
             return None;
         }

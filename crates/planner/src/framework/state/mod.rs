@@ -82,7 +82,7 @@ impl EvictError {
     /// Whether the eviction was refused for want of budget: a disruption budget with no
     /// disruptions left, or a limit per node, namespace or cycle reached. Another plugin
     /// having spent it first could be why.
-    pub fn is_scarcity(&self) -> bool {
+    pub(crate) fn is_scarcity(&self) -> bool {
         matches!(
             self,
             EvictError::NodeLimit(_)
@@ -165,7 +165,7 @@ impl<'s> PlanningState<'s> {
         &self.journal
     }
 
-    pub fn journal_mut(&mut self) -> &mut Journal {
+    pub(crate) fn journal_mut(&mut self) -> &mut Journal {
         &mut self.journal
     }
 
@@ -182,7 +182,7 @@ impl<'s> PlanningState<'s> {
     /// Records a pod evicted earlier in this cycle (when re-planning after a refusal): it is
     /// gone, its requests are off its node, its replacement placed (when predicting), and it
     /// counts against the limits and its budget, but it is not part of the new plan.
-    pub fn record_evicted_earlier(&mut self, pod: PodId) {
+    pub(crate) fn record_evicted_earlier(&mut self, pod: PodId) {
         if self.ledger.record_evicted_earlier(pod).is_some() {
             self.journal.chosen(pod);
             self.placement.evict(pod);
@@ -191,7 +191,7 @@ impl<'s> PlanningState<'s> {
 
     /// [`PlanningState::record_evicted_earlier`] for a pod whose replacement was seen bound to
     /// `node`: the replacement is placed there, whatever the simulator would predict.
-    pub fn record_landed(&mut self, pod: PodId, node: NodeId) {
+    pub(crate) fn record_landed(&mut self, pod: PodId, node: NodeId) {
         if self.ledger.record_evicted_earlier(pod).is_some() {
             self.journal.chosen(pod);
             self.placement.evict_to(pod, node);
@@ -201,7 +201,7 @@ impl<'s> PlanningState<'s> {
     /// Plans the eviction of one pod, once the ledger admits it ([`Ledger::admit`]): spends
     /// the limits and the budget, moves the pod's requests off its node and (when predicting)
     /// places its replacement.
-    pub fn plan_eviction(
+    pub(crate) fn plan_eviction(
         &mut self,
         pod: PodId,
         profile: &str,
@@ -231,7 +231,7 @@ impl<'s> PlanningState<'s> {
     /// when the ledger admits them together ([`Ledger::admit_whole_gang`]) and the simulator
     /// places every member's replacement ([`Placement::place_whole_gang`]), the first one (the
     /// pod a plugin chose) on a node other than its own. Nothing is planned otherwise.
-    pub fn plan_whole_gang(
+    pub(crate) fn plan_whole_gang(
         &mut self,
         members: &[PodId],
         profile: &str,
@@ -281,7 +281,7 @@ impl<'s> PlanningState<'s> {
     /// Places a pending pod (one that has never run) where the simulator predicts
     /// kube-scheduler puts it, as the plan so far leaves the cluster; later placements see it
     /// there.
-    pub fn place_pending(
+    pub(crate) fn place_pending(
         &mut self,
         pod: PodId,
     ) -> Result<crate::sim::Prediction, crate::sim::NoFit> {

@@ -65,7 +65,7 @@ pub struct Placement<'s> {
 }
 
 /// A whole gang placed on a trial copy of the simulation, not yet kept.
-pub struct GangPlacement<'s> {
+pub(crate) struct GangPlacement<'s> {
     trial: Simulation<'s>,
     /// Each member's simulated destination, in member order.
     pub destinations: Vec<NodeId>,
@@ -96,7 +96,7 @@ impl<'s> Placement<'s> {
 
     /// How evicted pods terminate while their replacements are scheduled ([`Termination`]).
     /// Call before anything is planned.
-    pub fn set_termination(&mut self, termination: Termination) {
+    pub(crate) fn set_termination(&mut self, termination: Termination) {
         self.sim.set_termination(termination);
     }
 
@@ -115,7 +115,7 @@ impl<'s> Placement<'s> {
     }
 
     /// Turns destination prediction (and cumulative placements) on or off for this cycle.
-    pub fn set_predict(&mut self, predict: bool) {
+    pub(crate) fn set_predict(&mut self, predict: bool) {
         self.predict = predict;
     }
 
@@ -124,7 +124,7 @@ impl<'s> Placement<'s> {
     /// node it classified with its target thresholds as absolute amounts, the underutilized
     /// ones wanted). The evictor refuses destinations over their limit, and with
     /// `placementCheck: true` destinations not wanted. Cleared after each plugin.
-    pub fn set_targets(&mut self, targets: PlacementTargets) {
+    pub(crate) fn set_targets(&mut self, targets: PlacementTargets) {
         let mut by_node = vec![None; self.snap.nodes.len()];
         for t in targets {
             let i = t.node as usize;
@@ -134,7 +134,7 @@ impl<'s> Placement<'s> {
     }
 
     /// Clears the running plugin's targets ([`Placement::set_targets`]), returning them.
-    pub fn clear_targets(&mut self) -> Vec<PlacementTarget> {
+    pub(crate) fn clear_targets(&mut self) -> Vec<PlacementTarget> {
         self.targets
             .take()
             .map(|t| t.into_iter().flatten().collect())
@@ -143,18 +143,18 @@ impl<'s> Placement<'s> {
 
     /// Says whether the running plugin's evictions help only where their replacements land
     /// on another node ([`crate::framework::Plugin::relocates`]); reset after each plugin.
-    pub fn set_relocating(&mut self, relocating: bool) {
+    pub(crate) fn set_relocating(&mut self, relocating: bool) {
         self.relocating = relocating;
     }
 
     /// Whether the running plugin's evictions help only where their replacements land on
     /// another node: the evictor refuses one predicted back on its own node.
-    pub fn relocating(&self) -> bool {
+    pub(crate) fn relocating(&self) -> bool {
         self.relocating
     }
 
     /// Whether the running plugin set targets ([`Placement::set_targets`]).
-    pub fn has_targets(&self) -> bool {
+    pub(crate) fn has_targets(&self) -> bool {
         self.targets.is_some()
     }
 

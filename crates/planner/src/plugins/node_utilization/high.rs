@@ -53,7 +53,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const NAME: &str = "HighNodeUtilization";
 
 /// The registry entry: a `balance` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::balance::<HighNodeUtilization>(NAME);
 
 /// `HighNodeUtilizationArgs`.

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 pub const NAME: &str = "LowNodeUtilization";
 
 /// The registry entry: a `balance` plugin.
-pub const SPEC: crate::framework::PluginSpec =
+pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::balance::<LowNodeUtilization>(NAME);
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -34,10 +34,10 @@ use std::collections::BTreeMap;
 
 /// Upstream's `EvictionModeOnlyThresholdingResources`: evict only pods that request one of
 /// the resources the thresholds name.
-pub const ONLY_THRESHOLDING_RESOURCES: &str = "OnlyThresholdingResources";
+pub(crate) const ONLY_THRESHOLDING_RESOURCES: &str = "OnlyThresholdingResources";
 
 /// Every eviction mode upstream knows.
-pub const EVICTION_MODES: &[&str] = &[ONLY_THRESHOLDING_RESOURCES];
+pub(crate) const EVICTION_MODES: &[&str] = &[ONLY_THRESHOLDING_RESOURCES];
 
 /// `metricsUtilization`: real usage from metrics-server or Prometheus instead of requests.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -85,7 +85,7 @@ pub enum UsageMode {
 
 impl MetricsUtilization {
     /// Whether it asks for real usage at all (an empty `metricsUtilization: {}` does not).
-    pub fn wants_real_usage(&self) -> bool {
+    pub(crate) fn wants_real_usage(&self) -> bool {
         self.metrics_server || self.source.is_some() || self.prometheus.is_some()
     }
 
@@ -297,13 +297,13 @@ pub struct Measured {
 
 impl Measured {
     /// A pod's measured amount of a measured resource; None when unknown.
-    pub fn pod_amount(&self, pod: PodId, resource: &str) -> Option<i64> {
+    pub(crate) fn pod_amount(&self, pod: PodId, resource: &str) -> Option<i64> {
         self.pod_amounts
             .get(resource)
             .and_then(|v| v.get(pod as usize).copied().flatten())
     }
 
-    pub fn is_measured(&self, resource: &str) -> bool {
+    pub(crate) fn is_measured(&self, resource: &str) -> bool {
         self.resources.iter().any(|r| r == resource)
     }
 }
@@ -466,7 +466,10 @@ fn measure_prometheus(
 
 /// Refuses `metricsUtilization` that asks for real usage, for plugins that balance by
 /// requests only.
-pub fn refuse_real_usage(m: &Option<MetricsUtilization>, what: &str) -> Result<(), ArgsError> {
+pub(crate) fn refuse_real_usage(
+    m: &Option<MetricsUtilization>,
+    what: &str,
+) -> Result<(), ArgsError> {
     if m.as_ref().is_some_and(MetricsUtilization::wants_real_usage) {
         return Err(ArgsError::new("metricsUtilization", what));
     }
@@ -474,7 +477,7 @@ pub fn refuse_real_usage(m: &Option<MetricsUtilization>, what: &str) -> Result<(
 }
 
 /// Upstream's `validateThresholds`: at least one resource, every percentage in [0, 100].
-pub fn validate_thresholds(field: &str, t: &BTreeMap<String, f64>) -> Result<(), ArgsError> {
+pub(crate) fn validate_thresholds(field: &str, t: &BTreeMap<String, f64>) -> Result<(), ArgsError> {
     if t.is_empty() {
         return Err(ArgsError::new(
             field,
@@ -501,7 +504,7 @@ pub fn validate_thresholds(field: &str, t: &BTreeMap<String, f64>) -> Result<(),
 /// Upstream's `ValidateLowNodeUtilizationArgs` for a pair of thresholds: each valid, both
 /// over the same resources, and (unless `deviation`: the thresholds are then distances
 /// from the mean) the low one not above the target; `evictableNamespaces` only excludes.
-pub fn validate_threshold_pair(
+pub(crate) fn validate_threshold_pair(
     low: &BTreeMap<String, f64>,
     target: &BTreeMap<String, f64>,
     deviation: bool,
@@ -532,7 +535,7 @@ pub fn validate_threshold_pair(
 }
 
 /// `evictableNamespaces` may only exclude (upstream's utilization plugins).
-pub fn validate_evictable_namespaces(ns: Option<&Namespaces>) -> Result<(), ArgsError> {
+pub(crate) fn validate_evictable_namespaces(ns: Option<&Namespaces>) -> Result<(), ArgsError> {
     if ns.is_some_and(|ns| !ns.include.is_empty()) {
         return Err(ArgsError::new(
             "evictableNamespaces.include",
@@ -543,7 +546,7 @@ pub fn validate_evictable_namespaces(ns: Option<&Namespaces>) -> Result<(), Args
 }
 
 /// Upstream's `validateEvictionModes`: every mode must be a known one.
-pub fn validate_eviction_modes(field: &str, modes: &[String]) -> Result<(), ArgsError> {
+pub(crate) fn validate_eviction_modes(field: &str, modes: &[String]) -> Result<(), ArgsError> {
     each_one_of(field, modes, EVICTION_MODES, |m| {
         format!(
             "invalid eviction mode {m:?}; allowed: {}",
@@ -568,7 +571,7 @@ pub fn pct(usage: i64, capacity: i64) -> f64 {
 
 /// Whether `usage` is at most `percent` of `capacity`, compared without the rounding noise
 /// of dividing first (30% of 3000 is exactly 900). A node with none of the resource is at 0%.
-pub fn at_or_below(usage: i64, capacity: i64, percent: f64) -> bool {
+pub(crate) fn at_or_below(usage: i64, capacity: i64, percent: f64) -> bool {
     if capacity <= 0 {
         return true;
     }
@@ -576,7 +579,7 @@ pub fn at_or_below(usage: i64, capacity: i64, percent: f64) -> bool {
 }
 
 /// A percentage for a reason: whole numbers as such, others with one decimal.
-pub fn fmt_pct(v: f64) -> String {
+pub(crate) fn fmt_pct(v: f64) -> String {
     if (v - v.round()).abs() < 0.05 {
         format!("{}%", Whole(v))
     } else {
@@ -751,7 +754,7 @@ impl<'s> TaintedRooms<'s> {
 
 /// Upstream's `withResourceRequestForAny`: the pod requests one of the resources.
 /// (The snapshot keeps effective requests, so an explicit request of zero counts as none.)
-pub fn requests_any(pod: &Pod, resources: &[String]) -> bool {
+pub(crate) fn requests_any(pod: &Pod, resources: &[String]) -> bool {
     resources
         .iter()
         .any(|r| r != RESOURCE_PODS && pod.requests.get(r) > 0)
@@ -759,13 +762,13 @@ pub fn requests_any(pod: &Pod, resources: &[String]) -> bool {
 
 /// The sum of a node's usage over the classified resources (milli for cpu), upstream's key
 /// for ordering nodes by use.
-pub fn usage_sum(usage: &[i64]) -> i128 {
+pub(crate) fn usage_sum(usage: &[i64]) -> i128 {
     usage.iter().map(|v| *v as i128).sum()
 }
 
 /// A node pods are evicted from. Amounts are per classified resource, in the order of
 /// [`EvictOptions::resources`].
-pub trait SourceNode {
+pub(crate) trait SourceNode {
     fn id(&self) -> NodeId;
     /// The node's use of every classified resource, as absolute amounts (milli for cpu).
     fn usage_mut(&mut self) -> &mut [i64];
@@ -789,7 +792,7 @@ pub trait SourceNode {
 /// such (the least moved); else the one that covers most of what is left above the target,
 /// each resource's share capped at its excess. Fewest evictions, least overshoot. Ties go in
 /// upstream's order. `amounts` gives what a pod takes with it, per resource.
-pub fn fewest_first(
+pub(crate) fn fewest_first(
     snap: &ClusterSnapshot,
     candidates: &[PodId],
     excess: &[i64],
@@ -841,7 +844,7 @@ pub fn fewest_first(
 }
 
 /// How the loop picks and counts pods.
-pub struct EvictOptions<'a> {
+pub(crate) struct EvictOptions<'a> {
     /// Every classified resource; usage and room are kept for these.
     pub resources: &'a [String],
     pub evictable_namespaces: Option<&'a Namespaces>,
@@ -858,7 +861,7 @@ pub struct EvictOptions<'a> {
 /// leave). A node's pods
 /// go in the profile's eviction order, the next one picked after each eviction
 /// ([`Context::next_by_order`]).
-pub fn evict_pods_from_source_nodes<S: SourceNode>(
+pub(crate) fn evict_pods_from_source_nodes<S: SourceNode>(
     cx: &mut Context<'_, '_>,
     sources: Vec<S>,
     destinations: &[NodeId],
@@ -975,7 +978,7 @@ fn take_room(
 /// which is then reduced: the pods moved can all be placed without any destination crossing
 /// its target (no plan makes a destination overutilized). Without `rooms`, upstream's loop:
 /// pods leave while the summed room is positive, whatever their size.
-pub fn evict_pods_within_rooms<S: SourceNode>(
+pub(crate) fn evict_pods_within_rooms<S: SourceNode>(
     cx: &mut Context<'_, '_>,
     sources: Vec<S>,
     destinations: &[NodeId],
