@@ -135,7 +135,7 @@ proptest! {
         let plan = plan(&pipeline, &snap, T0).unwrap();
         // The underutilized nodes: schedulable, at or below the low threshold everywhere.
         let mut rooms: Vec<Vec<i64>> = Vec::new();
-        for id in 0..snap.nodes.len() as u32 {
+        for id in snap.node_ids() {
             let n = snap.node(id);
             let used = snap.node_requested(id);
             let low = rs.iter().all(|r| used.get(r) <= amount(n.allocatable.get(r), c.low));

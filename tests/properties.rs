@@ -599,6 +599,7 @@ proptest! {
 
 use descheduler::plan::EvictionPlan;
 use descheduler::sim::{queue_order, Simulation, Termination};
+use descheduler::snapshot::{NodeId, PodId};
 
 /// The pods of a case, each with `grace` seconds of terminationGracePeriodSeconds.
 fn with_grace(pods: Vec<Pod>, grace: i64) -> Vec<Pod> {
@@ -660,11 +661,11 @@ proptest! {
     ) {
         let snap = build(&c, build_pods(&c));
         let nodes = snap.ready_nodes(&Default::default());
-        let bound: Vec<u32> = (0..snap.pods.len() as u32)
+        let bound: Vec<PodId> = snap.pod_ids()
             .filter(|&p| snap.pod_node(p).is_some() && snap.pod(p).is_active() && !snap.pod(p).terminating)
             .collect();
         prop_assume!(!bound.is_empty());
-        let mut evicted: Vec<u32> = picks.iter().map(|i| bound[i.index(bound.len())]).collect();
+        let mut evicted: Vec<PodId> = picks.iter().map(|i| bound[i.index(bound.len())]).collect();
         evicted.sort_unstable();
         evicted.dedup();
         let mut sim = Simulation::new(&snap);
@@ -674,21 +675,21 @@ proptest! {
         }
         let mut queue = evicted.clone();
         queue_order(&snap, &mut queue);
-        let mut placed: Vec<(u32, u32)> = Vec::new();
+        let mut placed: Vec<(PodId, NodeId)> = Vec::new();
         for &p in &queue {
             if let Ok(d) = sim.schedule_predicted(p, &nodes) {
                 placed.push((p, d.node));
             }
         }
-        for n in 0..snap.nodes.len() as u32 {
-            let before: Vec<u32> = snap
+        for n in snap.node_ids() {
+            let before: Vec<PodId> = snap
                 .pods_on_node(n)
                 .iter()
                 .copied()
                 .filter(|&q| snap.pod(q).is_active())
                 .collect();
-            let landed: Vec<u32> = placed.iter().filter(|(_, d)| *d == n).map(|(p, _)| *p).collect();
-            let cpu = |ps: &[u32]| ps.iter().map(|&q| snap.pod(q).requests.cpu).sum::<i64>();
+            let landed: Vec<PodId> = placed.iter().filter(|(_, d)| *d == n).map(|(p, _)| *p).collect();
+            let cpu = |ps: &[PodId]| ps.iter().map(|&q| snap.pod(q).requests.cpu).sum::<i64>();
             let alloc = &snap.node(n).allocatable;
             if !landed.is_empty() {
                 prop_assert!(
@@ -700,7 +701,7 @@ proptest! {
             }
             // Off their nodes once settled: the evicted pods and those already terminating
             // in the snapshot (an earlier cycle's evictions within their grace period).
-            let gone: Vec<u32> = before
+            let gone: Vec<PodId> = before
                 .iter()
                 .copied()
                 .filter(|&q| evicted.contains(&q) || snap.pod(q).terminating)
@@ -735,7 +736,7 @@ proptest! {
             pods,
             ..Default::default()
         });
-        let given: Vec<u32> = (0..snap.pods.len() as u32).rev().collect();
+        let given: Vec<PodId> = snap.pod_ids().rev().collect();
         let mut order = given.clone();
         queue_order(&snap, &mut order);
         let mut sorted = order.clone();
@@ -743,9 +744,9 @@ proptest! {
         let mut all = given.clone();
         all.sort_unstable();
         prop_assert_eq!(sorted, all, "a permutation");
-        let prio = |p: u32| snap.pod(p).priority.unwrap_or(0);
+        let prio = |p: PodId| snap.pod(p).priority.unwrap_or(0);
         for w in order.windows(2) {
-            let pos = |p: u32| given.iter().position(|&q| q == p).unwrap();
+            let pos = |p: PodId| given.iter().position(|&q| q == p).unwrap();
             prop_assert!(
                 prio(w[0]) > prio(w[1]) || (prio(w[0]) == prio(w[1]) && pos(w[0]) < pos(w[1])),
                 "{:?}", order

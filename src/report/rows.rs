@@ -217,7 +217,7 @@ pub(super) fn node_row(snap: &ClusterSnapshot, plan: &EvictionPlan, n: NodeId) -
     let node = snap.node(n);
     let measured = plan
         .measured
-        .get(n as usize)
+        .get(n.index())
         .and_then(Option::as_ref)
         .map(|m| MeasuredRow {
             source: m.source.as_str().to_string(),
@@ -225,7 +225,7 @@ pub(super) fn node_row(snap: &ClusterSnapshot, plan: &EvictionPlan, n: NodeId) -
             after: measured_percentages(node, &m.after),
         });
     let after = &plan.requested_after;
-    let i = n as usize;
+    let i = n.index();
     let after_range = if after.uncertain(n) {
         let (low, high) = (
             percentages(node, &after.low[i]),

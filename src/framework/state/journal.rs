@@ -218,14 +218,14 @@ impl Journal {
     /// The measured usage a plugin planned with on a node (the first plugin to measure a
     /// node sets it).
     pub fn measured(&self, node: NodeId) -> Option<&MeasuredNode> {
-        self.measured.get(node as usize).and_then(Option::as_ref)
+        self.measured.get(node.index()).and_then(Option::as_ref)
     }
 
     pub fn set_measured(&mut self, node: NodeId, m: MeasuredNode) {
         if self.measured.is_empty() {
             self.measured = vec![None; self.node_count];
         }
-        let slot = &mut self.measured[node as usize];
+        let slot = &mut self.measured[node.index()];
         if slot.is_none() {
             *slot = Some(m);
         }
@@ -233,7 +233,7 @@ impl Journal {
 
     /// Takes a pod's measured usage off a node's "after" figures.
     pub fn measured_sub(&mut self, node: NodeId, cpu: i64, memory: i64) {
-        if let Some(Some(m)) = self.measured.get_mut(node as usize) {
+        if let Some(Some(m)) = self.measured.get_mut(node.index()) {
             m.after.cpu -= cpu;
             m.after.memory -= memory;
         }

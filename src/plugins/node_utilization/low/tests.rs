@@ -645,7 +645,7 @@ fn stale_or_missing_node_samples_leave_the_node_out() {
     assert!(
         p.notes
             .iter()
-            .any(|n| n.node == Some(0) && n.message.contains("301s old")),
+            .any(|n| n.node == Some(NodeId::new(0)) && n.message.contains("301s old")),
         "{:?}",
         p.notes
     );
@@ -657,7 +657,7 @@ fn stale_or_missing_node_samples_leave_the_node_out() {
     assert!(p
         .notes
         .iter()
-        .any(|n| n.node == Some(0) && n.message.contains("no metrics-server sample")));
+        .any(|n| n.node == Some(NodeId::new(0)) && n.message.contains("no metrics-server sample")));
     // A longer maxSampleAge accepts the old sample.
     let mut answer = metrics_server_answer(true);
     answer.nodes[0].1.timestamp = NOW - 301;
