@@ -9,7 +9,7 @@ use descheduler::framework::{History, NoteKind, Pipeline};
 use descheduler::plan::{plan, plan_with, CycleMemory, EvictionPlan};
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pod, GIB, T0};
-use descheduler::snapshot::{ClusterSnapshot, Pod, SnapshotParts};
+use descheduler::snapshot::{ClusterSnapshot, Pod, PodId, SnapshotParts};
 use proptest::prelude::*;
 
 fn lnu(thresholds: &str, targets: &str) -> Pipeline {
@@ -113,7 +113,7 @@ fn resources(with_pods: bool) -> Vec<&'static str> {
     r
 }
 
-fn take(snap: &ClusterSnapshot, p: u32, r: &str) -> i64 {
+fn take(snap: &ClusterSnapshot, p: PodId, r: &str) -> i64 {
     match r {
         "pods" => 1,
         _ => snap.pod(p).requests.get(r),
@@ -277,7 +277,7 @@ fn a_node_that_received_moved_pods_is_not_a_source() {
     let history = History::with_cooldown(600);
     let p1 = with_history(&before, history.clone(), T0 + 100);
     assert_eq!(p1.evictions.len(), 3, "{:?}", names(&before, &p1));
-    let evicted: Vec<u32> = p1.evictions.iter().map(|e| e.pod).collect();
+    let evicted: Vec<PodId> = p1.evictions.iter().map(|e| e.pod).collect();
     let history = history
         .record_evictions(&before, &evicted, T0 + 100)
         .advance(&p1.over);

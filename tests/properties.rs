@@ -8,8 +8,8 @@ use descheduler::plugins::default_evictor::DefaultEvictor;
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, T0};
 use descheduler::snapshot::{
-    ClusterSnapshot, DisruptionMode, GangKind, Pdb, Phase, Pod, PodGroup, SnapshotParts,
-    TaintEffect, WhenUnsatisfiable,
+    ClusterSnapshot, DisruptionMode, GangKind, NodeId, Pdb, Phase, Pod, PodGroup, PodId,
+    SnapshotParts, TaintEffect, WhenUnsatisfiable,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -454,7 +454,7 @@ proptest! {
     fn plans_never_leave_a_gang_below_min_member((c, gangs) in gang_case()) {
         let snap = gang_snapshot(&c, &gangs);
         let p = plan(&gang_pipeline(&c, false), &snap, T0 + 3600).unwrap();
-        let planned: std::collections::BTreeSet<u32> = p.evictions.iter().map(|e| e.pod).collect();
+        let planned: std::collections::BTreeSet<PodId> = p.evictions.iter().map(|e| e.pod).collect();
         prop_assert_eq!(planned.len(), p.evictions.len(), "pod planned twice");
         for gang in &snap.gangs {
             let running_before = gang
@@ -488,11 +488,11 @@ proptest! {
         let pipeline = gang_pipeline(&c, true);
         prop_assert!(pipeline.profiles.iter().all(|p| p.evictor.evicts_whole_gangs()));
         let p = plan(&pipeline, &snap, T0 + 3600).unwrap();
-        let position: std::collections::BTreeMap<u32, usize> =
+        let position: std::collections::BTreeMap<PodId, usize> =
             p.evictions.iter().enumerate().map(|(i, e)| (e.pod, i)).collect();
         prop_assert_eq!(position.len(), p.evictions.len(), "pod planned twice");
         for (g, gang) in snap.gangs.iter().enumerate() {
-            let running: Vec<u32> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
+            let running: Vec<PodId> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
             let taken: Vec<usize> = running.iter().filter_map(|m| position.get(m).copied()).collect();
             if gang.min_member.is_none() {
                 prop_assert!(gang.members.iter().all(|m| !position.contains_key(m)), "a member of {} (unknown minMember) was planned", gang.describe());
@@ -518,12 +518,12 @@ proptest! {
     fn kubernetes_gangs_follow_their_disruption_mode((c, gangs, modes, whole) in k8s_gang_case()) {
         let snap = k8s_gang_snapshot(&c, &gangs, &modes);
         let p = plan(&gang_pipeline(&c, whole), &snap, T0 + 3600).unwrap();
-        let position: std::collections::BTreeMap<u32, usize> =
+        let position: std::collections::BTreeMap<PodId, usize> =
             p.evictions.iter().enumerate().map(|(i, e)| (e.pod, i)).collect();
         prop_assert_eq!(position.len(), p.evictions.len(), "pod planned twice");
         for (g, gang) in snap.gangs.iter().enumerate() {
             prop_assert_eq!(gang.kind, GangKind::Kubernetes);
-            let running: Vec<u32> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
+            let running: Vec<PodId> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
             let taken: Vec<usize> = running.iter().filter_map(|m| position.get(m).copied()).collect();
             let Some(min) = gang.min_member else {
                 prop_assert!(gang.members.iter().all(|m| !position.contains_key(m)), "a member of {} (unknown minCount) was planned", gang.describe());
@@ -557,7 +557,7 @@ proptest! {
         let p = plan(&pipeline(&c), &snap, 0).unwrap();
         let evictor = DefaultEvictor::default();
         let mut seen = std::collections::BTreeSet::new();
-        let mut per_node: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut per_node: BTreeMap<NodeId, u32> = BTreeMap::new();
         let mut per_ns: BTreeMap<String, u32> = BTreeMap::new();
         let mut per_pdb: BTreeMap<u32, i32> = BTreeMap::new();
         for e in &p.evictions {
@@ -599,7 +599,6 @@ proptest! {
 
 use descheduler::plan::EvictionPlan;
 use descheduler::sim::{queue_order, Simulation, Termination};
-use descheduler::snapshot::{NodeId, PodId};
 
 /// The pods of a case, each with `grace` seconds of terminationGracePeriodSeconds.
 fn with_grace(pods: Vec<Pod>, grace: i64) -> Vec<Pod> {
@@ -620,7 +619,7 @@ fn predicting(c: &Case, termination: Termination) -> Pipeline {
 }
 
 /// Each planned eviction with its predicted destination and alternatives.
-fn predictions(p: &EvictionPlan) -> Vec<(u32, Option<u32>, Vec<u32>)> {
+fn predictions(p: &EvictionPlan) -> Vec<(PodId, Option<NodeId>, Vec<NodeId>)> {
     p.evictions
         .iter()
         .map(|e| (e.pod, e.destination, e.alternatives.clone()))

@@ -15,9 +15,7 @@ use descheduler::plugins::make_room_for_pending_pods::{
 use descheduler::sim::score::{ResourceSpec, ScoringStrategy};
 use descheduler::sim::{ScoreProfile, Simulation};
 use descheduler::snapshot::builders::{node, pdb, pod, pod_group, PodBuilder, T0};
-use descheduler::snapshot::{
-    ClusterSnapshot, ConditionStatus, NodeId, Phase, PodId, SnapshotParts,
-};
+use descheduler::snapshot::{ClusterSnapshot, ConditionStatus, Phase, PodId, SnapshotParts};
 use serde_json::json;
 use std::sync::Arc;
 

@@ -36,11 +36,6 @@ macro_rules! id {
             }
 
             #[inline]
-            pub const fn get(self) -> u32 {
-                self.0
-            }
-
-            #[inline]
             pub const fn index(self) -> usize {
                 self.0 as usize
             }
@@ -70,7 +65,7 @@ id!(
 );
 
 /// The ids from `start` up to `end` (not included), in order: a `Range` of ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdRange<I> {
     pub start: I,
     pub end: I,
@@ -177,14 +172,6 @@ impl<I: Id, T> IdVec<I, T> {
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
         self.items.iter_mut()
     }
-
-    /// Each id with its item, in id order.
-    pub fn iter_enumerated(&self) -> impl DoubleEndedIterator<Item = (I, &T)> + ExactSizeIterator {
-        self.items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| (I::from_index(i), item))
-    }
 }
 
 impl<I: Id, T> Index<I> for IdVec<I, T> {
@@ -210,7 +197,7 @@ mod tests {
     #[test]
     fn ids_are_their_index() {
         let n = NodeId::from_index(7);
-        assert_eq!((n.get(), n.index(), NodeId::new(7)), (7, 7, n));
+        assert_eq!((n.index(), NodeId::new(7)), (7, n));
         assert_eq!(std::mem::size_of::<Option<PodId>>(), 8);
         assert_eq!(std::mem::size_of::<PodId>(), 4);
     }
@@ -220,8 +207,8 @@ mod tests {
         let r = IdRange::<PodId>::first(3);
         assert_eq!(r.len(), 3);
         assert!(r.contains(&PodId::new(2)) && !r.contains(&PodId::new(3)));
-        let up: Vec<u32> = r.map(PodId::get).collect();
-        let down: Vec<u32> = r.rev().map(PodId::get).collect();
+        let up: Vec<usize> = r.clone().map(PodId::index).collect();
+        let down: Vec<usize> = r.rev().map(PodId::index).collect();
         assert_eq!((up, down), (vec![0, 1, 2], vec![2, 1, 0]));
         assert_eq!(IdRange::<NodeId>::first(0).next(), None);
     }
@@ -230,7 +217,6 @@ mod tests {
     fn an_id_vec_is_indexed_by_its_id() {
         let mut v: IdVec<NodeId, i32> = IdVec::filled(0, 2);
         v[NodeId::new(1)] += 5;
-        let items: Vec<(NodeId, i32)> = v.iter_enumerated().map(|(n, &x)| (n, x)).collect();
-        assert_eq!(items, [(NodeId::new(0), 0), (NodeId::new(1), 5)]);
+        assert_eq!((v[NodeId::new(0)], v[NodeId::new(1)]), (0, 5));
     }
 }

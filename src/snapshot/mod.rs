@@ -932,7 +932,7 @@ impl ClusterSnapshot {
     pub fn pods_in_namespace(&self, ns: &str) -> IdRange<PodId> {
         self.namespace_ranges
             .get(ns)
-            .copied()
+            .cloned()
             .unwrap_or(IdRange::first(0))
     }
 
@@ -1126,7 +1126,7 @@ fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
                 .unwrap_or(pdbs.len() - first);
         let run = first..end;
         first = end;
-        let Some(&namespace_pods) = namespace_ranges.get(namespace) else {
+        let Some(namespace_pods) = namespace_ranges.get(namespace).cloned() else {
             continue;
         };
         let mut by_label: FxHashMap<(&str, &str), Vec<PodId>> = FxHashMap::default();
@@ -1138,7 +1138,7 @@ fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
                 .collect();
             keys.sort_unstable();
             keys.dedup();
-            for id in namespace_pods {
+            for id in namespace_pods.clone() {
                 let labels = &pods[id.index()].labels;
                 for &k in &keys {
                     if let Some(v) = labels.get(k) {
@@ -1160,7 +1160,7 @@ fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
                     .into_iter()
                     .flatten()
                     .for_each(|&id| cover(id)),
-                None => namespace_pods.for_each(cover),
+                None => namespace_pods.clone().for_each(cover),
             }
         }
     }
