@@ -9,7 +9,7 @@ use descheduler::framework::{History, NoteKind, Overutilized, Pipeline};
 use descheduler::plan::{plan, plan_with, CycleMemory, EvictionPlan};
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pod, GIB, T0};
-use descheduler::snapshot::{ClusterSnapshot, Pod, SnapshotParts};
+use descheduler::snapshot::{ClusterSnapshot, Pod, PodId, SnapshotParts};
 use proptest::prelude::*;
 
 fn lnu(thresholds: &str, targets: &str) -> Pipeline {
@@ -113,7 +113,7 @@ fn resources(with_pods: bool) -> Vec<&'static str> {
     r
 }
 
-fn take(snap: &ClusterSnapshot, p: u32, r: &str) -> i64 {
+fn take(snap: &ClusterSnapshot, p: PodId, r: &str) -> i64 {
     match r {
         "pods" => 1,
         _ => snap.pod(p).requests.get(r),
@@ -135,7 +135,7 @@ proptest! {
         let plan = plan(&pipeline, &snap, T0).unwrap();
         // The underutilized nodes: schedulable, at or below the low threshold everywhere.
         let mut rooms: Vec<Vec<i64>> = Vec::new();
-        for id in 0..snap.nodes.len() as u32 {
+        for id in snap.node_ids() {
             let n = snap.node(id);
             let used = snap.node_requested(id);
             let low = rs.iter().all(|r| used.get(r) <= amount(n.allocatable.get(r), c.low));
@@ -277,7 +277,7 @@ fn a_node_that_received_moved_pods_is_not_a_source() {
     let history = History::with_cooldown(600);
     let p1 = with_history(&before, history.clone(), T0 + 100);
     assert_eq!(p1.evictions.len(), 3, "{:?}", names(&before, &p1));
-    let evicted: Vec<u32> = p1.evictions.iter().map(|e| e.pod).collect();
+    let evicted: Vec<PodId> = p1.evictions.iter().map(|e| e.pod).collect();
     let history = history
         .record_evictions(&before, &evicted, T0 + 100)
         .advance(Overutilized::of(&p1.findings));

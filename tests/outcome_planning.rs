@@ -7,7 +7,7 @@ use descheduler::framework::Pipeline;
 use descheduler::plan::{plan, EvictionPlan};
 use descheduler::policy::Policy;
 use descheduler::snapshot::synthetic::{self, Config};
-use descheduler::snapshot::ClusterSnapshot;
+use descheduler::snapshot::{ClusterSnapshot, NodeId};
 
 /// 2026-12-01T00:00:00Z
 const NOW: i64 = 1_796_083_200;
@@ -56,7 +56,7 @@ fn outside(snap: &ClusterSnapshot, plan: Option<&EvictionPlan>) -> usize {
         .filter(|&&n| {
             let node = snap.node(n);
             let load = match plan {
-                Some(p) => p.requested_after.predicted[n as usize].clone(),
+                Some(p) => p.requested_after.predicted[n.index()].clone(),
                 None => snap
                     .pods_on_node(n)
                     .iter()
@@ -95,7 +95,7 @@ fn duplicates(snap: &ClusterSnapshot, plan: Option<&EvictionPlan>) -> i64 {
     let moved: HashMap<_, _> = plan
         .map(|p| p.evictions.iter().map(|e| (e.pod, e.destination)).collect())
         .unwrap_or_default();
-    let mut counts: HashMap<&str, HashMap<u32, i64>> = HashMap::new();
+    let mut counts: HashMap<&str, HashMap<NodeId, i64>> = HashMap::new();
     for &n in &nodes {
         for &p in snap.pods_on_node(n) {
             let pod = snap.pod(p);
@@ -110,7 +110,7 @@ fn duplicates(snap: &ClusterSnapshot, plan: Option<&EvictionPlan>) -> i64 {
             if let Some(at) = at {
                 *per.entry(at).or_default() += 1;
             } else {
-                per.entry(u32::MAX).or_default();
+                per.entry(NodeId::MAX).or_default();
             }
         }
     }

@@ -8,8 +8,8 @@ use descheduler::plugins::default_evictor::DefaultEvictor;
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pdb, pod, pod_group, volcano_group, T0};
 use descheduler::snapshot::{
-    ClusterSnapshot, DisruptionMode, GangKind, Pdb, Phase, Pod, PodGroup, SnapshotParts,
-    TaintEffect, WhenUnsatisfiable,
+    ClusterSnapshot, DisruptionMode, GangKind, NodeId, Pdb, Phase, Pod, PodGroup, PodId,
+    SnapshotParts, TaintEffect, WhenUnsatisfiable,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -454,7 +454,7 @@ proptest! {
     fn plans_never_leave_a_gang_below_min_member((c, gangs) in gang_case()) {
         let snap = gang_snapshot(&c, &gangs);
         let p = plan(&gang_pipeline(&c, false), &snap, T0 + 3600).unwrap();
-        let planned: std::collections::BTreeSet<u32> = p.evictions.iter().map(|e| e.pod).collect();
+        let planned: std::collections::BTreeSet<PodId> = p.evictions.iter().map(|e| e.pod).collect();
         prop_assert_eq!(planned.len(), p.evictions.len(), "pod planned twice");
         for gang in &snap.gangs {
             let running_before = gang
@@ -488,11 +488,11 @@ proptest! {
         let pipeline = gang_pipeline(&c, true);
         prop_assert!(pipeline.profiles.iter().all(|p| p.evictor.evicts_whole_gangs()));
         let p = plan(&pipeline, &snap, T0 + 3600).unwrap();
-        let position: std::collections::BTreeMap<u32, usize> =
+        let position: std::collections::BTreeMap<PodId, usize> =
             p.evictions.iter().enumerate().map(|(i, e)| (e.pod, i)).collect();
         prop_assert_eq!(position.len(), p.evictions.len(), "pod planned twice");
         for (g, gang) in snap.gangs.iter().enumerate() {
-            let running: Vec<u32> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
+            let running: Vec<PodId> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
             let taken: Vec<usize> = running.iter().filter_map(|m| position.get(m).copied()).collect();
             if gang.min_member.is_none() {
                 prop_assert!(gang.members.iter().all(|m| !position.contains_key(m)), "a member of {} (unknown minMember) was planned", gang.describe());
@@ -518,12 +518,12 @@ proptest! {
     fn kubernetes_gangs_follow_their_disruption_mode((c, gangs, modes, whole) in k8s_gang_case()) {
         let snap = k8s_gang_snapshot(&c, &gangs, &modes);
         let p = plan(&gang_pipeline(&c, whole), &snap, T0 + 3600).unwrap();
-        let position: std::collections::BTreeMap<u32, usize> =
+        let position: std::collections::BTreeMap<PodId, usize> =
             p.evictions.iter().enumerate().map(|(i, e)| (e.pod, i)).collect();
         prop_assert_eq!(position.len(), p.evictions.len(), "pod planned twice");
         for (g, gang) in snap.gangs.iter().enumerate() {
             prop_assert_eq!(gang.kind, GangKind::Kubernetes);
-            let running: Vec<u32> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
+            let running: Vec<PodId> = gang.members.iter().copied().filter(|&m| snap.counts_as_running(m)).collect();
             let taken: Vec<usize> = running.iter().filter_map(|m| position.get(m).copied()).collect();
             let Some(min) = gang.min_member else {
                 prop_assert!(gang.members.iter().all(|m| !position.contains_key(m)), "a member of {} (unknown minCount) was planned", gang.describe());
@@ -557,7 +557,7 @@ proptest! {
         let p = plan(&pipeline(&c), &snap, 0).unwrap();
         let evictor = DefaultEvictor::default();
         let mut seen = std::collections::BTreeSet::new();
-        let mut per_node: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut per_node: BTreeMap<NodeId, u32> = BTreeMap::new();
         let mut per_ns: BTreeMap<String, u32> = BTreeMap::new();
         let mut per_pdb: BTreeMap<u32, i32> = BTreeMap::new();
         for e in &p.evictions {
@@ -619,7 +619,7 @@ fn predicting(c: &Case, termination: Termination) -> Pipeline {
 }
 
 /// Each planned eviction with its predicted destination and alternatives.
-fn predictions(p: &EvictionPlan) -> Vec<(u32, Option<u32>, Vec<u32>)> {
+fn predictions(p: &EvictionPlan) -> Vec<(PodId, Option<NodeId>, Vec<NodeId>)> {
     p.evictions
         .iter()
         .map(|e| (e.pod, e.destination, e.alternatives.clone()))
@@ -660,11 +660,11 @@ proptest! {
     ) {
         let snap = build(&c, build_pods(&c));
         let nodes = snap.ready_nodes(&Default::default());
-        let bound: Vec<u32> = (0..snap.pods.len() as u32)
+        let bound: Vec<PodId> = snap.pod_ids()
             .filter(|&p| snap.pod_node(p).is_some() && snap.pod(p).is_active() && !snap.pod(p).terminating)
             .collect();
         prop_assume!(!bound.is_empty());
-        let mut evicted: Vec<u32> = picks.iter().map(|i| bound[i.index(bound.len())]).collect();
+        let mut evicted: Vec<PodId> = picks.iter().map(|i| bound[i.index(bound.len())]).collect();
         evicted.sort_unstable();
         evicted.dedup();
         let mut sim = Simulation::new(&snap);
@@ -674,21 +674,21 @@ proptest! {
         }
         let mut queue = evicted.clone();
         queue_order(&snap, &mut queue);
-        let mut placed: Vec<(u32, u32)> = Vec::new();
+        let mut placed: Vec<(PodId, NodeId)> = Vec::new();
         for &p in &queue {
             if let Ok(d) = sim.schedule_predicted(p, &nodes) {
                 placed.push((p, d.node));
             }
         }
-        for n in 0..snap.nodes.len() as u32 {
-            let before: Vec<u32> = snap
+        for n in snap.node_ids() {
+            let before: Vec<PodId> = snap
                 .pods_on_node(n)
                 .iter()
                 .copied()
                 .filter(|&q| snap.pod(q).is_active())
                 .collect();
-            let landed: Vec<u32> = placed.iter().filter(|(_, d)| *d == n).map(|(p, _)| *p).collect();
-            let cpu = |ps: &[u32]| ps.iter().map(|&q| snap.pod(q).requests.cpu).sum::<i64>();
+            let landed: Vec<PodId> = placed.iter().filter(|(_, d)| *d == n).map(|(p, _)| *p).collect();
+            let cpu = |ps: &[PodId]| ps.iter().map(|&q| snap.pod(q).requests.cpu).sum::<i64>();
             let alloc = &snap.node(n).allocatable;
             if !landed.is_empty() {
                 prop_assert!(
@@ -700,7 +700,7 @@ proptest! {
             }
             // Off their nodes once settled: the evicted pods and those already terminating
             // in the snapshot (an earlier cycle's evictions within their grace period).
-            let gone: Vec<u32> = before
+            let gone: Vec<PodId> = before
                 .iter()
                 .copied()
                 .filter(|&q| evicted.contains(&q) || snap.pod(q).terminating)
@@ -735,7 +735,7 @@ proptest! {
             pods,
             ..Default::default()
         });
-        let given: Vec<u32> = (0..snap.pods.len() as u32).rev().collect();
+        let given: Vec<PodId> = snap.pod_ids().rev().collect();
         let mut order = given.clone();
         queue_order(&snap, &mut order);
         let mut sorted = order.clone();
@@ -743,9 +743,9 @@ proptest! {
         let mut all = given.clone();
         all.sort_unstable();
         prop_assert_eq!(sorted, all, "a permutation");
-        let prio = |p: u32| snap.pod(p).priority.unwrap_or(0);
+        let prio = |p: PodId| snap.pod(p).priority.unwrap_or(0);
         for w in order.windows(2) {
-            let pos = |p: u32| given.iter().position(|&q| q == p).unwrap();
+            let pos = |p: PodId| given.iter().position(|&q| q == p).unwrap();
             prop_assert!(
                 prio(w[0]) > prio(w[1]) || (prio(w[0]) == prio(w[1]) && pos(w[0]) < pos(w[1])),
                 "{:?}", order

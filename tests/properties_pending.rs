@@ -15,9 +15,7 @@ use descheduler::plugins::make_room_for_pending_pods::{
 use descheduler::sim::score::{ResourceSpec, ScoringStrategy};
 use descheduler::sim::{ScoreProfile, Simulation};
 use descheduler::snapshot::builders::{node, pdb, pod, pod_group, PodBuilder, T0};
-use descheduler::snapshot::{
-    ClusterSnapshot, ConditionStatus, NodeId, Phase, PodId, SnapshotParts,
-};
+use descheduler::snapshot::{ClusterSnapshot, ConditionStatus, Phase, PodId, SnapshotParts};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -192,7 +190,8 @@ fn brute_force_minimum(
     let sim = Simulation::with_profile(snap, profile.clone());
     let nodes = snap.ready_nodes(&Default::default());
     let ledger = Ledger::new(snap, Limits::default());
-    let movable: Vec<PodId> = (0..snap.pods.len() as PodId)
+    let movable: Vec<PodId> = snap
+        .pod_ids()
         .filter(|&p| {
             snap.pod_node(p).is_some()
                 && priority(snap, p) <= unit.priority
@@ -271,7 +270,8 @@ fn plans_are_sound_and_usually_minimal_on_random_clusters() {
             let unit = &pending_units(&snap, NOW, 60)[0];
             let sim = Simulation::with_profile(&snap, profile.clone());
             let nodes = snap.ready_nodes(&Default::default());
-            let free: i64 = (0..snap.nodes.len() as NodeId)
+            let free: i64 = snap
+                .node_ids()
                 .map(|n| snap.node(n).allocatable.get(GPU) - sim.load(n).get(GPU))
                 .sum();
             let wanted: i64 = unit

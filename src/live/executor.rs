@@ -606,27 +606,28 @@ fn truncate(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::NodeId;
 
     #[test]
     fn a_landing_is_exact_an_alternative_or_missed() {
         let e = PlannedEviction {
-            pod: 0,
-            node: 0,
+            pod: PodId::new(0),
+            node: NodeId::new(0),
             profile: "p".into(),
             plugin: "LowNodeUtilization",
             reason: "r".into(),
-            destination: Some(1),
-            alternatives: vec![2, 3],
+            destination: Some(NodeId::new(1)),
+            alternatives: vec![NodeId::new(2), NodeId::new(3)],
             gang: None,
         };
-        assert_eq!(placement_result(&e, 1), "exact");
-        assert_eq!(placement_result(&e, 3), "alternative");
-        assert_eq!(placement_result(&e, 0), "missed");
+        assert_eq!(placement_result(&e, NodeId::new(1)), "exact");
+        assert_eq!(placement_result(&e, NodeId::new(3)), "alternative");
+        assert_eq!(placement_result(&e, NodeId::new(0)), "missed");
         let none = PlannedEviction {
             destination: None,
             alternatives: Vec::new(),
             ..e
         };
-        assert_eq!(placement_result(&none, 1), "missed");
+        assert_eq!(placement_result(&none, NodeId::new(1)), "missed");
     }
 }

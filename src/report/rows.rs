@@ -174,7 +174,7 @@ pub(super) fn node_row(snap: &ClusterSnapshot, plan: &EvictionPlan, n: NodeId) -
         after: measured_percentages(node, &m.after),
     });
     let after = &plan.requested_after;
-    let i = n as usize;
+    let i = n.index();
     let after_range = if after.uncertain(n) {
         let (low, high) = (
             percentages(node, &after.low[i]),

@@ -473,7 +473,7 @@ mod plugin_findings {
     use crate::framework::{Limits, PlanningState};
     use crate::plugins::default_evictor::DefaultEvictor;
     use crate::snapshot::builders::{node, pod, PodBuilder, T0};
-    use crate::snapshot::{ClusterSnapshot, ConditionStatus, Phase, SnapshotParts};
+    use crate::snapshot::{ClusterSnapshot, ConditionStatus, NodeId, Phase, SnapshotParts};
     use serde_json::json;
 
     const NOW: i64 = T0 + 3600;
@@ -542,7 +542,7 @@ mod plugin_findings {
         });
         let ev = evictor(json!({"nodeFit": true}));
         let mut state = PlanningState::new(&snap, Limits::default());
-        let nodes = [0, 1];
+        let nodes = [NodeId::new(0), NodeId::new(1)];
         let id = |n: &str| snap.pod_id("d", n).unwrap();
         let mut cx = Context::new(&mut state, &ev, "p", "T", 0, &nodes, None);
         assert!(cx.pre_eviction_filter(id("big")).is_err());
@@ -658,7 +658,7 @@ fn a_finding_goes_from_the_plugin_through_the_plan_to_its_key_and_rows() {
         (profile.as_str(), "FindsRoom")
     );
     // ...the planner reads it back by type (a placed pending pod counts where it goes)...
-    let n2 = snap.node_id("n2").unwrap() as usize;
+    let n2 = snap.node_id("n2").unwrap().index();
     assert_eq!(plan.requested_after.predicted[n2].cpu, 500);
     // ...and every format shows it under its key.
     let report = Report::new(&snap, &plan);

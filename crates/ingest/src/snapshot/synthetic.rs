@@ -1403,6 +1403,7 @@ pub fn snapshot(cfg: &Config) -> ClusterSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::PodId;
 
     #[test]
     fn deterministic_and_decodable() {
@@ -1420,7 +1421,7 @@ mod tests {
         assert!(snap.pods.iter().any(|p| p.node_name.is_none()));
         assert!(!snap.nodes.iter().all(|n| n.ready));
         // Requests never exceed what a node can hold.
-        for id in 0..snap.nodes.len() as u32 {
+        for id in snap.node_ids() {
             let node = snap.node(id);
             let req = snap.node_requested(id);
             assert!(req.cpu <= node.allocatable.cpu, "{}", node.name);
@@ -1431,7 +1432,8 @@ mod tests {
     #[test]
     fn load_is_uneven_with_duplicates() {
         let snap = snapshot(&Config::new(90, 2700, 1));
-        let cpu_share: Vec<f64> = (0..snap.nodes.len() as u32)
+        let cpu_share: Vec<f64> = snap
+            .node_ids()
             .filter(|&n| {
                 !snap
                     .node(n)
@@ -1446,7 +1448,7 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         let duplicate = snap.pods.iter().enumerate().any(|(i, p)| {
             let owner = p.controller().filter(|o| &*o.kind == "ReplicaSet");
-            match (owner, snap.pod_node(i as u32)) {
+            match (owner, snap.pod_node(PodId::from_index(i))) {
                 (Some(o), Some(n)) => !seen.insert((o.uid.clone(), n)),
                 _ => false,
             }

@@ -10,11 +10,13 @@
 /// Test builders for nodes, pods and snapshots (feature `test-support`).
 #[cfg(any(test, feature = "test-support"))]
 pub mod builders;
+mod ids;
 mod pods;
 mod resources;
 pub mod shapes;
 pub mod usage;
 
+pub use ids::{Id, IdRange, IdVec, NodeId, PodId};
 pub use pods::Pods;
 pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 pub use shapes::NO_SHAPE;
@@ -25,9 +27,7 @@ use rayon::iter::ParallelIterator;
 use rayon::slice::ParallelSlice;
 use rustc_hash::FxHashMap;
 
-pub type NodeId = u32;
-pub type PodId = u32;
-pub(crate) type PdbId = u32;
+pub type PdbId = u32;
 
 /// The annotation that makes a pod evictable regardless of most protections.
 pub const EVICT_ANNOTATION: &str = "descheduler.alpha.kubernetes.io/evict";
@@ -675,17 +675,17 @@ pub struct ClusterSnapshot {
     /// The gangs of each pod that names one (most pods name none).
     gangs_of_pod: FxHashMap<PodId, Vec<GangId>>,
     node_index: FxHashMap<Box<str>, NodeId>,
-    pods_by_node: Vec<Vec<PodId>>,
+    pods_by_node: IdVec<NodeId, Vec<PodId>>,
     /// Sum of the requests of the active pods on each node, and their number.
-    node_requested: Vec<Resources>,
+    node_requested: IdVec<NodeId, Resources>,
     pods_by_owner: FxHashMap<Box<str>, Vec<PodId>>,
     shape_count: usize,
     /// Whether each pod names a DaemonSet owner (asked for every candidate of every plugin).
-    daemonset_pods: Vec<bool>,
-    namespace_ranges: FxHashMap<Box<str>, (u32, u32)>,
-    pdbs_of_pod: Vec<Vec<PdbId>>,
+    daemonset_pods: IdVec<PodId, bool>,
+    namespace_ranges: FxHashMap<Box<str>, IdRange<PodId>>,
+    pdbs_of_pod: IdVec<PodId, Vec<PdbId>>,
     namespace_index: FxHashMap<Box<str>, u32>,
-    pod_node: Vec<Option<NodeId>>,
+    pod_node: IdVec<PodId, Option<NodeId>>,
     /// Measured usage attached for this cycle (see [`usage`]).
     usage: usage::Usage,
 }
@@ -883,11 +883,11 @@ impl ClusterSnapshot {
     }
 
     pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id as usize]
+        &self.nodes[id.index()]
     }
 
     pub fn pod(&self, id: PodId) -> &Pod {
-        &self.pods[id as usize]
+        &self.pods[id.index()]
     }
 
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
@@ -896,22 +896,22 @@ impl ClusterSnapshot {
 
     /// The node a pod is bound to, if that node is in the snapshot.
     pub fn pod_node(&self, id: PodId) -> Option<NodeId> {
-        self.pod_node[id as usize]
+        self.pod_node[id]
     }
 
     /// Every pod bound to the node, in namespace/name order.
     pub fn pods_on_node(&self, id: NodeId) -> &[PodId] {
-        &self.pods_by_node[id as usize]
+        &self.pods_by_node[id]
     }
 
     /// Requests of the node's active pods (`pods` counts them).
     pub fn node_requested(&self, id: NodeId) -> &Resources {
-        &self.node_requested[id as usize]
+        &self.node_requested[id]
     }
 
     /// Whether the pod names a DaemonSet owner ([`Pod::is_daemonset_pod`], indexed).
     pub fn is_daemonset_pod(&self, id: PodId) -> bool {
-        self.daemonset_pods[id as usize]
+        self.daemonset_pods[id]
     }
 
     /// Pods that name this owner UID in their ownerReferences.
@@ -923,26 +923,24 @@ impl ClusterSnapshot {
     }
 
     /// Pods of a namespace, as a contiguous range of ids.
-    pub fn pods_in_namespace(&self, ns: &str) -> std::ops::Range<PodId> {
+    pub fn pods_in_namespace(&self, ns: &str) -> IdRange<PodId> {
         self.namespace_ranges
             .get(ns)
-            .map(|&(s, e)| s..e)
-            .unwrap_or(0..0)
+            .cloned()
+            .unwrap_or(IdRange::first(0))
     }
 
     /// A pod by namespace and name.
     pub fn pod_id(&self, namespace: &str, name: &str) -> Option<PodId> {
         // The namespace's pods are sorted by name.
-        let std::ops::Range {
-            start: mut lo,
-            end: mut hi,
-        } = self.pods_in_namespace(namespace);
+        let IdRange { start, end } = self.pods_in_namespace(namespace);
+        let (mut lo, mut hi) = (start.index(), end.index());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match (*self.pods[mid as usize].name).cmp(name) {
+            match (*self.pods[mid].name).cmp(name) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
+                std::cmp::Ordering::Equal => return Some(PodId::from_index(mid)),
             }
         }
         None
@@ -954,7 +952,7 @@ impl ClusterSnapshot {
     }
 
     pub fn pdbs_of_pod(&self, id: PodId) -> &[PdbId] {
-        &self.pdbs_of_pod[id as usize]
+        &self.pdbs_of_pod[id]
     }
 
     pub fn namespace(&self, name: &str) -> Option<&Namespace> {
@@ -1023,8 +1021,18 @@ impl ClusterSnapshot {
             .iter()
             .enumerate()
             .filter(|(_, n)| n.ready && selector.matches(&n.labels))
-            .map(|(i, _)| i as NodeId)
+            .map(|(i, _)| NodeId::from_index(i))
             .collect()
+    }
+
+    /// Every node's id, in order.
+    pub fn node_ids(&self) -> IdRange<NodeId> {
+        IdRange::first(self.nodes.len())
+    }
+
+    /// Every pod's id, in order.
+    pub fn pod_ids(&self) -> IdRange<PodId> {
+        IdRange::first(self.pods.len())
     }
 }
 
@@ -1035,9 +1043,9 @@ fn counts_as_running(p: &Pod) -> bool {
 /// The indexes by node and by namespace (see [`ClusterSnapshot::build`]).
 struct NodesIndex {
     node_index: FxHashMap<Box<str>, NodeId>,
-    pods_by_node: Vec<Vec<PodId>>,
-    node_requested: Vec<Resources>,
-    pod_node: Vec<Option<NodeId>>,
+    pods_by_node: IdVec<NodeId, Vec<PodId>>,
+    node_requested: IdVec<NodeId, Resources>,
+    pod_node: IdVec<PodId, Option<NodeId>>,
 }
 
 /// Nodes by name, pods by node, what each node's active pods request and each pod's node.
@@ -1045,22 +1053,22 @@ fn index_nodes(nodes: &[Node], pods: &Pods) -> NodesIndex {
     let node_index: FxHashMap<Box<str>, NodeId> = nodes
         .iter()
         .enumerate()
-        .map(|(i, n)| (n.name.clone(), i as NodeId))
+        .map(|(i, n)| (n.name.clone(), NodeId::from_index(i)))
         .collect();
-    let mut pods_by_node = vec![Vec::new(); nodes.len()];
-    let mut node_requested = vec![Resources::default(); nodes.len()];
-    let mut pod_node = Vec::with_capacity(pods.len());
+    let mut pods_by_node = IdVec::filled(Vec::new(), nodes.len());
+    let mut node_requested = IdVec::filled(Resources::default(), nodes.len());
+    let mut pod_node = IdVec::from(Vec::with_capacity(pods.len()));
     for (i, pod) in pods.iter().enumerate() {
-        let id = i as PodId;
+        let id = PodId::from_index(i);
         let node = pod
             .node_name
             .as_ref()
             .and_then(|n| node_index.get(n).copied());
         pod_node.push(node);
         if let Some(n) = node {
-            pods_by_node[n as usize].push(id);
+            pods_by_node[n].push(id);
             if pod.is_active() {
-                node_requested[n as usize].add_pod(&pod.requests);
+                node_requested[n].add_pod(&pod.requests);
             }
         }
     }
@@ -1072,26 +1080,35 @@ fn index_nodes(nodes: &[Node], pods: &Pods) -> NodesIndex {
     }
 }
 
-type NamespacesIndex = (FxHashMap<Box<str>, (u32, u32)>, Vec<Vec<PdbId>>);
+type NamespacesIndex = (
+    FxHashMap<Box<str>, IdRange<PodId>>,
+    IdVec<PodId, Vec<PdbId>>,
+);
 
 /// Each namespace's run of pods (`pods` is sorted by namespace) and the budgets covering
 /// each pod (in budget order). A namespace with several budgets has its pods indexed by the
 /// values of the label keys those budgets require, so each budget looks only at the pods
 /// carrying its label, not at the whole namespace.
 fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
-    let mut namespace_ranges: FxHashMap<Box<str>, (u32, u32)> = FxHashMap::default();
-    let mut namespace_start = 0u32;
+    let mut namespace_ranges: FxHashMap<Box<str>, IdRange<PodId>> = FxHashMap::default();
+    let mut namespace_start = PodId::new(0);
     for (i, pod) in pods.iter().enumerate() {
-        let id = i as PodId;
         let last_of_namespace = pods
             .get(i + 1)
             .is_none_or(|next| next.namespace != pod.namespace);
         if last_of_namespace {
-            namespace_ranges.insert(pod.namespace.clone(), (namespace_start, id + 1));
-            namespace_start = id + 1;
+            let end = PodId::from_index(i + 1);
+            namespace_ranges.insert(
+                pod.namespace.clone(),
+                IdRange {
+                    start: namespace_start,
+                    end,
+                },
+            );
+            namespace_start = end;
         }
     }
-    let mut pdbs_of_pod = vec![Vec::new(); pods.len()];
+    let mut pdbs_of_pod = IdVec::filled(Vec::new(), pods.len());
     // `pdbs` is sorted by namespace: each namespace's budgets are one run.
     let mut first = 0;
     while first < pdbs.len() {
@@ -1103,7 +1120,7 @@ fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
                 .unwrap_or(pdbs.len() - first);
         let run = first..end;
         first = end;
-        let Some(&(start, stop)) = namespace_ranges.get(namespace) else {
+        let Some(namespace_pods) = namespace_ranges.get(namespace).cloned() else {
             continue;
         };
         let mut by_label: FxHashMap<(&str, &str), Vec<PodId>> = FxHashMap::default();
@@ -1115,8 +1132,8 @@ fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
                 .collect();
             keys.sort_unstable();
             keys.dedup();
-            for id in start..stop {
-                let labels = &pods[id as usize].labels;
+            for id in namespace_pods.clone() {
+                let labels = &pods[id.index()].labels;
                 for &k in &keys {
                     if let Some(v) = labels.get(k) {
                         by_label.entry((k, v)).or_default().push(id);
@@ -1127,8 +1144,8 @@ fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
         for pi in run.clone() {
             let pdb = &pdbs[pi];
             let mut cover = |id: PodId| {
-                if pdb.selector.matches(&pods[id as usize].labels) {
-                    pdbs_of_pod[id as usize].push(pi as PdbId);
+                if pdb.selector.matches(&pods[id.index()].labels) {
+                    pdbs_of_pod[id].push(pi as PdbId);
                 }
             };
             match pdb.selector.required_label().filter(|_| run.len() > 1) {
@@ -1137,7 +1154,7 @@ fn index_namespaces(pods: &Pods, pdbs: &[Pdb]) -> NamespacesIndex {
                     .into_iter()
                     .flatten()
                     .for_each(|&id| cover(id)),
-                None => (start..stop).for_each(cover),
+                None => namespace_pods.clone().for_each(cover),
             }
         }
     }
@@ -1158,7 +1175,7 @@ fn index_shapes(pods: &Pods) -> Result<usize, (Vec<u32>, usize)> {
     Ok(count)
 }
 
-fn index_owners(pods: &Pods) -> (FxHashMap<Box<str>, Vec<PodId>>, Vec<bool>) {
+fn index_owners(pods: &Pods) -> (FxHashMap<Box<str>, Vec<PodId>>, IdVec<PodId, bool>) {
     let daemonset_pods = pods.iter().map(Pod::is_daemonset_pod).collect();
     // Each owner's pods, by owner UID: the list's place by UID, and the lists.
     let mut slot_of: FxHashMap<&str, usize> = FxHashMap::default();
@@ -1182,7 +1199,7 @@ fn index_owners(pods: &Pods) -> (FxHashMap<Box<str>, Vec<PodId>>, Vec<bool>) {
             prev = Some(owners);
         }
         for &slot in &prev_slots {
-            lists[slot].1.push(i as PodId);
+            lists[slot].1.push(PodId::from_index(i));
         }
     }
     let pods_by_owner = lists
@@ -1213,7 +1230,7 @@ fn index_gangs(pods: &Pods, pod_groups: &[PodGroup]) -> GangIndex {
                 .entry((kind, &pod.namespace, name))
                 .or_insert((None, None, Vec::new()))
                 .2
-                .push(i as PodId);
+                .push(PodId::from_index(i));
         }
     }
     let mut gangs_of_pod: FxHashMap<PodId, Vec<GangId>> = FxHashMap::default();
@@ -1227,7 +1244,7 @@ fn index_gangs(pods: &Pods, pod_groups: &[PodGroup]) -> GangIndex {
                 }
                 let running = members
                     .iter()
-                    .filter(|&&m| counts_as_running(&pods[m as usize]))
+                    .filter(|&&m| counts_as_running(&pods[m.index()]))
                     .count() as u32;
                 Gang {
                     kind,
@@ -1309,14 +1326,18 @@ mod tests {
             .collect();
         assert_eq!(uids.len(), 2);
         for uid in uids {
-            let expected: Vec<PodId> = (0..snap.pods.len() as PodId)
-                .filter(|&i| snap.pods[i as usize].owners.iter().any(|o| &*o.uid == uid))
+            let expected: Vec<PodId> = snap
+                .pod_ids()
+                .filter(|&i| snap.pod(i).owners.iter().any(|o| &*o.uid == uid))
                 .collect();
             assert_eq!(snap.pods_of_owner(uid), expected, "{uid}");
         }
         assert_eq!(snap.pods_of_owner("unknown"), [] as [PodId; 0]);
         let web_uid = &web[0].uid;
-        assert_eq!(snap.pods_of_owner(web_uid), [0, 1, 2, 3, 4, 7]);
+        assert_eq!(
+            snap.pods_of_owner(web_uid),
+            [0, 1, 2, 3, 4, 7].map(PodId::new)
+        );
     }
 
     #[test]
@@ -1360,7 +1381,13 @@ mod tests {
                 vec!["a/x".into(), "a/y".into(), "b/x".into()]
             )
         );
-        assert_eq!(snap.pods_in_namespace("b"), 2..3);
+        assert_eq!(
+            snap.pods_in_namespace("b"),
+            IdRange {
+                start: PodId::new(2),
+                end: PodId::new(3)
+            }
+        );
     }
 
     #[test]
@@ -1395,7 +1422,13 @@ mod tests {
         // In two parts, split inside namespace `a`, as the decoder's two threads leave them.
         let parts = Pods::of(pods[..30].to_vec(), pods[30..].to_vec());
         let (ranges, covered) = index_namespaces(&parts, &pdbs);
-        assert_eq!(ranges["b"], (40, 65));
+        assert_eq!(
+            ranges["b"],
+            IdRange {
+                start: PodId::new(40),
+                end: PodId::new(65)
+            }
+        );
         let mut checked = 0;
         for (id, p) in pods.iter().enumerate() {
             let want: Vec<PdbId> = (0..pdbs.len())
@@ -1404,7 +1437,13 @@ mod tests {
                 })
                 .map(|b| b as PdbId)
                 .collect();
-            assert_eq!(covered[id], want, "{}/{}", p.namespace, p.name);
+            assert_eq!(
+                covered[PodId::from_index(id)],
+                want,
+                "{}/{}",
+                p.namespace,
+                p.name
+            );
             checked += want.len();
         }
         // The case is not vacuous: pods under one, two and more budgets.

@@ -148,13 +148,13 @@ impl<T: Copy> Samples<T> {
         let mut unmatched = 0;
         for (name, s) in &named.nodes {
             match snap.node_id(name) {
-                Some(id) => by_node[id as usize] = Some(*s),
+                Some(id) => by_node[id.index()] = Some(*s),
                 None => unmatched += 1,
             }
         }
         for ((ns, name), s) in &named.pods {
             match snap.pod_id(ns, name) {
-                Some(id) => by_pod[id as usize] = Some(*s),
+                Some(id) => by_pod[id.index()] = Some(*s),
                 None => unmatched += 1,
             }
         }
@@ -166,11 +166,11 @@ impl<T: Copy> Samples<T> {
     }
 
     pub fn node(&self, id: NodeId) -> Option<T> {
-        self.by_node.get(id as usize).copied().flatten()
+        self.by_node.get(id.index()).copied().flatten()
     }
 
     pub fn pod(&self, id: PodId) -> Option<T> {
-        self.by_pod.get(id as usize).copied().flatten()
+        self.by_pod.get(id.index()).copied().flatten()
     }
 
     /// Whether the answer held any pod.
@@ -497,9 +497,9 @@ mod tests {
             .unwrap()
             .as_ref()
             .unwrap();
-        assert_eq!(ms.node(0), None);
-        assert_eq!(ms.node(1).unwrap().cpu, 5);
-        assert_eq!(ms.pod(0).unwrap().cpu, 7);
+        assert_eq!(ms.node(NodeId::new(0)), None);
+        assert_eq!(ms.node(NodeId::new(1)).unwrap().cpu, 5);
+        assert_eq!(ms.pod(PodId::new(0)).unwrap().cpu, 7);
         assert_eq!(ms.unmatched, 2);
         assert!(ms.has_pods());
         snap.attach_query("q", Err("connection refused".into()));

@@ -131,7 +131,7 @@ impl Finding for MeasuredUsage {
     fn keep(self, _: Reporter<'_>, kept: &mut Self::Kept) {
         match self {
             MeasuredUsage::Node(node, m) => {
-                let i = node as usize;
+                let i = node.index();
                 if kept.len() <= i {
                     kept.resize(i + 1, None);
                 }
@@ -140,7 +140,7 @@ impl Finding for MeasuredUsage {
                 }
             }
             MeasuredUsage::Taken { node, cpu, memory } => {
-                if let Some(Some(m)) = kept.get_mut(node as usize) {
+                if let Some(Some(m)) = kept.get_mut(node.index()) {
                     m.after.cpu -= cpu;
                     m.after.memory -= memory;
                 }
@@ -152,10 +152,7 @@ impl Finding for MeasuredUsage {
 impl MeasuredUsage {
     /// A node's measured usage as the plan leaves it, where a plugin planned with it.
     pub fn of(findings: &Findings, node: NodeId) -> Option<&MeasuredNode> {
-        findings
-            .get::<MeasuredUsage>()?
-            .get(node as usize)?
-            .as_ref()
+        findings.get::<MeasuredUsage>()?.get(node.index())?.as_ref()
     }
 }
 
@@ -306,12 +303,12 @@ mod tests {
             before: Resources::new(cpu, 0, 0),
             after: Resources::new(cpu, 0, 0),
         };
-        f.report(BY, MeasuredUsage::Node(2, node(900)));
-        f.report(BY, MeasuredUsage::Node(2, node(100)));
+        f.report(BY, MeasuredUsage::Node(NodeId::new(2), node(900)));
+        f.report(BY, MeasuredUsage::Node(NodeId::new(2), node(100)));
         f.report(
             BY,
             MeasuredUsage::Taken {
-                node: 2,
+                node: NodeId::new(2),
                 cpu: 300,
                 memory: 0,
             },
@@ -319,13 +316,16 @@ mod tests {
         f.report(
             BY,
             MeasuredUsage::Taken {
-                node: 5,
+                node: NodeId::new(5),
                 cpu: 300,
                 memory: 0,
             },
         );
-        let m = MeasuredUsage::of(&f, 2).unwrap();
+        let m = MeasuredUsage::of(&f, NodeId::new(2)).unwrap();
         assert_eq!((m.before.cpu, m.after.cpu), (900, 600));
-        assert!(MeasuredUsage::of(&f, 0).is_none() && MeasuredUsage::of(&f, 5).is_none());
+        assert!(
+            MeasuredUsage::of(&f, NodeId::new(0)).is_none()
+                && MeasuredUsage::of(&f, NodeId::new(5)).is_none()
+        );
     }
 }

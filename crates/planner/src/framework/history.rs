@@ -343,7 +343,11 @@ mod tests {
             web("web-a", Some("n1"), T0 - 100),
             pod("shop", "solo").bare().node("n1").build(),
         ]);
-        let h = History::with_cooldown(600).record_evictions(&before, &[0, 1], T0);
+        let h = History::with_cooldown(600).record_evictions(
+            &before,
+            &[PodId::new(0), PodId::new(1)],
+            T0,
+        );
         assert_eq!(
             h.moves.keys().collect::<Vec<_>>(),
             vec!["shop/ReplicaSet/web"],
@@ -373,9 +377,11 @@ mod tests {
             web("web-b", Some("n1"), T0 - 100),
         ]);
         let over = BTreeMap::from([("p/LowNodeUtilization".to_string(), vec!["n1".to_string()])]);
-        let h = History::with_cooldown(600)
-            .advance(&over)
-            .record_evictions(&before, &[0, 1], T0);
+        let h = History::with_cooldown(600).advance(&over).record_evictions(
+            &before,
+            &[PodId::new(0), PodId::new(1)],
+            T0,
+        );
         assert_eq!(h.moves["shop/ReplicaSet/web"].sources, vec!["n1", "n1"]);
         assert!(h.moves["shop/ReplicaSet/web"].over.contains("n1"));
         // One of two replacements placed, on a cold node: the move is not done yet.
@@ -384,7 +390,9 @@ mod tests {
             web("web-d", None, T0 + 1),
         ]);
         let h1 = h.observe(&half, T0 + 20);
-        assert!(h1.cooldown_refusal(half.pod(0), T0 + 20).is_some());
+        assert!(h1
+            .cooldown_refusal(half.pod(PodId::new(0)), T0 + 20)
+            .is_some());
         // Both placed away from n1 and from every overutilized node: released at once.
         let done = snap(vec![
             web("web-c", Some("n2"), T0 + 1),
@@ -392,7 +400,7 @@ mod tests {
         ]);
         let h2 = h1.observe(&done, T0 + 40);
         assert!(h2.moves.is_empty() && h2.frozen.is_empty(), "{h2:?}");
-        assert_eq!(h2.cooldown_refusal(done.pod(0), T0 + 40), None);
+        assert_eq!(h2.cooldown_refusal(done.pod(PodId::new(0)), T0 + 40), None);
         // Their nodes received moved pods all the same.
         assert_eq!(h2.received_within("n2", T0 + 40), Some(T0 + 1));
         assert_eq!(h2.received_within("n3", T0 + 40), Some(T0 + 3));
@@ -401,18 +409,20 @@ mod tests {
     #[test]
     fn a_replacement_back_on_its_source_freezes_the_workload_for_the_cooldown() {
         let before = snap(vec![web("web-a", Some("n1"), T0 - 100)]);
-        let h = History::with_cooldown(600).record_evictions(&before, &[0], T0);
+        let h = History::with_cooldown(600).record_evictions(&before, &[PodId::new(0)], T0);
         let back = snap(vec![web("web-b", Some("n1"), T0 + 5)]);
         let h = h.observe(&back, T0 + 30);
         assert!(h.moves.is_empty());
         assert_eq!(h.frozen["shop/ReplicaSet/web"].since, T0 + 5);
         assert_eq!(
-            h.cooldown_refusal(back.pod(0), T0 + 65).as_deref(),
+            h.cooldown_refusal(back.pod(PodId::new(0)), T0 + 65).as_deref(),
             Some("workload shop/ReplicaSet/web is frozen for ping-pong: its replacement web-b landed back on n1, where it was evicted from; 9m left of the 10m eviction cooldown")
         );
         // The freeze lasts the cooldown from when the replacement landed, then expires.
-        assert!(h.cooldown_refusal(back.pod(0), T0 + 604).is_some());
-        assert_eq!(h.cooldown_refusal(back.pod(0), T0 + 605), None);
+        assert!(h
+            .cooldown_refusal(back.pod(PodId::new(0)), T0 + 604)
+            .is_some());
+        assert_eq!(h.cooldown_refusal(back.pod(PodId::new(0)), T0 + 605), None);
         assert!(h.observe(&back, T0 + 605).frozen.is_empty());
     }
 
@@ -423,12 +433,16 @@ mod tests {
             "p/LowNodeUtilization".to_string(),
             vec!["n1".to_string(), "n3".to_string()],
         )]);
-        let h = History::with_cooldown(600)
-            .advance(&over)
-            .record_evictions(&before, &[0], T0);
+        let h = History::with_cooldown(600).advance(&over).record_evictions(
+            &before,
+            &[PodId::new(0)],
+            T0,
+        );
         let landed = snap(vec![web("web-b", Some("n3"), T0 + 5)]);
         let h = h.observe(&landed, T0 + 30);
-        let why = h.cooldown_refusal(landed.pod(0), T0 + 30).unwrap();
+        let why = h
+            .cooldown_refusal(landed.pod(PodId::new(0)), T0 + 30)
+            .unwrap();
         assert!(
             why.contains("its replacement web-b landed on n3, overutilized when it was moved"),
             "{why}"
@@ -453,17 +467,18 @@ mod tests {
                 .phase(Phase::Failed)
                 .build(),
         ]);
-        let h = History::with_cooldown(600).record_evictions(&s, &[0, 1], T0);
+        let h =
+            History::with_cooldown(600).record_evictions(&s, &[PodId::new(0), PodId::new(1)], T0);
         assert_eq!(
             h.moves.keys().collect::<Vec<_>>(),
             vec!["shop/ReplicaSet/web"]
         );
         assert_eq!(
-            h.cooldown_refusal(s.pod(2), T0 + 1),
+            h.cooldown_refusal(s.pod(PodId::new(2)), T0 + 1),
             None,
             "a failed pod may be removed"
         );
-        assert!(h.cooldown_refusal(s.pod(1), T0 + 1).is_some());
+        assert!(h.cooldown_refusal(s.pod(PodId::new(1)), T0 + 1).is_some());
     }
 
     #[test]
@@ -472,9 +487,9 @@ mod tests {
             .owner("ReplicaSet", "web")
             .node("n1")
             .build()]);
-        let h = History::default().record_evictions(&s, &[0], T0);
+        let h = History::default().record_evictions(&s, &[PodId::new(0)], T0);
         assert!(h.moves.is_empty());
-        assert_eq!(h.cooldown_refusal(s.pod(0), T0), None);
+        assert_eq!(h.cooldown_refusal(s.pod(PodId::new(0)), T0), None);
     }
 
     #[test]
@@ -491,7 +506,7 @@ mod tests {
                 .build(),
             older.clone(),
         ]);
-        let h = History::with_cooldown(600).record_evictions(&before, &[0], T0 + 100);
+        let h = History::with_cooldown(600).record_evictions(&before, &[PodId::new(0)], T0 + 100);
         let after = snap(vec![
             // The replacement, created after the eviction.
             pod("shop", "web-b")

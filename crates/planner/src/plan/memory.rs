@@ -187,8 +187,8 @@ mod tests {
     #[test]
     fn a_replacement_back_home_or_on_an_overutilized_node_stops_its_workload() {
         let e = PlannedEviction {
-            pod: 0,
-            node: 0,
+            pod: PodId::new(0),
+            node: NodeId::new(0),
             profile: "p".into(),
             plugin: "LowNodeUtilization",
             reason: "r".into(),
@@ -198,13 +198,13 @@ mod tests {
         };
         let over = BTreeMap::from([("p/LowNodeUtilization".to_string(), vec!["hot".to_string()])]);
         assert_eq!(
-            stops_workload(&e, 0, "n0", &over),
+            stops_workload(&e, NodeId::new(0), "n0", &over),
             Some("back on its source node")
         );
         assert_eq!(
-            stops_workload(&e, 5, "hot", &over),
+            stops_workload(&e, NodeId::new(5), "hot", &over),
             Some("on a node the plan counts as overutilized")
         );
-        assert_eq!(stops_workload(&e, 1, "cold", &over), None);
+        assert_eq!(stops_workload(&e, NodeId::new(1), "cold", &over), None);
     }
 }

@@ -70,7 +70,7 @@ impl EvictionPlan {
             if e.destination == Some(node) {
                 continue;
             }
-            let load = &self.requested_after.predicted[node as usize];
+            let load = &self.requested_after.predicted[node.index()];
             let over = self
                 .findings
                 .list::<PlacementTarget, _>()
@@ -132,15 +132,15 @@ impl AfterState {
         let mut low = evicted.clone();
         let mut high = evicted.clone();
         for l in landings {
-            let Some(at) = predicted.get_mut(l.node as usize) else {
+            let Some(at) = predicted.get_mut(l.node.index()) else {
                 continue;
             };
             at.add_pod(l.requests);
             if l.alternatives.is_empty() {
-                low[l.node as usize].add_pod(l.requests);
+                low[l.node.index()].add_pod(l.requests);
             }
             for &n in std::iter::once(&l.node).chain(l.alternatives) {
-                if let Some(h) = high.get_mut(n as usize) {
+                if let Some(h) = high.get_mut(n.index()) {
                     h.add_pod(l.requests);
                 }
             }
@@ -155,7 +155,7 @@ impl AfterState {
 
     /// Whether a node's after-state depends on a tie kube-scheduler breaks at random.
     pub fn uncertain(&self, node: NodeId) -> bool {
-        let n = node as usize;
+        let n = node.index();
         self.low.get(n) != self.high.get(n)
     }
 
@@ -454,19 +454,19 @@ mod after_state_tests {
                 // certain: on node 1
                 Landing {
                     requests: &pod,
-                    node: 1,
+                    node: NodeId::new(1),
                     alternatives: &[],
                 },
                 // on node 1, or node 2 as likely
                 Landing {
                     requests: &pod,
-                    node: 1,
-                    alternatives: &[2],
+                    node: NodeId::new(1),
+                    alternatives: &[NodeId::new(2)],
                 },
                 // a node the snapshot does not have is ignored
                 Landing {
                     requests: &pod,
-                    node: 9,
+                    node: NodeId::new(9),
                     alternatives: &[],
                 },
             ],
@@ -478,7 +478,7 @@ mod after_state_tests {
         assert_eq!(after.predicted[2].cpu, 0);
         assert_eq!((after.low[1].cpu, after.high[1].cpu), (500, 1000));
         assert_eq!((after.low[2].cpu, after.high[2].cpu), (0, 500));
-        assert!(!after.uncertain(0));
-        assert!(after.uncertain(1) && after.uncertain(2));
+        assert!(!after.uncertain(NodeId::new(0)));
+        assert!(after.uncertain(NodeId::new(1)) && after.uncertain(NodeId::new(2)));
     }
 }

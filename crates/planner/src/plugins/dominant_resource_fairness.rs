@@ -215,8 +215,8 @@ impl<'s> Fairness<'s> {
         let mut counted = vec![false; snap.pods.len()];
         for (id, p) in snap.pods.iter().enumerate() {
             let on_ready = snap
-                .pod_node(id as PodId)
-                .is_some_and(|n| ready[n as usize]);
+                .pod_node(PodId::from_index(id))
+                .is_some_and(|n| ready[n.index()]);
             if !(on_ready && p.is_active()) {
                 continue;
             }
@@ -245,7 +245,7 @@ impl<'s> Fairness<'s> {
     /// The tenant a pod belongs to.
     #[cfg(test)]
     pub fn tenant(&self, pod: PodId) -> &'s str {
-        self.tenants[self.tenant_of[pod as usize] as usize]
+        self.tenants[self.tenant_of[pod.index()] as usize]
     }
 
     fn dominant(&self, usage: &[i64], tenant: usize) -> Share {
@@ -274,10 +274,10 @@ impl<'s> Fairness<'s> {
         let live = &mut *live;
         let nr = self.resources.len();
         let take = |live: &mut Live, pod: PodId| {
-            if !self.counted[pod as usize] {
+            if !self.counted[pod.index()] {
                 return;
             }
-            let t = self.tenant_of[pod as usize] as usize;
+            let t = self.tenant_of[pod.index()] as usize;
             for (name, v) in self.snap.pod(pod).requests.iter() {
                 if let Some(r) = self.resources.iter().position(|(n, _)| *n == name) {
                     live.usage[t * nr + r] -= v;
@@ -292,7 +292,7 @@ impl<'s> Fairness<'s> {
                 .map(|t| self.dominant(&self.before, t))
                 .collect();
             // Pods gone before the first call: earlier in the cycle, or by earlier plugins.
-            for pod in 0..self.snap.pods.len() as PodId {
+            for pod in self.snap.pod_ids() {
                 if ledger.is_planned(pod) {
                     take(live, pod);
                 }
@@ -325,8 +325,8 @@ impl<'s> Fairness<'s> {
 
     fn cmp(&self, shares: &[Share], a: PodId, b: PodId) -> Ordering {
         let (ta, tb) = (
-            self.tenant_of[a as usize] as usize,
-            self.tenant_of[b as usize] as usize,
+            self.tenant_of[a.index()] as usize,
+            self.tenant_of[b.index()] as usize,
         );
         shares[tb]
             .cmp(&shares[ta])

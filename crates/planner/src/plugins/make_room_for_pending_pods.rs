@@ -36,7 +36,7 @@ use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, PendingUnit, Plugin, PluginSpec};
 use crate::plugins::shared::PriorityThreshold;
 use crate::sim::{node_fits, queue_order, Simulation};
-use crate::snapshot::{ClusterSnapshot, ConditionStatus, GangId, NodeId, Phase, PodId};
+use crate::snapshot::{ClusterSnapshot, ConditionStatus, GangId, IdVec, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "MakeRoomForPendingPods";
@@ -207,7 +207,7 @@ fn priority(snap: &ClusterSnapshot, pod: PodId) -> i32 {
 pub fn pending_units(snap: &ClusterSnapshot, now: i64, min_pending: i64) -> Vec<Unit> {
     let mut units = Vec::new();
     let mut gang_seen = vec![false; snap.gangs.len()];
-    for pod in 0..snap.pods.len() as PodId {
+    for pod in snap.pod_ids() {
         let Some(since) = unschedulable_since(snap, pod) else {
             continue;
         };
@@ -407,7 +407,7 @@ fn next_combination(idx: &mut [usize], n: usize) -> bool {
 /// and the other filters only refuse more), so it is not simulated.
 struct Capacity {
     /// By node id; nodes kube-scheduler may not choose count nothing.
-    on_node: Vec<usize>,
+    on_node: IdVec<NodeId, usize>,
     total: usize,
     /// The unit's first pod (all have its shape) and how many the unit holds.
     shape: PodId,
@@ -430,9 +430,9 @@ impl Capacity {
         }
         let want = unit.pods.len();
         let sim = cx.placement().sim();
-        let mut on_node = vec![0; snap.nodes.len()];
+        let mut on_node = IdVec::filled(0, snap.nodes.len());
         for &n in cx.placement().nodes() {
-            on_node[n as usize] = Self::copies(cx, unit.pods[0], want, n, sim.load(n).clone());
+            on_node[n] = Self::copies(cx, unit.pods[0], want, n, sim.load(n).clone());
         }
         let total = on_node.iter().sum();
         Some(Capacity {
@@ -480,8 +480,7 @@ impl Capacity {
                     load.sub_pod(&snap.pod(m).requests);
                 }
             }
-            total =
-                total - self.on_node[n as usize] + Self::copies(cx, self.shape, self.want, n, load);
+            total = total - self.on_node[n] + Self::copies(cx, self.shape, self.want, n, load);
         }
         total >= self.want
     }
@@ -525,7 +524,7 @@ impl MakeRoomForPendingPods {
         let Some(n) = snap.pod_node(pod) else {
             return false;
         };
-        planning[n as usize]
+        planning[n.index()]
             && !cx.is_planned(pod)
             && p.is_active()
             && !p.terminating
@@ -897,7 +896,7 @@ impl Plugin for MakeRoomForPendingPods {
         }
         let mut planning = vec![false; snap.nodes.len()];
         for &n in nodes {
-            planning[n as usize] = true;
+            planning[n.index()] = true;
         }
         let mut budget = self.args.max_simulations;
         // The search for sets that work only through score ties has a budget of its own.

@@ -700,7 +700,7 @@ impl OutcomeBalance {
                 }
                 let key = match model.workload_of.get(&p) {
                     Some(&w) => (i, w, format!("{:?}", pod.requests)),
-                    None => (i, usize::MAX - p as usize, String::new()),
+                    None => (i, usize::MAX - p.index(), String::new()),
                 };
                 let at = *class_of.entry(key).or_insert_with(|| {
                     classes.push(Class {

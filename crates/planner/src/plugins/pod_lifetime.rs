@@ -432,7 +432,7 @@ impl Plugin for PodLifeTime {
         selected.sort_by_key(|s| (s.0, s.1));
         let mut node_done = vec![false; snap.nodes.len()];
         for (_, pod_id, node_id, matched) in selected {
-            if node_done[node_id as usize] {
+            if node_done[node_id.index()] {
                 continue;
             }
             let reason = if matched.is_empty() {
@@ -441,7 +441,7 @@ impl Plugin for PodLifeTime {
                 format!("{}: {}", self.wording.prefix, matched.join("; "))
             };
             match cx.try_evict_checked(pod_id, reason) {
-                Attempt::SkipNode => node_done[node_id as usize] = true,
+                Attempt::SkipNode => node_done[node_id.index()] = true,
                 Attempt::Stop => return,
                 Attempt::Planned { .. } | Attempt::SkipPod => {}
             }

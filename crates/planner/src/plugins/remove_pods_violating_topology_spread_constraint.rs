@@ -53,7 +53,7 @@ use crate::labels::{LabelSelectorSpec, Labels, Selector};
 use crate::plugins::shared::{each_one_of, namespace_allowed, selector_arg, Namespaces, PodScope};
 use crate::sim;
 use crate::snapshot::{
-    ClusterSnapshot, InclusionPolicy, NodeId, NodeSelectorTerm, Pod, PodId,
+    ClusterSnapshot, IdRange, InclusionPolicy, NodeId, NodeSelectorTerm, Pod, PodId,
     TopologySpreadConstraint, WhenUnsatisfiable,
 };
 use rayon::iter::{IntoParallelIterator, ParallelIterator};
@@ -61,7 +61,6 @@ use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::hash::{Hash, Hasher};
-use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
@@ -175,12 +174,12 @@ impl Plugin for RemovePodsViolatingTopologySpreadConstraint {
         }
         let mut node_pos: Vec<Option<u32>> = vec![None; snap.nodes.len()];
         for (i, &n) in nodes.iter().enumerate() {
-            node_pos[n as usize] = Some(i as u32);
+            node_pos[n.index()] = Some(i as u32);
         }
         // Pods are sorted by namespace, so each namespace is one contiguous range.
-        let mut namespaces: Vec<Range<PodId>> = Vec::new();
-        let mut start: PodId = 0;
-        while (start as usize) < snap.pods.len() {
+        let mut namespaces: Vec<IdRange<PodId>> = Vec::new();
+        let mut start = PodId::new(0);
+        while start.index() < snap.pods.len() {
             let ns = &*snap.pod(start).namespace;
             let range = snap.pods_in_namespace(ns);
             start = range.end;
@@ -508,7 +507,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         cx: &Context<'_, 's>,
         nodes: &[NodeId],
         node_pos: &[Option<u32>],
-        range: Range<PodId>,
+        range: IdRange<PodId>,
         domain_cache: &DomainCache<'s>,
         chosen: &mut Chosen,
     ) {
@@ -523,7 +522,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                     return None;
                 }
                 let node = snap.pod_node(p)?;
-                Some((node_pos[node as usize]?, p, node))
+                Some((node_pos[node.index()]?, p, node))
             })
             .collect();
         if pods.is_empty() {

@@ -52,8 +52,8 @@
 use super::score::{self, ClusterView, Ranking, ScoreProfile};
 use super::{matches_node_inclusion_policies, matches_node_selector, term_matches_pod, tolerated};
 use crate::snapshot::{
-    ClusterSnapshot, Node, NodeId, Pod, PodAffinityTerm, PodId, Resources, Taint, TaintEffect,
-    WhenUnsatisfiable,
+    ClusterSnapshot, IdVec, Node, NodeId, Pod, PodAffinityTerm, PodId, Resources, Taint,
+    TaintEffect, WhenUnsatisfiable,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
@@ -139,25 +139,25 @@ fn has_pod_affinity(pod: &Pod) -> bool {
 #[derive(Debug, Clone)]
 pub struct Simulation<'s> {
     snap: &'s ClusterSnapshot,
-    gone: Vec<bool>,
+    gone: IdVec<PodId, bool>,
     /// Replacements placed on each node, by the id of the pod they replace.
-    placed: Vec<Vec<PodId>>,
+    placed: IdVec<NodeId, Vec<PodId>>,
     /// What each node's pods request, placements included (`pods` counts them).
-    load: Vec<Resources>,
+    load: IdVec<NodeId, Resources>,
     /// Each node's cpu and memory requests as scoring counts them ([`non_zero`]).
-    non_zero: Vec<(i64, i64)>,
+    non_zero: IdVec<NodeId, (i64, i64)>,
     /// The score plugins and their weights.
     profile: Arc<ScoreProfile>,
     /// How evicted pods terminate.
     termination: Termination,
     /// Evicted pods still terminating on their node while replacements are scheduled, and
     /// how many they are.
-    lingering: Vec<bool>,
+    lingering: IdVec<PodId, bool>,
     lingering_count: usize,
     /// What the lingering pods request on each node (`pods` counts them), and their cpu and
     /// memory as scoring counts them.
-    linger_load: Vec<Resources>,
-    linger_non_zero: Vec<(i64, i64)>,
+    linger_load: IdVec<NodeId, Resources>,
+    linger_non_zero: IdVec<NodeId, (i64, i64)>,
     /// Whether the filters and scores see the lingering pods (false while a pending pod is
     /// placed: kube-scheduler places it once they are gone).
     see_lingering: Flag,
@@ -323,7 +323,7 @@ impl<'s> Simulation<'s> {
     pub fn with_profile(snap: &'s ClusterSnapshot, profile: Arc<ScoreProfile>) -> Self {
         let mut non_zero_load = vec![(0i64, 0i64); snap.nodes.len()];
         for (n, load) in non_zero_load.iter_mut().enumerate() {
-            for &p in snap.pods_on_node(n as NodeId) {
+            for &p in snap.pods_on_node(NodeId::from_index(n)) {
                 let pod = snap.pod(p);
                 if pod.is_active() {
                     let (c, m) = non_zero(pod);
@@ -334,24 +334,26 @@ impl<'s> Simulation<'s> {
         }
         let mut sim = Simulation {
             snap,
-            gone: vec![false; snap.pods.len()],
-            placed: vec![Vec::new(); snap.nodes.len()],
-            load: (0..snap.nodes.len() as NodeId)
+            gone: IdVec::filled(false, snap.pods.len()),
+            placed: IdVec::filled(Vec::new(), snap.nodes.len()),
+            load: snap
+                .node_ids()
                 .map(|n| snap.node_requested(n).clone())
                 .collect(),
-            non_zero: non_zero_load,
+            non_zero: non_zero_load.into(),
             profile,
             termination: Termination::default(),
-            lingering: vec![false; snap.pods.len()],
+            lingering: IdVec::filled(false, snap.pods.len()),
             lingering_count: 0,
-            linger_load: vec![Resources::default(); snap.nodes.len()],
-            linger_non_zero: vec![(0, 0); snap.nodes.len()],
+            linger_load: IdVec::filled(Resources::default(), snap.nodes.len()),
+            linger_non_zero: IdVec::filled((0, 0), snap.nodes.len()),
             see_lingering: Flag::new(true),
             placed_all: Vec::new(),
             placed_anti: Vec::new(),
             next_start: 0,
             domains: Default::default(),
-            anti_holders: (0..snap.pods.len() as PodId)
+            anti_holders: snap
+                .pod_ids()
                 .filter(|&p| {
                     snap.pod_node(p).is_some()
                         && snap
@@ -361,7 +363,8 @@ impl<'s> Simulation<'s> {
                             .is_some_and(|a| !a.pod_anti_affinity_required.is_empty())
                 })
                 .collect(),
-            affinity_holders: (0..snap.pods.len() as PodId)
+            affinity_holders: snap
+                .pod_ids()
                 .filter(|&p| snap.pod_node(p).is_some() && has_pod_affinity(snap.pod(p)))
                 .collect(),
             image_nodes: {
@@ -385,8 +388,8 @@ impl<'s> Simulation<'s> {
         // schedules, the cluster once it is gone does not.
         for (i, pod) in snap.pods.iter().enumerate() {
             if pod.terminating && pod.is_active() {
-                if let Some(n) = snap.pod_node(i as PodId) {
-                    sim.linger(i as PodId, n);
+                if let Some(n) = snap.pod_node(PodId::from_index(i)) {
+                    sim.linger(PodId::from_index(i), n);
                 }
             }
         }
@@ -398,7 +401,7 @@ impl<'s> Simulation<'s> {
     fn linger(&mut self, pod: PodId, node: NodeId) {
         let p = self.snap.pod(pod);
         let (c, m) = non_zero(p);
-        let (n, i) = (node as usize, pod as usize);
+        let (n, i) = (node, pod);
         self.gone[i] = true;
         self.load[n].sub_pod(&p.requests);
         self.non_zero[n].0 -= c;
@@ -433,7 +436,7 @@ impl<'s> Simulation<'s> {
     /// Where a snapshot pod is as the plan leaves it: its node, unless it is gone or done.
     /// (Topology spread counts these: a terminating pod counts nowhere.)
     fn present(&self, pod: PodId) -> Option<NodeId> {
-        if self.gone[pod as usize] || !self.snap.pod(pod).is_active() {
+        if self.gone[pod] || !self.snap.pod(pod).is_active() {
             return None;
         }
         self.snap.pod_node(pod)
@@ -443,7 +446,7 @@ impl<'s> Simulation<'s> {
     /// replacement of (or the pending pod) `subject`: present, or evicted and still
     /// terminating. `subject` itself counts only where it lingers once evicted.
     fn seen(&self, pod: PodId, subject: PodId) -> bool {
-        let i = pod as usize;
+        let i = pod;
         if !self.snap.pod(pod).is_active() {
             return false;
         }
@@ -470,7 +473,7 @@ impl<'s> Simulation<'s> {
     /// ([`Termination::lingers`]) it stays in kube-scheduler's view until
     /// [`Simulation::settle`].
     pub fn remove(&mut self, pod: PodId) {
-        if std::mem::replace(&mut self.gone[pod as usize], true) {
+        if std::mem::replace(&mut self.gone[pod], true) {
             return;
         }
         // A pick for this very pod holds: its replacement sees it as it will be now.
@@ -484,9 +487,9 @@ impl<'s> Simulation<'s> {
                     self.linger(pod, n);
                 } else {
                     let (c, m) = non_zero(p);
-                    self.load[n as usize].sub_pod(&p.requests);
-                    self.non_zero[n as usize].0 -= c;
-                    self.non_zero[n as usize].1 -= m;
+                    self.load[n].sub_pod(&p.requests);
+                    self.non_zero[n].0 -= c;
+                    self.non_zero[n].1 -= m;
                 }
             }
         }
@@ -494,12 +497,12 @@ impl<'s> Simulation<'s> {
 
     /// Whether an evicted pod still terminates on its node in kube-scheduler's view.
     pub fn is_lingering(&self, pod: PodId) -> bool {
-        self.lingering[pod as usize]
+        self.lingering[pod]
     }
 
     /// An evicted pod is gone: it no longer terminates on its node in kube-scheduler's view.
     pub fn terminated(&mut self, pod: PodId) {
-        if !std::mem::replace(&mut self.lingering[pod as usize], false) {
+        if !std::mem::replace(&mut self.lingering[pod], false) {
             return;
         }
         self.forget_pick();
@@ -507,9 +510,9 @@ impl<'s> Simulation<'s> {
         let p = self.snap.pod(pod);
         if let Some(n) = self.snap.pod_node(pod) {
             let (c, m) = non_zero(p);
-            self.linger_load[n as usize].sub_pod(&p.requests);
-            self.linger_non_zero[n as usize].0 -= c;
-            self.linger_non_zero[n as usize].1 -= m;
+            self.linger_load[n].sub_pod(&p.requests);
+            self.linger_non_zero[n].0 -= c;
+            self.linger_non_zero[n].1 -= m;
         }
     }
 
@@ -534,13 +537,13 @@ impl<'s> Simulation<'s> {
     }
 
     pub(crate) fn is_gone(&self, pod: PodId) -> bool {
-        self.gone[pod as usize]
+        self.gone[pod]
     }
 
     /// Puts the replacement of `pod` on `node`.
     pub fn place(&mut self, pod: PodId, node: NodeId) {
         self.forget_pick();
-        self.placed[node as usize].push(pod);
+        self.placed[node].push(pod);
         self.placed_all.push((pod, node));
         if self
             .snap
@@ -551,20 +554,20 @@ impl<'s> Simulation<'s> {
         {
             self.placed_anti.push((pod, node));
         }
-        self.load[node as usize].add_pod(&self.snap.pod(pod).requests);
+        self.load[node].add_pod(&self.snap.pod(pod).requests);
         let (c, m) = non_zero(self.snap.pod(pod));
-        self.non_zero[node as usize].0 += c;
-        self.non_zero[node as usize].1 += m;
+        self.non_zero[node].0 += c;
+        self.non_zero[node].1 += m;
     }
 
     /// The replacements placed on a node so far.
     pub fn placed(&self, node: NodeId) -> &[PodId] {
-        &self.placed[node as usize]
+        &self.placed[node]
     }
 
     /// What a node's pods request, placements included.
     pub fn load(&self, node: NodeId) -> &Resources {
-        &self.load[node as usize]
+        &self.load[node]
     }
 
     /// The pods on a node as the plan leaves it: the active pods not gone, then the
@@ -574,8 +577,8 @@ impl<'s> Simulation<'s> {
             .pods_on_node(node)
             .iter()
             .copied()
-            .filter(move |&p| !self.gone[p as usize] && self.snap.pod(p).is_active())
-            .chain(self.placed[node as usize].iter().copied())
+            .filter(move |&p| !self.gone[p] && self.snap.pod(p).is_active())
+            .chain(self.placed[node].iter().copied())
     }
 
     /// The pods on a node as kube-scheduler sees them while it schedules `subject`
@@ -591,7 +594,7 @@ impl<'s> Simulation<'s> {
             .copied()
             .filter(move |&p| self.seen(p, subject))
             .chain(
-                self.placed[node as usize]
+                self.placed[node]
                     .iter()
                     .copied()
                     .filter(move |&p| p != subject),
@@ -787,7 +790,7 @@ impl<'s> Simulation<'s> {
     /// Whether the pod is counted on the node now (in [`Simulation::load`], or terminating
     /// there in kube-scheduler's view) but not as its replacement sees it.
     fn counted_on(&self, pod: PodId, node: NodeId) -> bool {
-        let i = pod as usize;
+        let i = pod;
         let p = self.snap.pod(pod);
         if self.snap.pod_node(pod) != Some(node) || !p.is_active() {
             return false;
@@ -938,7 +941,7 @@ impl<'s> Simulation<'s> {
                 if q == id || qp.terminating || !selects(qp) {
                     continue;
                 }
-                if let Some(d) = eligible.of_node[n as usize] {
+                if let Some(d) = eligible.of_node[n.index()] {
                     counts[d as usize] += 1;
                 }
             }
@@ -1075,9 +1078,9 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
     /// `pod`: with the pods still terminating there, and without `pod` itself unless it will
     /// still be terminating there ([`Simulation::seen`]).
     fn load_without(&self, pod: PodId, node: NodeId) -> Resources {
-        let mut load = self.load[node as usize].clone();
+        let mut load = self.load[node].clone();
         if self.see_lingering.get() {
-            load.add(&self.linger_load[node as usize]);
+            load.add(&self.linger_load[node]);
         }
         if self.counted_on(pod, node) {
             load.sub_pod(&self.snap.pod(pod).requests);
@@ -1088,10 +1091,10 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
     /// The node's cpu and memory requests as scoring counts them, as
     /// [`Simulation::load_without`] counts pods.
     fn non_zero_without(&self, pod: PodId, node: NodeId) -> (i64, i64) {
-        let (mut c, mut m) = self.non_zero[node as usize];
+        let (mut c, mut m) = self.non_zero[node];
         if self.see_lingering.get() {
-            c += self.linger_non_zero[node as usize].0;
-            m += self.linger_non_zero[node as usize].1;
+            c += self.linger_non_zero[node].0;
+            m += self.linger_non_zero[node].1;
         }
         if self.counted_on(pod, node) {
             let (pc, pm) = non_zero(self.snap.pod(pod));
@@ -1133,7 +1136,8 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
     /// Every (pod, node) of the cluster as kube-scheduler sees it while it schedules
     /// `subject` ([`Simulation::pods_seen_on`]).
     fn all_pods(&self, subject: PodId) -> impl Iterator<Item = (PodId, NodeId)> {
-        (0..self.snap.nodes.len() as NodeId)
+        self.snap
+            .node_ids()
             .flat_map(move |n| self.pods_seen_on(n, subject).map(move |p| (p, n)))
     }
 }

@@ -8,6 +8,7 @@ use crate::snapshot::{
     ConditionStatus, ContainerState, DisruptionMode, GangKind, HostPort, PodStatusDetail, Qos,
     TaintEffect,
 };
+use crate::snapshot::{NodeId, PodId};
 use std::sync::Arc;
 
 const LIST_YAML: &str = r#"
@@ -101,9 +102,9 @@ fn decodes_a_kubectl_list() {
     // No status reason, container statuses or conditions: nothing allocated for them.
     assert!(p.status.is_none());
     assert_eq!(p.status(), &PodStatusDetail::default());
-    assert_eq!(snap.pod_node(0), Some(0));
-    assert_eq!(snap.node_requested(0).pods, 1);
-    assert_eq!(snap.pods_of_owner("rs1"), &[0]);
+    assert_eq!(snap.pod_node(PodId::new(0)), Some(NodeId::new(0)));
+    assert_eq!(snap.node_requested(NodeId::new(0)).pods, 1);
+    assert_eq!(snap.pods_of_owner("rs1"), &[PodId::new(0)]);
 }
 
 #[test]
@@ -793,7 +794,7 @@ fn escaped_strings_decode_to_their_values() {
     let pod = &snap.pods[0];
     assert_eq!(&*pod.name, "web/1");
     assert_eq!(pod.labels.get("app"), Some("été"));
-    assert_eq!(snap.pod_node(0), Some(0));
+    assert_eq!(snap.pod_node(PodId::new(0)), Some(NodeId::new(0)));
     assert_eq!(pod.requests.cpu, 100);
 }
 
@@ -1036,7 +1037,7 @@ fn decodes_pod_groups_of_both_kinds() {
     let zero = snap.gang_id(GangKind::Volcano, "ml", "zero").unwrap();
     assert_eq!(snap.gang(zero).min_member, Some(1));
     let sp = snap.pod_id("ml", "sim-0").unwrap();
-    assert_eq!(snap.pods[sp as usize].volcano_group.as_deref(), Some("sim"));
+    assert_eq!(snap.pod(sp).volcano_group.as_deref(), Some("sim"));
     assert_eq!(snap.gangs_of_pod(sp), &[sim]);
     // a group no PodGroup object describes: unknown minMember
     let lost = snap.gang_id(GangKind::Volcano, "ml", "lost").unwrap();

@@ -11,21 +11,21 @@
 //! is planned, so that no two plugins of a cycle can together break a gang.
 
 use super::{EvictError, Limits, PlannedEviction};
-use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};
+use crate::snapshot::{ClusterSnapshot, GangId, IdVec, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
 
 /// What a cycle has planned and spent so far.
 pub struct Ledger<'s> {
     snap: &'s ClusterSnapshot,
     limits: Limits,
-    planned: Vec<bool>,
+    planned: IdVec<PodId, bool>,
     /// Pods whose eviction the API refused in this cycle: never planned again.
-    pinned: Vec<bool>,
+    pinned: IdVec<PodId, bool>,
     requested: Vec<Resources>,
     pdb_left: Vec<i32>,
     /// Running members of each gang planned (or evicted earlier in the cycle).
     gang_planned: Vec<u32>,
-    per_node: Vec<u32>,
+    per_node: IdVec<NodeId, u32>,
     per_namespace: FxHashMap<&'s str, u32>,
     evictions: Vec<PlannedEviction>,
 }
@@ -36,14 +36,15 @@ impl<'s> Ledger<'s> {
         Ledger {
             snap,
             limits,
-            planned: vec![false; snap.pods.len()],
-            pinned: vec![false; snap.pods.len()],
-            requested: (0..snap.nodes.len() as NodeId)
+            planned: IdVec::filled(false, snap.pods.len()),
+            pinned: IdVec::filled(false, snap.pods.len()),
+            requested: snap
+                .node_ids()
                 .map(|n| snap.node_requested(n).clone())
                 .collect(),
             pdb_left: snap.pdbs.iter().map(|p| p.disruptions_allowed).collect(),
             gang_planned: vec![0; snap.gangs.len()],
-            per_node: vec![0; snap.nodes.len()],
+            per_node: IdVec::filled(0, snap.nodes.len()),
             per_namespace: FxHashMap::default(),
             // At most one eviction per pod: room for all up front, so a plan of tens of
             // thousands of evictions is never copied to a larger vector (capacity never used is
@@ -54,23 +55,23 @@ impl<'s> Ledger<'s> {
 
     /// Whether a pod is planned for eviction (or was evicted earlier in the cycle).
     pub(crate) fn is_planned(&self, pod: PodId) -> bool {
-        self.planned[pod as usize]
+        self.planned[pod]
     }
 
     /// Whether the API refused this pod's eviction earlier in the cycle.
     pub(crate) fn is_pinned(&self, pod: PodId) -> bool {
-        self.pinned[pod as usize]
+        self.pinned[pod]
     }
 
     /// Marks a pod whose eviction was refused: it is never admitted again this cycle.
     pub fn pin(&mut self, pod: PodId) {
-        self.pinned[pod as usize] = true;
+        self.pinned[pod] = true;
     }
 
     /// What the node's active pods request after the evictions planned so far; `pods` counts
     /// them.
     pub fn requested(&self, node: NodeId) -> &Resources {
-        &self.requested[node as usize]
+        &self.requested[node.index()]
     }
 
     /// The evictions planned so far, in order.
@@ -89,7 +90,7 @@ impl<'s> Ledger<'s> {
     /// Evictions planned so far on a node.
     #[cfg(test)]
     pub(crate) fn evicted_from_node(&self, node: NodeId) -> u32 {
-        self.per_node[node as usize]
+        self.per_node[node]
     }
 
     /// Whether one more eviction, of `pod`, is allowed: [`Ledger::admit_by_limits`] and
@@ -119,7 +120,7 @@ impl<'s> Ledger<'s> {
             }
         }
         if let Some(n) = self.limits.per_node {
-            if self.per_node[node as usize] >= n {
+            if self.per_node[node] >= n {
                 return Err(EvictError::NodeLimit(n));
             }
         }
@@ -294,7 +295,7 @@ impl<'s> Ledger<'s> {
         }
         if let Some(limit) = self.limits.per_node {
             for (&n, &count) in &on_node {
-                if self.per_node[n as usize] + count > limit {
+                if self.per_node[n] + count > limit {
                     return Err(EvictError::WholeGang(format!(
                         "gang {gang_name} has {count} members to evict together on node {} ({rule}), over the limit of {limit} evictions per node",
                         snap.node(n).name
@@ -349,7 +350,7 @@ impl<'s> Ledger<'s> {
             }
             let here = on_node.entry(node).or_default();
             if let Some(n) = self.limits.per_node {
-                if self.per_node[node as usize] + *here >= n {
+                if self.per_node[node] + *here >= n {
                     return Err((p, EvictError::NodeLimit(n)));
                 }
             }
@@ -428,11 +429,11 @@ impl<'s> Ledger<'s> {
     fn spend(&mut self, pod: PodId, node: NodeId) {
         let snap = self.snap;
         let p = snap.pod(pod);
-        self.planned[pod as usize] = true;
+        self.planned[pod] = true;
         if p.is_active() {
-            self.requested[node as usize].sub_pod(&p.requests);
+            self.requested[node.index()].sub_pod(&p.requests);
         }
-        self.per_node[node as usize] += 1;
+        self.per_node[node] += 1;
         *self.per_namespace.entry(&p.namespace).or_insert(0) += 1;
         if let Some(&i) = snap.pdbs_of_pod(pod).first() {
             self.pdb_left[i as usize] -= 1;

@@ -328,35 +328,39 @@ mod tests {
     fn budgets_are_spent() {
         let s = snap();
         let mut st = PlanningState::new(&s, Limits::default());
-        assert!(st.plan_eviction(0, "p", "T", "r".into()).is_ok());
-        assert_eq!(st.ledger().requested(0).cpu, 100);
-        assert_eq!(st.ledger().requested(0).pods, 1);
+        assert!(st
+            .plan_eviction(PodId::new(0), "p", "T", "r".into())
+            .is_ok());
+        assert_eq!(st.ledger().requested(NodeId::new(0)).cpu, 100);
+        assert_eq!(st.ledger().requested(NodeId::new(0)).pods, 1);
         assert!(matches!(
-            st.plan_eviction(1, "p", "T", "r".into()),
+            st.plan_eviction(PodId::new(1), "p", "T", "r".into()),
             Err(EvictError::DisruptionBudget(_))
         ));
         assert_eq!(
-            st.plan_eviction(0, "p", "T", "r".into()),
+            st.plan_eviction(PodId::new(0), "p", "T", "r".into()),
             Err(EvictError::AlreadyPlanned)
         );
         assert!(matches!(
-            st.plan_eviction(3, "p", "T", "r".into()),
+            st.plan_eviction(PodId::new(3), "p", "T", "r".into()),
             Err(EvictError::MultipleBudgets(_))
         ));
-        assert!(st.plan_eviction(2, "p", "T", "r".into()).is_ok());
+        assert!(st
+            .plan_eviction(PodId::new(2), "p", "T", "r".into())
+            .is_ok());
     }
 
     #[test]
     fn a_replacement_that_landed_is_placed_where_it_landed() {
         let s = snap();
         let mut st = PlanningState::new(&s, Limits::default());
-        let to = s.pod_node(0).unwrap();
-        st.record_landed(0, to);
-        assert!(st.ledger().is_planned(0));
+        let to = s.pod_node(PodId::new(0)).unwrap();
+        st.record_landed(PodId::new(0), to);
+        assert!(st.ledger().is_planned(PodId::new(0)));
         assert!(st.ledger().evictions().is_empty());
         // the simulation holds the replacement on the node it landed on (here its source),
         // whatever the scores would say
-        assert_eq!(st.placement().sim().placed(to), &[0]);
+        assert_eq!(st.placement().sim().placed(to), &[PodId::new(0)]);
         assert_eq!(
             st.placement().sim().load(to).cpu,
             s.node_requested(to).cpu,
@@ -374,20 +378,20 @@ mod tests {
                 ..Default::default()
             },
         );
-        st.record_evicted_earlier(0);
-        st.pin(2);
-        assert!(st.ledger().is_planned(0));
+        st.record_evicted_earlier(PodId::new(0));
+        st.pin(PodId::new(2));
+        assert!(st.ledger().is_planned(PodId::new(0)));
         assert!(
             st.ledger().evictions().is_empty(),
             "earlier evictions are not part of the new plan"
         );
-        assert_eq!(st.ledger().requested(0).cpu, 100);
+        assert_eq!(st.ledger().requested(NodeId::new(0)).cpu, 100);
         // the budget of app=x (1 allowed) is spent by the earlier eviction
         assert!(matches!(
-            st.ledger().admit(1),
+            st.ledger().admit(PodId::new(1)),
             Err(EvictError::DisruptionBudget(_))
         ));
-        assert_eq!(st.ledger().admit(2), Err(EvictError::Refused));
+        assert_eq!(st.ledger().admit(PodId::new(2)), Err(EvictError::Refused));
     }
 
     fn gang_snap() -> ClusterSnapshot {
@@ -466,10 +470,18 @@ mod tests {
             total: Some(2),
         };
         let mut st = PlanningState::new(&s, limits);
-        st.plan_eviction(0, "p", "T", "r".into()).unwrap();
-        assert_eq!(st.ledger().admit(1), Err(EvictError::NodeLimit(1)));
-        st.plan_eviction(2, "p", "T", "r".into()).unwrap();
-        assert_eq!(st.ledger().admit(3), Err(EvictError::TotalLimit(2)));
+        st.plan_eviction(PodId::new(0), "p", "T", "r".into())
+            .unwrap();
+        assert_eq!(
+            st.ledger().admit(PodId::new(1)),
+            Err(EvictError::NodeLimit(1))
+        );
+        st.plan_eviction(PodId::new(2), "p", "T", "r".into())
+            .unwrap();
+        assert_eq!(
+            st.ledger().admit(PodId::new(3)),
+            Err(EvictError::TotalLimit(2))
+        );
         let mut st = PlanningState::new(
             &s,
             Limits {
@@ -477,7 +489,11 @@ mod tests {
                 ..Default::default()
             },
         );
-        st.plan_eviction(2, "p", "T", "r".into()).unwrap();
-        assert_eq!(st.ledger().admit(3), Err(EvictError::NamespaceLimit(1)));
+        st.plan_eviction(PodId::new(2), "p", "T", "r".into())
+            .unwrap();
+        assert_eq!(
+            st.ledger().admit(PodId::new(3)),
+            Err(EvictError::NamespaceLimit(1))
+        );
     }
 }

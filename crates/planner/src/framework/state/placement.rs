@@ -127,7 +127,7 @@ impl<'s> Placement<'s> {
     pub(crate) fn set_targets(&mut self, targets: PlacementTargets) {
         let mut by_node = vec![None; self.snap.nodes.len()];
         for t in targets {
-            let i = t.node as usize;
+            let i = t.node.index();
             by_node[i] = Some(t);
         }
         self.targets = Some(by_node);
@@ -160,7 +160,7 @@ impl<'s> Placement<'s> {
 
     /// The running plugin's target for a node, if it set one for it.
     pub fn target(&self, node: NodeId) -> Option<&PlacementTarget> {
-        self.targets.as_ref()?.get(node as usize)?.as_ref()
+        self.targets.as_ref()?.get(node.index())?.as_ref()
     }
 
     /// Takes an evicted pod off the simulated cluster and, when predicting, places its
@@ -223,7 +223,7 @@ impl<'s> Placement<'s> {
         }
         let mut queue = members.to_vec();
         queue_order(snap, &mut queue);
-        let mut destinations = vec![0; members.len()];
+        let mut destinations = vec![NodeId::default(); members.len()];
         let mut alternatives = vec![Vec::new(); members.len()];
         for &m in &queue {
             match trial.schedule_predicted(m, &self.nodes) {

@@ -25,7 +25,7 @@ fn check(ev: &DefaultEvictor, p: PodBuilder) -> Result<(), String> {
         }],
         pod_groups: vec![pod_group("d", "gang", 2), volcano_group("d", "vgang", 1)],
     });
-    let id = snap.pods.iter().position(|p| &*p.namespace == "d").unwrap() as PodId;
+    let id = PodId::from_index(snap.pods.iter().position(|p| &*p.namespace == "d").unwrap());
     ev.filter(&snap, id, T0 + 3600)
 }
 
@@ -270,18 +270,27 @@ fn node_fit_uses_planned_state() {
     let ev = evictor(json!({"nodeFit": true}));
     let mut state = PlanningState::new(&snap, Limits::default());
     // a (600m) does not fit n2 (600m used of 1000m) and n3 is tainted.
-    let err = ev.pre_eviction_filter(state.placement(), 0).unwrap_err();
+    let err = ev
+        .pre_eviction_filter(state.placement(), PodId::new(0))
+        .unwrap_err();
     assert!(
         err.contains("1 Insufficient cpu") && err.contains("1 node(s) had untolerated taint"),
         "{err}"
     );
-    state.plan_eviction(1, "p", "T", "r".into()).unwrap();
+    state
+        .plan_eviction(PodId::new(1), "p", "T", "r".into())
+        .unwrap();
     // b is planned away, but its replacement can only go back to n2 (placements are
     // cumulative): still no room for a.
-    assert_eq!(state.ledger().evictions()[0].destination, Some(1));
-    assert!(ev.pre_eviction_filter(state.placement(), 0).is_err());
+    assert_eq!(
+        state.ledger().evictions()[0].destination,
+        Some(NodeId::new(1))
+    );
+    assert!(ev
+        .pre_eviction_filter(state.placement(), PodId::new(0))
+        .is_err());
     assert!(DefaultEvictor::default()
-        .pre_eviction_filter(state.placement(), 0)
+        .pre_eviction_filter(state.placement(), PodId::new(0))
         .is_ok());
 }
 
@@ -305,13 +314,13 @@ fn node_fit_looks_at_every_ready_node_or_those_of_its_node_selector() {
     });
     let state = PlanningState::new(&snap, Limits::default());
     assert!(evictor(json!({"nodeFit": true}))
-        .pre_eviction_filter(state.placement(), 0)
+        .pre_eviction_filter(state.placement(), PodId::new(0))
         .is_ok());
     assert!(evictor(json!({"nodeFit": true, "nodeSelector": "pool=b"}))
-        .pre_eviction_filter(state.placement(), 0)
+        .pre_eviction_filter(state.placement(), PodId::new(0))
         .is_ok());
     let err = evictor(json!({"nodeFit": true, "nodeSelector": "pool=a"}))
-        .pre_eviction_filter(state.placement(), 0)
+        .pre_eviction_filter(state.placement(), PodId::new(0))
         .unwrap_err();
     assert!(err.contains("Insufficient cpu"), "{err}");
     // A NotReady node does not count: b2 alone is no place.
@@ -325,7 +334,7 @@ fn node_fit_looks_at_every_ready_node_or_those_of_its_node_selector() {
     });
     let state = PlanningState::new(&snap, Limits::default());
     assert!(evictor(json!({"nodeFit": true}))
-        .pre_eviction_filter(state.placement(), 0)
+        .pre_eviction_filter(state.placement(), PodId::new(0))
         .is_err());
 }
 
@@ -355,10 +364,14 @@ fn node_fit_honours_topology_spread() {
     let ev = evictor(json!({"nodeFit": true}));
     let state = PlanningState::new(&snap, Limits::default());
     // w1 leaving a: a=0, b=2; moving it to b gives skew 3 > 1
-    let err = ev.pre_eviction_filter(state.placement(), 0).unwrap_err();
+    let err = ev
+        .pre_eviction_filter(state.placement(), PodId::new(0))
+        .unwrap_err();
     assert!(err.contains("topology spread"), "{err}");
     // w2 leaving b: a=1, b=1: it may go to a
-    assert!(ev.pre_eviction_filter(state.placement(), 1).is_ok());
+    assert!(ev
+        .pre_eviction_filter(state.placement(), PodId::new(1))
+        .is_ok());
 }
 
 /// A LowNodeUtilization-like target: `node` may reach `cpu` millicores; `wanted` when it is

@@ -201,7 +201,7 @@ impl Plugin for LowNodeUtilization {
         // Nodes without a usable sample are left out of classification altogether.
         let mut nodes: Vec<NodeId> = Vec::with_capacity(all_nodes.len());
         for &n in all_nodes {
-            match measured.as_ref().map(|m| &m.nodes[n as usize]) {
+            match measured.as_ref().map(|m| &m.nodes[n.index()]) {
                 Some(Err(why)) => cx.note(Some(n), format!("node left out: {why}")),
                 _ => nodes.push(n),
             }
@@ -281,7 +281,7 @@ impl LowNodeUtilization {
         let req = cx.requested(n);
         let mut u: Vec<i64> = self.resources.iter().map(|r| req.get(r)).collect();
         if let Some(m) = measured {
-            let Ok(sample) = &m.nodes[n as usize] else {
+            let Ok(sample) = &m.nodes[n.index()] else {
                 return u;
             };
             for (r, v) in sample {

@@ -300,7 +300,7 @@ impl Measured {
     pub(crate) fn pod_amount(&self, pod: PodId, resource: &str) -> Option<i64> {
         self.pod_amounts
             .get(resource)
-            .and_then(|v| v.get(pod as usize).copied().flatten())
+            .and_then(|v| v.get(pod.index()).copied().flatten())
     }
 
     pub(crate) fn is_measured(&self, resource: &str) -> bool {
@@ -340,7 +340,7 @@ fn measure_metrics_server(
     let max_age = usage.max_age(source);
     let mut out = vec![Err(String::new()); snap.nodes.len()];
     for &n in nodes {
-        out[n as usize] = match samples.node(n) {
+        out[n.index()] = match samples.node(n) {
             None => Err("no metrics-server sample for the node".to_string()),
             Some(s) if usage.is_stale(source, s.timestamp, now) => Err(format!(
                 "its metrics-server sample is {}s old (maxSampleAge {max_age}s)",
@@ -357,7 +357,7 @@ fn measure_metrics_server(
             .pod(id)
             .filter(|s| !usage.is_stale(source, s.timestamp, now))
     };
-    let ids = 0..snap.pods.len() as PodId;
+    let ids = snap.pod_ids();
     let pod_amounts = BTreeMap::from([
         (
             RESOURCE_CPU.to_string(),
@@ -408,7 +408,7 @@ fn measure_prometheus(
     for (r, q) in &node_queries {
         let samples = answer(q)?;
         for &n in nodes {
-            let slot = &mut out[n as usize];
+            let slot = &mut out[n.index()];
             let Ok(map) = slot else { continue };
             let Some(s) = samples.node(n) else {
                 *slot = Err(format!("no sample for the node in the answer to {q:?}"));
@@ -440,7 +440,7 @@ fn measure_prometheus(
         let samples = answer(q)?;
         let scale = if r == RESOURCE_CPU { 1000.0 } else { 1.0 };
         let mut v = Vec::with_capacity(snap.pods.len());
-        for id in 0..snap.pods.len() as PodId {
+        for id in snap.pod_ids() {
             v.push(match samples.pod(id) {
                 Some(s) if !usage.is_stale(source, s.timestamp, now) => {
                     check_value(s.value, false).map_err(|why| {

@@ -44,7 +44,7 @@ fn sized(pods: &[(&str, i64, i32)]) -> ClusterSnapshot {
 }
 
 fn pick(snap: &ClusterSnapshot, excess: &[i64]) -> String {
-    let mut ids: Vec<PodId> = (0..snap.pods.len() as PodId).collect();
+    let mut ids: Vec<PodId> = snap.pod_ids().collect();
     crate::framework::sort_by_eviction_order(snap, &mut ids);
     let i = fewest_first(snap, &ids, excess, |p| {
         vec![snap.pod(p).requests.get("cpu")]
@@ -72,13 +72,13 @@ fn the_fewest_evictions_go_first_among_pods_upstream_ties() {
     // Two resources: a pod covers only if it covers both.
     let s2 = sized(&[("a", 0, 0), ("b", 0, 0)]);
     let amounts = |p: PodId| {
-        if p == 0 {
+        if p == PodId::new(0) {
             vec![2000, 10]
         } else {
             vec![1000, 1000]
         }
     };
-    let ids: Vec<PodId> = vec![0, 1];
+    let ids: Vec<PodId> = vec![PodId::new(0), PodId::new(1)];
     assert_eq!(fewest_first(&s2, &ids, &[1000, 500], amounts), 1);
     assert_eq!(
         fewest_first(&s2, &ids, &[1000, 0], amounts),

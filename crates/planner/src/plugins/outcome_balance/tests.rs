@@ -40,7 +40,8 @@ fn outside_after(
     low: f64,
     high: f64,
 ) -> usize {
-    let mut load: Vec<i64> = (0..snap.nodes.len() as NodeId)
+    let mut load: Vec<i64> = snap
+        .node_ids()
         .map(|n| {
             snap.pods_on_node(n)
                 .iter()
@@ -50,12 +51,13 @@ fn outside_after(
         .collect();
     for e in evictions {
         let cpu = snap.pod(e.pod).requests.cpu;
-        load[e.node as usize] -= cpu;
-        load[e.destination.expect("every move has a destination") as usize] += cpu;
+        load[e.node.index()] -= cpu;
+        load[e.destination.expect("every move has a destination").index()] += cpu;
     }
     (0..snap.nodes.len())
         .filter(|&n| {
-            let p = 100.0 * load[n] as f64 / snap.node(n as NodeId).allocatable.cpu as f64;
+            let p =
+                100.0 * load[n] as f64 / snap.node(NodeId::from_index(n)).allocatable.cpu as f64;
             p > high || p <= low
         })
         .count()
@@ -73,7 +75,7 @@ fn duplicates_after(
         .iter()
         .map(|e| (e.pod, e.destination.expect("every move has a destination")))
         .collect();
-    for n in 0..snap.nodes.len() as NodeId {
+    for n in snap.node_ids() {
         for &p in snap.pods_on_node(n) {
             let Some(w) = snap.pod(p).labels.get("app") else {
                 continue;
@@ -83,7 +85,8 @@ fn duplicates_after(
             *total.entry(w.to_string()).or_default() += 1;
         }
     }
-    let nodes = (0..snap.nodes.len() as NodeId)
+    let nodes = snap
+        .node_ids()
         .filter(|&n| !snap.node(n).unschedulable)
         .count() as i64;
     on.iter()

@@ -651,7 +651,7 @@ fn pods_planned_earlier_are_not_seen() {
     let nodes = s.ready_nodes(&Selector::default());
     let mut state = PlanningState::new(&s, Limits::default());
     state
-        .plan_eviction(0, "default", "Earlier", "r".into())
+        .plan_eviction(PodId::new(0), "default", "Earlier", "r".into())
         .unwrap();
     let plugin = RemoveDuplicates::from_json(&Value::Null).unwrap();
     crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0);

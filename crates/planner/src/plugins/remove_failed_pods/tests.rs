@@ -416,18 +416,18 @@ fn failed_pods_free_no_resources() {
     let nodes = s.ready_nodes(&Default::default());
     let evictor = DefaultEvictor::default();
     let mut state = PlanningState::new(&s, Limits::default());
-    assert_eq!(state.ledger().requested(0).cpu, 300);
+    assert_eq!(state.ledger().requested(NodeId::new(0)).cpu, 300);
     crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, NOW);
     assert_eq!(state.ledger().evictions().len(), 1);
     assert_eq!(state.ledger().evictions()[0].plugin, NAME);
     assert_eq!(
-        state.ledger().requested(0).cpu,
+        state.ledger().requested(NodeId::new(0)).cpu,
         300,
         "the running pod still holds its CPU"
     );
-    assert_eq!(state.ledger().requested(0).pods, 1);
+    assert_eq!(state.ledger().requested(NodeId::new(0)).pods, 1);
     assert_eq!(
-        state.ledger().evicted_from_node(0),
+        state.ledger().evicted_from_node(NodeId::new(0)),
         1,
         "but the eviction counts"
     );

@@ -46,7 +46,7 @@ fn run_with(
         let nodes = snap.ready_nodes(&Selector::everything());
         let mut state = PlanningState::new(snap, limits);
         for name in before {
-            let id = snap.pods.iter().position(|p| &*p.name == *name).unwrap() as PodId;
+            let id = PodId::from_index(snap.pods.iter().position(|p| &*p.name == *name).unwrap());
             state.plan_eviction(id, "p", "Earlier", "r".into()).unwrap();
         }
         crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);

@@ -1,13 +1,13 @@
 use super::*;
 use crate::snapshot::builders::{affinity_term, node, pod, snapshot};
-use crate::snapshot::{Affinity, WhenUnsatisfiable::DoNotSchedule};
+use crate::snapshot::{Affinity, IdRange, WhenUnsatisfiable::DoNotSchedule};
 
 fn id(s: &ClusterSnapshot, name: &str) -> PodId {
-    s.pods.iter().position(|p| &*p.name == name).unwrap() as PodId
+    PodId::from_index(s.pods.iter().position(|p| &*p.name == name).unwrap())
 }
 
 fn all(s: &ClusterSnapshot) -> Vec<NodeId> {
-    (0..s.nodes.len() as NodeId).collect()
+    s.node_ids().collect()
 }
 
 /// The incoming pod is modelled as a pod on a separate "src" node (the node it leaves).
@@ -37,14 +37,14 @@ fn resources_are_cumulative() {
     );
     let mut sim = Simulation::new(&s);
     let nodes = all(&s);
-    for p in 0..3 {
+    for p in IdRange::first(3) {
         sim.remove(p);
     }
-    let a = sim.schedule(0, &nodes).unwrap();
-    let b = sim.schedule(1, &nodes).unwrap();
+    let a = sim.schedule(PodId::new(0), &nodes).unwrap();
+    let b = sim.schedule(PodId::new(1), &nodes).unwrap();
     assert_ne!(a, b, "the second pod sees the first one's node fuller");
     assert_eq!(sim.load(a).cpu, 700);
-    let err = sim.schedule(2, &nodes).unwrap_err();
+    let err = sim.schedule(PodId::new(2), &nodes).unwrap_err();
     assert_eq!(
         err.to_string(),
         "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) were unschedulable"
@@ -63,9 +63,9 @@ fn pod_count_and_host_ports() {
     );
     let sim = Simulation::new(&s);
     let p = id(&s, "in");
-    assert_eq!(sim.check(p, 0).unwrap_err(), "Too many pods");
+    assert_eq!(sim.check(p, NodeId::new(0)).unwrap_err(), "Too many pods");
     assert_eq!(
-        sim.check(p, 1).unwrap_err(),
+        sim.check(p, NodeId::new(1)).unwrap_err(),
         "node(s) didn't have free ports for the requested pod ports"
     );
     // a placed replacement holds its port too
@@ -77,10 +77,13 @@ fn pod_count_and_host_ports() {
         ],
     );
     let mut sim = Simulation::new(&s2);
-    sim.remove(0);
-    sim.remove(1);
-    assert_eq!(sim.schedule(0, &[0]).unwrap(), 0);
-    assert!(sim.schedule(1, &[0]).is_err());
+    sim.remove(PodId::new(0));
+    sim.remove(PodId::new(1));
+    assert_eq!(
+        sim.schedule(PodId::new(0), &[NodeId::new(0)]).unwrap(),
+        NodeId::new(0)
+    );
+    assert!(sim.schedule(PodId::new(1), &[NodeId::new(0)]).is_err());
 }
 
 #[test]
@@ -139,7 +142,9 @@ fn unschedulable_and_taints() {
         vec![],
         pod("d", "in").toleration(UNSCHEDULABLE_TAINT, "", Some(TaintEffect::NoSchedule)),
     );
-    assert!(Simulation::new(&s).check(id(&s, "in"), 0).is_ok());
+    assert!(Simulation::new(&s)
+        .check(id(&s, "in"), NodeId::new(0))
+        .is_ok());
 }
 
 #[test]
@@ -156,10 +161,10 @@ fn node_selector_and_affinity() {
     let sim = Simulation::new(&s);
     let p = id(&s, "in");
     assert_eq!(
-        sim.check(p, 0).unwrap_err(),
+        sim.check(p, NodeId::new(0)).unwrap_err(),
         "node(s) didn't match Pod's node affinity/selector"
     );
-    assert_eq!(sim.destination(p, &all(&s)).unwrap(), 1);
+    assert_eq!(sim.destination(p, &all(&s)).unwrap(), NodeId::new(1));
 }
 
 #[test]
@@ -179,9 +184,9 @@ fn pod_anti_affinity_both_directions() {
     );
     let sim = Simulation::new(&s);
     let p = id(&s, "in");
-    assert!(sim.check(p, 0).is_ok());
+    assert!(sim.check(p, NodeId::new(0)).is_ok());
     assert_eq!(
-        sim.check(p, 2).unwrap_err(),
+        sim.check(p, NodeId::new(2)).unwrap_err(),
         "node(s) didn't match pod anti-affinity rules"
     );
     // an existing pod avoids the incoming one
@@ -195,9 +200,9 @@ fn pod_anti_affinity_both_directions() {
     );
     let sim = Simulation::new(&s);
     let p = id(&s, "in");
-    assert!(sim.check(p, 0).is_ok());
+    assert!(sim.check(p, NodeId::new(0)).is_ok());
     assert_eq!(
-        sim.check(p, 2).unwrap_err(),
+        sim.check(p, NodeId::new(2)).unwrap_err(),
         "node(s) didn't satisfy existing pods anti-affinity rules"
     );
     // self anti-affinity: replicas placed one after another spread out
@@ -218,13 +223,19 @@ fn pod_anti_affinity_both_directions() {
             .collect(),
     );
     let mut sim = Simulation::new(&s);
-    for p in 0..3 {
+    for p in IdRange::first(3) {
         sim.remove(p);
     }
-    let x = sim.schedule(0, &[0, 1]).unwrap();
-    let y = sim.schedule(1, &[0, 1]).unwrap();
+    let x = sim
+        .schedule(PodId::new(0), &[NodeId::new(0), NodeId::new(1)])
+        .unwrap();
+    let y = sim
+        .schedule(PodId::new(1), &[NodeId::new(0), NodeId::new(1)])
+        .unwrap();
     assert_ne!(x, y);
-    assert!(sim.schedule(2, &[0, 1]).is_err());
+    assert!(sim
+        .schedule(PodId::new(2), &[NodeId::new(0), NodeId::new(1)])
+        .is_err());
 }
 
 #[test]
@@ -250,21 +261,26 @@ fn pod_affinity_and_the_first_pod_of_a_group() {
     let sim = Simulation::new(&s);
     let p = id(&s, "in");
     assert_eq!(
-        sim.check(p, 0).unwrap_err(),
+        sim.check(p, NodeId::new(0)).unwrap_err(),
         "node(s) didn't match pod affinity rules"
     );
-    assert!(sim.check(p, 1).is_ok());
-    assert!(sim.check(p, 2).is_err());
+    assert!(sim.check(p, NodeId::new(1)).is_ok());
+    assert!(sim.check(p, NodeId::new(2)).is_err());
     // no match anywhere, and the pod matches its own term: allowed where the key exists
     let s = with_src(nodes(), vec![], aff(pod("d", "in").label("app", "cache")));
     let sim = Simulation::new(&s);
     let p = id(&s, "in");
-    assert!(sim.check(p, 0).is_ok());
-    assert!(sim.check(p, 2).is_err());
+    assert!(sim.check(p, NodeId::new(0)).is_ok());
+    assert!(sim.check(p, NodeId::new(2)).is_err());
     // no match anywhere, and the pod does not match its own term: nowhere
     let s = with_src(nodes(), vec![], aff(pod("d", "in")));
     let sim = Simulation::new(&s);
-    assert!(sim.feasible(id(&s, "in"), &[0, 1, 2]).is_err());
+    assert!(sim
+        .feasible(
+            id(&s, "in"),
+            &[NodeId::new(0), NodeId::new(1), NodeId::new(2)]
+        )
+        .is_err());
 }
 
 #[test]
@@ -292,14 +308,14 @@ fn topology_spread_do_not_schedule() {
     let sim = Simulation::new(&s);
     let p = id(&s, "in");
     // counts a=2 b=1 c=0, min 0: only c keeps the skew at 1
-    assert!(sim.check(p, 0).is_err());
-    assert!(sim.check(p, 1).is_err());
-    assert!(sim.check(p, 2).is_ok());
+    assert!(sim.check(p, NodeId::new(0)).is_err());
+    assert!(sim.check(p, NodeId::new(1)).is_err());
+    assert!(sim.check(p, NodeId::new(2)).is_ok());
     assert_eq!(
-        sim.check(p, 3).unwrap_err(),
+        sim.check(p, NodeId::new(3)).unwrap_err(),
         "node(s) didn't match pod topology spread constraints (missing required label)"
     );
-    assert_eq!(sim.destination(p, &all(&s)).unwrap(), 2);
+    assert_eq!(sim.destination(p, &all(&s)).unwrap(), NodeId::new(2));
     // cumulative: after c gets one, a still fails, b and c pass
     let s = snapshot(
         vec![
@@ -319,9 +335,17 @@ fn topology_spread_do_not_schedule() {
     for n in ["m1", "m2", "m3"] {
         sim.remove(m(n));
     }
-    assert_eq!(sim.schedule(m("m1"), &[0, 1]).unwrap(), 1);
-    let second = sim.schedule(m("m2"), &[0, 1]).unwrap();
-    let third = sim.schedule(m("m3"), &[0, 1]).unwrap();
+    assert_eq!(
+        sim.schedule(m("m1"), &[NodeId::new(0), NodeId::new(1)])
+            .unwrap(),
+        NodeId::new(1)
+    );
+    let second = sim
+        .schedule(m("m2"), &[NodeId::new(0), NodeId::new(1)])
+        .unwrap();
+    let third = sim
+        .schedule(m("m3"), &[NodeId::new(0), NodeId::new(1)])
+        .unwrap();
     assert_ne!(second, third, "spread keeps alternating");
 }
 
@@ -348,7 +372,9 @@ fn min_domains_and_match_label_keys() {
     );
     let sim = Simulation::new(&s);
     // 2 domains < minDomains 3: the global minimum is 0, so 1 + 1 - 0 > 1 everywhere
-    assert!(sim.feasible(id(&s, "in"), &[0, 1]).is_err());
+    assert!(sim
+        .feasible(id(&s, "in"), &[NodeId::new(0), NodeId::new(1)])
+        .is_err());
     // matchLabelKeys: only pods with the same pod-template-hash count
     let mut c2 = c;
     c2.min_domains = None;
@@ -376,7 +402,7 @@ fn min_domains_and_match_label_keys() {
             .spread_constraint(c2),
     );
     let sim = Simulation::new(&s);
-    assert!(sim.check(id(&s, "in"), 0).is_ok());
+    assert!(sim.check(id(&s, "in"), NodeId::new(0)).is_ok());
 }
 
 #[test]
@@ -389,23 +415,26 @@ fn the_pod_itself_counts_where_it_is_while_it_terminates() {
     let mut sim = Simulation::new(&s);
     assert_eq!(sim.termination(), Termination::GRACEFUL);
     let ports = "node(s) didn't have free ports for the requested pod ports";
-    assert_eq!(sim.check(0, 0).unwrap_err(), ports);
-    sim.remove(0);
-    assert!(sim.is_lingering(0));
-    assert_eq!(sim.check(0, 0).unwrap_err(), ports);
-    assert_eq!(sim.load_without(0, 0).cpu, 1000);
+    assert_eq!(sim.check(PodId::new(0), NodeId::new(0)).unwrap_err(), ports);
+    sim.remove(PodId::new(0));
+    assert!(sim.is_lingering(PodId::new(0)));
+    assert_eq!(sim.check(PodId::new(0), NodeId::new(0)).unwrap_err(), ports);
+    assert_eq!(sim.load_without(PodId::new(0), NodeId::new(0)).cpu, 1000);
     // what the node requests once everything settled: the pod gone
-    assert_eq!(sim.load(0).cpu, 0);
+    assert_eq!(sim.load(NodeId::new(0)).cpu, 0);
     sim.settle();
-    assert!(sim.check(0, 0).is_ok());
+    assert!(sim.check(PodId::new(0), NodeId::new(0)).is_ok());
     // a kubelet that deletes at once: the room is free for the replacement at once
     let mut sim = Simulation::new(&s);
     sim.set_termination(Termination::INSTANT);
-    assert!(sim.check(0, 0).is_ok());
-    assert_eq!(sim.destination(0, &[0]).unwrap(), 0);
-    sim.remove(0);
-    assert!(!sim.is_lingering(0));
-    assert!(sim.check(0, 0).is_ok());
+    assert!(sim.check(PodId::new(0), NodeId::new(0)).is_ok());
+    assert_eq!(
+        sim.destination(PodId::new(0), &[NodeId::new(0)]).unwrap(),
+        NodeId::new(0)
+    );
+    sim.remove(PodId::new(0));
+    assert!(!sim.is_lingering(PodId::new(0)));
+    assert!(sim.check(PodId::new(0), NodeId::new(0)).is_ok());
 }
 
 #[test]
@@ -424,8 +453,8 @@ fn a_grace_period_of_zero_frees_the_room_at_once() {
     assert!(!sim.is_lingering(zero));
     assert!(sim.is_lingering(thirty));
     // 400m still terminating: 600m free
-    assert!(sim.check(zero, 0).is_ok());
-    assert_eq!(sim.load_without(zero, 0).cpu, 400);
+    assert!(sim.check(zero, NodeId::new(0)).is_ok());
+    assert_eq!(sim.load_without(zero, NodeId::new(0)).cpu, 400);
     // the policy's gracePeriodSeconds overrides each pod's own
     for (grace, lingers) in [(Some(0), [false, false]), (Some(5), [true, true])] {
         let mut sim = Simulation::new(&s);
@@ -458,24 +487,27 @@ fn terminating_pods_hold_their_room_for_other_replacements() {
     assert!(sim.predict(big, &nodes).is_err());
     // another replacement finds big's room taken
     sim.remove(small);
-    assert_eq!(sim.load_without(small, 0).cpu, 1500);
-    assert_eq!(sim.load_without(small, 1).cpu, 1400);
+    assert_eq!(sim.load_without(small, NodeId::new(0)).cpu, 1500);
+    assert_eq!(sim.load_without(small, NodeId::new(1)).cpu, 1400);
     // the cluster once everything settled: both gone
-    assert_eq!((sim.load(0).cpu, sim.load(1).cpu), (0, 1000));
+    assert_eq!(
+        (sim.load(NodeId::new(0)).cpu, sim.load(NodeId::new(1)).cpu),
+        (0, 1000)
+    );
     // once big is seen gone, its room is free; small still terminates
     sim.terminated(big);
     assert!(!sim.is_lingering(big) && sim.is_lingering(small));
-    assert_eq!(sim.load_without(small, 0).cpu, 0);
-    assert_eq!(sim.load_without(small, 1).cpu, 1400);
+    assert_eq!(sim.load_without(small, NodeId::new(0)).cpu, 0);
+    assert_eq!(sim.load_without(small, NodeId::new(1)).cpu, 1400);
     sim.settle();
-    assert_eq!(sim.schedule(big, &nodes).unwrap(), 0);
+    assert_eq!(sim.schedule(big, &nodes).unwrap(), NodeId::new(0));
     // instant: big's room is free at once
     let mut sim = Simulation::new(&s);
     sim.set_termination(Termination::INSTANT);
     sim.remove(big);
-    assert_eq!(sim.schedule(big, &nodes).unwrap(), 0);
+    assert_eq!(sim.schedule(big, &nodes).unwrap(), NodeId::new(0));
     sim.remove(small);
-    assert_eq!(sim.load_without(small, 1).cpu, 1000);
+    assert_eq!(sim.load_without(small, NodeId::new(1)).cpu, 1000);
 }
 
 #[test]
@@ -493,17 +525,17 @@ fn pods_terminating_in_the_snapshot_hold_their_room_until_gone() {
     let nodes = all(&s);
     let mut sim = Simulation::new(&s);
     // the cluster once it is gone: not on n1, not among n1's pods
-    assert_eq!(sim.load(0).cpu, 200);
-    assert_eq!(sim.pods_on(0).collect::<Vec<_>>(), vec![live]);
+    assert_eq!(sim.load(NodeId::new(0)).cpu, 200);
+    assert_eq!(sim.pods_on(NodeId::new(0)).collect::<Vec<_>>(), vec![live]);
     assert!(sim.is_lingering(old));
     // kube-scheduler still sees it: other's replacement (1000m) finds 300m free on n1
     sim.remove(other);
-    assert_eq!(sim.load_without(other, 0).cpu, 1700);
-    assert_eq!(sim.schedule(other, &nodes).unwrap(), 1);
+    assert_eq!(sim.load_without(other, NodeId::new(0)).cpu, 1700);
+    assert_eq!(sim.schedule(other, &nodes).unwrap(), NodeId::new(1));
     // once it is seen gone, its room is free
     let mut sim = Simulation::new(&s);
     sim.terminated(old);
-    assert_eq!(sim.load_without(other, 0).cpu, 200);
+    assert_eq!(sim.load_without(other, NodeId::new(0)).cpu, 200);
     assert!(!sim.any_lingering());
 }
 
@@ -533,8 +565,8 @@ fn terminating_pods_count_in_scores_but_not_in_topology_spread() {
     assert_eq!(
         sim.predict(p, &all(&s)).unwrap(),
         Prediction {
-            node: 0,
-            alternatives: vec![1]
+            node: NodeId::new(0),
+            alternatives: vec![NodeId::new(1)]
         }
     );
     let mut sim = Simulation::new(&s);
@@ -543,7 +575,7 @@ fn terminating_pods_count_in_scores_but_not_in_topology_spread() {
     assert_eq!(
         sim.predict(p, &all(&s)).unwrap(),
         Prediction {
-            node: 0,
+            node: NodeId::new(0),
             alternatives: vec![]
         }
     );
@@ -568,10 +600,10 @@ fn terminating_pods_count_in_scores_but_not_in_topology_spread() {
     sim.remove(id(&s, "w2"));
     assert!(sim.is_lingering(id(&s, "w2")));
     assert_eq!(
-        sim.check(id(&s, "w1"), 1).unwrap_err(),
+        sim.check(id(&s, "w1"), NodeId::new(1)).unwrap_err(),
         "node(s) didn't match pod topology spread constraints"
     );
-    assert!(sim.check(id(&s, "w1"), 0).is_ok());
+    assert!(sim.check(id(&s, "w1"), NodeId::new(0)).is_ok());
 }
 
 #[test]
@@ -602,15 +634,16 @@ fn terminating_pods_keep_their_anti_affinity_and_affinity() {
     sim.remove(w1);
     sim.remove(w2);
     for (pod, node) in [(w1, 0), (w1, 1), (w2, 0), (w2, 1)] {
-        assert!(sim.check(pod, node).is_err(), "{pod} on {node}");
+        let node = NodeId::new(node);
+        assert!(sim.check(pod, node).is_err(), "{pod:?} on {node:?}");
     }
     sim.settle();
-    assert!(sim.check(w1, 0).is_ok());
+    assert!(sim.check(w1, NodeId::new(0)).is_ok());
     let mut sim = Simulation::new(&s);
     sim.set_termination(Termination::INSTANT);
     sim.remove(w1);
     sim.remove(w2);
-    assert!(sim.check(w1, 0).is_ok());
+    assert!(sim.check(w1, NodeId::new(0)).is_ok());
 }
 
 #[test]
@@ -625,11 +658,16 @@ fn pending_pods_are_placed_once_the_evicted_pods_are_gone() {
     let (old, pending) = (id(&s, "old"), id(&s, "pending"));
     let mut sim = Simulation::new(&s);
     sim.remove(old);
-    assert!(sim.check(pending, 0).is_err());
-    assert_eq!(sim.schedule_settled(pending, &[0]).unwrap().node, 0);
+    assert!(sim.check(pending, NodeId::new(0)).is_err());
+    assert_eq!(
+        sim.schedule_settled(pending, &[NodeId::new(0)])
+            .unwrap()
+            .node,
+        NodeId::new(0)
+    );
     // later replacements still see old terminating
     assert!(sim.is_lingering(old));
-    assert_eq!(sim.load(0).cpu, 1000);
+    assert_eq!(sim.load(NodeId::new(0)).cpu, 1000);
 }
 
 #[test]
@@ -809,23 +847,23 @@ mod properties {
             pods in prop::collection::vec(p(), 1..14),
         ) {
             let s = cluster(&nodes, &pods);
-            let targets: Vec<NodeId> = (0..nodes.len() as NodeId).collect();
+            let targets: Vec<NodeId> = IdRange::first(nodes.len()).collect();
             let mut sim = Simulation::new(&s);
-            for id in 0..pods.len() as PodId {
+            for id in IdRange::first(pods.len()) {
                 sim.remove(id);
             }
             let mut spread_zones: FxHashMap<String, i64> = FxHashMap::default();
             for x in &nodes {
                 spread_zones.entry(format!("z{}", x.zone)).or_insert(0);
             }
-            for id in 0..pods.len() as PodId {
+            for id in IdRange::first(pods.len()) {
                 match sim.schedule(id, &targets) {
                     Ok(dest) => {
                         let node = s.node(dest);
-                        let spec = &pods[id as usize];
+                        let spec = &pods[id.index()];
                         prop_assert!(sim.load(dest).cpu <= node.allocatable.cpu);
                         prop_assert!(sim.load(dest).pods <= node.allocatable.pods);
-                        prop_assert!(!nodes[dest as usize].tainted || spec.tolerates);
+                        prop_assert!(!nodes[dest.index()].tainted || spec.tolerates);
                         let here: Vec<&Pod> =
                             sim.placed(dest).iter().map(|&q| s.pod(q)).collect();
                         let ports = here.iter().filter(|q| !q.host_ports.is_empty()).count();

@@ -3,7 +3,7 @@
 use super::*;
 use crate::sim::Simulation;
 use crate::snapshot::builders::{affinity_term, node, pod, snapshot, PodBuilder};
-use crate::snapshot::{Affinity, ClusterSnapshot, Node, WeightedPodAffinityTerm};
+use crate::snapshot::{Affinity, ClusterSnapshot, IdRange, Node, WeightedPodAffinityTerm};
 use WhenUnsatisfiable::ScheduleAnyway;
 
 /// A profile with only `plugin`, weight 1.
@@ -29,9 +29,9 @@ fn scores_with(
 }
 
 fn scored(s: &ClusterSnapshot, profile: &ScoreProfile) -> Vec<i64> {
-    let id = s.pods.iter().position(|p| &*p.name == "in").unwrap() as PodId;
+    let id = PodId::from_index(s.pods.iter().position(|p| &*p.name == "in").unwrap());
     let sim = Simulation::new(s);
-    let feasible: Vec<NodeId> = (0..s.nodes.len() as NodeId).collect();
+    let feasible: Vec<NodeId> = s.node_ids().collect();
     total_scores(&sim, profile, id, &feasible)
 }
 
@@ -547,9 +547,14 @@ fn pod_topology_spread_soft_constraints() {
     all.push(incoming.build());
     let s = snapshot(nodes, all);
     let sim = Simulation::new(&s);
-    let id = s.pods.iter().position(|p| &*p.name == "in").unwrap() as PodId;
+    let id = PodId::from_index(s.pods.iter().position(|p| &*p.name == "in").unwrap());
     assert_eq!(
-        total_scores(&sim, &only(POD_TOPOLOGY_SPREAD), id, &[0, 1, 2]),
+        total_scores(
+            &sim,
+            &only(POD_TOPOLOGY_SPREAD),
+            id,
+            &[NodeId::new(0), NodeId::new(1), NodeId::new(2)]
+        ),
         vec![75, 75, 100]
     );
 }
@@ -609,23 +614,41 @@ fn weights_sum_and_ties_are_alternatives() {
     let s = snapshot(nodes, vec![pod("d", "in").cpu(500).memory(1 << 30).build()]);
     let sim = Simulation::new(&s);
     let p = ScoreProfile::default();
-    let totals = total_scores(&sim, &p, 0, &[0, 1, 2]);
+    let totals = total_scores(
+        &sim,
+        &p,
+        PodId::new(0),
+        &[NodeId::new(0), NodeId::new(1), NodeId::new(2)],
+    );
     // TaintToleration weight 3: 300 for a and c, 0 for b; the rest equal
     assert_eq!(totals[0] - totals[1], 300);
     assert_eq!(totals[0], totals[2]);
-    let prediction = sim.predict(0, &[0, 1, 2]).unwrap();
-    assert_eq!(prediction.node, 0);
-    assert_eq!(prediction.alternatives, vec![2]);
+    let prediction = sim
+        .predict(
+            PodId::new(0),
+            &[NodeId::new(0), NodeId::new(1), NodeId::new(2)],
+        )
+        .unwrap();
+    assert_eq!(prediction.node, NodeId::new(0));
+    assert_eq!(prediction.alternatives, vec![NodeId::new(2)]);
     // with the taint's weight set to 0 all three tie
     let mut flat = p.clone();
     flat.taint_toleration_weight = 0;
     let sim = Simulation::with_profile(&s, std::sync::Arc::new(flat));
-    assert_eq!(sim.predict(0, &[0, 1, 2]).unwrap().alternatives, vec![1, 2]);
+    assert_eq!(
+        sim.predict(
+            PodId::new(0),
+            &[NodeId::new(0), NodeId::new(1), NodeId::new(2)]
+        )
+        .unwrap()
+        .alternatives,
+        vec![NodeId::new(1), NodeId::new(2)]
+    );
     // one feasible node: nothing to score, no alternatives
     assert_eq!(
-        sim.predict(0, &[1]).unwrap(),
+        sim.predict(PodId::new(0), &[NodeId::new(1)]).unwrap(),
         crate::sim::Prediction {
-            node: 1,
+            node: NodeId::new(1),
             alternatives: vec![]
         }
     );
@@ -651,14 +674,14 @@ fn default_spreading_spreads_a_replica_set_over_new_nodes() {
         .collect();
     let s = snapshot(nodes, pods);
     let mut sim = Simulation::new(&s);
-    let targets = [1, 2, 3];
+    let targets = [1, 2, 3].map(NodeId::new);
     let mut got = Vec::new();
-    for p in 0..3 {
+    for p in IdRange::first(3) {
         sim.remove(p);
     }
-    for p in 0..3 {
+    for p in IdRange::first(3) {
         got.push(sim.schedule(p, &targets).unwrap());
     }
     got.sort();
-    assert_eq!(got, vec![1, 2, 3]);
+    assert_eq!(got, [1, 2, 3].map(NodeId::new));
 }

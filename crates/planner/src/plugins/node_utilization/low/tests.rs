@@ -583,7 +583,8 @@ fn metrics_server_usage_moves_several_pods_by_their_measured_usage() {
     // n1 measures 3400m of 4000m (85%) > 50%; each pod measures 800m: two pods bring it
     // to 1800m (45%).
     assert_eq!(names(&snap, &p), vec!["n1-0", "n1-1"], "{:?}", p.notes);
-    let m = crate::framework::MeasuredUsage::of(&p.findings, 0).unwrap();
+    let m =
+        crate::framework::MeasuredUsage::of(&p.findings, crate::snapshot::NodeId::new(0)).unwrap();
     assert_eq!(m.source, crate::snapshot::usage::UsageSource::MetricsServer);
     assert_eq!((m.before.cpu, m.after.cpu), (3400, 1800));
     assert!(
@@ -639,7 +640,7 @@ fn stale_or_missing_node_samples_leave_the_node_out() {
     assert!(
         p.notes
             .iter()
-            .any(|n| n.node == Some(0) && n.message.contains("301s old")),
+            .any(|n| n.node == Some(NodeId::new(0)) && n.message.contains("301s old")),
         "{:?}",
         p.notes
     );
@@ -651,7 +652,7 @@ fn stale_or_missing_node_samples_leave_the_node_out() {
     assert!(p
         .notes
         .iter()
-        .any(|n| n.node == Some(0) && n.message.contains("no metrics-server sample")));
+        .any(|n| n.node == Some(NodeId::new(0)) && n.message.contains("no metrics-server sample")));
     // A longer maxSampleAge accepts the old sample.
     let mut answer = metrics_server_answer(true);
     answer.nodes[0].1.timestamp = NOW - 301;
@@ -792,7 +793,7 @@ fn prometheus_per_resource_and_pod_queries() {
     // 3400m measured, 800m per pod: two pods.
     assert_eq!(names(&snap, &p), vec!["n1-0", "n1-1"], "{:?}", p.notes);
     assert_eq!(
-        crate::framework::MeasuredUsage::of(&p.findings, 0)
+        crate::framework::MeasuredUsage::of(&p.findings, crate::snapshot::NodeId::new(0))
             .unwrap()
             .after
             .cpu,
