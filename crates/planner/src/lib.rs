@@ -6,6 +6,8 @@
 //! - [`plan`] runs the profiles and yields an [`plan::EvictionPlan`];
 //! - [`outcome`] names what became of each planned eviction, which the cycle's memory absorbs.
 
+#![warn(missing_docs)]
+
 pub use descheduler_model::{input, labels, quantity, snapshot, yaml};
 
 pub mod framework;

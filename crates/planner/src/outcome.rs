@@ -9,6 +9,7 @@
 pub enum Outcome {
     /// Dry-run: planned, not attempted.
     Planned,
+    /// The Eviction API accepted the eviction.
     Evicted,
     /// HTTP 429: a PodDisruptionBudget allows no disruption now. Not retried this cycle.
     BlockedByDisruptionBudget,
@@ -20,6 +21,7 @@ pub enum Outcome {
     UidChanged,
     /// Re-checked just before the call and no longer evictable (terminating, moved, finished).
     NoLongerEvictable,
+    /// Any other error: of the API call, or of the re-check before it.
     Failed,
     /// Not attempted: shutting down or leadership lost.
     NotAttempted,
@@ -28,6 +30,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome's name in reports and logs (`blocked_by_disruption_budget`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Planned => "planned",
@@ -60,7 +63,9 @@ impl Outcome {
 /// `--await-placement`, the node its replacement was seen bound to.
 #[derive(Debug, Clone)]
 pub struct Attempt {
+    /// The planned eviction.
     pub eviction: crate::framework::PlannedEviction,
+    /// What happened to it.
     pub outcome: Outcome,
     /// The node the replacement was bound to (a name: it may be a node the snapshot does not
     /// hold).
@@ -68,6 +73,7 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    /// An attempt with `outcome`, its replacement not seen bound yet.
     pub fn new(eviction: &crate::framework::PlannedEviction, outcome: Outcome) -> Attempt {
         Attempt {
             eviction: eviction.clone(),
@@ -93,6 +99,7 @@ pub struct Attempts {
     pub done: Vec<Attempt>,
     /// Pods evicted earlier in the cycle found gone from the API (their termination over).
     pub gone: Vec<crate::snapshot::PodId>,
+    /// What the cycle does next.
     pub next: Next,
 }
 

@@ -15,10 +15,12 @@ use serde::de::DeserializeOwned;
 pub struct ArgsError {
     /// Path inside `args`, such as `thresholds.cpu`; empty for the args as a whole.
     pub path: String,
+    /// What is wrong and what is allowed.
     pub message: String,
 }
 
 impl ArgsError {
+    /// An error at `path` within the args.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         ArgsError {
             path: path.into(),
@@ -40,6 +42,7 @@ pub trait PluginArgs: DeserializeOwned {
 
 /// A plugin built from its validated args.
 pub trait FromArgs: Sized {
+    /// The plugin's args type.
     type Args: PluginArgs;
 
     /// Builds the plugin from args already decoded, defaulted and validated; an error here

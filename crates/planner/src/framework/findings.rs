@@ -18,7 +18,9 @@ use std::fmt::Debug;
 /// Who reported a finding: the profile and the plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reporter<'a> {
+    /// The profile's name.
     pub profile: &'a str,
+    /// The plugin's name.
     pub plugin: &'static str,
 }
 
@@ -122,7 +124,14 @@ pub enum MeasuredUsage {
     Node(NodeId, MeasuredNode),
     /// A pod planned for eviction from the node: its measured usage off the `after`
     /// figures.
-    Taken { node: NodeId, cpu: i64, memory: i64 },
+    Taken {
+        /// The node the pod is planned to leave.
+        node: NodeId,
+        /// The pod's measured cpu, millicores.
+        cpu: i64,
+        /// The pod's measured memory, bytes.
+        memory: i64,
+    },
 }
 
 impl Finding for MeasuredUsage {
@@ -183,8 +192,11 @@ impl Overutilized {
 /// relative to the nodes' mean. Kept as [`UtilizationThresholds`], in plugin order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {
+    /// The low thresholds by resource (percent).
     pub low: BTreeMap<String, f64>,
+    /// The high thresholds by resource (percent).
     pub high: BTreeMap<String, f64>,
+    /// Whether both are relative to the nodes' mean (`useDeviationThresholds`).
     pub deviation: bool,
 }
 
@@ -219,7 +231,9 @@ impl Finding for PendingUnit {
 /// the room.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingUnit {
+    /// The profile of the plugin that made room (set when kept).
     pub profile: String,
+    /// The plugin that made room (set when kept).
     pub plugin: &'static str,
     /// The gang, when the unit is the pending members of one.
     pub gang: Option<GangId>,
@@ -237,6 +251,7 @@ pub struct PendingUnit {
 /// The measured usage a plugin planned with on a node: before the plan and after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MeasuredNode {
+    /// Where the measurements came from.
     pub source: UsageSource,
     /// Measured cpu (millicores) and memory (bytes).
     pub before: Resources,
@@ -249,10 +264,15 @@ pub struct MeasuredNode {
 /// has no such bound); with `deviation`, both are relative to the nodes' mean.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UtilizationThresholds {
+    /// The profile of the plugin.
     pub profile: String,
+    /// The plugin's name.
     pub plugin: &'static str,
+    /// Underutilized below these, by resource.
     pub low: BTreeMap<String, f64>,
+    /// Overutilized above these, by resource.
     pub high: BTreeMap<String, f64>,
+    /// Whether `low` and `high` are relative to the nodes' mean.
     pub deviation: bool,
 }
 

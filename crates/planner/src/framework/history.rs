@@ -23,6 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// recent evictions, by workload and by receiving node, with the cooldown that applies.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct History {
+    /// For each plugin (by `profile/plugin`), how many consecutive cycles each node (by name) was
+    /// overutilized.
     pub over_streak: BTreeMap<String, BTreeMap<String, u32>>,
     /// The eviction cooldown, in seconds; 0 turns the memory of evictions off.
     pub cooldown_seconds: i64,

@@ -107,7 +107,10 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
 pub enum Attempt {
     /// Planned. With `gangPolicy: WholeGang`, `with` holds the other members of its gang
     /// planned together with it, and the destination simulated for each (if any).
-    Planned { with: Vec<(PodId, Option<NodeId>)> },
+    Planned {
+        /// The other members of the gang planned with it, each with its simulated destination.
+        with: Vec<(PodId, Option<NodeId>)>,
+    },
     /// Refused (pre-eviction filter, namespace limit, disruption budget, gang): try the next pod.
     SkipPod,
     /// The node's eviction limit is reached: go on with the next node.
@@ -205,6 +208,7 @@ impl<'a, 's> Context<'a, 's> {
         self.state.placement_mut().set_targets(targets);
     }
 
+    /// The cluster snapshot being planned on.
     pub fn snap(&self) -> &'s ClusterSnapshot {
         self.state.snap()
     }

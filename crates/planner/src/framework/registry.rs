@@ -25,8 +25,11 @@ pub enum Built {
 /// error carries the path of the field within the args) and construct the plugin.
 #[derive(Debug, Clone, Copy)]
 pub enum Constructor {
+    /// Builds a profile's evictor.
     Evictor(fn(&serde_json::Value) -> Result<Box<dyn EvictorPlugin>, ArgsError>),
+    /// Builds a profile's `sort` plugin.
     Sort(fn(&serde_json::Value) -> Result<Box<dyn SortPlugin>, ArgsError>),
+    /// Builds a `deschedule` or `balance` plugin.
     Strategy(StrategyConstructor),
 }
 
@@ -42,6 +45,7 @@ pub struct PluginSpec {
     pub points: &'static [ExtensionPoint],
     /// Whether every arg has a default, so that enabling the plugin needs no pluginConfig entry.
     pub args_optional: bool,
+    /// How the plugin is built from its args.
     pub constructor: Constructor,
 }
 
@@ -137,14 +141,17 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// A registry of `plugins`, listed in the order given.
     pub const fn new(plugins: &'static [PluginSpec]) -> Registry {
         Registry { plugins }
     }
 
+    /// Every plugin, in the registry's order.
     pub fn iter(&self) -> impl Iterator<Item = &'static PluginSpec> {
         self.plugins.iter()
     }
 
+    /// The plugin named `name`, if any.
     pub fn get(&self, name: &str) -> Option<&'static PluginSpec> {
         self.plugins.iter().find(|p| p.name == name)
     }

@@ -30,6 +30,7 @@ pub trait CandidateOrder: Send + Sync + std::fmt::Debug {
 /// One tenant's dominant share before and after the plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TenantShare {
+    /// The tenant: a namespace, or a value of the `tenant_label` label (empty: pods without it).
     pub tenant: String,
     /// The label that defines tenants; None: tenants are namespaces.
     pub tenant_label: Option<String>,
@@ -37,7 +38,9 @@ pub struct TenantShare {
     pub before: f64,
     /// The resource of `before` (None: the tenant requests nothing).
     pub before_resource: Option<String>,
+    /// Dominant share after the plan, as a fraction.
     pub after: f64,
+    /// The resource of `after` (None: the tenant requests nothing).
     pub after_resource: Option<String>,
 }
 

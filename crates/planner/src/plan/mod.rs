@@ -107,17 +107,24 @@ impl EvictionPlan {
 /// `--predict-destinations`) the three equal `evicted`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AfterState {
+    /// Each node's requests with the evicted pods gone and nothing placed.
     pub evicted: Vec<Resources>,
+    /// `evicted` with the replacements and placed pending pods added where predicted.
     pub predicted: Vec<Resources>,
+    /// `evicted` with only the replacements and pending pods that can land nowhere else added.
     pub low: Vec<Resources>,
+    /// `evicted` with every replacement and pending pod added on every node it may land on.
     pub high: Vec<Resources>,
 }
 
 /// Where one replacement (or a pending pod) lands: its requests, the predicted node and the
 /// nodes tied with it.
 pub struct Landing<'a> {
+    /// What the pod requests.
     pub requests: &'a Resources,
+    /// The node the simulator predicts.
     pub node: NodeId,
+    /// The other nodes tied with `node` (kube-scheduler picks among them at random).
     pub alternatives: &'a [NodeId],
 }
 
@@ -188,16 +195,26 @@ impl AfterState {
     }
 }
 
+/// Why a cycle could not be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
+    /// A profile's evictor cannot run on this snapshot (for example, its `priorityThreshold`
+    /// names a PriorityClass that does not exist).
     #[error("profile {profile:?}: {message}")]
-    Profile { profile: String, message: String },
+    Profile {
+        /// The profile's name.
+        profile: String,
+        /// What the evictor could not resolve.
+        message: String,
+    },
 }
 
 /// Told when each plugin starts and ends (the runner times strategies with it; the planner
 /// itself has no clock).
 pub trait PlanObserver {
+    /// A plugin of `profile` starts planning.
     fn plugin_started(&mut self, _profile: &str, _plugin: &'static str) {}
+    /// A plugin of `profile` ends, having planned `planned` evictions.
     fn plugin_finished(&mut self, _profile: &str, _plugin: &'static str, _planned: usize) {}
 }
 

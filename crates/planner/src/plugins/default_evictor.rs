@@ -32,15 +32,24 @@ use crate::policy::parse_duration;
 use crate::snapshot::{ClusterSnapshot, DisruptionMode, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "DefaultEvictor";
 
+/// DefaultEvictor's args (upstream's `DefaultEvictorArgs`); every one has a default.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct DefaultEvictorArgs {
+    /// `nodeSelector`: with `nodeFit`, the nodes a pod must fit on (None: every Ready node).
     pub node_selector: Option<String>,
+    /// `labelSelector`: only pods whose labels match may be evicted (None: any pod).
     pub label_selector: Option<LabelSelectorSpec>,
+    /// `namespaceLabelSelector`: only pods in namespaces whose labels match may be evicted (None:
+    /// any namespace).
     pub namespace_label_selector: Option<LabelSelectorSpec>,
+    /// `priorityThreshold`: pods at or above this priority (a value or a PriorityClass name) are
+    /// not evicted, while the SystemCriticalPods protection is on.
     pub priority_threshold: Option<PriorityThreshold>,
+    /// `nodeFit`: a pod is evicted only if it fits on another Ready node (default false).
     pub node_fit: bool,
     /// Where the placement simulator predicts an eviction's replacement lands. Unset (the
     /// default): under a plugin that moves load to targets (LowNodeUtilization on requests),
@@ -53,59 +62,94 @@ pub struct DefaultEvictorArgs {
     /// upstream.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement_check: Option<bool>,
+    /// `minReplicas`: a pod whose owner has fewer pods than this is not evicted (0 or 1: no check).
     pub min_replicas: u32,
+    /// `minPodAge`: a pod started less than this long ago (a duration such as `1h`) is not evicted.
     pub min_pod_age: Option<String>,
+    /// `noEvictionPolicy`: `Preferred` (the default) or `Mandatory`, which makes the
+    /// prefer-no-eviction annotation protect the pod.
     pub no_eviction_policy: Option<String>,
+    /// `podProtections`: which kinds of pods are protected from eviction.
     pub pod_protections: PodProtectionsArgs,
+    /// `evictLocalStoragePods` (deprecated): turns off the PodsWithLocalStorage protection.
     pub evict_local_storage_pods: bool,
+    /// `evictDaemonSetPods` (deprecated): turns off the DaemonSetPods protection.
     pub evict_daemon_set_pods: bool,
+    /// `evictSystemCriticalPods` (deprecated): turns off the SystemCriticalPods protection.
     pub evict_system_critical_pods: bool,
+    /// `ignorePvcPods` (deprecated): turns on the PodsWithPVC protection.
     pub ignore_pvc_pods: bool,
+    /// `ignorePodsWithoutPDB` (deprecated): turns on the PodsWithoutPDB protection.
     #[serde(rename = "ignorePodsWithoutPDB")]
     pub ignore_pods_without_pdb: bool,
+    /// `evictFailedBarePods` (deprecated): turns off the FailedBarePods protection.
     pub evict_failed_bare_pods: bool,
     /// How gangs may be evicted: `SurplusOnly` (the default) or `WholeGang`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gang_policy: Option<String>,
 }
 
+/// `podProtections`: the default protections to turn off and the extra ones to turn on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodProtectionsArgs {
+    /// `extraEnabled`: extra protections to turn on (PodsWithPVC, PodsWithoutPDB,
+    /// PodsWithResourceClaims, PodsWithPDBBlockingSingleReplicaOwner).
     pub extra_enabled: Vec<String>,
+    /// `defaultDisabled`: default protections to turn off (PodsWithLocalStorage, DaemonSetPods,
+    /// SystemCriticalPods, FailedBarePods).
     pub default_disabled: Vec<String>,
+    /// `config`: settings of individual protections.
     pub config: Option<PodProtectionsConfig>,
 }
 
+/// `podProtections.config`: settings of individual protections.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PodProtectionsConfig {
+    /// `PodsWithPVC`: its settings; allowed only with PodsWithPVC in `extraEnabled`.
     #[serde(rename = "PodsWithPVC")]
     pub pods_with_pvc: Option<PodsWithPvcConfig>,
 }
 
+/// The PodsWithPVC protection's settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodsWithPvcConfig {
+    /// `protectedStorageClasses`: the storage classes whose claims protect a pod. Storage classes
+    /// are not in the snapshot, so every claim protects its pod whatever this lists.
     pub protected_storage_classes: Vec<ProtectedStorageClass>,
 }
 
+/// A storage class named in `protectedStorageClasses`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtectedStorageClass {
+    /// `name`: the storage class's name.
     pub name: String,
 }
 
 /// Pod protections, each on or off after defaults, extras and deprecated booleans.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Protections {
+    /// PodsWithLocalStorage: pods with an emptyDir or hostPath volume are protected.
     pub local_storage: bool,
+    /// DaemonSetPods: pods of a DaemonSet are protected.
     pub daemonset: bool,
+    /// SystemCriticalPods: system-critical pods, and those at or above `priorityThreshold`, are
+    /// protected.
     pub system_critical: bool,
+    /// FailedBarePods: failed pods without owners are protected (other pods without owners
+    /// always are).
     pub failed_bare: bool,
+    /// PodsWithPVC: pods with a PersistentVolumeClaim are protected.
     pub pvc: bool,
+    /// PodsWithoutPDB: pods no PodDisruptionBudget covers are protected.
     pub without_pdb: bool,
+    /// PodsWithResourceClaims: pods with ResourceClaims are protected.
     pub resource_claims: bool,
+    /// PodsWithPDBBlockingSingleReplicaOwner: the only pod of its owner is protected when a
+    /// PodDisruptionBudget covers it.
     pub pdb_blocking_single_replica_owner: bool,
 }
 
@@ -133,9 +177,12 @@ pub enum GangPolicy {
     WholeGang,
 }
 
+/// `noEvictionPolicy`: what the prefer-no-eviction annotation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoEvictionPolicy {
+    /// The annotation is a preference only: the pod may still be evicted (the default).
     Preferred,
+    /// The annotation protects the pod: it is never evicted.
     Mandatory,
 }
 
@@ -145,7 +192,9 @@ pub(crate) const SPEC: PluginSpec = PluginSpec::evictor::<DefaultEvictor>(NAME);
 /// A validated DefaultEvictor.
 #[derive(Debug, Clone)]
 pub struct DefaultEvictor {
+    /// The args as given.
     pub args: DefaultEvictorArgs,
+    /// The pod protections in force.
     pub protections: Protections,
     label_selector: Option<Selector>,
     namespace_selector: Option<Selector>,
@@ -155,7 +204,9 @@ pub struct DefaultEvictor {
     /// but not where the scheduler may put a replacement.
     fit_nodes: Selector,
     min_pod_age: Option<i64>,
+    /// The `noEvictionPolicy` arg, parsed.
     pub no_eviction_policy: NoEvictionPolicy,
+    /// The `gangPolicy` arg, parsed.
     pub gang_policy: GangPolicy,
 }
 

@@ -58,6 +58,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "DominantResourceFairness";
 
 /// The registry entry: a `sort` plugin whose args all have defaults.
@@ -66,6 +67,7 @@ pub(crate) const SPEC: PluginSpec = PluginSpec::sort::<DominantResourceFairness>
 /// The sort plugin: orders candidates by their tenant's dominant share, highest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DominantResourceFairness {
+    /// The plugin's args.
     pub args: DominantResourceFairnessArgs,
 }
 

@@ -39,6 +39,7 @@ use crate::sim::{node_fits, queue_order, Simulation};
 use crate::snapshot::{ClusterSnapshot, ConditionStatus, GangId, IdVec, NodeId, Phase, PodId};
 use serde::{Deserialize, Serialize};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "MakeRoomForPendingPods";
 
 /// The registry entry: a `balance` plugin whose args all have defaults.
@@ -148,6 +149,7 @@ impl PluginArgs for MakeRoomForPendingPodsArgs {
 /// A validated MakeRoomForPendingPods plugin.
 #[derive(Debug, Clone)]
 pub struct MakeRoomForPendingPods {
+    /// The plugin's args.
     pub args: MakeRoomForPendingPodsArgs,
 }
 
@@ -177,9 +179,11 @@ pub(crate) fn unschedulable_since(snap: &ClusterSnapshot, pod: PodId) -> Option<
 /// A pending pod, or the pending members of a gang, to place together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
+    /// The gang, when the unit is the pending members of one.
     pub gang: Option<GangId>,
     /// The pods to place, in id order.
     pub pods: Vec<PodId>,
+    /// The priority of the unit (the highest of its pods; no priority counts as 0).
     pub priority: i32,
     /// Unschedulable since (the latest of its pods), unix seconds.
     pub since: i64,
@@ -279,7 +283,9 @@ fn move_cost(snap: &ClusterSnapshot, pod: PodId) -> (i32, bool, std::cmp::Revers
 /// placed, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trial {
+    /// Where each moved pod's replacement lands, in the order of the moves.
     pub moved_to: Vec<NodeId>,
+    /// Where each pod of the unit is placed, in the unit's order.
     pub placed_on: Vec<NodeId>,
     /// The moves whose replacement must win a score tie for the set to work: (the moved
     /// pod, the node it must land on, how many nodes tie). Empty for [`simulate`].

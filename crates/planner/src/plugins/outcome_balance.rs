@@ -42,6 +42,7 @@ use crate::snapshot::{ClusterSnapshot, NodeId, PodId, WhenUnsatisfiable};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "OutcomeBalance";
 
 /// The registry entry: a `balance` plugin.
@@ -81,25 +82,36 @@ fn default_max_evaluations() -> u32 {
     DEFAULT_MAX_EVALUATIONS
 }
 
+/// OutcomeBalance's args (not upstream's). `thresholds` and `targetThresholds` must be given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OutcomeBalanceArgs {
+    /// `thresholds`: percent per resource at or below which (every resource) a node is
+    /// underutilized.
     #[serde(default)]
     pub thresholds: BTreeMap<String, f64>,
+    /// `targetThresholds`: percent per resource above which (any resource) a node is overutilized.
     #[serde(default)]
     pub target_thresholds: BTreeMap<String, f64>,
+    /// `topologySpread`: also repair workloads' DoNotSchedule topology spread (default true).
     #[serde(default = "yes")]
     pub topology_spread: bool,
+    /// `duplicates`: also spread workloads with more pods on a node than their fair share (default
+    /// true).
     #[serde(default = "yes")]
     pub duplicates: bool,
+    /// `evictableNamespaces`: namespaces whose pods are not evicted (`exclude` only).
     #[serde(default)]
     pub evictable_namespaces: Option<Namespaces>,
+    /// `maxEvaluations`: the most simulated placements per cycle (default 20,000; at least 1).
     #[serde(default = "default_max_evaluations")]
     pub max_evaluations: u32,
 }
 
+/// A validated OutcomeBalance plugin.
 #[derive(Debug, Clone)]
 pub struct OutcomeBalance {
+    /// The plugin's args.
     pub args: OutcomeBalanceArgs,
     /// The thresholds' resources, sorted, with their low and target percentages.
     resources: Vec<String>,

@@ -48,6 +48,7 @@ use crate::policy::null_as_default;
 use crate::snapshot::{ConditionStatus, ContainerStatus, NodeId, Phase, Pod, PodCondition, PodId};
 use serde::{Deserialize, Serialize};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "PodLifeTime";
 
 /// The registry entry: a `deschedule` plugin.
@@ -88,8 +89,11 @@ pub(crate) const ALLOWED_STATES: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodLifeTimeArgs {
+    /// `namespaces`: the namespaces whose pods may be evicted (include or exclude; None: all).
     pub namespaces: Option<Namespaces>,
+    /// `labelSelector`: only pods whose labels match may be evicted (None: any pod).
     pub label_selector: Option<LabelSelectorSpec>,
+    /// `ownerKinds`: the owner kinds whose pods may be evicted (include or exclude; None: all).
     pub owner_kinds: Option<OwnerKinds>,
     /// Pods created more than this many seconds ago.
     pub max_pod_life_time_seconds: Option<u64>,
@@ -126,10 +130,13 @@ fn owners_allowed(kinds: &OwnerKinds, pod: &Pod) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PodConditionFilter {
+    /// `type`: the condition's type.
     #[serde(rename = "type", deserialize_with = "null_as_default")]
     pub kind: String,
+    /// `status`: the condition's status (`True`, `False`, `Unknown`).
     #[serde(deserialize_with = "null_as_default")]
     pub status: String,
+    /// `reason`: the condition's reason.
     #[serde(deserialize_with = "null_as_default")]
     pub reason: String,
     /// The condition must have last transitioned at least this many seconds ago.
@@ -267,6 +274,7 @@ impl PodLifeTime {
         })
     }
 
+    /// The plugin's args.
     pub fn args(&self) -> &PodLifeTimeArgs {
         &self.args
     }

@@ -51,6 +51,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "RemoveDuplicates";
 
 /// The registry entry: a `balance` plugin.
@@ -96,6 +97,7 @@ impl FromArgs for RemoveDuplicates {
 }
 
 impl RemoveDuplicates {
+    /// The plugin's args.
     pub fn args(&self) -> &RemoveDuplicatesArgs {
         &self.args
     }

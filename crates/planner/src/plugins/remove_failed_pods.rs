@@ -41,6 +41,7 @@ use crate::policy::null_as_default;
 use crate::snapshot::{NodeId, Phase};
 use serde::{Deserialize, Serialize};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "RemoveFailedPods";
 
 /// The registry entry: a `deschedule` plugin.
@@ -54,7 +55,9 @@ pub(crate) const DEFAULT_MIN_POD_LIFETIME_SECONDS: u64 = 3600;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemoveFailedPodsArgs {
+    /// `namespaces`: the namespaces whose pods may be evicted (include or exclude; None: all).
     pub namespaces: Option<Namespaces>,
+    /// `labelSelector`: only pods whose labels match may be evicted (None: any pod).
     pub label_selector: Option<LabelSelectorSpec>,
     /// Owner kinds whose pods stay.
     #[serde(deserialize_with = "null_as_default")]

@@ -40,6 +40,7 @@ use crate::policy::null_as_default;
 use crate::snapshot::{NodeId, Phase, Pod, PodId};
 use serde::{Deserialize, Serialize};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "RemovePodsHavingTooManyRestarts";
 
 /// The registry entry: a `deschedule` plugin.
@@ -54,7 +55,9 @@ const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemovePodsHavingTooManyRestartsArgs {
+    /// `namespaces`: the namespaces whose pods may be evicted (include or exclude; None: all).
     pub namespaces: Option<Namespaces>,
+    /// `labelSelector`: only pods whose labels match may be evicted (None: any pod).
     pub label_selector: Option<LabelSelectorSpec>,
     /// Restarts (summed over the pod's containers) from which a pod is evicted.
     #[serde(deserialize_with = "null_as_default")]
@@ -133,6 +136,7 @@ impl FromArgs for RemovePodsHavingTooManyRestarts {
 }
 
 impl RemovePodsHavingTooManyRestarts {
+    /// The plugin's args.
     pub fn args(&self) -> &RemovePodsHavingTooManyRestartsArgs {
         &self.args
     }

@@ -45,6 +45,7 @@ use crate::snapshot::{ClusterSnapshot, NodeId, Pod, PodAffinityTerm, PodId};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "RemovePodsViolatingInterPodAntiAffinity";
 
 /// The registry entry: a `deschedule` plugin.
@@ -72,6 +73,7 @@ impl PluginArgs for RemovePodsViolatingInterPodAntiAffinityArgs {
 /// A validated RemovePodsViolatingInterPodAntiAffinity plugin.
 #[derive(Debug)]
 pub struct RemovePodsViolatingInterPodAntiAffinity {
+    /// The plugin's args.
     pub args: RemovePodsViolatingInterPodAntiAffinityArgs,
     scope: PodScope,
 }

@@ -45,6 +45,7 @@ use crate::sim;
 use crate::snapshot::{NodeId, Pod, PodId};
 use serde::{Deserialize, Serialize};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
 
 /// The registry entry: a `deschedule` plugin.
@@ -97,6 +98,7 @@ enum AffinityType {
 /// A validated RemovePodsViolatingNodeAffinity plugin.
 #[derive(Debug)]
 pub struct RemovePodsViolatingNodeAffinity {
+    /// The plugin's args.
     pub args: RemovePodsViolatingNodeAffinityArgs,
     scope: PodScope,
     /// The listed types, in order, each once.

@@ -42,6 +42,7 @@ use crate::snapshot::{NodeId, PodId, Taint, TaintEffect};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "RemovePodsViolatingNodeTaints";
 
 /// The registry entry: a `deschedule` plugin.
@@ -53,7 +54,9 @@ pub(crate) const SPEC: crate::framework::PluginSpec =
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemovePodsViolatingNodeTaintsArgs {
+    /// `namespaces`: the namespaces whose pods may be evicted (include or exclude; None: all).
     pub namespaces: Option<Namespaces>,
+    /// `labelSelector`: only pods whose labels match may be evicted (None: any pod).
     pub label_selector: Option<LabelSelectorSpec>,
     /// Also look at `PreferNoSchedule` taints.
     #[serde(deserialize_with = "null_as_default")]
@@ -166,6 +169,7 @@ impl FromArgs for RemovePodsViolatingNodeTaints {
 }
 
 impl RemovePodsViolatingNodeTaints {
+    /// The plugin's args.
     pub fn args(&self) -> &RemovePodsViolatingNodeTaintsArgs {
         &self.args
     }

@@ -63,6 +63,7 @@ use std::cmp::Reverse;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
 
 /// The registry entry: a `balance` plugin.
@@ -72,9 +73,13 @@ pub(crate) const SPEC: crate::framework::PluginSpec =
 pub(crate) const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 pub(crate) const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
 
+/// `RemovePodsViolatingTopologySpreadConstraintArgs`, with upstream's defaults for `constraints`
+/// and `topologyBalanceNodeFit`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RemovePodsViolatingTopologySpreadConstraintArgs {
+    /// `namespaces`: the namespaces whose pods' constraints are balanced (include or exclude;
+    /// None: all).
     pub namespaces: Option<Namespaces>,
     /// Only pods matching it are evicted (every matching pod is still counted).
     pub label_selector: Option<LabelSelectorSpec>,
@@ -120,6 +125,7 @@ impl PluginArgs for RemovePodsViolatingTopologySpreadConstraintArgs {
 /// A validated plugin, args defaulted.
 #[derive(Debug)]
 pub struct RemovePodsViolatingTopologySpreadConstraint {
+    /// The args, defaulted.
     pub args: RemovePodsViolatingTopologySpreadConstraintArgs,
     label_selector: Option<Selector>,
     do_not_schedule: bool,

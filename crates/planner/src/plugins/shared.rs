@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IncludeExclude {
+    /// `include`: only these are in scope.
     #[serde(deserialize_with = "crate::policy::null_as_default")]
     pub include: Vec<String>,
+    /// `exclude`: these are out of scope.
     #[serde(deserialize_with = "crate::policy::null_as_default")]
     pub exclude: Vec<String>,
 }
@@ -61,7 +63,9 @@ pub(crate) fn namespace_allowed(ns_args: &Option<Namespaces>, ns: &str) -> bool 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PriorityThreshold {
+    /// `value`: the priority itself.
     pub value: Option<i32>,
+    /// `name`: a PriorityClass whose value is the priority.
     pub name: Option<String>,
 }
 

@@ -65,12 +65,16 @@ pub trait PluginCatalog {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("policy {file}: {path}: {message}")]
 pub struct PolicyError {
+    /// The policy file, as given to the loader.
     pub file: String,
+    /// The path of the offending field, such as `profiles[0].pluginConfig[1].args.thresholds.cpu`.
     pub path: String,
+    /// What is wrong and what is allowed.
     pub message: String,
 }
 
 impl PolicyError {
+    /// An error about `file` at the field `path`.
     pub fn new(file: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
         PolicyError {
             file: file.to_string(),
@@ -90,11 +94,14 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
+/// A profile's plugins at one extension point (`enabled` and `disabled`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PluginSet {
+    /// `enabled`: the plugins to run, in order.
     #[serde(deserialize_with = "null_as_default")]
     pub enabled: Vec<String>,
+    /// `disabled`: plugins taken out of `enabled` (`*`: all of them).
     #[serde(deserialize_with = "null_as_default")]
     pub disabled: Vec<String>,
 }
@@ -110,19 +117,27 @@ impl PluginSet {
     }
 }
 
+/// A profile's `plugins`: the plugin sets of each extension point.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plugins {
+    /// `preSort`: validated like the others, but no plugin implements it, so it must stay empty.
     #[serde(default, alias = "preSort", deserialize_with = "null_as_default")]
     pub presort: PluginSet,
+    /// `sort`: at most one plugin, which orders the profile's evictions.
     #[serde(default, deserialize_with = "null_as_default")]
     pub sort: PluginSet,
+    /// `deschedule`: plugins that evict pods one by one, each for its own reason.
     #[serde(default, deserialize_with = "null_as_default")]
     pub deschedule: PluginSet,
+    /// `balance`: plugins that evict pods to even out the nodes.
     #[serde(default, deserialize_with = "null_as_default")]
     pub balance: PluginSet,
+    /// `filter`: the evictor deciding whether a pod may be evicted (default: DefaultEvictor).
     #[serde(default, deserialize_with = "null_as_default")]
     pub filter: PluginSet,
+    /// `preEvictionFilter`: the evictor checked just before an eviction is planned (default:
+    /// DefaultEvictor).
     #[serde(
         default,
         alias = "preEvictionFilter",
@@ -131,25 +146,33 @@ pub struct Plugins {
     pub preevictionfilter: PluginSet,
 }
 
+/// One `pluginConfig` entry: a plugin's name and its args.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PluginConfig {
+    /// `name`: the plugin the args are for.
     pub name: String,
+    /// `args`: the plugin's args, as written; the plugin decodes and validates them.
     #[serde(default)]
     pub args: serde_json::Value,
 }
 
+/// One of the policy's `profiles`: plugins with their args.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Profile {
+    /// `name`: the profile's name, unique in the policy.
     pub name: String,
+    /// `pluginConfig`: the args of the profile's plugins, one entry per plugin.
     #[serde(default, deserialize_with = "null_as_default")]
     pub plugin_config: Vec<PluginConfig>,
+    /// `plugins`: the plugins enabled (and disabled) at each extension point.
     #[serde(default, deserialize_with = "null_as_default")]
     pub plugins: Plugins,
 }
 
 impl Profile {
+    /// The `pluginConfig` entry of the plugin `name`, with its index; None: the profile has none.
     pub fn plugin_config(&self, name: &str) -> Option<(usize, &PluginConfig)> {
         self.plugin_config
             .iter()
@@ -158,16 +181,21 @@ impl Profile {
     }
 }
 
+/// `secretReference`: the Secret holding the Prometheus token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SecretReference {
+    /// `namespace`: the Secret's namespace.
     pub namespace: String,
+    /// `name`: the Secret's name.
     pub name: String,
 }
 
+/// `authToken`: where the Prometheus bearer token comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AuthToken {
+    /// `secretReference`: the Secret holding the token (data key `prometheusAuthToken`).
     pub secret_reference: Option<SecretReference>,
 }
 
@@ -207,11 +235,14 @@ pub fn redact_url(url: &str) -> String {
     url.to_string()
 }
 
+/// `prometheus`: how to reach a Prometheus server.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrometheusProvider {
+    /// `url`: the server's URL, http:// or https:// (required for the Prometheus source).
     #[serde(default)]
     pub url: String,
+    /// `authToken`: the token to send; None: the service account's token when in a cluster.
     #[serde(default)]
     pub auth_token: Option<AuthToken>,
     /// Beyond upstream: the label whose value is the node name (upstream: `instance`).
@@ -248,6 +279,7 @@ impl std::fmt::Debug for PrometheusProvider {
 }
 
 impl PrometheusProvider {
+    /// The label naming the node of a series: `nodeLabel`, or `instance` when unset or empty.
     pub fn node_label(&self) -> &str {
         self.node_label
             .as_deref()
@@ -255,6 +287,7 @@ impl PrometheusProvider {
             .unwrap_or(DEFAULT_PROMETHEUS_NODE_LABEL)
     }
 
+    /// The query timeout in seconds: `timeout`, or 10 when unset.
     pub fn timeout_seconds(&self) -> i64 {
         self.timeout
             .as_deref()
@@ -263,10 +296,13 @@ impl PrometheusProvider {
     }
 }
 
+/// One of `metricsProviders`: a source of real usage and its settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MetricsProvider {
+    /// `source`: `KubernetesMetrics` (metrics-server) or `Prometheus`; each at most once.
     pub source: crate::snapshot::usage::UsageSource,
+    /// `prometheus`: the server's settings; only for the Prometheus source.
     #[serde(default)]
     pub prometheus: Option<PrometheusProvider>,
     /// Beyond upstream: samples older than this (a duration such as `5m`; default 5m) are
@@ -276,6 +312,8 @@ pub struct MetricsProvider {
 }
 
 impl MetricsProvider {
+    /// The sample age in seconds beyond which samples are stale: `maxSampleAge`, or 5 minutes when
+    /// unset.
     pub fn max_sample_age_seconds(&self) -> i64 {
         self.max_sample_age
             .as_deref()
@@ -284,9 +322,11 @@ impl MetricsProvider {
     }
 }
 
+/// `metricsCollector` (deprecated): upstream's older switch for metrics-server usage.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct MetricsCollector {
+    /// `enabled`: use metrics-server, as a `KubernetesMetrics` entry in `metricsProviders` would.
     pub enabled: bool,
 }
 
@@ -294,24 +334,37 @@ pub struct MetricsCollector {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Policy {
+    /// `apiVersion`: always `descheduler/v1alpha2`.
     pub api_version: String,
+    /// `kind`: always `DeschedulerPolicy`.
     pub kind: String,
+    /// `profiles`: the profiles, each with its own plugins and args.
     #[serde(default, deserialize_with = "null_as_default")]
     pub profiles: Vec<Profile>,
+    /// `nodeSelector`: a label selector picking the nodes the plugins work on (None: every node).
     #[serde(default)]
     pub node_selector: Option<String>,
+    /// `maxNoOfPodsToEvictPerNode`: the most evictions per node in a cycle (None: no limit).
     #[serde(default)]
     pub max_no_of_pods_to_evict_per_node: Option<i64>,
+    /// `maxNoOfPodsToEvictPerNamespace`: the most evictions per namespace in a cycle (None: no
+    /// limit).
     #[serde(default)]
     pub max_no_of_pods_to_evict_per_namespace: Option<i64>,
+    /// `maxNoOfPodsToEvictTotal`: the most evictions in a cycle (None: no limit).
     #[serde(default)]
     pub max_no_of_pods_to_evict_total: Option<i64>,
+    /// `evictionFailureEventNotification`: emit an event when an eviction fails (None: false).
     #[serde(default)]
     pub eviction_failure_event_notification: Option<bool>,
+    /// `gracePeriodSeconds`: the termination grace period evictions give pods, instead of their
+    /// own (None: their own).
     #[serde(default)]
     pub grace_period_seconds: Option<i64>,
+    /// `metricsCollector` (deprecated): `enabled: true` adds a `KubernetesMetrics` provider.
     #[serde(default)]
     pub metrics_collector: Option<MetricsCollector>,
+    /// `metricsProviders`: where real usage comes from, one entry per source.
     #[serde(default, deserialize_with = "null_as_default")]
     pub metrics_providers: Vec<MetricsProvider>,
 }
@@ -654,6 +707,7 @@ impl Policy {
         Ok(())
     }
 
+    /// The parsed `nodeSelector`; everything when unset.
     pub fn node_selector(&self) -> crate::labels::Selector {
         self.node_selector
             .as_deref()

@@ -201,6 +201,7 @@ struct PickMemo {
 /// is as likely to pick.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prediction {
+    /// The node the scheduler would pick.
     pub node: NodeId,
     /// The other feasible nodes with the same final score (kube-scheduler picks among them
     /// at random), sorted by name.
@@ -210,6 +211,7 @@ pub struct Prediction {
 /// Why the simulator found no node for a pod: each node and the first filter it failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoFit {
+    /// Each node considered, with the first filter it failed.
     pub nodes: Vec<(NodeId, String)>,
 }
 
@@ -315,6 +317,7 @@ struct Domains<'s> {
 }
 
 impl<'s> Simulation<'s> {
+    /// A simulation of the snapshot as it is, scored as kube-scheduler's default profile does.
     pub fn new(snap: &'s ClusterSnapshot) -> Self {
         Self::with_profile(snap, Arc::new(ScoreProfile::default()))
     }
@@ -429,6 +432,7 @@ impl<'s> Simulation<'s> {
         self.termination = termination;
     }
 
+    /// How evicted pods terminate while their replacements are scheduled.
     pub fn termination(&self) -> Termination {
         self.termination
     }
@@ -465,6 +469,7 @@ impl<'s> Simulation<'s> {
             .flatten()
     }
 
+    /// The cluster snapshot being simulated.
     pub fn snap(&self) -> &'s ClusterSnapshot {
         self.snap
     }

@@ -95,7 +95,9 @@ pub(crate) fn default_resources() -> Vec<ResourceSpec> {
 /// NodeResourcesFit's `scoringStrategy.type`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScoringStrategy {
+    /// `LeastAllocated`: nodes with more left free score higher (the default).
     LeastAllocated,
+    /// `MostAllocated`: nodes with more requested score higher.
     MostAllocated,
     /// The shape: (utilization 0..=100, score 0..=10) points, utilization increasing.
     RequestedToCapacityRatio(Vec<(i64, i64)>),

@@ -14,10 +14,15 @@ use std::sync::{Mutex, MutexGuard};
 /// Something a plugin wants the user to know about this cycle, said in `message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanNote {
+    /// The profile of the plugin that noted it.
     pub profile: String,
+    /// The plugin that noted it.
     pub plugin: &'static str,
+    /// The node the note is about, if any.
     pub node: Option<NodeId>,
+    /// What the user should know.
     pub message: String,
+    /// What the note is about.
     pub kind: NoteKind,
 }
 
@@ -51,6 +56,7 @@ impl PlanNote {
 /// Candidates refused so far, by pod: (order of the latest refusal, the note).
 type NotChosen = FxHashMap<PodId, (u64, PlanNote)>;
 
+/// The journal of one cycle: its notes, the candidates not chosen and why, and the findings.
 #[derive(Debug, Default)]
 pub struct Journal {
     notes: Vec<PlanNote>,
@@ -93,6 +99,7 @@ impl Journal {
         self.notes.push(note);
     }
 
+    /// The notes recorded so far, in order.
     pub fn notes(&self) -> &[PlanNote] {
         &self.notes
     }

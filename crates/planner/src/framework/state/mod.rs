@@ -27,9 +27,11 @@ use crate::snapshot::{ClusterSnapshot, GangId, NodeId, PodId, Resources};
 /// Everything a cycle's planning produced.
 #[derive(Debug, Clone, Default)]
 pub struct PlanningOutput {
+    /// The evictions planned, in plan order.
     pub evictions: Vec<PlannedEviction>,
     /// What each node requests after the plan, by node id.
     pub requested: Vec<Resources>,
+    /// What the planning noted: about plugins and nodes, and the candidates not chosen and why.
     pub notes: Vec<PlanNote>,
     /// What plugins reported of their own (the nodes found overutilized, for
     /// [`History::advance`], the pending units placed, ...).
@@ -39,28 +41,39 @@ pub struct PlanningOutput {
 /// The policy's eviction limits for one cycle (None: unlimited).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Limits {
+    /// `maxNoOfPodsToEvictPerNode`: the most evictions per node.
     pub per_node: Option<u32>,
+    /// `maxNoOfPodsToEvictPerNamespace`: the most evictions per namespace.
     pub per_namespace: Option<u32>,
+    /// `maxNoOfPodsToEvictTotal`: the most evictions in the cycle.
     pub total: Option<u32>,
 }
 
 /// Why an eviction could not be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EvictError {
+    /// The pod is already planned for eviction.
     #[error("pod is already planned for eviction")]
     AlreadyPlanned,
+    /// The pod is not bound to a node in the snapshot.
     #[error("pod is not bound to a node in the snapshot")]
     NotOnNode,
+    /// The node's limit of evictions (given) is reached.
     #[error("maximum number of evicted pods per node reached ({0})")]
     NodeLimit(u32),
+    /// The namespace's limit of evictions (given) is reached.
     #[error("maximum number of evicted pods per namespace reached ({0})")]
     NamespaceLimit(u32),
+    /// The cycle's limit of evictions (given) is reached.
     #[error("maximum number of evicted pods per cycle reached ({0})")]
     TotalLimit(u32),
+    /// The named PodDisruptionBudget has no disruptions left.
     #[error("blocked by PodDisruptionBudget {0}: no disruptions left")]
     DisruptionBudget(String),
+    /// More than one PodDisruptionBudget (named) covers the pod, which the Eviction API refuses.
     #[error("pod is covered by more than one PodDisruptionBudget ({0}); the Eviction API refuses such pods")]
     MultipleBudgets(String),
+    /// The API refused to evict the pod earlier in this cycle.
     #[error("the API refused to evict this pod earlier in this cycle")]
     Refused,
     /// The eviction cooldown holds the pod's workload back (continuous mode).
@@ -93,12 +106,18 @@ impl EvictError {
     }
 }
 
+/// One eviction in the plan: which pod, from which node, by whom and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedEviction {
+    /// The pod to evict.
     pub pod: PodId,
+    /// The node the pod is on.
     pub node: NodeId,
+    /// The profile whose plugin planned the eviction.
     pub profile: String,
+    /// The plugin that planned the eviction.
     pub plugin: &'static str,
+    /// Why the plugin evicts the pod.
     pub reason: String,
     /// Where the simulator predicts kube-scheduler puts the pod's replacement, given every
     /// eviction and placement planned before it (None: no node fits).
@@ -140,6 +159,7 @@ impl<'s> PlanningState<'s> {
         PlanningState { history, ..self }
     }
 
+    /// The cluster snapshot being planned on.
     pub fn snap(&self) -> &'s ClusterSnapshot {
         self.snap
     }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 /// after a placement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacementTarget {
+    /// The node.
     pub node: NodeId,
     /// What the node may request after a placement, by resource name (`cpu` in millicores,
     /// `memory` in bytes, `pods` a count; resources left out are not limited).
@@ -46,6 +47,8 @@ impl Finding for PlacementTarget {
 /// Where a plugin moves load: the nodes it classified, each with its limit.
 pub type PlacementTargets = Vec<PlacementTarget>;
 
+/// The placement simulation of one cycle: the cluster as the plan so far leaves it, and where
+/// the running plugin wants evicted pods to go.
 pub struct Placement<'s> {
     snap: &'s ClusterSnapshot,
     /// Whether each planned eviction's replacement is placed by the simulator (its
@@ -100,6 +103,7 @@ impl<'s> Placement<'s> {
         self.sim.set_termination(termination);
     }
 
+    /// The cluster snapshot being planned on.
     pub fn snap(&self) -> &'s ClusterSnapshot {
         self.snap
     }

@@ -50,6 +50,7 @@ use crate::snapshot::{Node, NodeId, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "HighNodeUtilization";
 
 /// The registry entry: a `balance` plugin.
@@ -91,6 +92,7 @@ impl PluginArgs for HighNodeUtilizationArgs {
 /// A validated HighNodeUtilization plugin.
 #[derive(Debug, Clone)]
 pub struct HighNodeUtilization {
+    /// The plugin's args.
     pub args: HighNodeUtilizationArgs,
     /// The resources usage and room are kept for: the thresholds' plus cpu, memory and
     /// pods, sorted.

@@ -28,34 +28,50 @@ use crate::snapshot::{NodeId, Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The plugin's name in a policy.
 pub const NAME: &str = "LowNodeUtilization";
 
 /// The registry entry: a `balance` plugin.
 pub(crate) const SPEC: crate::framework::PluginSpec =
     crate::framework::PluginSpec::balance::<LowNodeUtilization>(NAME);
 
+/// `evictionLimits`: limits on this plugin's evictions.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct EvictionLimits {
+    /// `node`: the most evictions this plugin plans per node (None: no limit).
     pub node: Option<u32>,
 }
 
 pub use crate::plugins::node_utilization::MetricsUtilization;
 
+/// `LowNodeUtilizationArgs`. `thresholds` and `targetThresholds` must be given.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct LowNodeUtilizationArgs {
+    /// `useDeviationThresholds`: both thresholds are deviations from the nodes' mean utilization
+    /// (default false).
     pub use_deviation_thresholds: bool,
+    /// `thresholds`: percent per resource at or below which (every resource) a node is
+    /// underutilized.
     pub thresholds: BTreeMap<String, f64>,
+    /// `targetThresholds`: percent per resource above which (any resource) a node is overutilized.
     pub target_thresholds: BTreeMap<String, f64>,
+    /// `numberOfNodes`: nothing happens unless more than this many nodes are underutilized
+    /// (default 0).
     pub number_of_nodes: usize,
+    /// `evictableNamespaces`: namespaces whose pods are not evicted (`exclude` only).
     pub evictable_namespaces: Option<Namespaces>,
+    /// `evictionLimits`: limits on this plugin's evictions.
     pub eviction_limits: Option<EvictionLimits>,
+    /// `metricsUtilization`: real usage instead of requests (None: requests).
     pub metrics_utilization: Option<MetricsUtilization>,
 }
 
+/// A validated LowNodeUtilization plugin.
 #[derive(Debug, Clone)]
 pub struct LowNodeUtilization {
+    /// The plugin's args.
     pub args: LowNodeUtilizationArgs,
     /// Every resource classified: the thresholds' plus cpu, memory and pods, sorted.
     resources: Vec<String>,

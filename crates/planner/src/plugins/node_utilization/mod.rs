@@ -47,6 +47,7 @@ pub struct MetricsUtilization {
     pub metrics_server: bool,
     /// `KubernetesMetrics` or `Prometheus`.
     pub source: Option<String>,
+    /// `prometheus`: the queries, for the Prometheus source.
     pub prometheus: Option<PrometheusUsage>,
     /// Beyond upstream: a node must be overutilized for this many consecutive cycles
     /// (continuous mode) before pods leave it. Default 1.
@@ -275,6 +276,7 @@ impl UsageMode {
         }
     }
 
+    /// The metrics source read; None for requests.
     pub fn source(&self) -> Option<UsageSource> {
         match self {
             UsageMode::Requests => None,
@@ -286,6 +288,7 @@ impl UsageMode {
 
 /// Measured usage for one cycle, resolved for a plugin's resources.
 pub struct Measured {
+    /// Where the measurements came from.
     pub source: UsageSource,
     /// By node id: the measured amount per measured resource, or why the node is left out.
     pub nodes: Vec<Result<BTreeMap<String, i64>, String>>,
