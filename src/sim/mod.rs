@@ -2,16 +2,20 @@
 //! and required node affinity, resources, pod count and host ports; and the pieces of
 //! inter-pod (anti-)affinity and preferred node affinity the plugins share.
 //!
-//! [`score`] holds kube-scheduler's score plugins, which pick among the nodes that pass.
+//! [`score`] holds kube-scheduler's score plugins, which pick among the nodes that pass;
+//! [`domains`] the topology domains (nodes grouped by a topology key, pods counted in each)
+//! that the topology spread filter and the spread and anti-affinity plugins share.
 //!
 //! These are the checks kube-scheduler's Filter plugins make (TaintToleration, NodeAffinity,
 //! NodeResourcesFit, NodePorts, NodeUnschedulable, InterPodAffinity). Callers pass in what a
 //! node holds now, so the same functions answer for the cluster as it is and as a plan
 //! leaves it.
 
+pub mod domains;
 pub mod placement;
 pub mod score;
 
+pub use domains::{DomainCache, Inclusion, TopologyDomains};
 pub use placement::{queue_order, NoFit, Prediction, Simulation, Termination};
 pub use score::ScoreProfile;
 
@@ -181,19 +185,6 @@ pub fn term_matches_pod(
         && term_covers_namespace(term, owner_namespace, &pod.namespace, namespace_labels)
 }
 
-/// Whether two nodes are in the same topology domain for `key`: the same node, or both
-/// carry the label with the same value (upstream's `hasSameLabelValue`). A node without the
-/// label shares a domain only with itself.
-pub fn same_topology_domain(a: &Node, b: &Node, key: &str) -> bool {
-    if a.name == b.name {
-        return true;
-    }
-    match (a.labels.get(key), b.labels.get(key)) {
-        (Some(x), Some(y)) => x == y,
-        _ => false,
-    }
-}
-
 /// The score a pod's preferred node affinity gives a node: the sum of the weights of the
 /// `preferredDuringSchedulingIgnoredDuringExecution` terms the node matches (an empty term
 /// matches no node), as upstream's `GetNodeWeightGivenPodPreferredAffinity`.
@@ -340,21 +331,6 @@ mod tests {
         nil.label_selector = None;
         nil.namespace_selector = Some(crate::labels::Selector::everything());
         assert!(!term_matches_pod(&nil, "shop", &db, None));
-    }
-
-    #[test]
-    fn topology_domains() {
-        let a1 = node("a1").label("zone", "a").build();
-        let a2 = node("a2").label("zone", "a").build();
-        let b1 = node("b1").label("zone", "b").build();
-        let bare = node("x").build();
-        assert!(same_topology_domain(&a1, &a2, "zone"));
-        assert!(!same_topology_domain(&a1, &b1, "zone"));
-        assert!(!same_topology_domain(&a1, &a2, "kubernetes.io/hostname"));
-        // a node without the label shares a domain only with itself
-        assert!(!same_topology_domain(&a1, &bare, "zone"));
-        assert!(same_topology_domain(&bare, &bare, "zone"));
-        assert!(same_topology_domain(&bare, &bare, ""));
     }
 
     #[test]
