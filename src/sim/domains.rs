@@ -41,25 +41,28 @@ impl<'s> TopologyDomains<'s> {
         nodes: impl IntoIterator<Item = NodeId>,
         mut admits: impl FnMut(&'s Node) -> bool,
     ) -> Self {
-        let counted: Vec<(NodeId, &'s str)> = nodes
+        // each counted node's value, numbered as first seen, then the values sorted
+        let mut first_seen: FxHashMap<&'s str, u32> = FxHashMap::default();
+        let counted: Vec<(NodeId, u32)> = nodes
             .into_iter()
             .filter_map(|n| {
                 let node = snap.node(n);
                 let value = node.labels.get(key)?;
-                admits(node).then_some((n, value))
+                admits(node).then(|| {
+                    let next = first_seen.len() as u32;
+                    (n, *first_seen.entry(value).or_insert(next))
+                })
             })
             .collect();
-        let mut values: Vec<&'s str> = counted.iter().map(|&(_, v)| v).collect();
+        let mut values: Vec<&'s str> = first_seen.keys().copied().collect();
         values.sort_unstable();
-        values.dedup();
-        let index: FxHashMap<&'s str, u32> = values
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| (v, i as u32))
-            .collect();
+        let mut rank = vec![0u32; values.len()];
+        for (i, v) in values.iter().enumerate() {
+            rank[first_seen[v] as usize] = i as u32;
+        }
         let mut of_node = vec![None; snap.nodes.len()];
-        for (n, v) in counted {
-            of_node[n as usize] = Some(index[v]);
+        for (n, seen) in counted {
+            of_node[n as usize] = Some(rank[seen as usize]);
         }
         TopologyDomains {
             key,

@@ -1001,17 +1001,17 @@ impl<'s> Simulation<'s> {
         }
         // PodTopologySpread
         for s in &scope.spread {
-            if value(s.domains.key()).is_none() {
+            let Some(v) = value(s.domains.key()) else {
                 return Err(
                     "node(s) didn't match pod topology spread constraints (missing required label)"
                         .into(),
                 );
-            }
+            };
             // the node's domain among those counted, by its value (the node itself may not
             // be counted)
             let here = s
                 .domains
-                .domain_at(node)
+                .domain_of_value(v)
                 .map_or(0, |d| i64::from(s.counts[d as usize]));
             if here + s.self_match - s.min > s.max_skew {
                 return Err("node(s) didn't match pod topology spread constraints".into());
