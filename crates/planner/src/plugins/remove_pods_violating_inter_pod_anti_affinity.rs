@@ -41,6 +41,7 @@ use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::LabelSelectorSpec;
 use crate::plugins::shared::{Namespaces, PodScope};
 use crate::sim;
+use crate::sim::TopologyDomains;
 use crate::snapshot::{ClusterSnapshot, NodeId, Pod, PodAffinityTerm, PodId};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -106,52 +107,37 @@ fn holds_place(pod: &Pod) -> bool {
     pod.is_active() && !pod.terminating
 }
 
-/// The pods of the planning nodes grouped by topology domain, built once per topology key a
-/// term asks about. Each group is sorted by pod id, so by namespace, then name.
-struct Domains<'s, 'n> {
+/// For each topology key a term asks about (built once per key), its domains over the
+/// planning nodes (every planning node with the key) and the pods of each domain that hold a
+/// place, sorted by pod id, so by namespace, then name.
+type DomainPods<'s> = FxHashMap<&'s str, (TopologyDomains<'s>, Vec<Vec<PodId>>)>;
+
+/// The pods in the same `key` domain as `node` (the node's own pods, including ones that do
+/// not hold a place, when it lacks the label).
+fn peers<'a, 's>(
     snap: &'s ClusterSnapshot,
-    nodes: &'n [NodeId],
-    by_key: FxHashMap<&'s str, FxHashMap<&'s str, Vec<PodId>>>,
-}
-
-impl<'s, 'n> Domains<'s, 'n> {
-    fn new(snap: &'s ClusterSnapshot, nodes: &'n [NodeId]) -> Self {
-        Domains {
-            snap,
-            nodes,
-            by_key: FxHashMap::default(),
+    nodes: &[NodeId],
+    domains: &'a mut DomainPods<'s>,
+    key: &'s str,
+    node: NodeId,
+) -> &'a [PodId] {
+    let (index, pods) = domains.entry(key).or_insert_with(|| {
+        let index = TopologyDomains::new(snap, key, nodes.iter().copied(), |_| true);
+        let mut pods = index.group(nodes.iter().flat_map(|&n| {
+            snap.pods_on_node(n)
+                .iter()
+                .filter(|&&p| holds_place(snap.pod(p)))
+                .map(move |&p| (n, p))
+        }));
+        for group in &mut pods {
+            group.sort_unstable();
         }
-    }
-
-    /// The pods in the same `key` domain as `node` (the node's own pods when it lacks the
-    /// label), including ones that do not hold a place.
-    fn peers(&mut self, key: &'s str, node: NodeId) -> &[PodId] {
-        let snap = self.snap;
-        let Some(value) = snap.node(node).labels.get(key) else {
-            return snap.pods_on_node(node);
-        };
-        let nodes = self.nodes;
-        self.by_key
-            .entry(key)
-            .or_insert_with(|| {
-                let mut by_value: FxHashMap<&'s str, Vec<PodId>> = FxHashMap::default();
-                for &n in nodes {
-                    if let Some(v) = snap.node(n).labels.get(key) {
-                        by_value.entry(v).or_default().extend(
-                            snap.pods_on_node(n)
-                                .iter()
-                                .copied()
-                                .filter(|&p| holds_place(snap.pod(p))),
-                        );
-                    }
-                }
-                for pods in by_value.values_mut() {
-                    pods.sort_unstable();
-                }
-                by_value
-            })
-            .get(value)
-            .map_or(&[], Vec::as_slice)
+        (index, pods)
+    });
+    match index.domain_at(snap.node(node)) {
+        Some(d) => &pods[d as usize],
+        None if snap.node(node).labels.get(key).is_some() => &[],
+        None => snap.pods_on_node(node),
     }
 }
 
@@ -166,7 +152,8 @@ fn namespace_run<'a>(snap: &ClusterSnapshot, pods: &'a [PodId], ns: &str) -> &'a
 /// of the candidate's required anti-affinity terms, with the term.
 fn find_violation<'s>(
     cx: &Context<'_, 's>,
-    domains: &mut Domains<'s, '_>,
+    nodes: &[NodeId],
+    domains: &mut DomainPods<'s>,
     candidate: PodId,
     node: NodeId,
 ) -> Option<(PodId, &'s PodAffinityTerm)> {
@@ -184,7 +171,7 @@ fn find_violation<'s>(
                 && holds_place(peer)
                 && selector.matches(&peer.labels)
         };
-        let peers = domains.peers(&term.topology_key, node);
+        let peers = peers(snap, nodes, domains, &term.topology_key, node);
         if term.namespace_selector.is_none() {
             // Only listed namespaces (or the owner's): look at their runs alone.
             let owner = std::iter::once(owner_ns).filter(|_| term.namespaces.is_empty());
@@ -232,7 +219,7 @@ impl Plugin for RemovePodsViolatingInterPodAntiAffinity {
 
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
-        let mut domains = Domains::new(snap, nodes);
+        let mut domains = DomainPods::default();
         'nodes: for &node in nodes {
             let mut candidates: Vec<PodId> = cx
                 .pods_on_node(node)
@@ -247,7 +234,7 @@ impl Plugin for RemovePodsViolatingInterPodAntiAffinity {
             cx.sort_by_eviction_order(&mut candidates);
             for p in candidates {
                 let pod = snap.pod(p);
-                let Some((peer, term)) = find_violation(cx, &mut domains, p, node) else {
+                let Some((peer, term)) = find_violation(cx, nodes, &mut domains, p, node) else {
                     continue;
                 };
                 let n = snap.node(node);

@@ -52,16 +52,16 @@ use crate::framework::{Attempt, Context, Plugin};
 use crate::labels::{LabelSelectorSpec, Labels, Selector};
 use crate::plugins::shared::{each_one_of, namespace_allowed, selector_arg, Namespaces, PodScope};
 use crate::sim;
+use crate::sim::domains::{DomainCache, Inclusion, TopologyDomains};
 use crate::snapshot::{
-    ClusterSnapshot, IdRange, InclusionPolicy, NodeId, NodeSelectorTerm, Pod, PodId,
-    TopologySpreadConstraint, WhenUnsatisfiable,
+    ClusterSnapshot, IdRange, InclusionPolicy, NodeId, Pod, PodId, TopologySpreadConstraint,
+    WhenUnsatisfiable,
 };
 use rayon::iter::{IntoParallelIterator, ParallelIterator};
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
 
 /// The plugin's name in a policy.
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
@@ -235,11 +235,10 @@ struct Constraint<'s> {
     selector: Option<&'s Selector>,
     /// `matchLabelKeys` with the defining pod's values, sorted by key.
     match_labels: Vec<(&'s str, &'s str)>,
-    node_affinity_policy: InclusionPolicy,
-    node_taints_policy: InclusionPolicy,
-    /// The pod that defined the constraint; its node affinity and tolerations are the ones
-    /// the Honor policies use (every pod sharing the constraint has the same ones).
-    pod: &'s Pod,
+    /// The node inclusion policies, with the pod that defined the constraint: its node
+    /// affinity and tolerations are the ones the Honor policies use (every pod sharing the
+    /// constraint has the same ones).
+    inclusion: Inclusion<'s>,
 }
 
 impl<'s> Constraint<'s> {
@@ -256,9 +255,7 @@ impl<'s> Constraint<'s> {
             topology_key: &c.topology_key,
             selector: c.label_selector.as_ref(),
             match_labels,
-            node_affinity_policy: c.node_affinity_policy,
-            node_taints_policy: c.node_taints_policy,
-            pod,
+            inclusion: Inclusion::of(c, pod),
         }
     }
 
@@ -269,8 +266,8 @@ impl<'s> Constraint<'s> {
         self.topology_key.hash(&mut h);
         self.selector.hash(&mut h);
         self.match_labels.hash(&mut h);
-        (self.node_affinity_policy == InclusionPolicy::Honor).hash(&mut h);
-        (self.node_taints_policy == InclusionPolicy::Honor).hash(&mut h);
+        (self.inclusion.node_affinity_policy == InclusionPolicy::Honor).hash(&mut h);
+        (self.inclusion.node_taints_policy == InclusionPolicy::Honor).hash(&mut h);
         h.finish()
     }
 
@@ -280,12 +277,7 @@ impl<'s> Constraint<'s> {
             && self.topology_key == o.topology_key
             && self.selector == o.selector
             && self.match_labels == o.match_labels
-            && self.node_affinity_policy == o.node_affinity_policy
-            && self.node_taints_policy == o.node_taints_policy
-            && (self.node_affinity_policy == InclusionPolicy::Ignore
-                || same_node_affinity(self.pod, o.pod))
-            && (self.node_taints_policy == InclusionPolicy::Ignore
-                || self.pod.tolerations == o.pod.tolerations)
+            && self.inclusion.same(&o.inclusion)
     }
 
     /// A label every pod the constraint selects carries, if there is one.
@@ -304,27 +296,6 @@ impl<'s> Constraint<'s> {
     }
 }
 
-fn required_terms(p: &Pod) -> Option<&[NodeSelectorTerm]> {
-    p.affinity.as_ref()?.node_required.as_deref()
-}
-
-/// Same nodeSelector and required node affinity (`nodeaffinity.GetRequiredNodeAffinity`).
-fn same_node_affinity(a: &Pod, b: &Pod) -> bool {
-    if a.node_selector != b.node_selector {
-        return false;
-    }
-    match (required_terms(a), required_terms(b)) {
-        (None, None) => true,
-        (Some(x), Some(y)) => {
-            x.len() == y.len()
-                && x.iter().zip(y).all(|(t, u)| {
-                    t.match_expressions == u.match_expressions && t.match_fields == u.match_fields
-                })
-        }
-        _ => false,
-    }
-}
-
 /// Upstream's `hasSelectorOrAffinity`.
 fn has_selector_or_affinity(p: &Pod) -> bool {
     !p.node_selector.is_empty()
@@ -333,45 +304,10 @@ fn has_selector_or_affinity(p: &Pod) -> bool {
             .is_some_and(|a| a.node_required.is_some() || !a.node_preferred.is_empty())
 }
 
+/// A domain while its constraint is balanced: its value and its pods.
 struct Domain<'s> {
     value: &'s str,
     pods: Vec<PodId>,
-}
-
-/// The domains of the planning nodes for one topology key and one node inclusion signature.
-struct NodeDomains<'s> {
-    /// The distinct topology values of the nodes that count, sorted.
-    values: Vec<&'s str>,
-    /// The planning nodes, in order.
-    nodes: Vec<NodeId>,
-    /// For each planning node (by position), the index in `values` of its domain, if it counts.
-    domain_of: Vec<Option<u32>>,
-}
-
-impl<'s> NodeDomains<'s> {
-    /// The counted pods of each domain (by index into `values`), on the planning nodes that
-    /// count for the constraint.
-    fn pods_by_domain(&self, pods: &[Counted]) -> Vec<Vec<PodId>> {
-        let mut domains = vec![Vec::new(); self.values.len()];
-        for &(pos, p, _) in pods {
-            if let Some(d) = self.domain_of[pos as usize] {
-                domains[d as usize].push(p);
-            }
-        }
-        domains
-    }
-
-    /// The nodes of the domains below the ideal average (a domain's size before balancing
-    /// is its count), where moved pods should land.
-    fn nodes_below(&self, counts: &[u32], ideal_avg: f64) -> Vec<NodeId> {
-        let below: Vec<bool> = counts.iter().map(|&n| (n as f64) < ideal_avg).collect();
-        self.nodes
-            .iter()
-            .zip(&self.domain_of)
-            .filter(|(_, d)| d.is_some_and(|d| below[d as usize]))
-            .map(|(&n, _)| n)
-            .collect()
-    }
 }
 
 /// Upstream's sortDomains: in each domain the pods that stay first, pods to evict first at
@@ -404,96 +340,6 @@ fn sort_domains<'s>(
         .collect();
     sorted.sort_by_key(|d| d.pods.len());
     sorted
-}
-
-/// One cached `NodeDomains`, with what it was computed from: the inclusion policies and the
-/// pod whose node affinity / tolerations those policies honour.
-struct DomainEntry<'s> {
-    node_affinity_policy: InclusionPolicy,
-    node_taints_policy: InclusionPolicy,
-    pod: &'s Pod,
-    domains: Arc<NodeDomains<'s>>,
-}
-
-impl DomainEntry<'_> {
-    /// Whether the entry gives the same nodes as the constraint's inclusion policies would
-    /// (the topology key is compared by the cache).
-    fn same_inclusion(&self, c: &Constraint<'_>) -> bool {
-        self.node_affinity_policy == c.node_affinity_policy
-            && self.node_taints_policy == c.node_taints_policy
-            && (c.node_affinity_policy == InclusionPolicy::Ignore
-                || same_node_affinity(self.pod, c.pod))
-            && (c.node_taints_policy == InclusionPolicy::Ignore
-                || self.pod.tolerations == c.pod.tolerations)
-    }
-}
-
-/// The node domains computed during one run, by topology key, then inclusion signature:
-/// constraints that differ only in their selector or `maxSkew` share them.
-#[derive(Default)]
-struct DomainCache<'s> {
-    by_key: Mutex<FxHashMap<&'s str, Vec<DomainEntry<'s>>>>,
-}
-
-impl<'s> DomainCache<'s> {
-    fn get(
-        &self,
-        snap: &'s ClusterSnapshot,
-        nodes: &[NodeId],
-        c: &Constraint<'s>,
-    ) -> Arc<NodeDomains<'s>> {
-        let mut by_key = self.by_key.lock().unwrap_or_else(|e| e.into_inner());
-        let entries = by_key.entry(c.topology_key).or_default();
-        match entries.iter().find(|e| e.same_inclusion(c)) {
-            Some(e) => e.domains.clone(),
-            None => {
-                let domains = Arc::new(node_domains(snap, nodes, c));
-                entries.push(DomainEntry {
-                    node_affinity_policy: c.node_affinity_policy,
-                    node_taints_policy: c.node_taints_policy,
-                    pod: c.pod,
-                    domains: domains.clone(),
-                });
-                domains
-            }
-        }
-    }
-}
-
-/// The domain of each planning node that counts for the constraint.
-fn node_domains<'s>(
-    snap: &'s ClusterSnapshot,
-    nodes: &[NodeId],
-    c: &Constraint<'s>,
-) -> NodeDomains<'s> {
-    let node_value: Vec<Option<&'s str>> = nodes
-        .iter()
-        .map(|&n| {
-            let node = snap.node(n);
-            let value = node.labels.get(c.topology_key)?;
-            sim::matches_node_inclusion_policies(
-                c.pod,
-                node,
-                c.node_affinity_policy,
-                c.node_taints_policy,
-            )
-            .then_some(value)
-        })
-        .collect();
-    let mut values: Vec<&'s str> = node_value.iter().flatten().copied().collect();
-    values.sort_unstable();
-    values.dedup();
-    let index: FxHashMap<&'s str, u32> = values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| (v, i as u32))
-        .collect();
-    let domain_of = node_value.iter().map(|v| v.map(|v| index[v])).collect();
-    NodeDomains {
-        values,
-        nodes: nodes.to_vec(),
-        domain_of,
-    }
 }
 
 impl RemovePodsViolatingTopologySpreadConstraint {
@@ -587,7 +433,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 );
                 continue;
             }
-            let domains = domain_cache.get(snap, nodes, c);
+            let domains = domain_cache.get(snap, nodes, c.topology_key, c.inclusion);
             // The pods the constraint selects, in the order of `pods`.
             let selected: Vec<Counted> = match c.required_label().filter(|_| indexed) {
                 Some(label) => by_label
@@ -608,18 +454,19 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         }
     }
 
-    /// Balances one constraint over `pods`, the namespace's counted pods it selects.
+    /// Balances one constraint over `pods`, the namespace's counted pods it selects, in the
+    /// constraint's domains over the planning nodes.
     fn balance_constraint<'s>(
         &self,
         cx: &Context<'_, 's>,
         pods: &[Counted],
         c: &Constraint<'_>,
-        node_domains: &NodeDomains<'s>,
+        node_domains: &TopologyDomains<'s>,
         evictable: &mut FxHashMap<PodId, bool>,
         chosen: &mut Chosen,
     ) {
         let snap: &'s ClusterSnapshot = cx.snap();
-        let domains = node_domains.pods_by_domain(pods);
+        let domains = node_domains.group(pods.iter().map(|&(_, p, n)| (n, p)));
         let counts: Vec<u32> = domains.iter().map(|d| d.len() as u32).collect();
         let sum: usize = domains.iter().map(Vec::len).sum();
         let (min, max) = counts.iter().fold((usize::MAX, 0), |(lo, hi), &n| {
@@ -630,7 +477,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
             return;
         }
         tracing::debug!(
-            namespace = %c.pod.namespace,
+            namespace = %c.inclusion.pod.namespace,
             topology_key = c.topology_key,
             max_skew = c.max_skew,
             domains = domain_count,
@@ -645,8 +492,11 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 .or_insert_with(|| self.may_evict(cx, p).is_ok())
         };
         let ideal_avg = sum as f64 / domain_count as f64;
-        let mut sorted = sort_domains(cx, domains, &node_domains.values, &mut is_evictable);
-        let nodes_below = node_domains.nodes_below(&counts, ideal_avg);
+        let mut sorted = sort_domains(cx, domains, node_domains.values(), &mut is_evictable);
+        // The nodes of the domains below the ideal average (a domain's size before balancing
+        // is its count), where moved pods should land.
+        let below: Vec<bool> = counts.iter().map(|&n| (n as f64) < ideal_avg).collect();
+        let nodes_below: Vec<NodeId> = node_domains.nodes_where(|d| below[d as usize]).collect();
         let mut fit_cache: FxHashMap<PodId, bool> = FxHashMap::default();
         let mut fits = |p: PodId| -> bool {
             *fit_cache.entry(p).or_insert_with(|| {

@@ -2,16 +2,20 @@
 //! and required node affinity, resources, pod count and host ports; and the pieces of
 //! inter-pod (anti-)affinity and preferred node affinity the plugins share.
 //!
-//! [`score`] holds kube-scheduler's score plugins, which pick among the nodes that pass.
+//! [`score`] holds kube-scheduler's score plugins, which pick among the nodes that pass;
+//! [`domains`] the topology domains (nodes grouped by a topology key, pods counted in each)
+//! that the topology spread filter and the spread and anti-affinity plugins share.
 //!
 //! These are the checks kube-scheduler's Filter plugins make (TaintToleration, NodeAffinity,
 //! NodeResourcesFit, NodePorts, NodeUnschedulable, InterPodAffinity). Callers pass in what a
 //! node holds now, so the same functions answer for the cluster as it is and as a plan
 //! leaves it.
 
+pub mod domains;
 pub mod placement;
 pub mod score;
 
+pub use domains::{DomainCache, Inclusion, TopologyDomains};
 pub use placement::{queue_order, NoFit, Prediction, Simulation, Termination};
 pub use score::ScoreProfile;
 

@@ -49,8 +49,9 @@
 //! kube-scheduler's queue order ([`queue_order`]): higher priority first, then the order they
 //! were created in (the order of the evictions).
 
+use super::domains::{Inclusion, TopologyDomains};
 use super::score::{self, ClusterView, Ranking, ScoreProfile};
-use super::{matches_node_inclusion_policies, matches_node_selector, term_matches_pod, tolerated};
+use super::{matches_node_selector, term_matches_pod, tolerated};
 use crate::snapshot::{
     ClusterSnapshot, IdVec, Node, NodeId, Pod, PodAffinityTerm, PodId, Resources, Taint,
     TaintEffect, WhenUnsatisfiable,
@@ -102,7 +103,9 @@ pub fn queue_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
     pods.sort_by_key(|&p| std::cmp::Reverse(snap.pod(p).priority.unwrap_or(0)));
 }
 
-type DomainCache<'s> = FxHashMap<(Option<&'s str>, PodId, usize), Arc<Domains<'s>>>;
+/// Each pod template's topology spread domains, by (controller uid, pod when it has no
+/// controller, constraint).
+type SpreadDomains<'s> = FxHashMap<(Option<&'s str>, PodId, usize), Arc<TopologyDomains<'s>>>;
 
 /// The taint kube-scheduler's NodeUnschedulable filter lets a pod tolerate.
 pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
@@ -168,10 +171,9 @@ pub struct Simulation<'s> {
     /// Where the next search for a destination starts (kube-scheduler's
     /// `nextStartNodeIndex`).
     next_start: usize,
-    /// Each pod template's topology spread domains by node (the node's value of the
-    /// constraint's key, None when the node is not counted), by (controller uid, pod when
-    /// it has no controller, constraint).
-    domains: Cache<DomainCache<'s>>,
+    /// Each pod template's topology spread domains (the nodes counted for each DoNotSchedule
+    /// constraint, by their value of its key).
+    domains: Cache<SpreadDomains<'s>>,
     /// The snapshot's bound pods with required pod anti-affinity (the only ones that can
     /// refuse an incoming pod).
     anti_holders: Vec<PodId>,
@@ -255,17 +257,17 @@ struct PodScope<'p> {
     affinity_any: bool,
     /// For each required anti-affinity term of the pod, the topology values holding a match.
     anti: Vec<FxHashSet<&'p str>>,
-    /// Per DoNotSchedule spread constraint: (key, max skew, self match, counts, min).
+    /// Per DoNotSchedule spread constraint: (max skew, self match, domains, counts, min).
     spread: Vec<Spread<'p>>,
 }
 
 struct Spread<'p> {
-    key: &'p str,
     max_skew: i64,
     self_match: i64,
-    /// The domains (values of the key) and the matching pods in each.
-    domains: Arc<Domains<'p>>,
-    counts: Vec<i64>,
+    /// The domains of the constraint's key over the nodes counted.
+    domains: Arc<TopologyDomains<'p>>,
+    /// The matching pods in each domain.
+    counts: Vec<u32>,
     min: i64,
 }
 
@@ -306,14 +308,6 @@ impl<T: Clone> Clone for Cache<T> {
     fn clone(&self) -> Self {
         Cache(std::sync::Mutex::new(self.lock().clone()))
     }
-}
-
-/// A pod template's spread domains: each node's domain (None: not counted) and the domains'
-/// values.
-#[derive(Debug)]
-struct Domains<'s> {
-    of_node: Vec<Option<u32>>,
-    values: Vec<&'s str>,
 }
 
 impl<'s> Simulation<'s> {
@@ -901,32 +895,14 @@ impl<'s> Simulation<'s> {
             };
             // the domains: every node that has all the constraints' keys and passes the
             // inclusion policies (whatever its readiness, as kube-scheduler counts them)
-            let build = || -> Arc<Domains<'s>> {
-                let mut values: Vec<&'s str> = Vec::new();
-                let of_node = snap
-                    .nodes
-                    .iter()
-                    .map(|node| {
-                        let ok = hard
-                            .iter()
-                            .all(|c| node.labels.get(&c.topology_key).is_some())
-                            && matches_node_inclusion_policies(
-                                pod,
-                                node,
-                                c.node_affinity_policy,
-                                c.node_taints_policy,
-                            );
-                        let v = node.labels.get(&c.topology_key).filter(|_| ok)?;
-                        Some(match values.iter().position(|x| *x == v) {
-                            Some(i) => i as u32,
-                            None => {
-                                values.push(v);
-                                values.len() as u32 - 1
-                            }
-                        })
-                    })
-                    .collect();
-                Arc::new(Domains { of_node, values })
+            let build = || {
+                let inclusion = Inclusion::of(c, pod);
+                let nodes = snap.node_ids();
+                Arc::new(TopologyDomains::new(snap, &c.topology_key, nodes, |node| {
+                    hard.iter()
+                        .all(|c| node.labels.get(&c.topology_key).is_some())
+                        && inclusion.admits(node)
+                }))
             };
             // the domains a pod template sees never change: cached by controller
             let key = (
@@ -939,25 +915,19 @@ impl<'s> Simulation<'s> {
                 ci,
             );
             let eligible = self.domains.lock().entry(key).or_insert_with(build).clone();
-            let mut counts = vec![0i64; eligible.values.len()];
             // the matching pods of the pod's namespace, where the plan leaves them
-            for (q, n) in self.namespace_pods(&pod.namespace) {
-                let qp = snap.pod(q);
-                if q == id || qp.terminating || !selects(qp) {
-                    continue;
-                }
-                if let Some(d) = eligible.of_node[n.index()] {
-                    counts[d as usize] += 1;
-                }
-            }
-            let mut min = counts.iter().copied().min().unwrap_or(0);
+            let counts =
+                eligible.count(self.namespace_pods(&pod.namespace).filter_map(|(q, n)| {
+                    let qp = snap.pod(q);
+                    (q != id && !qp.terminating && selects(qp)).then_some(n)
+                }));
+            let mut min = counts.iter().copied().min().map_or(0, i64::from);
             if c.min_domains
                 .is_some_and(|m| (counts.len() as i64) < i64::from(m))
             {
                 min = 0;
             }
             spread.push(Spread {
-                key: &c.topology_key,
                 max_skew: i64::from(c.max_skew),
                 self_match: i64::from(selects(pod)),
                 domains: eligible,
@@ -1047,18 +1017,18 @@ impl<'s> Simulation<'s> {
         }
         // PodTopologySpread
         for s in &scope.spread {
-            let Some(v) = value(s.key) else {
+            let Some(v) = value(s.domains.key()) else {
                 return Err(
                     "node(s) didn't match pod topology spread constraints (missing required label)"
                         .into(),
                 );
             };
+            // the node's domain among those counted, by its value (the node itself may not
+            // be counted)
             let here = s
                 .domains
-                .values
-                .iter()
-                .position(|x| *x == v)
-                .map_or(0, |d| s.counts[d]);
+                .domain_of_value(v)
+                .map_or(0, |d| i64::from(s.counts[d as usize]));
             if here + s.self_match - s.min > s.max_skew {
                 return Err("node(s) didn't match pod topology spread constraints".into());
             }

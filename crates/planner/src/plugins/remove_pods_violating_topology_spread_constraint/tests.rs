@@ -4,7 +4,7 @@ use crate::labels::Requirement;
 use crate::plan;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::builders::{node, pdb, pod, snapshot, PodBuilder, T0};
-use crate::snapshot::{Affinity, Node, SnapshotParts, TaintEffect};
+use crate::snapshot::{Affinity, Node, NodeSelectorTerm, SnapshotParts, TaintEffect};
 use serde_json::{json, Value};
 
 const DNS: WhenUnsatisfiable = WhenUnsatisfiable::DoNotSchedule;
