@@ -27,7 +27,7 @@ use rayon::iter::ParallelIterator;
 use rayon::slice::ParallelSlice;
 use rustc_hash::FxHashMap;
 
-pub type PdbId = u32;
+pub(crate) type PdbId = u32;
 
 /// The annotation that makes a pod evictable regardless of most protections.
 pub const EVICT_ANNOTATION: &str = "descheduler.alpha.kubernetes.io/evict";

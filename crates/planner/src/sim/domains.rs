@@ -73,7 +73,7 @@ impl<'s> TopologyDomains<'s> {
 
     /// The domains of `key` over `nodes` for a topology spread constraint: the nodes its
     /// inclusion policies admit.
-    pub fn for_inclusion(
+    pub(crate) fn for_inclusion(
         snap: &'s ClusterSnapshot,
         key: &'s str,
         nodes: impl IntoIterator<Item = NodeId>,
@@ -108,18 +108,18 @@ impl<'s> TopologyDomains<'s> {
     }
 
     /// The domain of a counted node; None for a node that is not counted.
-    pub fn domain_of(&self, node: NodeId) -> Option<u32> {
+    pub(crate) fn domain_of(&self, node: NodeId) -> Option<u32> {
         self.of_node.get(node.index()).copied().flatten()
     }
 
     /// The domain whose value is `value`, if some counted node has it.
-    pub fn domain_of_value(&self, value: &str) -> Option<u32> {
+    pub(crate) fn domain_of_value(&self, value: &str) -> Option<u32> {
         self.values.binary_search(&value).ok().map(|d| d as u32)
     }
 
     /// The domain of the node's value of the key, whether or not the node itself is counted
     /// (kube-scheduler's filter looks a node's value up among the counted domains).
-    pub fn domain_at(&self, node: &Node) -> Option<u32> {
+    pub(crate) fn domain_at(&self, node: &Node) -> Option<u32> {
         self.domain_of_value(node.labels.get(self.key)?)
     }
 
@@ -129,7 +129,7 @@ impl<'s> TopologyDomains<'s> {
     }
 
     /// The counted nodes of the domains `pick` selects, by node id.
-    pub fn nodes_where<'a>(
+    pub(crate) fn nodes_where<'a>(
         &'a self,
         mut pick: impl FnMut(u32) -> bool + 'a,
     ) -> impl Iterator<Item = NodeId> + 'a {
@@ -143,7 +143,8 @@ impl<'s> TopologyDomains<'s> {
     /// Whether two nodes are in the same domain: the same node, or two counted nodes with
     /// the same value (upstream's `hasSameLabelValue`, over the counted nodes). A node that
     /// is not counted shares a domain only with itself.
-    pub fn shares_domain(&self, a: NodeId, b: NodeId) -> bool {
+    #[cfg(test)]
+    pub(crate) fn shares_domain(&self, a: NodeId, b: NodeId) -> bool {
         a == b
             || self
                 .domain_of(a)
@@ -228,7 +229,7 @@ fn required_terms(p: &Pod) -> Option<&[NodeSelectorTerm]> {
 }
 
 /// Same nodeSelector and required node affinity (`nodeaffinity.GetRequiredNodeAffinity`).
-pub fn same_node_affinity(a: &Pod, b: &Pod) -> bool {
+pub(crate) fn same_node_affinity(a: &Pod, b: &Pod) -> bool {
     if a.node_selector != b.node_selector {
         return false;
     }
