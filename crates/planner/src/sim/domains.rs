@@ -140,17 +140,6 @@ impl<'s> TopologyDomains<'s> {
             .map(|(n, _)| NodeId::from_index(n))
     }
 
-    /// Whether two nodes are in the same domain: the same node, or two counted nodes with
-    /// the same value (upstream's `hasSameLabelValue`, over the counted nodes). A node that
-    /// is not counted shares a domain only with itself.
-    #[cfg(test)]
-    pub(crate) fn shares_domain(&self, a: NodeId, b: NodeId) -> bool {
-        a == b
-            || self
-                .domain_of(a)
-                .is_some_and(|d| self.domain_of(b) == Some(d))
-    }
-
     /// How many of a set of pods, given by their nodes, are in each domain (by domain); pods
     /// on nodes that are not counted are not counted.
     pub fn count(&self, pod_nodes: impl IntoIterator<Item = NodeId>) -> Vec<u32> {

@@ -55,11 +55,11 @@ fn domains_are_the_values_of_the_counted_nodes() {
         all.nodes_where(|d| d != 0).collect::<Vec<_>>(),
         vec![b1, c1]
     );
-    // upstream's hasSameLabelValue: the same node, or the same value
-    assert!(all.shares_domain(a1, a2));
-    assert!(!all.shares_domain(a1, b1));
-    assert!(all.shares_domain(x, x));
-    assert!(!all.shares_domain(x, a1));
+    // a1 and a2 share zone a, b1 is apart; x (no zone) is in no domain
+    assert_eq!(all.domain_of(a1), all.domain_of(a2));
+    assert!(all.domain_of(a1).is_some());
+    assert_ne!(all.domain_of(a1), all.domain_of(b1));
+    assert_eq!(all.domain_of(x), None);
     // over some nodes (a plugin's planning nodes): c is no domain; c1's value is not one
     let some = TopologyDomains::new(&s, "zone", [a1, b1, x], |_| true);
     assert_eq!(some.values(), ["a", "b"]);
