@@ -12,6 +12,21 @@
 //!   `descheduler_predictions_total{result,strategy,profile}` with `--await-placement`: each
 //!   awaited replacement by where it landed against the prediction (`exact`, `alternative`,
 //!   `missed`).
+//! - Which rule did what (beyond upstream; `strategy` and `profile` name the plugin and the
+//!   profile of the policy that planned, as in `descheduler_pods_evicted_total`):
+//!   `descheduler_evictions_planned_total{strategy,profile}` (each eviction a cycle planned;
+//!   in a dry run, what a real run would attempt),
+//!   `descheduler_eviction_candidates_skipped_total{strategy,profile,reason}` (each candidate
+//!   a plugin did not choose, by a small set of reasons: see [`SkipReason::label`]),
+//!   `descheduler_evictions_refused_total{strategy,profile,reason}` (each eviction the API or
+//!   the re-check refused, by outcome: `blocked_by_disruption_budget`, `pod_gone`, ...), and
+//!   `descheduler_cycles_skipped_total{reason}` (`too_few_nodes`: fewer than 2 Ready nodes
+//!   match the nodeSelector, as upstream skips; `unchanged`: with `--cycle-on-change`, a
+//!   cycle due with no change to the cluster since the last one).
+
+use crate::framework::SkipCounts;
+#[cfg(doc)]
+use crate::framework::SkipReason;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -43,6 +58,36 @@ pub struct PredictionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub strategy: String,
+    pub profile: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CycleSkipLabels {
+    pub reason: String,
+}
+
+/// Why a whole cycle was skipped (the `reason` of `descheduler_cycles_skipped_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CycleSkip {
+    /// Fewer than 2 Ready nodes match the policy's nodeSelector (upstream's rule).
+    TooFewNodes,
+    /// `--cycle-on-change`: a cycle was due, and nothing changed since the last one.
+    Unchanged,
+}
+
+impl CycleSkip {
+    pub fn label(self) -> &'static str {
+        match self {
+            CycleSkip::TooFewNodes => "too_few_nodes",
+            CycleSkip::Unchanged => "unchanged",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabels {
     pub source: String,
 }
@@ -65,6 +110,10 @@ pub struct Metrics {
     pub usage_source_errors: Family<SourceLabels, Counter>,
     pub strategy_skipped: Family<StrategyLabels, Counter>,
     pub predictions: Family<PredictionLabels, Counter>,
+    pub evictions_planned: Family<StrategyLabels, Counter>,
+    pub candidates_skipped: Family<ReasonLabels, Counter>,
+    pub evictions_refused: Family<ReasonLabels, Counter>,
+    pub cycles_skipped: Family<CycleSkipLabels, Counter>,
 }
 
 impl Metrics {
@@ -78,6 +127,10 @@ impl Metrics {
             usage_source_errors: Family::default(),
             strategy_skipped: Family::default(),
             predictions: Family::default(),
+            evictions_planned: Family::default(),
+            candidates_skipped: Family::default(),
+            evictions_refused: Family::default(),
+            cycles_skipped: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix("descheduler");
         sub.register(
@@ -115,6 +168,32 @@ impl Metrics {
             "Awaited replacements (--await-placement) by where they landed against the prediction: exact, alternative or missed",
             m.predictions.clone(),
         );
+        sub.register(
+            "evictions_planned",
+            "Evictions planned, by the strategy plugin and the profile that planned them",
+            m.evictions_planned.clone(),
+        );
+        sub.register(
+            "eviction_candidates_skipped",
+            "Candidate pods a strategy plugin did not choose, by plugin, profile and reason (limits, pdb, budget, cooldown, placement, gang, protection, refused, other)",
+            m.candidates_skipped.clone(),
+        );
+        sub.register(
+            "evictions_refused",
+            "Planned evictions not done, by plugin, profile and outcome (blocked_by_disruption_budget, pod_gone, error, ...)",
+            m.evictions_refused.clone(),
+        );
+        sub.register(
+            "cycles_skipped",
+            "Descheduling cycles skipped, by reason (too_few_nodes, unchanged)",
+            m.cycles_skipped.clone(),
+        );
+        // Every reason of a skipped cycle is shown from the start, at 0.
+        for reason in [CycleSkip::TooFewNodes, CycleSkip::Unchanged] {
+            let _ = m.cycles_skipped.get_or_create(&CycleSkipLabels {
+                reason: reason.label().to_string(),
+            });
+        }
         m.build_info
             .get_or_create(&BuildLabels {
                 version: env!("CARGO_PKG_VERSION").to_string(),
@@ -151,6 +230,49 @@ impl Metrics {
             .inc();
     }
 
+    /// An eviction planned by `strategy` of `profile`.
+    pub fn planned(&self, strategy: &str, profile: &str) {
+        self.evictions_planned
+            .get_or_create(&StrategyLabels {
+                strategy: strategy.to_string(),
+                profile: profile.to_string(),
+            })
+            .inc();
+    }
+
+    /// The candidates each plugin did not choose in a cycle, by kind of reason.
+    pub fn candidates_skipped(&self, skips: &SkipCounts) {
+        for ((profile, strategy, reason), n) in skips {
+            self.candidates_skipped
+                .get_or_create(&ReasonLabels {
+                    strategy: strategy.to_string(),
+                    profile: profile.clone(),
+                    reason: reason.label().to_string(),
+                })
+                .inc_by(u64::from(*n));
+        }
+    }
+
+    /// A planned eviction not done: `reason` is its outcome (`blocked_by_disruption_budget`).
+    pub fn refused(&self, strategy: &str, profile: &str, reason: &str) {
+        self.evictions_refused
+            .get_or_create(&ReasonLabels {
+                strategy: strategy.to_string(),
+                profile: profile.to_string(),
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+
+    /// A whole cycle skipped.
+    pub fn cycle_skipped(&self, why: CycleSkip) {
+        self.cycles_skipped
+            .get_or_create(&CycleSkipLabels {
+                reason: why.label().to_string(),
+            })
+            .inc();
+    }
+
     pub fn eviction(
         &self,
         result: &str,
@@ -181,6 +303,7 @@ pub fn encode(registry: &Registry) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framework::SkipReason;
 
     #[test]
     fn names_and_labels_match_upstream() {
@@ -220,5 +343,71 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("descheduler_strategy_skipped_total{strategy=\"LowNodeUtilization\",profile=\"default\"} 1"), "{text}");
+    }
+
+    #[test]
+    fn planned_skipped_refused_and_cycles_skipped_are_counted_by_rule_and_reason() {
+        let mut r = Registry::default();
+        let m = Metrics::register(&mut r);
+        // Before anything happened, the cycle skip reasons are there at 0.
+        let text = encode(&r);
+        assert!(
+            text.contains("descheduler_cycles_skipped_total{reason=\"too_few_nodes\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("descheduler_cycles_skipped_total{reason=\"unchanged\"} 0"),
+            "{text}"
+        );
+        m.planned("PodLifeTime", "ages");
+        m.planned("PodLifeTime", "ages");
+        m.planned("LowNodeUtilization", "balance");
+        let skips = SkipCounts::from([
+            (("ages".to_string(), "PodLifeTime", SkipReason::Limits), 3),
+            (("ages".to_string(), "PodLifeTime", SkipReason::Pdb), 1),
+            (
+                (
+                    "balance".to_string(),
+                    "LowNodeUtilization",
+                    SkipReason::Other,
+                ),
+                2,
+            ),
+        ]);
+        m.candidates_skipped(&skips);
+        m.candidates_skipped(&skips);
+        m.refused("PodLifeTime", "ages", "blocked_by_disruption_budget");
+        m.cycle_skipped(CycleSkip::TooFewNodes);
+        m.cycle_skipped(CycleSkip::Unchanged);
+        m.cycle_skipped(CycleSkip::Unchanged);
+        let text = encode(&r);
+        for line in [
+            "descheduler_evictions_planned_total{strategy=\"PodLifeTime\",profile=\"ages\"} 2",
+            "descheduler_evictions_planned_total{strategy=\"LowNodeUtilization\",profile=\"balance\"} 1",
+            "descheduler_eviction_candidates_skipped_total{strategy=\"PodLifeTime\",profile=\"ages\",reason=\"limits\"} 6",
+            "descheduler_eviction_candidates_skipped_total{strategy=\"PodLifeTime\",profile=\"ages\",reason=\"pdb\"} 2",
+            "descheduler_eviction_candidates_skipped_total{strategy=\"LowNodeUtilization\",profile=\"balance\",reason=\"other\"} 4",
+            "descheduler_evictions_refused_total{strategy=\"PodLifeTime\",profile=\"ages\",reason=\"blocked_by_disruption_budget\"} 1",
+            "descheduler_cycles_skipped_total{reason=\"too_few_nodes\"} 1",
+            "descheduler_cycles_skipped_total{reason=\"unchanged\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+        // The reason labels are a small fixed set.
+        let labels: Vec<&str> = SkipReason::ALL.iter().map(|r| r.label()).collect();
+        assert_eq!(
+            labels,
+            [
+                "limits",
+                "pdb",
+                "budget",
+                "cooldown",
+                "placement",
+                "gang",
+                "protection",
+                "refused",
+                "other"
+            ]
+        );
     }
 }

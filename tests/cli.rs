@@ -736,3 +736,96 @@ fn a_scheduler_config_with_a_misspelled_key_exits_two() {
     );
     assert!(o.stdout.is_empty());
 }
+
+/// A cluster of one Ready node (and one that is not Ready) with an old pod on it.
+const ONE_NODE: &str = r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: only}
+  status:
+    allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+    conditions: [{type: Ready, status: "True"}]
+- apiVersion: v1
+  kind: Node
+  metadata: {name: down}
+  status:
+    allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+    conditions: [{type: Ready, status: "False"}]
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: old
+    namespace: shop
+    creationTimestamp: "2026-01-01T00:00:00Z"
+    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: u1, controller: true}]
+  spec:
+    nodeName: only
+    containers: [{name: c, image: web}]
+  status: {phase: Running}
+"#;
+
+const LIFETIME: &str = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: ages\n  pluginConfig:\n  - name: PodLifeTime\n    args: {maxPodLifeTimeSeconds: 3600}\n  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n";
+
+#[test]
+fn a_cluster_of_fewer_than_two_ready_nodes_plans_nothing_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(&policy, LIFETIME).unwrap();
+    let one = dir.path().join("one.yaml");
+    std::fs::write(&one, ONE_NODE).unwrap();
+    let args = |snap: &std::path::Path, format: &'static str| {
+        run(&[
+            "--policy-config-file",
+            policy.to_str().unwrap(),
+            "--snapshot",
+            snap.to_str().unwrap(),
+            "--now",
+            NOW,
+            "-o",
+            format,
+            "-v",
+            "1",
+        ])
+    };
+    let o = args(&one, "json");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["evictions"].as_array().unwrap().len(), 0, "{v}");
+    let notes = v["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n["message"].as_str().is_some_and(|m| m.starts_with(
+            "The cluster size is 0 or 1 meaning eviction causes service disruption or degradation. So aborting.."
+        ) && m.contains("1 Ready node(s)"))),
+        "{v}"
+    );
+    // The log says it as upstream does.
+    assert!(
+        stderr(&o).contains("The cluster size is 0 or 1 meaning eviction causes service disruption or degradation. So aborting.."),
+        "{}",
+        stderr(&o)
+    );
+    let o = args(&one, "table");
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("Notes:\n- The cluster size is 0 or 1 meaning eviction"),
+        "{table}"
+    );
+    // The same pod with the second node Ready: PodLifeTime plans its eviction.
+    let two = dir.path().join("two.yaml");
+    std::fs::write(
+        &two,
+        ONE_NODE.replace(
+            "[{type: Ready, status: \"False\"}]",
+            "[{type: Ready, status: \"True\"}]",
+        ),
+    )
+    .unwrap();
+    let o = args(&two, "json");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ev = v["evictions"].as_array().unwrap();
+    assert_eq!(ev.len(), 1, "{v}");
+    assert_eq!(ev[0]["pod"], "shop/old");
+}

@@ -9,7 +9,7 @@ use crate::framework::{History, Overutilized, Pipeline, PlanNote};
 use crate::live::executor::{LiveCycle, LiveExecutor};
 use crate::live::source::{list_snapshot, WatchSource};
 use crate::live::{client::ApiClient, LiveError};
-use crate::metrics::{Metrics, StrategyLabels};
+use crate::metrics::{CycleSkip, Metrics, StrategyLabels};
 use crate::outcome::{Attempt, Attempts, Next, Outcome};
 use crate::plan::{plan_with, CycleMemory, EvictionPlan, PlanError, PlanObserver};
 use crate::report::{Format, Input, Report};
@@ -305,6 +305,7 @@ impl Cycles<'_> {
             tracing::info!(attempted = record.attempts.len(), evicted, "cycle done");
         }
         self.count_skips(&record.plan.notes);
+        self.count_rules(&record);
         self.report(snap, now, dry_run, &record, out)?;
         let stopped = record.stopped.clone();
         if self.once {
@@ -347,12 +348,32 @@ impl Cycles<'_> {
         Ok(())
     }
 
-    /// Counts the plugins that skipped the cycle.
+    /// Counts the plugins that skipped the cycle (the planner's own notes, of no plugin,
+    /// are not a plugin's).
     fn count_skips(&self, notes: &[PlanNote]) {
         if let Some(m) = &self.metrics {
-            for n in notes.iter().filter(|n| n.skipped()) {
+            for n in notes.iter().filter(|n| n.skipped() && !n.plugin.is_empty()) {
                 m.strategy_skipped(n.plugin, &n.profile);
             }
+        }
+    }
+
+    /// Counts what each rule (plugin and profile) did this cycle: the evictions it planned
+    /// (a real run: those attempted), the candidates it did not choose by kind of reason, the
+    /// evictions refused; and the cycle itself when it was skipped for want of nodes.
+    fn count_rules(&self, record: &CycleRecord) {
+        let Some(m) = &self.metrics else {
+            return;
+        };
+        if record.plan.too_few_nodes() {
+            m.cycle_skipped(CycleSkip::TooFewNodes);
+        }
+        for e in &record.plan.evictions {
+            m.planned(e.plugin, &e.profile);
+        }
+        m.candidates_skipped(&record.plan.skips);
+        for a in record.attempts.iter().filter(|a| a.refused()) {
+            m.refused(a.eviction.plugin, &a.eviction.profile, a.outcome.as_str());
         }
     }
 }

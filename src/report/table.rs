@@ -175,7 +175,13 @@ fn notes(report: &Report, out: &mut String) {
                 .as_deref()
                 .map(|x| format!(" node {x}:"))
                 .unwrap_or_default();
-            let _ = writeln!(out, "- {}/{}:{node} {}", n.profile, n.plugin, n.message);
+            // The planner's own notes (a cycle skipped whole) are of no profile nor plugin.
+            let by = if n.plugin.is_empty() {
+                String::new()
+            } else {
+                format!(" {}/{}:", n.profile, n.plugin)
+            };
+            let _ = writeln!(out, "-{by}{node} {}", n.message);
         }
     }
     if !report.not_chosen.is_empty() {

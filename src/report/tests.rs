@@ -565,6 +565,7 @@ mod plugin_findings {
             requested_after,
             notes: out.notes,
             findings: out.findings,
+            skips: out.skips,
         };
         let report = crate::report::Report::new(&snap, &plan);
         assert!(report.notes.is_empty());

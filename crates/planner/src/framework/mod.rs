@@ -35,7 +35,7 @@ pub use sort::{
 };
 pub use state::{
     EvictError, Journal, Ledger, Limits, NoteKind, Placement, PlacementTarget, PlacementTargets,
-    PlanNote, PlannedEviction, PlanningOutput, PlanningState,
+    PlanNote, PlannedEviction, PlanningOutput, PlanningState, SkipCounts, SkipReason,
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
@@ -292,7 +292,7 @@ impl<'a, 's> Context<'a, 's> {
             .evictor
             .pre_eviction_filter(self.state.placement(), pod);
         if let Err(why) = &r {
-            self.not_chosen(pod, why.clone());
+            self.not_chosen(pod, why.clone(), SkipReason::Placement);
         }
         r
     }
@@ -305,11 +305,11 @@ impl<'a, 's> Context<'a, 's> {
     }
 
     /// Records in the journal that this plugin did not choose a candidate, and why.
-    fn not_chosen(&self, pod: PodId, why: String) {
+    fn not_chosen(&self, pod: PodId, why: String, reason: SkipReason) {
         let node = self.snap().pod_node(pod);
         self.state
             .journal()
-            .not_chosen(self.profile, self.plugin, pod, node, why);
+            .not_chosen(self.profile, self.plugin, pod, node, why, reason);
     }
 
     /// Records a note about this plugin's cycle (and logs it).
@@ -367,7 +367,7 @@ impl<'a, 's> Context<'a, 's> {
         if let Err(why) = self.cooldown(pod) {
             tracing::info!(pod = %self.snap().pod(pod).key(), plugin = self.plugin, %why, "held back by the eviction cooldown");
             let e = EvictError::Cooldown(why);
-            self.not_chosen(pod, e.to_string());
+            self.not_chosen(pod, e.to_string(), e.skip_reason());
             return Err(e);
         }
         let r = if whole_gang {
@@ -378,7 +378,7 @@ impl<'a, 's> Context<'a, 's> {
         };
         if let Err(e) = &r {
             if *e != EvictError::AlreadyPlanned {
-                self.not_chosen(pod, e.to_string());
+                self.not_chosen(pod, e.to_string(), e.skip_reason());
             }
             if e.is_scarcity() {
                 self.state

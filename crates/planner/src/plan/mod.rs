@@ -21,7 +21,7 @@ use crate::framework::Finding;
 use crate::framework::SortPlugin;
 use crate::framework::{
     CandidateOrder, Context, Findings, NoteKind, PendingUnit, Pipeline, PlacementTarget, PlanNote,
-    PlannedEviction, PlanningState, Plugin, Reporter, TenantShare,
+    PlannedEviction, PlanningState, Plugin, Reporter, SkipCounts, TenantShare,
 };
 use crate::snapshot::{ClusterSnapshot, NodeId, Resources};
 
@@ -51,7 +51,15 @@ pub struct EvictionPlan {
     /// tenant label, then tenant), the targets plugins held destinations to
     /// ([`PlacementTarget`], with the plugin's name, in plugin order).
     pub findings: Findings,
+    /// How many candidates each plugin did not choose, by (profile, plugin, kind of reason):
+    /// the candidates not chosen among the notes, counted.
+    pub skips: SkipCounts,
 }
+
+/// What upstream logs when it skips a cycle for want of nodes (fewer than 2 Ready nodes
+/// matching the policy's nodeSelector), word for word.
+pub const TOO_FEW_NODES: &str =
+    "The cluster size is 0 or 1 meaning eviction causes service disruption or degradation. So aborting..";
 
 impl EvictionPlan {
     /// Nodes the after-state puts over a target a plugin held destinations to, where a
@@ -247,6 +255,11 @@ pub fn plan_with(
             })?;
     }
     let nodes = snap.ready_nodes(&pipeline.node_selector);
+    // As upstream: fewer than 2 Ready nodes matching the nodeSelector plan nothing (an
+    // eviction could only disrupt, with nowhere else to go).
+    if nodes.len() <= 1 {
+        return Ok(too_few_nodes(pipeline, snap, now, memory, nodes));
+    }
     // Upstream's order: every profile's deschedule plugins, then every profile's balance
     // plugins.
     let deschedule = pipeline
@@ -321,7 +334,49 @@ pub fn plan_with(
         requested_after,
         notes: out.notes,
         findings: out.findings,
+        skips: out.skips,
     })
+}
+
+/// The plan of a cycle skipped for want of nodes: nothing planned, and a note (the
+/// planner's, of no profile nor plugin) that says why, as upstream logs it.
+fn too_few_nodes(
+    pipeline: &Pipeline,
+    snap: &ClusterSnapshot,
+    now: i64,
+    memory: &CycleMemory,
+    nodes: Vec<NodeId>,
+) -> EvictionPlan {
+    tracing::info!(ready_nodes = nodes.len(), "{TOO_FEW_NODES}");
+    let mut pass = run_pass(pipeline, snap, now, memory, &mut (), &nodes, &[]);
+    pass.state.journal_mut().note(PlanNote {
+        profile: String::new(),
+        plugin: "",
+        node: None,
+        message: format!(
+            "{TOO_FEW_NODES} ({} Ready node(s) match the policy's nodeSelector; at least 2 are needed)",
+            nodes.len()
+        ),
+        kind: NoteKind::Skipped,
+    });
+    let out = pass.state.into_output();
+    let requested_after = AfterState::of_plan(snap, out.requested, &out.evictions, &out.findings);
+    EvictionPlan {
+        evictions: out.evictions,
+        nodes,
+        requested_after,
+        notes: out.notes,
+        findings: out.findings,
+        skips: out.skips,
+    }
+}
+
+impl EvictionPlan {
+    /// Whether the whole cycle was skipped because fewer than 2 Ready nodes match the
+    /// policy's nodeSelector (upstream's rule).
+    pub fn too_few_nodes(&self) -> bool {
+        self.nodes.len() <= 1
+    }
 }
 
 /// One plugin run of a cycle: its profile (index) and the plugin.

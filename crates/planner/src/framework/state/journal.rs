@@ -53,8 +53,65 @@ impl PlanNote {
     }
 }
 
-/// Candidates refused so far, by pod: (order of the latest refusal, the note).
-type NotChosen = FxHashMap<PodId, (u64, PlanNote)>;
+/// Why a candidate was not chosen, as a small stable set of kinds (the label values of the
+/// skipped-candidates metric). The note's message says the details; this says the kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SkipReason {
+    /// An eviction limit of the policy: per node, per namespace or per cycle.
+    Limits,
+    /// A PodDisruptionBudget with no disruptions left, or more than one covering the pod.
+    Pdb,
+    /// A disruption budget of the policy (over a period, in a window).
+    Budget,
+    /// The eviction cooldown or back-off holds the pod's workload back.
+    Cooldown,
+    /// No place for the pod elsewhere (the evictor's nodeFit, the placement check).
+    Placement,
+    /// The pod's gang: below minMember, an unknown PodGroup, or a whole gang that cannot go.
+    Gang,
+    /// A protection of the pod (an annotation, a time-bounded protection).
+    Protection,
+    /// The Eviction API refused the pod earlier in the cycle.
+    Refused,
+    /// Anything else.
+    Other,
+}
+
+impl SkipReason {
+    /// Every kind, in label order.
+    pub const ALL: [SkipReason; 9] = [
+        SkipReason::Limits,
+        SkipReason::Pdb,
+        SkipReason::Budget,
+        SkipReason::Cooldown,
+        SkipReason::Placement,
+        SkipReason::Gang,
+        SkipReason::Protection,
+        SkipReason::Refused,
+        SkipReason::Other,
+    ];
+
+    /// The metric label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            SkipReason::Limits => "limits",
+            SkipReason::Pdb => "pdb",
+            SkipReason::Budget => "budget",
+            SkipReason::Cooldown => "cooldown",
+            SkipReason::Placement => "placement",
+            SkipReason::Gang => "gang",
+            SkipReason::Protection => "protection",
+            SkipReason::Refused => "refused",
+            SkipReason::Other => "other",
+        }
+    }
+}
+
+/// How many candidates each plugin did not choose, by (profile, plugin, reason).
+pub type SkipCounts = BTreeMap<(String, &'static str, SkipReason), u32>;
+
+/// Candidates refused so far, by pod: (order of the latest refusal, the note, its kind).
+type NotChosen = FxHashMap<PodId, (u64, PlanNote, SkipReason)>;
 
 /// The journal of one cycle: its notes, the candidates not chosen and why, and the findings.
 #[derive(Debug, Default)]
@@ -128,6 +185,7 @@ impl Journal {
         pod: PodId,
         node: Option<NodeId>,
         why: String,
+        reason: SkipReason,
     ) {
         let seq = self.not_chosen_seq.fetch_add(1, Ordering::Relaxed);
         self.not_chosen_mut().insert(
@@ -141,6 +199,7 @@ impl Journal {
                     message: why,
                     kind: NoteKind::NotChosen(pod),
                 },
+                reason,
             ),
         );
     }
@@ -155,7 +214,11 @@ impl Journal {
 
     /// The candidates not chosen so far, and why, in the order of their latest refusal.
     pub fn not_chosen_notes(&self) -> Vec<PlanNote> {
-        let mut v: Vec<(u64, PlanNote)> = self.not_chosen_mut().values().cloned().collect();
+        let mut v: Vec<(u64, PlanNote)> = self
+            .not_chosen_mut()
+            .values()
+            .map(|(seq, n, _)| (*seq, n.clone()))
+            .collect();
         v.sort_by_key(|(seq, _)| *seq);
         v.into_iter().map(|(_, n)| n).collect()
     }
@@ -168,19 +231,26 @@ impl Journal {
         requested: Vec<Resources>,
     ) -> PlanningOutput {
         let mut notes = self.notes;
-        let mut refused: Vec<(u64, PlanNote)> = self
+        let mut refused: Vec<(u64, PlanNote, SkipReason)> = self
             .not_chosen
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
             .into_values()
             .collect();
-        refused.sort_by_key(|(seq, _)| *seq);
-        notes.extend(refused.into_iter().map(|(_, n)| n));
+        refused.sort_by_key(|(seq, _, _)| *seq);
+        let mut skips = SkipCounts::new();
+        for (_, n, reason) in &refused {
+            *skips
+                .entry((n.profile.clone(), n.plugin, *reason))
+                .or_insert(0) += 1;
+        }
+        notes.extend(refused.into_iter().map(|(_, n, _)| n));
         PlanningOutput {
             evictions,
             requested,
             notes,
             findings: self.findings,
+            skips,
         }
     }
 }

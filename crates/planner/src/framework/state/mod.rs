@@ -16,7 +16,7 @@ mod journal;
 mod ledger;
 mod placement;
 
-pub use journal::{Journal, NoteKind, PlanNote};
+pub use journal::{Journal, NoteKind, PlanNote, SkipCounts, SkipReason};
 pub use ledger::Ledger;
 pub use placement::{Placement, PlacementTarget, PlacementTargets};
 
@@ -36,6 +36,8 @@ pub struct PlanningOutput {
     /// What plugins reported of their own (the nodes found overutilized, for
     /// [`History::advance`], the pending units placed, ...).
     pub findings: Findings,
+    /// How many candidates each plugin did not choose, by kind of reason.
+    pub skips: SkipCounts,
 }
 
 /// The policy's eviction limits for one cycle (None: unlimited).
@@ -92,6 +94,25 @@ pub enum EvictError {
 }
 
 impl EvictError {
+    /// The kind of reason a candidate refused with this error is counted under. A kind of
+    /// refusal not mapped here is counted as [`SkipReason::Other`].
+    pub fn skip_reason(&self) -> SkipReason {
+        #[allow(unreachable_patterns)]
+        match self {
+            EvictError::NodeLimit(_)
+            | EvictError::NamespaceLimit(_)
+            | EvictError::TotalLimit(_) => SkipReason::Limits,
+            EvictError::DisruptionBudget(_) | EvictError::MultipleBudgets(_) => SkipReason::Pdb,
+            EvictError::Cooldown(_) => SkipReason::Cooldown,
+            EvictError::GangMinMember(_)
+            | EvictError::GangUnknown(_)
+            | EvictError::WholeGang(_) => SkipReason::Gang,
+            EvictError::Refused => SkipReason::Refused,
+            EvictError::AlreadyPlanned | EvictError::NotOnNode => SkipReason::Other,
+            _ => SkipReason::Other,
+        }
+    }
+
     /// Whether the eviction was refused for want of budget: a disruption budget with no
     /// disruptions left, or a limit per node, namespace or cycle reached. Another plugin
     /// having spent it first could be why.

@@ -942,7 +942,7 @@ profiles:
   plugins: {deschedule: {enabled: [PodLifeTime]}}
 "#,
     );
-    let s = one_node(vec![
+    let pods = vec![
         pod("default", "old")
             .node("n1")
             .created(NOW - 90_000)
@@ -960,8 +960,89 @@ profiles:
             .node("n1")
             .created(NOW - 90_000)
             .build(),
-    ]);
+    ];
+    // Two Ready nodes: upstream plans nothing on fewer (see below).
+    let s = snapshot(vec![node("n1").build(), node("n2").build()], pods.clone());
     let plan = plan::plan(&pipeline, &s, NOW).unwrap();
     let names: Vec<String> = plan.evictions.iter().map(|e| s.pod(e.pod).key()).collect();
     assert_eq!(names, vec!["default/old"]);
+    assert!(!plan.too_few_nodes());
+
+    // One node, or a second one not Ready: the cycle is skipped as upstream skips it, and
+    // the plan says why.
+    let mut not_ready = node("n2").build();
+    not_ready.ready = false;
+    for s in [
+        one_node(pods.clone()),
+        snapshot(vec![node("n1").build(), not_ready], pods),
+    ] {
+        let plan = plan::plan(&pipeline, &s, NOW).unwrap();
+        assert!(plan.evictions.is_empty(), "{:?}", plan.evictions);
+        assert!(plan.too_few_nodes());
+        let skipped: Vec<&str> = plan
+            .notes
+            .iter()
+            .filter(|n| n.skipped())
+            .map(|n| n.message.as_str())
+            .collect();
+        assert_eq!(skipped.len(), 1, "{:?}", plan.notes);
+        assert!(
+            skipped[0].starts_with(plan::TOO_FEW_NODES),
+            "{}",
+            skipped[0]
+        );
+        assert!(skipped[0].contains("1 Ready node(s)"), "{}", skipped[0]);
+    }
+}
+
+#[test]
+fn candidates_not_chosen_are_counted_by_kind_of_reason() {
+    let pipeline = crate::plugins::testing::pipeline(
+        r#"
+maxNoOfPodsToEvictPerNode: 1
+profiles:
+- name: lifetime
+  pluginConfig:
+  - name: PodLifeTime
+    args:
+      maxPodLifeTimeSeconds: 86400
+  plugins: {deschedule: {enabled: [PodLifeTime]}}
+"#,
+    );
+    // Three old pods on n1: the first planned, the next held back by the per-node limit (the
+    // plugin then leaves the node); one old pod on n2 covered by a PodDisruptionBudget with no disruptions left.
+    let mut pods: Vec<Pod> = ["a", "b", "c"].iter().map(|n| old(n).build()).collect();
+    pods.push(
+        pod("default", "guarded")
+            .node("n2")
+            .label("app", "guarded")
+            .created(OLD)
+            .build(),
+    );
+    let mut parts = SnapshotParts {
+        nodes: vec![node("n1").build(), node("n2").build()],
+        pods,
+        ..SnapshotParts::default()
+    };
+    parts
+        .pdbs
+        .push(pdb("default", "guard", "app", "guarded", 0));
+    let s = ClusterSnapshot::build(parts);
+    let plan = plan::plan(&pipeline, &s, NOW).unwrap();
+    assert_eq!(plan.evictions.len(), 1, "{:?}", plan.notes);
+    let counted: Vec<(&str, &str, &str, u32)> = plan
+        .skips
+        .iter()
+        .map(|((profile, plugin, reason), n)| (profile.as_str(), *plugin, reason.label(), *n))
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            ("lifetime", "PodLifeTime", "limits", 1),
+            ("lifetime", "PodLifeTime", "pdb", 1)
+        ]
+    );
+    // One count per candidate not chosen in the notes.
+    let not_chosen = plan.notes.iter().filter(|n| n.pod().is_some()).count();
+    assert_eq!(not_chosen as u32, plan.skips.values().sum::<u32>());
 }

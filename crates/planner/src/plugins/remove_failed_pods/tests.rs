@@ -559,22 +559,26 @@ profiles:
   plugins: {deschedule: {enabled: [RemoveFailedPods]}}
 "#,
     );
-    let s = one_node(vec![
-        failed("init", "node1")
-            .init_container_status(0, terminated("NodeAffinity"))
-            .build(),
-        failed("job", "node1")
-            .owner("Job", "j")
-            .container_status(0, terminated("NodeAffinity"))
-            .build(),
-        failed("young", "node1")
-            .created(NOW - 600)
-            .container_status(0, terminated("NodeAffinity"))
-            .build(),
-        failed("oom", "node1")
-            .container_status(0, terminated("OOMKilled"))
-            .build(),
-    ]);
+    // Two Ready nodes: upstream plans nothing on fewer.
+    let s = snapshot(
+        vec![tnode("node1"), tnode("node2")],
+        vec![
+            failed("init", "node1")
+                .init_container_status(0, terminated("NodeAffinity"))
+                .build(),
+            failed("job", "node1")
+                .owner("Job", "j")
+                .container_status(0, terminated("NodeAffinity"))
+                .build(),
+            failed("young", "node1")
+                .created(NOW - 600)
+                .container_status(0, terminated("NodeAffinity"))
+                .build(),
+            failed("oom", "node1")
+                .container_status(0, terminated("OOMKilled"))
+                .build(),
+        ],
+    );
     let plan = plan::plan(&pipeline, &s, NOW).unwrap();
     let names: Vec<&str> = plan.evictions.iter().map(|e| &*s.pod(e.pod).name).collect();
     assert_eq!(names, vec!["init"]);

@@ -872,8 +872,9 @@ profiles:
   plugins: {deschedule: {enabled: [RemovePodsHavingTooManyRestarts]}}
 "#,
     );
+    // Two Ready nodes: upstream plans nothing on fewer.
     let s = snapshot(
-        vec![tnode("n1").build()],
+        vec![tnode("n1").build(), tnode("n2").build()],
         vec![
             pod("default", "a")
                 .node("n1")
