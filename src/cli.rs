@@ -160,6 +160,38 @@ pub struct Cli {
     )]
     pub eviction_cooldown: String,
 
+    /// Continuous mode: also start a cycle as soon as the watch sees a change that can
+    /// create work (a node added, Ready, schedulable, retainted or relabelled; a pod Pending,
+    /// past MakeRoomForPendingPods' minPendingSeconds when that plugin is enabled; a
+    /// PodDisruptionBudget or PodGroup changed). --descheduling-interval stays the longest
+    /// wait; a cycle due then on a cluster nothing changed is skipped (counted in
+    /// descheduler_cycles_skipped_total{reason="unchanged"}) unless the policy's rules depend
+    /// on the clock or measured usage.
+    #[arg(long = "cycle-on-change", env = "DESCHEDULER_CYCLE_ON_CHANGE",
+        num_args = 0..=1, require_equals = true, default_value = "false",
+        default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub cycle_on_change: bool,
+
+    /// With --cycle-on-change: changes within this long after the first coalesce into one
+    /// cycle (a Go duration).
+    #[arg(
+        long = "cycle-debounce",
+        env = "DESCHEDULER_CYCLE_DEBOUNCE",
+        default_value = "200ms",
+        value_name = "DURATION"
+    )]
+    pub cycle_debounce: String,
+
+    /// With --cycle-on-change: the least time between the starts of two cycles (a Go
+    /// duration).
+    #[arg(
+        long = "min-cycle-gap",
+        env = "DESCHEDULER_MIN_CYCLE_GAP",
+        default_value = "1s",
+        value_name = "DURATION"
+    )]
+    pub min_cycle_gap: String,
+
     /// Live mode, a closed loop: after each eviction wait until the replacement is bound,
     /// compare its node with the prediction, and plan the rest of the cycle from where it
     /// landed; a replacement back on its source node (or on an overutilized node) stops its
@@ -487,6 +519,8 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
     )
     .map_err(Failure::invalid)?;
     duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?;
+    duration_flag("--cycle-debounce", &cli.cycle_debounce)?;
+    duration_flag("--min-cycle-gap", &cli.min_cycle_gap)?;
     positive_duration_flag("--await-placement-timeout", &cli.await_placement_timeout)?;
     positive_duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?;
     // Every number given is checked, whether this run uses it or not.
@@ -806,6 +840,23 @@ fn run_live(
             "--now fixes the planning time of one cycle; continuous mode (--descheduling-interval or --schedule) plans each cycle at its own time: drop --now, or run one cycle",
         ));
     }
+    let on_change = if cli.cycle_on_change {
+        let Schedule::Interval(interval) = schedule else {
+            return Err(Failure::invalid(
+                "--cycle-on-change starts cycles in continuous mode, with --descheduling-interval as the longest wait between them: give --descheduling-interval (such as 10m), and no --schedule",
+            ));
+        };
+        let timing = crate::app::trigger::OnChange {
+            debounce: duration_flag("--cycle-debounce", &cli.cycle_debounce)?,
+            min_gap: duration_flag("--min-cycle-gap", &cli.min_cycle_gap)?,
+            interval,
+        };
+        Some(crate::app::runner::OnChangeOptions::of(
+            timing, policy, &pipeline,
+        ))
+    } else {
+        None
+    };
     let leader = if cli.leader_elect {
         let base = cli.leader_elect_identity.clone().unwrap_or_else(identity);
         let (lease_duration, renew_deadline, retry_period) = leader_durations(cli)?;
@@ -868,6 +919,7 @@ fn run_live(
         eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,
         now,
         decision_log,
+        on_change,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -14,6 +14,7 @@
 pub mod cycle;
 pub mod decision_log;
 pub mod runner;
+pub mod trigger;
 
 pub use cycle::{
     run_cycle, Act, Attempter, Cluster, CycleEnd, CycleError, CycleRecord, Cycles, DryRun,

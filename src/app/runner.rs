@@ -6,15 +6,17 @@
 //! `live`, each under its deadline.
 
 use super::cycle::{Act, Cluster, CycleEnd, CycleError, Cycles, ReadError};
+use super::trigger::{OnChange, Step, Trigger};
 use crate::framework::{History, Pipeline};
 use crate::live::admin;
 use crate::live::cancel::{Cancel, Leadership};
+use crate::live::changes::{pending_due, Signal, WorkWatch};
 use crate::live::client::ApiClient;
 use crate::live::executor::{ExecutorConfig, Gate, LiveExecutor};
 use crate::live::leader::{LeaderConfig, LeaderElector};
 use crate::live::source::WatchSource;
 use crate::live::LiveError;
-use crate::metrics::Metrics;
+use crate::metrics::{CycleSkip, Metrics};
 use crate::report::Format;
 use crate::schedule::Schedule;
 use crate::snapshot::ClusterSnapshot;
@@ -52,6 +54,21 @@ pub struct LiveOptions {
     pub protobuf: bool,
     /// Where each cycle's report (and snapshot) is kept.
     pub decision_log: Option<super::DecisionLog>,
+    /// `--cycle-on-change`: cycles started by what the watch sees, the interval the longest
+    /// wait (continuous mode with `--descheduling-interval` only).
+    pub on_change: Option<OnChangeOptions>,
+}
+
+/// How `--cycle-on-change` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnChangeOptions {
+    pub timing: OnChange,
+    /// MakeRoomForPendingPods' `minPendingSeconds` when the policy enables it: a pending pod
+    /// is work once past it; None: any newly Pending pod is work.
+    pub pending_after: Option<i64>,
+    /// The plan may differ on an unchanged cluster (a rule that depends on pods' ages or on
+    /// measured usage): a cycle due by the interval always runs.
+    pub clock_driven: bool,
 }
 
 /// Why live mode stopped with an error.
@@ -113,6 +130,115 @@ async fn sleep_unless(d: Duration, shutdown: &Cancel, leading: &Leadership) -> b
         _ = leading.lost() => {}
     }
     !shutdown.is_cancelled()
+}
+
+/// The plugins whose plans change with the clock alone (pods' ages, time pending, time
+/// since a failure).
+const CLOCK_DRIVEN: [&str; 3] = ["PodLifeTime", "RemoveFailedPods", "MakeRoomForPendingPods"];
+
+impl OnChangeOptions {
+    /// `--cycle-on-change` with `timing`, for `policy` and its `pipeline`.
+    pub fn of(timing: OnChange, policy: &crate::policy::Policy, pipeline: &Pipeline) -> Self {
+        let enabled = |name: &str| {
+            pipeline.profiles.iter().any(|p| {
+                p.deschedule
+                    .iter()
+                    .chain(&p.balance)
+                    .any(|pl| pl.name() == name)
+            })
+        };
+        let pending_after = policy
+            .profiles
+            .iter()
+            .filter(|p| pipeline.profiles.iter().any(|q| q.name == p.name))
+            .filter(|_| enabled("MakeRoomForPendingPods"))
+            .map(|p| {
+                p.plugin_config("MakeRoomForPendingPods")
+                    .and_then(|(_, c)| {
+                        serde_json::from_value::<
+                            crate::plugins::make_room_for_pending_pods::MakeRoomForPendingPodsArgs,
+                        >(c.args.clone())
+                        .ok()
+                    })
+                    .unwrap_or_default()
+                    .min_pending_seconds
+            })
+            .min();
+        let min_pod_age = policy.profiles.iter().any(|p| {
+            p.plugin_config("DefaultEvictor")
+                .is_some_and(|(_, c)| c.args.get("minPodAge").is_some_and(|v| !v.is_null()))
+        });
+        OnChangeOptions {
+            timing,
+            pending_after,
+            clock_driven: CLOCK_DRIVEN.iter().any(|n| enabled(n))
+                || min_pod_age
+                || !pipeline.usage_needs().is_empty(),
+        }
+    }
+}
+
+/// Whether a cycle due by the interval must run on an unchanged cluster: the policy's rules
+/// depend on the clock or measured usage, or the memory of earlier cycles (evictions in their
+/// cooldown, nodes overutilized in a row) changes with time.
+fn time_matters(on_change: &OnChangeOptions, history: &History) -> bool {
+    on_change.clock_driven
+        || !history.moves.is_empty()
+        || !history.frozen.is_empty()
+        || !history.received.is_empty()
+        || !history.over_nodes.is_empty()
+}
+
+/// The instant of a time in unix seconds, seen at `now` (unix seconds).
+fn instant_of(at: i64, now: i64) -> Instant {
+    Instant::now() + Duration::from_secs(at.saturating_sub(now).max(0) as u64)
+}
+
+/// `--cycle-on-change`: waits until the next cycle is due, taking in what the watch sees
+/// meanwhile; a cycle due on an unchanged cluster is skipped and counted. False on shutdown.
+async fn wait_for_work(
+    trigger: &mut Trigger,
+    source: &mut WatchSource,
+    time_matters: bool,
+    metrics: &Metrics,
+    shutdown: &Cancel,
+    leading: &Leadership,
+) -> bool {
+    loop {
+        let until = match trigger.step(Instant::now(), time_matters) {
+            Step::Run(cause) => {
+                tracing::debug!(?cause, "cycle due");
+                return true;
+            }
+            Step::SkipUnchanged => {
+                metrics.cycle_skipped(CycleSkip::Unchanged);
+                tracing::info!("no change to the cluster since the last cycle; cycle skipped");
+                continue;
+            }
+            Step::WaitUntil(at) => at,
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(until.into()) => {}
+            signal = source.next_change() => {
+                let now = chrono::Utc::now().timestamp();
+                match signal {
+                    None => {}
+                    Some(Signal::Changed) => trigger.changed(),
+                    Some(Signal::Work) => {
+                        trigger.changed();
+                        trigger.work_at(Instant::now());
+                    }
+                    Some(Signal::WorkAt(at)) => {
+                        trigger.changed();
+                        trigger.work_at(instant_of(at, now));
+                    }
+                }
+            }
+            _ = shutdown.cancelled() => return false,
+            // Not leading: the loop waits to lead again.
+            _ = leading.lost() => return true,
+        }
+    }
 }
 
 /// The cycles of a live run: memory across cycles, which a single cycle has none of (so no
@@ -287,6 +413,16 @@ pub async fn run(
         Act::Execute(&executor)
     };
     let mut cluster = cluster(&opts, &api, once);
+    let mut trigger = match (&opts.on_change, &mut cluster) {
+        (Some(o), Cluster::Watch { source, .. }) => {
+            source.watch_for_work(WorkWatch::new(o.pending_after));
+            let mut t = Trigger::new(o.timing, Instant::now());
+            // The first cycle runs at once.
+            let _ = t.step(Instant::now(), false);
+            Some(t)
+        }
+        _ => None,
+    };
     let usage = tokio::select! {
         usage = UsageFetcher::new(
             pipeline,
@@ -319,7 +455,11 @@ pub async fn run(
         match read {
             Err(e) if once => break Err(e.into()),
             Err(e) => {
-                tracing::error!(error = %e, "cannot read the cluster; nothing is evicted this cycle")
+                tracing::error!(error = %e, "cannot read the cluster; nothing is evicted this cycle");
+                // With --cycle-on-change, try again after the minimum gap, not an interval.
+                if let Some(t) = &mut trigger {
+                    t.work_at(Instant::now());
+                }
             }
             Ok(snap) => {
                 ready.store(true, Ordering::SeqCst);
@@ -329,11 +469,27 @@ pub async fn run(
                     "cluster read"
                 );
                 let now = opts.now.unwrap_or_else(|| chrono::Utc::now().timestamp());
+                // A pending pod that crosses MakeRoomForPendingPods' threshold later is work
+                // then, with no event to say so.
+                if let (Some(t), Some(o)) = (&mut trigger, &opts.on_change) {
+                    if let Some(due) = o.pending_after.and_then(|a| pending_due(snap, a, now)) {
+                        t.work_at(instant_of(due, now));
+                    }
+                }
                 if let Some(ended) = run_ends(cycles.run(snap, now, &act, out).await, once) {
                     break ended;
                 }
                 metrics.loop_duration.observe(t0.elapsed().as_secs_f64());
             }
+        }
+        if let (Some(t), Some(o), Cluster::Watch { source, .. }) =
+            (&mut trigger, &opts.on_change, &mut cluster)
+        {
+            let time_matters = time_matters(o, &cycles.history);
+            if !wait_for_work(t, source, time_matters, &metrics, &shutdown, &leading).await {
+                break Ok(());
+            }
+            continue;
         }
         match opts.schedule.wait(started, chrono::Utc::now()) {
             None => {

@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod cancel;
+pub mod changes;
 pub mod client;
 pub mod executor;
 pub mod failure;

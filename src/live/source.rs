@@ -18,6 +18,7 @@
 //! Kubernetes' PodGroups are read from `v1beta1`, or from `v1alpha3` where only that is
 //! served.
 
+use super::changes::{Signal, WorkWatch};
 use super::client::ApiClient;
 use super::failure::{status, ReadFailure};
 use super::reflector::{self, Input, Reflector, Request};
@@ -643,6 +644,9 @@ pub struct WatchSource {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The API server, for errors.
     server: String,
+    /// `--cycle-on-change`: what the changes taken in mean for a cycle, and what they meant
+    /// since it was last asked.
+    work: Option<(WorkWatch, Option<Signal>)>,
 }
 
 impl WatchSource {
@@ -658,7 +662,28 @@ impl WatchSource {
             failures: BTreeMap::new(),
             tasks,
             server: api.server.clone(),
+            work: None,
         }
+    }
+
+    /// Tells what each change means for a cycle (`--cycle-on-change`; see [`WorkWatch`]).
+    pub fn watch_for_work(&mut self, watch: WorkWatch) {
+        self.work = Some((watch, None));
+    }
+
+    /// Takes in the next update from the watches, waiting for it, and says what the changes
+    /// taken in since the last call or the last snapshot mean (None: no change to the model,
+    /// such as a watch re-established). Never returns if every watch has ended.
+    pub async fn next_change(&mut self) -> Option<Signal> {
+        match self.rx.recv().await {
+            Some(u) => self.take(u),
+            None => std::future::pending::<()>().await,
+        }
+        // Whatever else has arrived meanwhile, in one go.
+        while let Ok(u) = self.rx.try_recv() {
+            self.take(u);
+        }
+        self.work.as_mut().and_then(|(_, s)| s.take())
     }
 
     fn take(&mut self, update: Update) {
@@ -666,6 +691,10 @@ impl WatchSource {
             Update::Change(c) => {
                 if let Change::Replace(r, _) = &c {
                     self.failures.remove(r);
+                }
+                if let Some((watch, signal)) = &mut self.work {
+                    let s = watch.seen(&c, chrono::Utc::now().timestamp());
+                    *signal = Some(signal.map_or(s, |old| old.max(s)));
                 }
                 self.store.apply(c)
             }
@@ -737,6 +766,10 @@ impl WatchSource {
                 seconds: since.elapsed().as_secs(),
                 why: why.to_string(),
             });
+        }
+        // What a cycle planned from this snapshot reads is no news after it.
+        if let Some((_, signal)) = &mut self.work {
+            *signal = None;
         }
         let changes = self.store.changes();
         let started = std::time::Instant::now();
