@@ -519,8 +519,15 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
     )
     .map_err(Failure::invalid)?;
     duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?;
-    duration_flag("--cycle-debounce", &cli.cycle_debounce)?;
-    duration_flag("--min-cycle-gap", &cli.min_cycle_gap)?;
+    on_change_timing(
+        cli,
+        &Schedule::from_flags(
+            &cli.descheduling_interval,
+            cli.schedule.as_deref(),
+            chrono::Utc::now(),
+        )
+        .map_err(Failure::invalid)?,
+    )?;
     positive_duration_flag("--await-placement-timeout", &cli.await_placement_timeout)?;
     positive_duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?;
     // Every number given is checked, whether this run uses it or not.
@@ -624,6 +631,29 @@ fn check_file(flag: &str, path: &std::path::Path, kind: FileKind) -> Result<(), 
 }
 
 /// A duration flag that must be more than 0.
+/// `--cycle-on-change` and its timing flags: None when it is off. It needs continuous mode on
+/// an interval, the longest wait between cycles.
+fn on_change_timing(
+    cli: &Cli,
+    schedule: &Schedule,
+) -> Result<Option<crate::app::trigger::OnChange>, Failure> {
+    let debounce = duration_flag("--cycle-debounce", &cli.cycle_debounce)?;
+    let min_gap = duration_flag("--min-cycle-gap", &cli.min_cycle_gap)?;
+    if !cli.cycle_on_change {
+        return Ok(None);
+    }
+    let Schedule::Interval(interval) = schedule else {
+        return Err(Failure::invalid(
+            "--cycle-on-change starts cycles in continuous mode, with --descheduling-interval as the longest wait between them: give --descheduling-interval (such as 10m), and no --schedule",
+        ));
+    };
+    Ok(Some(crate::app::trigger::OnChange {
+        debounce,
+        min_gap,
+        interval: *interval,
+    }))
+}
+
 fn positive_duration_flag(name: &str, value: &str) -> Result<Duration, Failure> {
     let d = duration_flag(name, value)?;
     if d.is_zero() {
@@ -840,22 +870,11 @@ fn run_live(
             "--now fixes the planning time of one cycle; continuous mode (--descheduling-interval or --schedule) plans each cycle at its own time: drop --now, or run one cycle",
         ));
     }
-    let on_change = if cli.cycle_on_change {
-        let Schedule::Interval(interval) = schedule else {
-            return Err(Failure::invalid(
-                "--cycle-on-change starts cycles in continuous mode, with --descheduling-interval as the longest wait between them: give --descheduling-interval (such as 10m), and no --schedule",
-            ));
-        };
-        let timing = crate::app::trigger::OnChange {
-            debounce: duration_flag("--cycle-debounce", &cli.cycle_debounce)?,
-            min_gap: duration_flag("--min-cycle-gap", &cli.min_cycle_gap)?,
-            interval,
-        };
-        Some(crate::app::runner::OnChangeOptions::of(
+    let on_change = match on_change_timing(cli, &schedule)? {
+        Some(timing) => Some(crate::app::runner::OnChangeOptions::of(
             timing, policy, &pipeline,
-        ))
-    } else {
-        None
+        )),
+        None => None,
     };
     let leader = if cli.leader_elect {
         let base = cli.leader_elect_identity.clone().unwrap_or_else(identity);

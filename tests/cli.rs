@@ -257,6 +257,16 @@ fn bad_live_flags_exit_two() {
             "configmaps",
         ][..],
         &["--metrics-bind-address", "nowhere"][..],
+        // Cycles on change need an interval (the longest wait), not one cycle nor a cron.
+        &["--cycle-on-change"][..],
+        &["--cycle-on-change", "--schedule", "*/5 * * * *"][..],
+        &[
+            "--cycle-on-change",
+            "--descheduling-interval",
+            "10m",
+            "--min-cycle-gap",
+            "soon",
+        ][..],
     ] {
         let mut all = vec!["--policy-config-file", "policies/combined.yaml"];
         all.extend_from_slice(args);
@@ -575,6 +585,16 @@ fn every_flag_value_is_checked_offline_too() {
             vec!["--descheduling-interval=500ms".into()],
             "--descheduling-interval",
             "shorter than a second",
+        ),
+        (
+            vec!["--cycle-debounce=soon".into()],
+            "--cycle-debounce",
+            "not a duration",
+        ),
+        (
+            vec!["--cycle-on-change".into()],
+            "--cycle-on-change",
+            "give --descheduling-interval",
         ),
         (
             vec!["--cache-sync-timeout=soon".into()],
