@@ -132,6 +132,10 @@ async fn sleep_unless(d: Duration, shutdown: &Cancel, leading: &Leadership) -> b
     !shutdown.is_cancelled()
 }
 
+/// With `--cycle-on-change`, how soon a cycle that could not read the cluster is tried again
+/// (at the latest: the interval).
+const RETRY_AFTER_READ_ERROR: Duration = Duration::from_secs(10);
+
 /// The plugins whose plans change with the clock alone (pods' ages, time pending, time
 /// since a failure).
 const CLOCK_DRIVEN: [&str; 3] = ["PodLifeTime", "RemoveFailedPods", "MakeRoomForPendingPods"];
@@ -139,19 +143,22 @@ const CLOCK_DRIVEN: [&str; 3] = ["PodLifeTime", "RemoveFailedPods", "MakeRoomFor
 impl OnChangeOptions {
     /// `--cycle-on-change` with `timing`, for `policy` and its `pipeline`.
     pub fn of(timing: OnChange, policy: &crate::policy::Policy, pipeline: &Pipeline) -> Self {
-        let enabled = |name: &str| {
-            pipeline.profiles.iter().any(|p| {
-                p.deschedule
-                    .iter()
-                    .chain(&p.balance)
-                    .any(|pl| pl.name() == name)
-            })
+        let enabled_in = |p: &crate::framework::ProfilePipeline, name: &str| {
+            p.deschedule
+                .iter()
+                .chain(&p.balance)
+                .any(|pl| pl.name() == name)
         };
+        let enabled = |name: &str| pipeline.profiles.iter().any(|p| enabled_in(p, name));
         let pending_after = policy
             .profiles
             .iter()
-            .filter(|p| pipeline.profiles.iter().any(|q| q.name == p.name))
-            .filter(|_| enabled("MakeRoomForPendingPods"))
+            .filter(|p| {
+                pipeline
+                    .profiles
+                    .iter()
+                    .any(|q| q.name == p.name && enabled_in(q, "MakeRoomForPendingPods"))
+            })
             .map(|p| {
                 p.plugin_config("MakeRoomForPendingPods")
                     .and_then(|(_, c)| {
@@ -456,9 +463,9 @@ pub async fn run(
             Err(e) if once => break Err(e.into()),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the cluster; nothing is evicted this cycle");
-                // With --cycle-on-change, try again after the minimum gap, not an interval.
+                // With --cycle-on-change, try again soon rather than after an interval.
                 if let Some(t) = &mut trigger {
-                    t.work_at(Instant::now());
+                    t.work_at(Instant::now() + RETRY_AFTER_READ_ERROR);
                 }
             }
             Ok(snap) => {
@@ -521,4 +528,64 @@ async fn released(elector: Option<Elector>, result: Result<(), RunError>) -> Res
         }
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(policy: &str) -> OnChangeOptions {
+        let yaml = format!("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n{policy}");
+        let (policy, pipeline) = crate::app::policy_from_text("p.yaml", &yaml, false).unwrap();
+        let timing = OnChange {
+            debounce: Duration::from_millis(200),
+            min_gap: Duration::from_secs(1),
+            interval: Duration::from_secs(600),
+        };
+        OnChangeOptions::of(timing, &policy, &pipeline)
+    }
+
+    #[test]
+    fn the_pending_threshold_and_the_clock_come_from_the_policy() {
+        // Requests only, no rule that ages: an unchanged cluster plans the same.
+        let o = options(
+            "profiles:\n- name: a\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {thresholds: {cpu: 20}, targetThresholds: {cpu: 50}}\n  plugins: {balance: {enabled: [LowNodeUtilization]}}\n",
+        );
+        assert_eq!((o.pending_after, o.clock_driven), (None, false));
+        // MakeRoomForPendingPods: its threshold (the smallest of the profiles enabling it;
+        // a pluginConfig of a profile that does not enable it does not count), and pending
+        // time is the clock's.
+        let o = options(
+            "profiles:\n- name: a\n  pluginConfig:\n  - name: MakeRoomForPendingPods\n    args: {minPendingSeconds: 120}\n  plugins: {balance: {enabled: [MakeRoomForPendingPods]}}\n- name: b\n  pluginConfig:\n  - name: MakeRoomForPendingPods\n    args: {minPendingSeconds: 5}\n  - name: RemoveDuplicates\n  plugins: {balance: {enabled: [RemoveDuplicates]}}\n",
+        );
+        assert_eq!((o.pending_after, o.clock_driven), (Some(120), true));
+        // Its default threshold.
+        let o = options(
+            "profiles:\n- name: a\n  plugins: {balance: {enabled: [MakeRoomForPendingPods]}}\n",
+        );
+        assert_eq!(o.pending_after, Some(60));
+        // Ages: PodLifeTime, or the evictor's minPodAge.
+        let o = options(
+            "profiles:\n- name: a\n  pluginConfig:\n  - name: PodLifeTime\n    args: {maxPodLifeTimeSeconds: 60}\n  plugins: {deschedule: {enabled: [PodLifeTime]}}\n",
+        );
+        assert!(o.clock_driven);
+        let o = options(
+            "profiles:\n- name: a\n  pluginConfig:\n  - name: DefaultEvictor\n    args: {minPodAge: 1h}\n  - name: RemoveDuplicates\n  plugins: {balance: {enabled: [RemoveDuplicates]}}\n",
+        );
+        assert!(o.clock_driven);
+    }
+
+    #[test]
+    fn a_memory_of_recent_evictions_makes_time_matter() {
+        let o = options(
+            "profiles:\n- name: a\n  pluginConfig:\n  - name: RemoveDuplicates\n  plugins: {balance: {enabled: [RemoveDuplicates]}}\n",
+        );
+        assert!(!time_matters(&o, &History::with_cooldown(600)));
+        let mut h = History::with_cooldown(600);
+        h.received.insert("n1".into(), 0);
+        assert!(time_matters(&o, &h));
+        let mut h = History::with_cooldown(600);
+        h.over_nodes.insert("n1".into());
+        assert!(time_matters(&o, &h));
+    }
 }
