@@ -33,11 +33,16 @@ async fn group_node(client: &kube::Client, group: &str) -> String {
 /// eviction per node. The hot pods are pinned to their node, so the evictor's check that a
 /// move is worth it is off (as in tests/live.rs).
 fn policy(group: &str) -> String {
+    policy_with(group, "maxNoOfPodsToEvictPerNode: 1")
+}
+
+/// [`policy`] with the top-level fields `top` instead of its limit.
+fn policy_with(group: &str, top: &str) -> String {
     format!(
         r#"apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
 nodeSelector: "{GROUP_LABEL}={group}"
-maxNoOfPodsToEvictPerNode: 1
+{top}
 profiles:
 - name: rebalance
   pluginConfig:
@@ -280,6 +285,93 @@ async fn an_idle_cluster_runs_no_cycles_and_unchanged_ones_are_skipped() {
             .contains("no change to the cluster since the last cycle; cycle skipped"),
         "{}",
         p.stderr()
+    );
+    assert_eq!(p.terminate().await, Some(0));
+}
+
+#[tokio::test]
+async fn a_real_cycle_counts_what_each_rule_planned_evicted_and_skipped() {
+    let _serial = SERIAL.lock().await;
+    let cluster = shared();
+    let client = cluster.client();
+    let group = unique("g");
+    let hot = group_node(&client, &group).await;
+    group_node(&client, &group).await;
+    let ns = create_namespace(&client, "rules").await;
+    // 6 x 500m on the hot node (75%, over the 50% target: two must go), under a budget that
+    // allows one disruption.
+    let pod = PodConfig::new()
+        .cpu("500m")
+        .memory("64Mi")
+        .node_selector("kubernetes.io/hostname", &hot);
+    run_replicaset(&client, &ns, "web", 6, &pod).await;
+    create_pdb(
+        &client,
+        &ns,
+        "web",
+        &[("app", "web")],
+        Budget::MaxUnavailable(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1)),
+    )
+    .await;
+    wait_pdb(&client, &ns, "web", 6, 1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), &policy_with(&group, ""));
+    let addr = format!("127.0.0.1:{}", free_port());
+    // A real run (no --dry-run), continuous, one cycle in the test's time.
+    let p = Descheduler::spawn(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        cluster.kubeconfig().to_str().unwrap(),
+        "--descheduling-interval",
+        "10m",
+        "--metrics-bind-address",
+        &addr,
+        "-o",
+        "json",
+    ]);
+    assert!(
+        wait_until(WAIT, || async { cycles_run(&addr).await == Some(1.0) }).await,
+        "the first cycle: {}",
+        p.stderr()
+    );
+    let metrics = http_get(&addr, "/metrics").await.unwrap_or_default();
+    let labels = "strategy=\"LowNodeUtilization\",profile=\"rebalance\"";
+    let value = |series: String| {
+        metrics.lines().find_map(|l| {
+            l.strip_prefix(series.as_str())?
+                .strip_prefix(' ')?
+                .parse::<f64>()
+                .ok()
+        })
+    };
+    // The one eviction the budget allowed was planned and done; the next candidate was
+    // held back by the PodDisruptionBudget, counted under the rule that wanted it.
+    assert_eq!(
+        value(format!("descheduler_evictions_planned_total{{{labels}}}")),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(format!("descheduler_pods_evicted_total{{result=\"success\",{labels},namespace=\"{ns}\",node=\"{hot}\"}}")),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert!(
+        value(format!(
+            "descheduler_eviction_candidates_skipped_total{{{labels},reason=\"pdb\"}}"
+        ))
+        .is_some_and(|v| v >= 1.0),
+        "{metrics}"
+    );
+    // Nothing was refused by the API, and no cycle was skipped.
+    assert!(
+        !metrics.contains("descheduler_evictions_refused_total{"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("descheduler_cycles_skipped_total{reason=\"too_few_nodes\"} 0"),
+        "{metrics}"
     );
     assert_eq!(p.terminate().await, Some(0));
 }
