@@ -870,12 +870,8 @@ fn run_live(
             "--now fixes the planning time of one cycle; continuous mode (--descheduling-interval or --schedule) plans each cycle at its own time: drop --now, or run one cycle",
         ));
     }
-    let on_change = match on_change_timing(cli, &schedule)? {
-        Some(timing) => Some(crate::app::runner::OnChangeOptions::of(
-            timing, policy, &pipeline,
-        )),
-        None => None,
-    };
+    let on_change = on_change_timing(cli, &schedule)?
+        .map(|timing| crate::app::runner::OnChangeOptions::of(timing, policy, &pipeline));
     let leader = if cli.leader_elect {
         let base = cli.leader_elect_identity.clone().unwrap_or_else(identity);
         let (lease_duration, renew_deadline, retry_period) = leader_durations(cli)?;
