@@ -226,6 +226,12 @@ async fn only_members_beyond_min_member_are_planned() {
     let group = unique("g");
     let node = unique("n");
     create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    // A second Ready node in the group: a cycle with fewer plans nothing, as upstream's.
+    create_node(
+        &client,
+        NodeConfig::new(&unique("n")).label(GROUP_LABEL, &group),
+    )
+    .await;
     let ns = create_namespace(&client, "gangs").await;
 
     // scheduler-plugins: 5 running, minMember 3 -> 2 may go.
@@ -314,6 +320,12 @@ async fn without_podgroup_crds_gangs_are_absent_not_an_error() {
     let group = unique("g");
     let node = unique("n");
     create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    // A second Ready node in the group: a cycle with fewer plans nothing, as upstream's.
+    create_node(
+        &client,
+        NodeConfig::new(&unique("n")).label(GROUP_LABEL, &group),
+    )
+    .await;
     let ns = create_namespace(&client, "nocrd").await;
     // Pods naming PodGroups that cannot exist (no CRD): protected, and the run succeeds.
     members(&client, &ns, &node, "train", 2, |c| {
@@ -774,6 +786,13 @@ async fn a_kubernetes_gang_with_disruption_mode_single_keeps_min_count() {
     };
     run_replicaset(&client, &ns, "serve", 4, &config("serve")).await;
     run_replicaset(&client, &ns, "plain", 2, &config("plain")).await;
+    // A second Ready node in the group, once the pods run on the first: a cycle with fewer
+    // plans nothing, as upstream's.
+    create_node(
+        &client,
+        NodeConfig::new(&unique("n")).label(GROUP_LABEL, &group),
+    )
+    .await;
 
     let selector = format!("{GROUP_LABEL}={group}");
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
