@@ -299,7 +299,17 @@ impl Cycles<'_> {
         self.history = self
             .history
             .advance(Overutilized::of(&record.plan.findings))
-            .record_evictions(snap, &record.evicted, now);
+            .record_evictions(snap, &record.evicted, now)
+            .record_budget_spends(
+                &pipeline.budgets,
+                snap,
+                record
+                    .attempts
+                    .iter()
+                    .filter(|a| a.outcome == Outcome::Evicted)
+                    .map(|a| (a.eviction.pod, a.eviction.profile.as_str(), a.eviction.plugin)),
+                now,
+            );
         if !dry_run {
             let evicted = record.evicted.len();
             tracing::info!(attempted = record.attempts.len(), evicted, "cycle done");

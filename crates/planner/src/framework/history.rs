@@ -38,6 +38,9 @@ pub struct History {
     pub received: BTreeMap<String, i64>,
     /// The nodes some plugin found overutilized in the latest cycle.
     pub over_nodes: BTreeSet<String>,
+    /// Eviction budget (by name) → unix seconds of each eviction counted against it, within
+    /// the longest period of the policy's `evictionBudgets`.
+    pub budget_spent: BTreeMap<String, Vec<i64>>,
 }
 
 /// One cycle's evictions of a workload, until its replacements are placed.
@@ -95,6 +98,7 @@ impl History {
         frozen: BTreeMap::new(),
         received: BTreeMap::new(),
         over_nodes: BTreeSet::new(),
+        budget_spent: BTreeMap::new(),
     };
 
     /// An empty history with this eviction cooldown (seconds; 0: off).
@@ -272,6 +276,52 @@ impl History {
                 },
             );
         }
+        next
+    }
+
+    /// Evictions counted against the eviction budget `name` within `period` seconds before
+    /// `now`.
+    pub fn budget_spent(&self, name: &str, period: i64, now: i64) -> u32 {
+        self.budget_spent.get(name).map_or(0, |at| {
+            at.iter().filter(|&&t| t > now - period && t <= now).count() as u32
+        })
+    }
+
+    /// The history after `evicted` (pods of `snap`, each with the profile and plugin that
+    /// planned it) were evicted at `now`: each counts against every eviction budget of
+    /// `budgets` with a period that covers it (a budget counts evictions whether its window is
+    /// open or not); what no period covers any longer is forgotten.
+    pub fn record_budget_spends<'a>(
+        &self,
+        budgets: &[crate::policy::EvictionBudget],
+        snap: &ClusterSnapshot,
+        evicted: impl IntoIterator<Item = (PodId, &'a str, &'a str)>,
+        now: i64,
+    ) -> History {
+        let mut next = self.clone();
+        let counted: Vec<_> = budgets.iter().filter(|b| b.period.is_some()).collect();
+        if counted.is_empty() {
+            next.budget_spent.clear();
+            return next;
+        }
+        for (pod, profile, plugin) in evicted {
+            for b in &counted {
+                if b.covers(profile, plugin, snap.pod(pod)) {
+                    next.budget_spent.entry(b.name.clone()).or_default().push(now);
+                }
+            }
+        }
+        next.budget_spent.retain(|name, at| {
+            let Some(period) = counted
+                .iter()
+                .find(|b| &b.name == name)
+                .and_then(|b| b.period)
+            else {
+                return false;
+            };
+            at.retain(|&t| t > now - period);
+            !at.is_empty()
+        });
         next
     }
 
