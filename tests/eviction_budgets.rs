@@ -129,10 +129,10 @@ fn the_smallest_applicable_budget_wins_and_scopes_narrow_what_counts() {
     );
     let reasons = held_back(&planned);
     assert!(
-        reasons
-            .iter()
-            .any(|r| r.contains("evictionBudget \"batch-one\" (1 eviction per cycle)")
-                && r.contains("1 of 1 spent this cycle")),
+        reasons.iter().any(
+            |r| r.contains("evictionBudget \"batch-one\" (1 eviction per cycle)")
+                && r.contains("1 of 1 spent this cycle")
+        ),
         "{reasons:?}"
     );
     // A budget on another plugin, profile or label leaves these evictions alone.
@@ -218,9 +218,7 @@ fn evictions_earlier_in_the_cycle_count_against_the_budget_when_planning_again()
     let mut memory = CycleMemory::default();
     let e = &first.evictions[0];
     memory.evicted.push(e.pod);
-    memory
-        .evicted_by
-        .push((e.pod, e.profile.clone(), e.plugin));
+    memory.evicted_by.push((e.pod, e.profile.clone(), e.plugin));
     memory.refused.push(first.evictions[1].pod);
     let again = plan_with(&p, &snap, MONDAY, &memory, &mut ()).unwrap();
     assert_eq!(again.evictions.len(), 1, "{:?}", evicted(&again, &snap));
@@ -347,7 +345,12 @@ fn the_shipped_example_blocks_during_business_hours_and_names_the_budget() {
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
     };
     let why_not = |v: &serde_json::Value| -> Vec<String> {
@@ -366,7 +369,8 @@ fn the_shipped_example_blocks_during_business_hours_and_names_the_budget() {
     assert!(
         reasons
             .iter()
-            .all(|r| r.contains("evictionBudget \"business-hours\"") && r.contains("allows none now")),
+            .all(|r| r.contains("evictionBudget \"business-hours\"")
+                && r.contains("allows none now")),
         "{reasons:?}"
     );
     // 18:00 UTC: the window has closed; 10% of the shop's pods, rounded up, may go.

@@ -307,7 +307,13 @@ impl Cycles<'_> {
                     .attempts
                     .iter()
                     .filter(|a| a.outcome == Outcome::Evicted)
-                    .map(|a| (a.eviction.pod, a.eviction.profile.as_str(), a.eviction.plugin)),
+                    .map(|a| {
+                        (
+                            a.eviction.pod,
+                            a.eviction.profile.as_str(),
+                            a.eviction.plugin,
+                        )
+                    }),
                 now,
             );
         if !dry_run {

@@ -307,7 +307,10 @@ impl History {
         for (pod, profile, plugin) in evicted {
             for b in &counted {
                 if b.covers(profile, plugin, snap.pod(pod)) {
-                    next.budget_spent.entry(b.name.clone()).or_default().push(now);
+                    next.budget_spent
+                        .entry(b.name.clone())
+                        .or_default()
+                        .push(now);
                 }
             }
         }

@@ -111,7 +111,10 @@ impl EvictionBudget {
     /// Whether a pod is in the budget's scope (its namespace and labels).
     pub fn covers_pod(&self, pod: &Pod) -> bool {
         (self.namespaces.is_empty() || self.namespaces.iter().any(|n| **n == *pod.namespace))
-            && self.selector.as_ref().is_none_or(|s| s.matches(&pod.labels))
+            && self
+                .selector
+                .as_ref()
+                .is_none_or(|s| s.matches(&pod.labels))
     }
 
     /// Whether an eviction of `pod` planned by `plugin` of `profile` counts against the budget.
@@ -202,7 +205,9 @@ fn limit(v: &serde_json::Value) -> Result<BudgetLimit, String> {
             }
         }
         serde_json::Value::Null => Err(format!("missing; {FIX}")),
-        other => Err(format!("expected a number or a string, found {other}; {FIX}")),
+        other => Err(format!(
+            "expected a number or a string, found {other}; {FIX}"
+        )),
     }
 }
 
