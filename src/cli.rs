@@ -160,6 +160,19 @@ pub struct Cli {
     )]
     pub eviction_cooldown: String,
 
+    /// Continuous mode: the longest a workload whose moves keep failing is left alone. Each
+    /// failed move in a row (a replacement that landed back or on an overutilized node,
+    /// replacements still Pending when the cooldown ends, an eviction the API refused)
+    /// doubles the eviction cooldown, with a little jitter, up to this. A Go duration; never
+    /// shorter than --eviction-cooldown.
+    #[arg(
+        long = "eviction-backoff-max",
+        env = "DESCHEDULER_EVICTION_BACKOFF_MAX",
+        default_value = "1h",
+        value_name = "DURATION"
+    )]
+    pub eviction_backoff_max: String,
+
     /// Live mode, a closed loop: after each eviction wait until the replacement is bound,
     /// compare its node with the prediction, and plan the rest of the cycle from where it
     /// landed; a replacement back on its source node (or on an overutilized node) stops its
@@ -487,6 +500,7 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
     )
     .map_err(Failure::invalid)?;
     duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?;
+    duration_flag("--eviction-backoff-max", &cli.eviction_backoff_max)?;
     positive_duration_flag("--await-placement-timeout", &cli.await_placement_timeout)?;
     positive_duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?;
     // Every number given is checked, whether this run uses it or not.
@@ -866,6 +880,7 @@ fn run_live(
         output: cli.output,
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,
         eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,
+        eviction_backoff_max: duration_flag("--eviction-backoff-max", &cli.eviction_backoff_max)?,
         now,
         decision_log,
     };

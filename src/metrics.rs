@@ -65,6 +65,8 @@ pub struct Metrics {
     pub usage_source_errors: Family<SourceLabels, Counter>,
     pub strategy_skipped: Family<StrategyLabels, Counter>,
     pub predictions: Family<PredictionLabels, Counter>,
+    /// Workloads left alone now after failed moves (continuous mode's cooldown and back-off).
+    pub workloads_backed_off: Gauge,
 }
 
 impl Metrics {
@@ -78,6 +80,7 @@ impl Metrics {
             usage_source_errors: Family::default(),
             strategy_skipped: Family::default(),
             predictions: Family::default(),
+            workloads_backed_off: Gauge::default(),
         };
         let sub = registry.sub_registry_with_prefix("descheduler");
         sub.register(
@@ -114,6 +117,11 @@ impl Metrics {
             "predictions",
             "Awaited replacements (--await-placement) by where they landed against the prediction: exact, alternative or missed",
             m.predictions.clone(),
+        );
+        sub.register(
+            "workloads_backed_off",
+            "Workloads left alone after failed moves (a replacement that landed back, stayed Pending, or an eviction the API refused), each for the eviction cooldown doubled per failure in a row",
+            m.workloads_backed_off.clone(),
         );
         m.build_info
             .get_or_create(&BuildLabels {

@@ -296,10 +296,17 @@ impl Cycles<'_> {
             started: None,
         };
         let record = run_cycle(pipeline, snap, now, &self.history, attempter, &mut times).await?;
+        let refused: Vec<_> = record
+            .attempts
+            .iter()
+            .filter(|a| a.refused())
+            .map(|a| a.eviction.pod)
+            .collect();
         self.history = self
             .history
             .advance(Overutilized::of(&record.plan.findings))
             .record_evictions(snap, &record.evicted, now)
+            .record_refusals(snap, &refused, now)
             .record_budget_spends(
                 &pipeline.budgets,
                 snap,
@@ -316,6 +323,10 @@ impl Cycles<'_> {
                     }),
                 now,
             );
+        if let Some(m) = &self.metrics {
+            m.workloads_backed_off
+                .set(self.history.frozen_at(now) as i64);
+        }
         if !dry_run {
             let evicted = record.evicted.len();
             tracing::info!(attempted = record.attempts.len(), evicted, "cycle done");

@@ -46,6 +46,9 @@ pub struct LiveOptions {
     /// Continuous mode: how long a workload that had a pod evicted, and a node that received
     /// rescheduled pods, are left alone (zero: no memory of evictions).
     pub eviction_cooldown: Duration,
+    /// Continuous mode: the longest freeze of a workload whose moves keep failing (the
+    /// cooldown doubles per failure in a row, up to this).
+    pub eviction_backoff_max: Duration,
     /// The planning time (`--now`, unix seconds) of a one-shot cycle; None: the clock's.
     pub now: Option<i64>,
     /// Lists of pods and nodes in the API's protobuf encoding (else JSON).
@@ -132,7 +135,8 @@ fn cycles<'p>(
     Cycles {
         pipeline,
         usage,
-        history: History::with_cooldown(cooldown),
+        history: History::with_cooldown(cooldown)
+            .with_backoff_cap(opts.eviction_backoff_max.as_secs() as i64),
         output: opts.output,
         metrics: Some(metrics.clone()),
         once,
