@@ -5,7 +5,7 @@ use descheduler::framework::{History, NoteKind, Pipeline};
 use descheduler::plan::{plan, plan_with, CycleMemory, EvictionPlan};
 use descheduler::policy::Policy;
 use descheduler::snapshot::builders::{node, pod, T0};
-use descheduler::snapshot::{ClusterSnapshot, PodId, SnapshotParts};
+use descheduler::snapshot::{ClusterSnapshot, SnapshotParts};
 
 /// T0 (2026-01-01T00:00:00Z) is a Thursday; this is Monday 2026-01-05T00:00:00Z.
 const MONDAY: i64 = T0 + 4 * 86_400;
@@ -184,12 +184,9 @@ fn a_budget_with_a_period_counts_earlier_cycles_and_forgets_them_after_it() {
     // The first cycle spends the whole budget.
     let first = plan(&p, &snap, MONDAY).unwrap();
     assert_eq!(first.evictions.len(), 4);
-    let spent: Vec<(PodId, &str, &str)> = first
-        .evictions
-        .iter()
-        .map(|e| (e.pod, e.profile.as_str(), e.plugin))
-        .collect();
-    let history = History::default().record_budget_spends(&p.budgets, &snap, spent, MONDAY);
+    assert!(first.evictions.iter().all(|e| e.budgets == ["hourly"]));
+    let spent = first.evictions.iter().map(|e| e.budgets.as_slice());
+    let history = History::default().record_budget_spends(&p.budgets, spent, MONDAY);
     assert_eq!(history.budget_spent("hourly", HOUR, MONDAY + 60), 4);
     // Ten minutes later nothing is left; the budget says what was spent.
     let memory = CycleMemory::new(history.clone());
@@ -203,7 +200,7 @@ fn a_budget_with_a_period_counts_earlier_cycles_and_forgets_them_after_it() {
     let next_hour = plan_with(&p, &snap, MONDAY + HOUR, &memory, &mut ()).unwrap();
     assert_eq!(next_hour.evictions.len(), 4);
     // Recording forgets what no period covers any longer.
-    let forgotten = history.record_budget_spends(&p.budgets, &snap, [], MONDAY + HOUR);
+    let forgotten = history.record_budget_spends(&p.budgets, [], MONDAY + HOUR);
     assert!(forgotten.budget_spent.is_empty());
 }
 

@@ -186,9 +186,9 @@ async fn a_budget_window_blocks_evictions_until_it_closes() {
     ]);
     assert!(
         wait_until(Duration::from_secs(90), || async {
-            run.reports().iter().any(|(at, r)| {
-                *at > closes + Duration::from_secs(3) && !evictions(r).is_empty()
-            })
+            run.reports()
+                .iter()
+                .any(|(at, r)| *at > closes + Duration::from_secs(3) && !evictions(r).is_empty())
         })
         .await,
         "no eviction planned after the window closed: {:?}",
@@ -209,7 +209,9 @@ async fn a_budget_window_blocks_evictions_until_it_closes() {
         .iter()
         .filter(|(at, _)| *at > closes + Duration::from_secs(3))
         .collect();
-    assert!(after.iter().all(|(_, r)| evictions(r).len() == 2 && held_back_by(r, "freeze") == 0));
+    assert!(after
+        .iter()
+        .all(|(_, r)| evictions(r).len() == 2 && held_back_by(r, "freeze") == 0));
     assert_eq!(run.terminate().await, Some(0));
 }
 
@@ -225,9 +227,7 @@ async fn a_percentage_budget_holds_across_continuous_cycles() {
     pinned(&client, &ns, "hot", &nodes[0]).await;
     let text = policy(
         &group,
-        &format!(
-            "- name: hourly\n  evictions: \"30%\"\n  period: 1h\n  namespaces: [\"{ns}\"]"
-        ),
+        &format!("- name: hourly\n  evictions: \"30%\"\n  period: 1h\n  namespaces: [\"{ns}\"]"),
         "",
     );
     let dir = tempfile::tempdir().unwrap();
@@ -298,10 +298,7 @@ async fn a_karpenter_annotated_pod_is_kept() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
     let plan = |evictor: &str, dry_run: bool| {
-        let path = write_policy(
-            dir.path(),
-            &policy(&group, "", evictor),
-        );
+        let path = write_policy(dir.path(), &policy(&group, "", evictor));
         let kubeconfig = kubeconfig.clone();
         async move {
             let mut args = vec![

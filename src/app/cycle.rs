@@ -309,18 +309,11 @@ impl Cycles<'_> {
             .record_refusals(snap, &refused, now)
             .record_budget_spends(
                 &pipeline.budgets,
-                snap,
                 record
                     .attempts
                     .iter()
                     .filter(|a| a.outcome == Outcome::Evicted)
-                    .map(|a| {
-                        (
-                            a.eviction.pod,
-                            a.eviction.profile.as_str(),
-                            a.eviction.plugin,
-                        )
-                    }),
+                    .map(|a| a.eviction.budgets.as_slice()),
                 now,
             );
         if let Some(m) = &self.metrics {

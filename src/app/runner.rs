@@ -68,6 +68,8 @@ pub enum RunError {
     Usage(#[from] crate::usage::UsageError),
     #[error("stopped by SIGTERM while reading the cluster; nothing was evicted")]
     Interrupted,
+    #[error(transparent)]
+    DecisionLog(#[from] super::DecisionLogError),
 }
 
 impl RunError {
@@ -119,29 +121,43 @@ async fn sleep_unless(d: Duration, shutdown: &Cancel, leading: &Leadership) -> b
 }
 
 /// The cycles of a live run: memory across cycles, which a single cycle has none of (so no
-/// cooldown either).
+/// cooldown either); what the decision log says earlier runs spent of the eviction budgets.
 fn cycles<'p>(
     pipeline: &'p Pipeline,
     usage: UsageFetcher,
     opts: &LiveOptions,
     once: bool,
     metrics: &Metrics,
-) -> Cycles<'p> {
+) -> Result<Cycles<'p>, RunError> {
     let cooldown = if once {
         0
     } else {
         opts.eviction_cooldown.as_secs() as i64
     };
-    Cycles {
+    let mut history = History::with_cooldown(cooldown)
+        .with_backoff_cap(opts.eviction_backoff_max.as_secs() as i64);
+    // Evictions of earlier runs count against the eviction budgets' periods: a CronJob's
+    // run, or a restarted Deployment, reads them from the decision log.
+    if let Some(log) = &opts.decision_log {
+        let now = opts.now.unwrap_or_else(|| chrono::Utc::now().timestamp());
+        history.budget_spent = log.budget_spends(&pipeline.budgets, now)?;
+        let counted: usize = history.budget_spent.values().map(Vec::len).sum();
+        if counted > 0 {
+            tracing::info!(
+                evictions = counted,
+                "evictions of earlier runs in the decision log count against the eviction budgets"
+            );
+        }
+    }
+    Ok(Cycles {
         pipeline,
         usage,
-        history: History::with_cooldown(cooldown)
-            .with_backoff_cap(opts.eviction_backoff_max.as_secs() as i64),
+        history,
         output: opts.output,
         metrics: Some(metrics.clone()),
         once,
         decision_log: opts.decision_log.clone(),
-    }
+    })
 }
 
 /// The API client of `opts`.
@@ -300,7 +316,7 @@ pub async fn run(
         ) => usage?,
         _ = shutdown.cancelled() => return interrupted(),
     };
-    let mut cycles = cycles(pipeline, usage, &opts, once, &metrics);
+    let mut cycles = cycles(pipeline, usage, &opts, once, &metrics)?;
     let result = loop {
         if shutdown.is_cancelled() {
             break Ok(());

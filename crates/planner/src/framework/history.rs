@@ -414,35 +414,23 @@ impl History {
         })
     }
 
-    /// The history after `evicted` (pods of `snap`, each with the profile and plugin that
-    /// planned it) were evicted at `now`: each counts against every eviction budget of
-    /// `budgets` with a period that covers it (a budget counts evictions whether its window is
-    /// open or not); what no period covers any longer is forgotten.
+    /// The history after evictions at `now`, each given by the names of the eviction budgets
+    /// it counted against ([`crate::framework::PlannedEviction::budgets`]): remembered for the
+    /// budgets of `budgets` with a period; what no period covers any longer is forgotten.
     pub fn record_budget_spends<'a>(
         &self,
         budgets: &[crate::policy::EvictionBudget],
-        snap: &ClusterSnapshot,
-        evicted: impl IntoIterator<Item = (PodId, &'a str, &'a str)>,
+        evicted: impl IntoIterator<Item = &'a [String]>,
         now: i64,
     ) -> History {
         let mut next = self.clone();
-        let counted: Vec<_> = budgets.iter().filter(|b| b.period.is_some()).collect();
-        if counted.is_empty() {
-            next.budget_spent.clear();
-            return next;
-        }
-        for (pod, profile, plugin) in evicted {
-            for b in &counted {
-                if b.covers(profile, plugin, snap.pod(pod)) {
-                    next.budget_spent
-                        .entry(b.name.clone())
-                        .or_default()
-                        .push(now);
-                }
+        for names in evicted {
+            for name in names {
+                next.budget_spent.entry(name.clone()).or_default().push(now);
             }
         }
         next.budget_spent.retain(|name, at| {
-            let Some(period) = counted
+            let Some(period) = budgets
                 .iter()
                 .find(|b| &b.name == name)
                 .and_then(|b| b.period)

@@ -198,6 +198,7 @@ mod tests {
             destination: None,
             alternatives: Vec::new(),
             gang: None,
+            budgets: Vec::new(),
         };
         let over = BTreeMap::from([("p/LowNodeUtilization".to_string(), vec!["hot".to_string()])]);
         assert_eq!(

@@ -19,6 +19,9 @@ struct Held<'s> {
 /// The budgets that apply to one cycle, and what is spent of each.
 #[derive(Default)]
 pub(crate) struct Budgets<'s> {
+    /// Every budget of the policy.
+    rules: &'s [EvictionBudget],
+    /// Those that apply this cycle.
     held: Vec<Held<'s>>,
 }
 
@@ -42,7 +45,7 @@ impl<'s> Budgets<'s> {
                     .map_or(0, |period| history.budget_spent(&rule.name, period, now)),
             })
             .collect();
-        Budgets { held }
+        Budgets { rules, held }
     }
 
     /// Whether `pods`, planned together by `plugin` of `profile`, fit every budget that
@@ -84,18 +87,26 @@ impl<'s> Budgets<'s> {
         )))
     }
 
-    /// Spends one eviction of `pod` by `plugin` of `profile` from every budget it counts against.
+    /// Spends one eviction of `pod` by `plugin` of `profile` from every budget that applies
+    /// and counts it; returns the names of the policy's budgets with a period that count it
+    /// (whether their window is open or not: the period remembers it for later cycles).
     pub(crate) fn spend(
         &mut self,
         snap: &ClusterSnapshot,
         pod: PodId,
         profile: &str,
         plugin: &str,
-    ) {
+    ) -> Vec<String> {
+        let p = snap.pod(pod);
         for h in &mut self.held {
-            if h.rule.covers(profile, plugin, snap.pod(pod)) {
+            if h.rule.covers(profile, plugin, p) {
                 h.spent += 1;
             }
         }
+        self.rules
+            .iter()
+            .filter(|r| r.period.is_some() && r.covers(profile, plugin, p))
+            .map(|r| r.name.clone())
+            .collect()
     }
 }

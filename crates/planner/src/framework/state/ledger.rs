@@ -428,10 +428,11 @@ impl<'s> Ledger<'s> {
 
     /// Records a planned eviction (admitted first): the pod is gone, its requests are off its
     /// node, and it counts against the limits, its budget and its gangs.
-    pub(super) fn record(&mut self, eviction: PlannedEviction) {
+    pub(super) fn record(&mut self, mut eviction: PlannedEviction) {
         self.spend(eviction.pod, eviction.node);
-        self.budgets
-            .spend(self.snap, eviction.pod, &eviction.profile, eviction.plugin);
+        eviction.budgets =
+            self.budgets
+                .spend(self.snap, eviction.pod, &eviction.profile, eviction.plugin);
         self.evictions.push(eviction);
     }
 

@@ -134,6 +134,8 @@ pub struct PlannedEviction {
     /// The gang evicted whole with this pod (`gangPolicy: WholeGang`): its members are
     /// planned together, one after the other, and the executor attempts all or none.
     pub gang: Option<GangId>,
+    /// The policy's `evictionBudgets` the eviction counts against (set as it is recorded).
+    pub budgets: Vec<String>,
 }
 
 /// What earlier cycles left, for a plan that is given none.
@@ -257,6 +259,7 @@ impl<'s> PlanningState<'s> {
             destination,
             alternatives,
             gang: None,
+            budgets: Vec::new(),
         });
         Ok(())
     }
@@ -308,6 +311,7 @@ impl<'s> PlanningState<'s> {
                 destination: Some(placed.destinations[i]),
                 alternatives: placed.alternatives[i].clone(),
                 gang,
+                budgets: Vec::new(),
             });
         }
         self.placement.keep(placed);
