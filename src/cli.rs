@@ -160,6 +160,19 @@ pub struct Cli {
     )]
     pub eviction_cooldown: String,
 
+    /// Continuous mode: the longest a workload whose moves keep failing is left alone. Each
+    /// failed move in a row (a replacement that landed back or on an overutilized node,
+    /// replacements still Pending when the cooldown ends, an eviction the API refused)
+    /// doubles the eviction cooldown, with a little jitter, up to this. A Go duration; never
+    /// shorter than --eviction-cooldown.
+    #[arg(
+        long = "eviction-backoff-max",
+        env = "DESCHEDULER_EVICTION_BACKOFF_MAX",
+        default_value = "1h",
+        value_name = "DURATION"
+    )]
+    pub eviction_backoff_max: String,
+
     /// Continuous mode: also start a cycle as soon as the watch sees a change that can
     /// create work (a node added, Ready, schedulable, retainted or relabelled; a pod Pending,
     /// past MakeRoomForPendingPods' minPendingSeconds when that plugin is enabled; a
@@ -519,6 +532,7 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
     )
     .map_err(Failure::invalid)?;
     duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?;
+    duration_flag("--eviction-backoff-max", &cli.eviction_backoff_max)?;
     on_change_timing(
         cli,
         &Schedule::from_flags(
@@ -932,6 +946,7 @@ fn run_live(
         output: cli.output,
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,
         eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,
+        eviction_backoff_max: duration_flag("--eviction-backoff-max", &cli.eviction_backoff_max)?,
         now,
         decision_log,
         on_change,

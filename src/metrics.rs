@@ -114,6 +114,8 @@ pub struct Metrics {
     pub candidates_skipped: Family<ReasonLabels, Counter>,
     pub evictions_refused: Family<ReasonLabels, Counter>,
     pub cycles_skipped: Family<CycleSkipLabels, Counter>,
+    /// Workloads left alone now after failed moves (continuous mode's cooldown and back-off).
+    pub workloads_backed_off: Gauge,
 }
 
 impl Metrics {
@@ -131,6 +133,7 @@ impl Metrics {
             candidates_skipped: Family::default(),
             evictions_refused: Family::default(),
             cycles_skipped: Family::default(),
+            workloads_backed_off: Gauge::default(),
         };
         let sub = registry.sub_registry_with_prefix("descheduler");
         sub.register(
@@ -167,6 +170,11 @@ impl Metrics {
             "predictions",
             "Awaited replacements (--await-placement) by where they landed against the prediction: exact, alternative or missed",
             m.predictions.clone(),
+        );
+        sub.register(
+            "workloads_backed_off",
+            "Workloads left alone after failed moves (a replacement that landed back, stayed Pending, or an eviction the API refused), each for the eviction cooldown doubled per failure in a row",
+            m.workloads_backed_off.clone(),
         );
         sub.register(
             "evictions_planned",

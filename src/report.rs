@@ -227,6 +227,10 @@ pub struct EvictionRow {
     /// `PodGroup <ns>/<name> (<api group>)`; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gang: Option<String>,
+    /// The policy's `evictionBudgets` with a period that the eviction counts against (a later
+    /// cycle, or a later run reading the decision log, counts it there); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<String>,
     /// What happened, in live runs (`evicted`, `blocked_by_disruption_budget`, ...); absent in
     /// dry-run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -604,6 +604,7 @@ fn large_report(evictions: usize) -> descheduler::report::Report {
                     Vec::new()
                 },
                 gang: None,
+                budgets: Vec::new(),
                 result: None,
                 landed: None,
             }
@@ -807,6 +808,7 @@ fn hidden_characters_in_names_are_shown_visibly() {
             destination: Some("node-b1".into()),
             alternatives: Vec::new(),
             gang: None,
+            budgets: Vec::new(),
             result: None,
             landed: None,
         }],

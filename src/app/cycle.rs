@@ -296,10 +296,30 @@ impl Cycles<'_> {
             started: None,
         };
         let record = run_cycle(pipeline, snap, now, &self.history, attempter, &mut times).await?;
+        let refused: Vec<_> = record
+            .attempts
+            .iter()
+            .filter(|a| a.refused())
+            .map(|a| a.eviction.pod)
+            .collect();
         self.history = self
             .history
             .advance(Overutilized::of(&record.plan.findings))
-            .record_evictions(snap, &record.evicted, now);
+            .record_evictions(snap, &record.evicted, now)
+            .record_refusals(snap, &refused, now)
+            .record_budget_spends(
+                &pipeline.budgets,
+                record
+                    .attempts
+                    .iter()
+                    .filter(|a| a.outcome == Outcome::Evicted)
+                    .map(|a| a.eviction.budgets.as_slice()),
+                now,
+            );
+        if let Some(m) = &self.metrics {
+            m.workloads_backed_off
+                .set(self.history.frozen_at(now) as i64);
+        }
         if !dry_run {
             let evicted = record.evicted.len();
             tracing::info!(attempted = record.attempts.len(), evicted, "cycle done");

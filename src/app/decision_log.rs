@@ -65,6 +65,12 @@ pub enum DecisionLogError {
         #[source]
         source: std::io::Error,
     },
+    #[error("--decision-log {dir}: reading the earlier records for the eviction budgets: {source}; fix or remove the damaged record, or give another directory")]
+    Read {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("--decision-log {dir}: writing {file}: {source}")]
     Write {
         dir: String,
@@ -372,6 +378,67 @@ fn records(dir: &Path) -> std::io::Result<Vec<OnDisk>> {
         on_disk.bytes += meta.len();
     }
     Ok(stamps.into_values().collect())
+}
+
+impl DecisionLog {
+    /// What earlier cycles recorded here that counts against the policy's eviction `budgets`
+    /// at `now`: budget name → the planning time of each eviction carried out (`result:
+    /// evicted`) that counted against it, within its period. This is how a one-shot run (a
+    /// CronJob) and a restarted Deployment count evictions made before they started. Records
+    /// written before the longest period (with an hour's margin for long cycles) are not read.
+    pub fn budget_spends(
+        &self,
+        budgets: &[crate::policy::EvictionBudget],
+        now: i64,
+    ) -> Result<std::collections::BTreeMap<String, Vec<i64>>, DecisionLogError> {
+        let mut out: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+        let Some(longest) = budgets.iter().filter_map(|b| b.period).max() else {
+            return Ok(out);
+        };
+        let read = |e: std::io::Error| DecisionLogError::Read {
+            dir: self.dir.display().to_string(),
+            source: e,
+        };
+        let from = now - longest - 3600;
+        for r in records(&self.dir).map_err(read)? {
+            if r.stamp.time.and_utc().timestamp() < from {
+                continue;
+            }
+            let Some((_, path)) = r.files.iter().find(|(part, _)| *part == Part::Record) else {
+                continue;
+            };
+            let text = std::fs::read(path).map_err(read)?;
+            let d: Decision = serde_json::from_slice(&text).map_err(|e| {
+                read(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: {e}", path.display()),
+                ))
+            })?;
+            if d.now > now {
+                continue;
+            }
+            for e in d
+                .report
+                .evictions
+                .iter()
+                .filter(|e| e.result.as_deref() == Some("evicted"))
+            {
+                for name in &e.budgets {
+                    let Some(period) = budgets
+                        .iter()
+                        .find(|b| &b.name == name)
+                        .and_then(|b| b.period)
+                    else {
+                        continue;
+                    };
+                    if d.now > now - period {
+                        out.entry(name.clone()).or_default().push(d.now);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The records in `dir`, oldest first, read back (for tools and tests).

@@ -10,7 +10,7 @@ use super::trigger::{OnChange, Step, Trigger};
 use crate::framework::{History, Pipeline};
 use crate::live::admin;
 use crate::live::cancel::{Cancel, Leadership};
-use crate::live::changes::{pending_due, Signal, WorkWatch};
+use crate::live::changes::{pending_due, protection_ends, Signal, WorkWatch};
 use crate::live::client::ApiClient;
 use crate::live::executor::{ExecutorConfig, Gate, LiveExecutor};
 use crate::live::leader::{LeaderConfig, LeaderElector};
@@ -48,6 +48,9 @@ pub struct LiveOptions {
     /// Continuous mode: how long a workload that had a pod evicted, and a node that received
     /// rescheduled pods, are left alone (zero: no memory of evictions).
     pub eviction_cooldown: Duration,
+    /// Continuous mode: the longest freeze of a workload whose moves keep failing (the
+    /// cooldown doubles per failure in a row, up to this).
+    pub eviction_backoff_max: Duration,
     /// The planning time (`--now`, unix seconds) of a one-shot cycle; None: the clock's.
     pub now: Option<i64>,
     /// Lists of pods and nodes in the API's protobuf encoding (else JSON).
@@ -82,6 +85,8 @@ pub enum RunError {
     Usage(#[from] crate::usage::UsageError),
     #[error("stopped by SIGTERM while reading the cluster; nothing was evicted")]
     Interrupted,
+    #[error(transparent)]
+    DecisionLog(#[from] super::DecisionLogError),
 }
 
 impl RunError {
@@ -180,14 +185,16 @@ impl OnChangeOptions {
             pending_after,
             clock_driven: CLOCK_DRIVEN.iter().any(|n| enabled(n))
                 || min_pod_age
+                || !policy.eviction_budgets.is_empty()
                 || !pipeline.usage_needs().is_empty(),
         }
     }
 }
 
 /// Whether a cycle due by the interval must run on an unchanged cluster: the policy's rules
-/// depend on the clock or measured usage, or the memory of earlier cycles (evictions in their
-/// cooldown, nodes overutilized in a row) changes with time.
+/// depend on the clock or measured usage (or it has eviction budgets, whose windows and
+/// periods move with it), or the memory of earlier cycles (evictions in their cooldown or
+/// back-off, nodes overutilized in a row) changes with time.
 fn time_matters(on_change: &OnChangeOptions, history: &History) -> bool {
     on_change.clock_driven
         || !history.moves.is_empty()
@@ -249,28 +256,43 @@ async fn wait_for_work(
 }
 
 /// The cycles of a live run: memory across cycles, which a single cycle has none of (so no
-/// cooldown either).
+/// cooldown either); what the decision log says earlier runs spent of the eviction budgets.
 fn cycles<'p>(
     pipeline: &'p Pipeline,
     usage: UsageFetcher,
     opts: &LiveOptions,
     once: bool,
     metrics: &Metrics,
-) -> Cycles<'p> {
+) -> Result<Cycles<'p>, RunError> {
     let cooldown = if once {
         0
     } else {
         opts.eviction_cooldown.as_secs() as i64
     };
-    Cycles {
+    let mut history = History::with_cooldown(cooldown)
+        .with_backoff_cap(opts.eviction_backoff_max.as_secs() as i64);
+    // Evictions of earlier runs count against the eviction budgets' periods: a CronJob's
+    // run, or a restarted Deployment, reads them from the decision log.
+    if let Some(log) = &opts.decision_log {
+        let now = opts.now.unwrap_or_else(|| chrono::Utc::now().timestamp());
+        history.budget_spent = log.budget_spends(&pipeline.budgets, now)?;
+        let counted: usize = history.budget_spent.values().map(Vec::len).sum();
+        if counted > 0 {
+            tracing::info!(
+                evictions = counted,
+                "evictions of earlier runs in the decision log count against the eviction budgets"
+            );
+        }
+    }
+    Ok(Cycles {
         pipeline,
         usage,
-        history: History::with_cooldown(cooldown),
+        history,
         output: opts.output,
         metrics: Some(metrics.clone()),
         once,
         decision_log: opts.decision_log.clone(),
-    }
+    })
 }
 
 /// The API client of `opts`.
@@ -439,7 +461,7 @@ pub async fn run(
         ) => usage?,
         _ = shutdown.cancelled() => return interrupted(),
     };
-    let mut cycles = cycles(pipeline, usage, &opts, once, &metrics);
+    let mut cycles = cycles(pipeline, usage, &opts, once, &metrics)?;
     let result = loop {
         if shutdown.is_cancelled() {
             break Ok(());
@@ -481,6 +503,10 @@ pub async fn run(
                 if let (Some(t), Some(o)) = (&mut trigger, &opts.on_change) {
                     if let Some(due) = o.pending_after.and_then(|a| pending_due(snap, a, now)) {
                         t.work_at(instant_of(due, now));
+                    }
+                    // So is a pod whose time-bounded protection ends.
+                    if let Some(end) = protection_ends(snap, now) {
+                        t.work_at(instant_of(end, now));
                     }
                 }
                 if let Some(ended) = run_ends(cycles.run(snap, now, &act, out).await, once) {
@@ -564,6 +590,11 @@ mod tests {
             "profiles:\n- name: a\n  plugins: {balance: {enabled: [MakeRoomForPendingPods]}}\n",
         );
         assert_eq!(o.pending_after, Some(60));
+        // Eviction budgets: their windows open and close, their periods pass.
+        let o = options(
+            "evictionBudgets:\n- name: hourly\n  evictions: 1\n  period: 1h\nprofiles:\n- name: a\n  pluginConfig:\n  - name: RemoveDuplicates\n  plugins: {balance: {enabled: [RemoveDuplicates]}}\n",
+        );
+        assert!(o.clock_driven);
         // Ages: PodLifeTime, or the evictor's minPodAge.
         let o = options(
             "profiles:\n- name: a\n  pluginConfig:\n  - name: PodLifeTime\n    args: {maxPodLifeTimeSeconds: 60}\n  plugins: {deschedule: {enabled: [PodLifeTime]}}\n",

@@ -219,6 +219,16 @@ pub fn pending_due(snap: &ClusterSnapshot, after: i64, now: i64) -> Option<i64> 
         .min()
 }
 
+/// The earliest time after `now` (unix seconds) a pod's time-bounded protection ends, if one
+/// will.
+pub fn protection_ends(snap: &ClusterSnapshot, now: i64) -> Option<i64> {
+    snap.pods
+        .iter()
+        .filter_map(|p| p.protected_until)
+        .filter(|&end| end > now)
+        .min()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +372,27 @@ mod tests {
         });
         assert_eq!(pending_due(&snap, 60, NOW), Some(NOW + 10));
         assert_eq!(pending_due(&snap, 10, NOW), None);
+    }
+
+    #[test]
+    fn the_end_of_a_time_bounded_protection_is_work_then() {
+        let protected = |name: &str, until: i64| {
+            let mut p = pod("ns", name).node("a").build();
+            p.protected_until = Some(until);
+            p
+        };
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            nodes: vec![node("a").build()],
+            pods: vec![
+                protected("over", NOW - 5),
+                protected("later", NOW + 300),
+                protected("soon", NOW + 30),
+                pod("ns", "plain").node("a").build(),
+            ],
+            ..SnapshotParts::default()
+        });
+        assert_eq!(protection_ends(&snap, NOW), Some(NOW + 30));
+        assert_eq!(protection_ends(&snap, NOW + 300), None);
     }
 
     #[test]

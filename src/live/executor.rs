@@ -619,6 +619,7 @@ mod tests {
             destination: Some(NodeId::new(1)),
             alternatives: vec![NodeId::new(2), NodeId::new(3)],
             gang: None,
+            budgets: Vec::new(),
         };
         assert_eq!(placement_result(&e, NodeId::new(1)), "exact");
         assert_eq!(placement_result(&e, NodeId::new(3)), "alternative");

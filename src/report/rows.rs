@@ -160,6 +160,7 @@ pub(super) fn eviction_row(
             .map(|&d| snap.node(d).name.to_string())
             .collect(),
         gang: e.gang.map(|g| snap.gang(g).describe()),
+        budgets: e.budgets.clone(),
         result: attempt.map(|a| a.outcome.as_str().to_string()),
         landed: attempt.and_then(|a| a.landed.clone()),
     }

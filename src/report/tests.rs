@@ -77,6 +77,7 @@ fn json_written_on_all_cores_is_serde_json_pretty_text() {
             Vec::new()
         },
         gang: (i % 5 == 0).then(|| "PodGroup ns/g (scheduling.x-k8s.io)".into()),
+        budgets: Vec::new(),
         result: (i % 7 == 0).then(|| "evicted".into()),
         landed: (i % 11 == 0).then(|| "n3".into()),
     };
@@ -271,6 +272,7 @@ fn the_table_escapes_what_would_drive_the_terminal() {
             destination: None,
             alternatives: Vec::new(),
             gang: None,
+            budgets: Vec::new(),
             result: None,
             landed: None,
         }],
@@ -322,6 +324,7 @@ fn eviction(pod: &str, node: &str, reason: &str) -> EvictionRow {
         destination: None,
         alternatives: Vec::new(),
         gang: None,
+        budgets: Vec::new(),
         result: None,
         landed: None,
     }
@@ -437,6 +440,7 @@ fn alternatives_in_json_yaml_and_table() {
         destination: Some("n2".into()),
         alternatives,
         gang: None,
+        budgets: Vec::new(),
         result: None,
         landed: None,
     };

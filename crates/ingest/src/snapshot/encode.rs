@@ -15,6 +15,10 @@ use super::{
     PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{Labels, Requirement, Selector};
+use descheduler_model::snapshot::{
+    DoNotDisrupt, DO_NOT_EVICT_UNTIL_ANNOTATION, KARPENTER_DO_NOT_DISRUPT_ANNOTATION,
+    PROTECTED_UNTIL_UNREADABLE, SAFE_TO_EVICT_ANNOTATION,
+};
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 
@@ -331,6 +335,23 @@ fn pod_metadata(pod: &Pod) -> Value {
     }
     if pod.has_prefer_no_eviction_annotation {
         annotations.insert(PREFER_NO_EVICTION_ANNOTATION.into(), "".into());
+    }
+    match pod.do_not_disrupt {
+        Some(DoNotDisrupt::Karpenter) => {
+            annotations.insert(KARPENTER_DO_NOT_DISRUPT_ANNOTATION.into(), "true".into());
+        }
+        Some(DoNotDisrupt::ClusterAutoscaler) => {
+            annotations.insert(SAFE_TO_EVICT_ANNOTATION.into(), "false".into());
+        }
+        None => {}
+    }
+    if let Some(t) = pod.protected_until {
+        let text = if t == PROTECTED_UNTIL_UNREADABLE {
+            Value::from("unreadable")
+        } else {
+            time(t)
+        };
+        annotations.insert(DO_NOT_EVICT_UNTIL_ANNOTATION.into(), text);
     }
     if pod.is_mirror {
         annotations.insert(MIRROR_ANNOTATION.into(), "".into());

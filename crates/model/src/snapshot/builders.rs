@@ -102,6 +102,8 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         labels: Labels::default(),
         has_evict_annotation: false,
         has_prefer_no_eviction_annotation: false,
+        do_not_disrupt: None,
+        protected_until: None,
         is_mirror: false,
         is_static: false,
         owners: Arc::new([owner_ref("ReplicaSet", namespace, "app")]),
@@ -203,6 +205,18 @@ impl PodBuilder {
         self.0.has_evict_annotation = true;
         self
     }
+    /// Another disruptor's do-not-disrupt annotation.
+    pub fn do_not_disrupt(mut self, which: super::DoNotDisrupt) -> Self {
+        self.0.do_not_disrupt = Some(which);
+        self
+    }
+
+    /// `do-not-evict-until`: protected until these unix seconds.
+    pub fn protected_until(mut self, t: i64) -> Self {
+        self.0.protected_until = Some(t);
+        self
+    }
+
     pub fn prefer_no_eviction(mut self) -> Self {
         self.0.has_prefer_no_eviction_annotation = true;
         self

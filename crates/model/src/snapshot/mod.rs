@@ -35,6 +35,13 @@ pub const EVICT_ANNOTATION: &str = "descheduler.alpha.kubernetes.io/evict";
 pub const PREFER_NO_EVICTION_ANNOTATION: &str =
     "descheduler.alpha.kubernetes.io/prefer-no-eviction";
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+/// Karpenter's annotation keeping a pod from voluntary disruption (value `"true"`).
+pub const KARPENTER_DO_NOT_DISRUPT_ANNOTATION: &str = "karpenter.sh/do-not-disrupt";
+/// The cluster autoscaler's annotation; `"false"` keeps the pod from being evicted.
+pub const SAFE_TO_EVICT_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+/// A time-bounded protection: the pod is not evicted before this time (RFC 3339).
+pub const DO_NOT_EVICT_UNTIL_ANNOTATION: &str =
+    "descheduler.alpha.kubernetes.io/do-not-evict-until";
 pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 /// `scheduling.SystemCriticalPriority`: pods at or above it are system critical.
 pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
@@ -390,6 +397,31 @@ pub struct PodStatusDetail {
     pub conditions: Vec<PodCondition>,
 }
 
+/// Which disruptor's annotation asks to leave a pod alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoNotDisrupt {
+    /// `karpenter.sh/do-not-disrupt: "true"`.
+    Karpenter,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`.
+    ClusterAutoscaler,
+}
+
+impl DoNotDisrupt {
+    /// The annotation as written on the pod.
+    pub fn annotation(self) -> &'static str {
+        match self {
+            DoNotDisrupt::Karpenter => "karpenter.sh/do-not-disrupt: \"true\"",
+            DoNotDisrupt::ClusterAutoscaler => {
+                "cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\""
+            }
+        }
+    }
+}
+
+/// [`Pod::protected_until`] of a `do-not-evict-until` annotation that is not an RFC 3339 time:
+/// protected until the annotation is fixed (nothing is evicted on a guess).
+pub const PROTECTED_UNTIL_UNREADABLE: i64 = i64::MAX;
+
 #[derive(Debug, Clone)]
 pub struct Pod {
     pub namespace: Box<str>,
@@ -399,6 +431,13 @@ pub struct Pod {
     pub labels: Labels,
     pub has_evict_annotation: bool,
     pub has_prefer_no_eviction_annotation: bool,
+    /// The annotation of another disruptor that asks to leave the pod alone
+    /// (`karpenter.sh/do-not-disrupt: "true"`, `cluster-autoscaler.kubernetes.io/safe-to-evict:
+    /// "false"`); DefaultEvictor honours it with `honorDoNotDisrupt: true`.
+    pub do_not_disrupt: Option<DoNotDisrupt>,
+    /// `descheduler.alpha.kubernetes.io/do-not-evict-until`: the pod is protected until these
+    /// unix seconds ([`PROTECTED_UNTIL_UNREADABLE`] when the value is not an RFC 3339 time).
+    pub protected_until: Option<i64>,
     pub is_mirror: bool,
     /// `kubernetes.io/config.source` is set and is not `api`.
     pub is_static: bool,

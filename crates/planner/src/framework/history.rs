@@ -9,7 +9,13 @@
 //!   eviction cooldown; otherwise it is released at once, and may move again in the next
 //!   cycle (a job half done goes on). [`History::cooldown_refusal`] says why a pod is held
 //!   back and for how long. A node that just received moved pods is not treated as
-//!   overutilized during the cooldown ([`History::received_within`]).
+//!   overutilized during the cooldown ([`History::received_within`]);
+//! - back-off per workload: each failed move in a row (a replacement that landed back or on
+//!   an overutilized node, replacements still Pending when the cooldown ends, an eviction the
+//!   API refused) is a strike; the n-th freezes the workload for the cooldown times 2^(n-1),
+//!   capped ([`History::backoff_cap_seconds`]), with up to 10% of jitter after the first (so
+//!   workloads that failed together do not all come back at once; the jitter is a hash of the
+//!   workload and the strike, so plans stay deterministic). A move that works clears them.
 //!
 //! The runner updates it in three pure steps per cycle: [`History::observe`] (the new
 //! snapshot shows where the replacements of evicted workloads landed), planning with it,
@@ -28,16 +34,23 @@ pub struct History {
     pub over_streak: BTreeMap<String, BTreeMap<String, u32>>,
     /// The eviction cooldown, in seconds; 0 turns the memory of evictions off.
     pub cooldown_seconds: i64,
+    /// The longest freeze of a workload whose moves keep failing, in seconds (at most the
+    /// cooldown is used when it is shorter).
+    pub backoff_cap_seconds: i64,
     /// Workload (`namespace/Kind/name` of the pod's controller) → its latest move, while its
     /// replacements are not all placed.
     pub moves: BTreeMap<String, Move>,
-    /// Workload → why it is frozen, and since when: a replacement landed where it came from
-    /// or on an overutilized node.
+    /// Workload → why it is frozen, and until when: a replacement landed where it came from
+    /// or on an overutilized node, its replacements stayed Pending, or the API refused its
+    /// eviction.
     pub frozen: BTreeMap<String, Frozen>,
     /// Node name → unix seconds it last received a pod of a workload evicted earlier.
     pub received: BTreeMap<String, i64>,
     /// The nodes some plugin found overutilized in the latest cycle.
     pub over_nodes: BTreeSet<String>,
+    /// Eviction budget (by name) → unix seconds of each eviction counted against it, within
+    /// the longest period of the policy's `evictionBudgets`.
+    pub budget_spent: BTreeMap<String, Vec<i64>>,
 }
 
 /// One cycle's evictions of a workload, until its replacements are placed.
@@ -53,11 +66,16 @@ pub struct Move {
     pub known: BTreeSet<String>,
 }
 
-/// A workload frozen on evidence of ping-pong.
+/// A workload frozen after a failed move.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frozen {
-    /// Unix seconds the evidence was seen; the freeze lasts the cooldown from then.
+    /// Unix seconds the evidence was seen.
     pub since: i64,
+    /// Unix seconds the freeze ends: the cooldown after `since` for a first failure, longer
+    /// for each failure in a row ([`History::backoff_seconds`]).
+    pub until: i64,
+    /// Failed moves in a row, this one included.
+    pub strikes: u32,
     /// What was seen, e.g. "its replacement web-7 landed back on n1, where it was evicted from".
     pub why: String,
 }
@@ -91,18 +109,72 @@ impl History {
     pub(crate) const EMPTY: History = History {
         over_streak: BTreeMap::new(),
         cooldown_seconds: 0,
+        backoff_cap_seconds: 0,
         moves: BTreeMap::new(),
         frozen: BTreeMap::new(),
         received: BTreeMap::new(),
         over_nodes: BTreeSet::new(),
+        budget_spent: BTreeMap::new(),
     };
 
-    /// An empty history with this eviction cooldown (seconds; 0: off).
+    /// An empty history with this eviction cooldown (seconds; 0: off), and no back-off
+    /// beyond it (see [`History::with_backoff_cap`]).
     pub fn with_cooldown(cooldown_seconds: i64) -> History {
         History {
             cooldown_seconds: cooldown_seconds.max(0),
+            backoff_cap_seconds: cooldown_seconds.max(0),
             ..History::default()
         }
+    }
+
+    /// The history with this longest freeze of a workload whose moves keep failing (seconds;
+    /// never shorter than the cooldown).
+    pub fn with_backoff_cap(self, cap_seconds: i64) -> History {
+        History {
+            backoff_cap_seconds: cap_seconds.max(self.cooldown_seconds),
+            ..self
+        }
+    }
+
+    /// How long the `strikes`-th failed move in a row freezes the workload `key`: the
+    /// cooldown times 2^(strikes-1), capped, plus up to 10% of it after the first (a hash of
+    /// the workload and the strike; at most the cap).
+    pub fn backoff_seconds(&self, key: &str, strikes: u32) -> i64 {
+        let base = self.cooldown_seconds.max(0);
+        let cap = self.backoff_cap_seconds.max(base);
+        let doubled = base.saturating_mul(1_i64 << strikes.saturating_sub(1).min(32));
+        let d = doubled.min(cap);
+        if strikes <= 1 || d == 0 {
+            return d;
+        }
+        // FNV-1a of the workload and the strike: the same plan for the same history.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in key.bytes().chain(strikes.to_le_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let jitter = (d / 10) * (h % 1000) as i64 / 1000;
+        (d + jitter).min(cap)
+    }
+
+    /// The history with one more failed move of the workload `key`, seen at `since`, `why`:
+    /// frozen for [`History::backoff_seconds`] of its strikes in a row.
+    fn strike(&mut self, key: String, since: i64, why: String) {
+        let strikes = self.frozen.get(&key).map_or(0, |f| f.strikes) + 1;
+        let until = since + self.backoff_seconds(&key, strikes);
+        self.frozen.insert(
+            key,
+            Frozen {
+                since,
+                until,
+                strikes,
+                why,
+            },
+        );
+    }
+
+    /// Workloads frozen at `now` (backing off after failed moves).
+    pub fn frozen_at(&self, now: i64) -> usize {
+        self.frozen.values().filter(|f| now < f.until).count()
     }
 
     /// Consecutive earlier cycles the node was overutilized for this plugin.
@@ -132,13 +204,24 @@ impl History {
             return None;
         }
         let key = owner_key(pod)?;
-        if let Some(f) = self.frozen.get(&key).filter(|f| self.cooling(f.since, now)) {
-            return Some(format!(
-                "workload {key} is frozen for ping-pong: {}; {} left of the {} eviction cooldown",
-                f.why,
-                fmt_duration(f.since + self.cooldown_seconds - now),
-                fmt_duration(self.cooldown_seconds)
-            ));
+        if let Some(f) = self.frozen.get(&key).filter(|f| now < f.until) {
+            let left = fmt_duration(f.until - now);
+            return Some(if f.strikes <= 1 {
+                format!(
+                    "workload {key} is frozen: {}; {left} left of the {} eviction cooldown",
+                    f.why,
+                    fmt_duration(self.cooldown_seconds)
+                )
+            } else {
+                format!(
+                    "workload {key} backs off after {} failed moves in a row (the latest: {}); {left} left of {} (the {} eviction cooldown doubled per failure, at most {})",
+                    f.strikes,
+                    f.why,
+                    fmt_duration(f.until - f.since),
+                    fmt_duration(self.cooldown_seconds),
+                    fmt_duration(self.backoff_cap_seconds.max(self.cooldown_seconds))
+                )
+            });
         }
         let m = self.moves.get(&key).filter(|m| self.cooling(m.at, now))?;
         let n = m.sources.len();
@@ -190,12 +273,10 @@ impl History {
         if next.moves.is_empty() {
             return next;
         }
-        // Workload → its placed replacements (pod name, node, when).
+        // Workload → its placed replacements (pod name, node, when), and its pending ones.
         let mut landed: BTreeMap<String, Vec<(&str, &str, i64)>> = BTreeMap::new();
+        let mut pending: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for pod in &snap.pods {
-            let Some(node) = pod.node_name.as_deref() else {
-                continue;
-            };
             if !pod.is_active() || pod.terminating {
                 continue;
             }
@@ -208,6 +289,10 @@ impl History {
             if m.known.contains(&*pod.uid) {
                 continue;
             }
+            let Some(node) = pod.node_name.as_deref() else {
+                pending.entry(key).or_default().push(&pod.name);
+                continue;
+            };
             let when = pod.created.min(now).max(m.at);
             let slot = next.received.entry(node.to_string()).or_insert(when);
             *slot = (*slot).max(when);
@@ -226,11 +311,57 @@ impl History {
             });
             if let Some((when, why)) = back {
                 next.moves.remove(&key);
-                next.frozen.insert(key, Frozen { since: when, why });
+                next.strike(key, when, why);
             } else if replacements.len() >= m.sources.len() {
-                // Every replacement placed, none where it should not be: the move worked.
+                // Every replacement placed, none where it should not be: the move worked,
+                // and the workload's failures in a row are over.
                 next.moves.remove(&key);
+                next.frozen.remove(&key);
             }
+        }
+        // Moves whose cooldown is over: a replacement still Pending is a failed move.
+        let cooldown = self.cooldown_seconds;
+        let ended: Vec<String> = next
+            .moves
+            .iter()
+            .filter(|(_, m)| now - m.at >= cooldown)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in ended {
+            let m = next.moves.remove(&key).expect("listed above");
+            if let Some(names) = pending.get(&key) {
+                let why = format!(
+                    "its replacement {} stayed Pending for {} after the eviction",
+                    names.join(", "),
+                    fmt_duration(now - m.at)
+                );
+                next.strike(key, now, why);
+            }
+        }
+        next
+    }
+
+    /// The history after the API refused to evict these pods (of `snap`) at `now`: each one's
+    /// workload backs off (a strike, see [`History::strike`]). Refusals of pods that had ended
+    /// or have no workload are not remembered.
+    pub fn record_refusals(&self, snap: &ClusterSnapshot, refused: &[PodId], now: i64) -> History {
+        let mut next = self.clone();
+        if next.cooldown_seconds <= 0 {
+            return next;
+        }
+        let mut keys: BTreeMap<String, String> = BTreeMap::new();
+        for &p in refused {
+            let pod = snap.pod(p);
+            if !pod.is_active() {
+                continue;
+            }
+            if let Some(key) = owner_key(pod) {
+                keys.entry(key)
+                    .or_insert_with(|| format!("the API refused to evict {}", pod.key()));
+            }
+        }
+        for (key, why) in keys {
+            next.strike(key, now, why);
         }
         next
     }
@@ -275,13 +406,57 @@ impl History {
         next
     }
 
+    /// Evictions counted against the eviction budget `name` within `period` seconds before
+    /// `now`.
+    pub fn budget_spent(&self, name: &str, period: i64, now: i64) -> u32 {
+        self.budget_spent.get(name).map_or(0, |at| {
+            at.iter().filter(|&&t| t > now - period && t <= now).count() as u32
+        })
+    }
+
+    /// The history after evictions at `now`, each given by the names of the eviction budgets
+    /// it counted against ([`crate::framework::PlannedEviction::budgets`]): remembered for the
+    /// budgets of `budgets` with a period; what no period covers any longer is forgotten.
+    pub fn record_budget_spends<'a>(
+        &self,
+        budgets: &[crate::policy::EvictionBudget],
+        evicted: impl IntoIterator<Item = &'a [String]>,
+        now: i64,
+    ) -> History {
+        let mut next = self.clone();
+        for names in evicted {
+            for name in names {
+                next.budget_spent.entry(name.clone()).or_default().push(now);
+            }
+        }
+        next.budget_spent.retain(|name, at| {
+            let Some(period) = budgets
+                .iter()
+                .find(|b| &b.name == name)
+                .and_then(|b| b.period)
+            else {
+                return false;
+            };
+            at.retain(|&t| t > now - period);
+            !at.is_empty()
+        });
+        next
+    }
+
     /// The eviction memory without the entries the cooldown no longer covers.
     fn expired(&self, now: i64) -> History {
         let mut next = self.clone();
         let cooldown = self.cooldown_seconds;
         let keep = |at: i64| cooldown > 0 && now - at < cooldown;
-        next.moves.retain(|_, m| keep(m.at));
-        next.frozen.retain(|_, f| keep(f.since));
+        // A move past its cooldown is looked at once more by `observe` (its replacements
+        // may still be Pending), then dropped there.
+        next.moves
+            .retain(|_, m| cooldown > 0 && now - m.at < 2 * cooldown.max(1));
+        // A workload's strikes are remembered for one back-off cap after its freeze ends: a
+        // failure within it doubles the next freeze.
+        let cap = self.backoff_cap_seconds.max(cooldown);
+        next.frozen
+            .retain(|_, f| cooldown > 0 && now < f.until + cap);
         next.received.retain(|_, at| keep(*at));
         next
     }
@@ -418,14 +593,128 @@ mod tests {
         assert_eq!(h.frozen["shop/ReplicaSet/web"].since, T0 + 5);
         assert_eq!(
             h.cooldown_refusal(back.pod(PodId::new(0)), T0 + 65).as_deref(),
-            Some("workload shop/ReplicaSet/web is frozen for ping-pong: its replacement web-b landed back on n1, where it was evicted from; 9m left of the 10m eviction cooldown")
+            Some("workload shop/ReplicaSet/web is frozen: its replacement web-b landed back on n1, where it was evicted from; 9m left of the 10m eviction cooldown")
         );
         // The freeze lasts the cooldown from when the replacement landed, then expires.
         assert!(h
             .cooldown_refusal(back.pod(PodId::new(0)), T0 + 604)
             .is_some());
         assert_eq!(h.cooldown_refusal(back.pod(PodId::new(0)), T0 + 605), None);
-        assert!(h.observe(&back, T0 + 605).frozen.is_empty());
+        // Its strike is remembered for one back-off cap after the freeze, then forgotten.
+        assert_eq!(
+            h.observe(&back, T0 + 605).frozen["shop/ReplicaSet/web"].strikes,
+            1
+        );
+        assert!(h.observe(&back, T0 + 1205).frozen.is_empty());
+    }
+
+    /// Moves `web-a` off n1 at `at` with the history `h`; its replacement `web-<n>` lands
+    /// back on n1 five seconds later, seen at `at + 30`.
+    fn lands_back(h: History, at: i64, n: u32) -> History {
+        let before = snap(vec![web("web-a", Some("n1"), T0 - 100)]);
+        let back = snap(vec![web(&format!("web-{n}"), Some("n1"), at + 5)]);
+        h.record_evictions(&before, &[PodId::new(0)], at)
+            .observe(&back, at + 30)
+    }
+
+    #[test]
+    fn failures_in_a_row_double_the_freeze_up_to_the_cap_with_a_little_jitter() {
+        let h = History::with_cooldown(600).with_backoff_cap(3600);
+        let key = "shop/ReplicaSet/web";
+        // The first failure freezes for the cooldown, exactly (today's behaviour).
+        assert_eq!(h.backoff_seconds(key, 1), 600);
+        for (strikes, floor) in [(2, 1200), (3, 2400)] {
+            let d = h.backoff_seconds(key, strikes);
+            assert!((floor..=floor + floor / 10).contains(&d), "{strikes}: {d}");
+        }
+        assert_eq!(h.backoff_seconds(key, 4), 3600, "capped");
+        assert_eq!(h.backoff_seconds(key, 40), 3600, "no overflow");
+        // The jitter differs between workloads, and is the same for the same one.
+        let others: std::collections::BTreeSet<i64> = (0..20)
+            .map(|i| h.backoff_seconds(&format!("shop/ReplicaSet/w{i}"), 2))
+            .collect();
+        assert!(others.len() > 5, "{others:?}");
+        assert_eq!(h.backoff_seconds(key, 2), h.backoff_seconds(key, 2));
+
+        // Lived: landing back twice in a row; the second freeze is about twice as long.
+        let h1 = lands_back(h.clone(), T0, 1);
+        let f1 = h1.frozen[key].clone();
+        assert_eq!((f1.strikes, f1.until), (1, T0 + 5 + 600));
+        let again = f1.until + 10;
+        let h2 = lands_back(h1, again, 2);
+        let f2 = h2.frozen[key].clone();
+        assert_eq!(f2.strikes, 2);
+        assert_eq!(f2.until - f2.since, h.backoff_seconds(key, 2));
+        let web2 = snap(vec![web("web-2", Some("n1"), again + 5)]);
+        let why = h2
+            .cooldown_refusal(web2.pod(PodId::new(0)), again + 60)
+            .unwrap();
+        assert!(
+            why.contains("backs off after 2 failed moves in a row (the latest: its replacement web-2 landed back on n1")
+                && why.contains("(the 10m eviction cooldown doubled per failure, at most 1h)"),
+            "{why}"
+        );
+        assert_eq!(h2.frozen_at(again + 60), 1);
+        assert_eq!(h2.frozen_at(f2.until), 0);
+        // A move that works ends the failures in a row.
+        let later = f2.until + 10;
+        let moved = snap(vec![web("web-2", Some("n1"), again + 5)]);
+        let h3 = h2
+            .record_evictions(&moved, &[PodId::new(0)], later)
+            .observe(&snap(vec![web("web-3", Some("n2"), later + 5)]), later + 30);
+        assert!(!h3.frozen.contains_key(key), "{h3:?}");
+    }
+
+    #[test]
+    fn a_replacement_still_pending_when_the_cooldown_ends_is_a_failed_move() {
+        let h = History::with_cooldown(600).with_backoff_cap(3600);
+        let before = snap(vec![web("web-a", Some("n1"), T0 - 100)]);
+        let h = h.record_evictions(&before, &[PodId::new(0)], T0);
+        let stuck = snap(vec![web("web-b", None, T0 + 2)]);
+        // Still within the cooldown: waiting, not failed.
+        let waiting = h.observe(&stuck, T0 + 599);
+        assert!(waiting.frozen.is_empty() && waiting.moves.len() == 1);
+        // The cooldown is over and the replacement has not been placed: a strike.
+        let failed = h.observe(&stuck, T0 + 600);
+        assert!(failed.moves.is_empty());
+        let f = &failed.frozen["shop/ReplicaSet/web"];
+        assert_eq!((f.strikes, f.since, f.until), (1, T0 + 600, T0 + 1200));
+        assert!(
+            f.why
+                .contains("its replacement web-b stayed Pending for 10m after the eviction"),
+            "{}",
+            f.why
+        );
+        // No replacement at all (the workload scaled down): nothing failed.
+        let gone = h.observe(&snap(vec![]), T0 + 600);
+        assert!(gone.moves.is_empty() && gone.frozen.is_empty());
+    }
+
+    #[test]
+    fn a_refused_eviction_backs_its_workload_off() {
+        let h = History::with_cooldown(600).with_backoff_cap(3600);
+        let s = snap(vec![
+            web("web-a", Some("n1"), T0 - 100),
+            pod("shop", "solo").bare().node("n1").build(),
+        ]);
+        let (web_a, solo) = (
+            s.pod_id("shop", "web-a").unwrap(),
+            s.pod_id("shop", "solo").unwrap(),
+        );
+        let h = h.record_refusals(&s, &[web_a, solo], T0);
+        assert_eq!(h.frozen.len(), 1, "a bare pod has no workload to back off");
+        let why = h.cooldown_refusal(s.pod(web_a), T0 + 60).unwrap();
+        assert!(
+            why.contains("is frozen: the API refused to evict shop/web-a; 9m left"),
+            "{why}"
+        );
+        // Refused again after the freeze: twice as long.
+        let h = h.record_refusals(&s, &[web_a], T0 + 700);
+        assert_eq!(h.frozen["shop/ReplicaSet/web"].strikes, 2);
+        assert!(h.frozen["shop/ReplicaSet/web"].until >= T0 + 700 + 1200);
+        // No cooldown, no memory.
+        let off = History::default().record_refusals(&s, &[web_a], T0);
+        assert!(off.frozen.is_empty());
     }
 
     #[test]

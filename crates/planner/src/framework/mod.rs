@@ -267,7 +267,17 @@ impl<'a, 's> Context<'a, 's> {
         if ledger.is_pinned(pod) {
             return Err("the API refused to evict it earlier in this cycle".into());
         }
-        self.evictor.filter(self.snap(), pod, self.now)
+        let r = self.evictor.filter(self.snap(), pod, self.now);
+        // A protection the user wrote on the pod (do-not-evict-until, another disruptor's
+        // do-not-disrupt) is named in the report, unlike the evictor's other refusals, which
+        // every pod of a kind shares.
+        if let Err(why) = &r {
+            let p = self.snap().pod(pod);
+            if p.do_not_disrupt.is_some() || p.protected_until.is_some_and(|t| t > self.now) {
+                self.not_chosen(pod, why.clone(), SkipReason::Protection);
+            }
+        }
+        r
     }
 
     /// Whether the eviction cooldown holds the pod back (its workload was just moved and its

@@ -5,7 +5,7 @@
 use super::ArgsError;
 use super::{Built, EvictorPlugin, ExtensionPoint, Limits, Plugin, Registry, SortPlugin};
 use crate::labels::Selector;
-use crate::policy::{MetricsProvider, Policy, PolicyError, Profile};
+use crate::policy::{EvictionBudget, MetricsProvider, Policy, PolicyError, Profile};
 use crate::snapshot::usage::{UsageNeed, UsageSource};
 
 /// One profile of the policy, built: its evictor, its order and its strategy plugins.
@@ -47,6 +47,9 @@ pub struct Pipeline {
     /// else each pod's own), as with a real kubelet; `--termination-model instant` takes them
     /// gone at once.
     pub termination: crate::sim::Termination,
+    /// The policy's `evictionBudgets`: budgets of evictions over a period, each with a scope
+    /// and optionally a time window; every one that applies holds.
+    pub budgets: Vec<EvictionBudget>,
 }
 
 /// Builds one profile of a policy (`profiles[index]`) through the registry.
@@ -233,8 +236,10 @@ impl Pipeline {
                 .build()
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let budgets = policy.budgets(file, registry)?;
         Ok(Pipeline {
             profiles,
+            budgets,
             limits: Limits {
                 per_node: limit(policy.max_no_of_pods_to_evict_per_node),
                 per_namespace: limit(policy.max_no_of_pods_to_evict_per_namespace),

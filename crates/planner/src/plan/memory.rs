@@ -23,6 +23,8 @@ pub struct CycleMemory {
     pub gone: Vec<PodId>,
     /// What earlier cycles observed (continuous mode).
     pub history: History,
+    /// The profile and plugin that planned each pod of `evicted`, for the eviction budgets.
+    pub evicted_by: Vec<(PodId, String, &'static str)>,
 }
 
 impl CycleMemory {
@@ -53,6 +55,7 @@ impl CycleMemory {
             return;
         }
         self.evicted.push(e.pod);
+        self.evicted_by.push((e.pod, e.profile.clone(), e.plugin));
         let Some((name, landed)) = attempt
             .landed
             .as_deref()
@@ -114,7 +117,7 @@ impl EvictionPlan {
             .collect();
         let mut ledger = Ledger::new(snap, Limits::default());
         for &p in &evicted {
-            ledger.record_evicted_earlier(p);
+            ledger.record_evicted_earlier(p, None);
         }
         let (_, requests) = ledger.into_parts();
         let landed: Vec<Option<NodeId>> = attempted
@@ -195,6 +198,7 @@ mod tests {
             destination: None,
             alternatives: Vec::new(),
             gang: None,
+            budgets: Vec::new(),
         };
         let over = BTreeMap::from([("p/LowNodeUtilization".to_string(), vec!["hot".to_string()])]);
         assert_eq!(

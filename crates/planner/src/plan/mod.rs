@@ -398,7 +398,9 @@ fn run_pass<'s>(
     nodes: &[NodeId],
     steps: &[Step<'s>],
 ) -> Pass<'s> {
-    let mut state = PlanningState::new(snap, pipeline.limits).with_history(&memory.history);
+    let mut state = PlanningState::new(snap, pipeline.limits)
+        .with_history(&memory.history)
+        .with_budgets(&pipeline.budgets, now);
     state.placement_mut().set_termination(pipeline.termination);
     if let Some(profile) = &pipeline.scheduler_profile {
         state.placement_mut().set_profile(profile.clone());
@@ -407,9 +409,14 @@ fn run_pass<'s>(
         .placement_mut()
         .set_predict(pipeline.needs_placement());
     for &p in &memory.evicted {
+        let by = memory
+            .evicted_by
+            .iter()
+            .find(|(q, ..)| *q == p)
+            .map(|(_, profile, plugin)| (profile.as_str(), *plugin));
         match memory.landed.iter().find(|(q, _)| *q == p) {
-            Some(&(_, node)) => state.record_landed(p, node),
-            None => state.record_evicted_earlier(p),
+            Some(&(_, node)) => state.record_landed(p, node, by),
+            None => state.record_evicted_earlier(p, by),
         }
     }
     for &p in &memory.gone {

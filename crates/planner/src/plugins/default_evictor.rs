@@ -12,13 +12,18 @@
 //!    `gangPolicy: WholeGang` a member goes only together with its whole gang, all or nothing
 //!    (see [`crate::framework::Context::evict`]); a gang whose PodGroup is not in the
 //!    snapshot still never goes.
-//! 3. `descheduler.alpha.kubernetes.io/evict` annotation: evictable, skipping the rest.
-//! 4. `noEvictionPolicy: Mandatory` and the prefer-no-eviction annotation: not evictable.
-//! 5. podProtections (defaults PodsWithLocalStorage, DaemonSetPods, SystemCriticalPods,
+//! 3. protections users write on pods, which the evict annotation does not lift either:
+//!    `descheduler.alpha.kubernetes.io/do-not-evict-until` (an RFC 3339 time) protects the pod
+//!    until then (an unreadable time protects it until fixed); with `honorDoNotDisrupt: true`
+//!    (an extension, off by default as upstream has no such check), `karpenter.sh/do-not-disrupt:
+//!    "true"` and `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"` protect it.
+//! 4. `descheduler.alpha.kubernetes.io/evict` annotation: evictable, skipping the rest.
+//! 5. `noEvictionPolicy: Mandatory` and the prefer-no-eviction annotation: not evictable.
+//! 6. podProtections (defaults PodsWithLocalStorage, DaemonSetPods, SystemCriticalPods,
 //!    FailedBarePods; extras PodsWithPVC, PodsWithoutPDB, PodsWithResourceClaims,
 //!    PodsWithPDBBlockingSingleReplicaOwner), or the deprecated booleans.
-//! 6. priorityThreshold (only while SystemCriticalPods protection is on, as upstream).
-//! 7. labelSelector, namespaceLabelSelector, minReplicas, minPodAge.
+//! 7. priorityThreshold (only while SystemCriticalPods protection is on, as upstream).
+//! 8. labelSelector, namespaceLabelSelector, minReplicas, minPodAge.
 //!
 //! PreEvictionFilter: with `nodeFit: true` the pod must fit some other Ready node of the
 //! cluster (those matching the `nodeSelector` arg, when given: as upstream, not the policy's
@@ -29,7 +34,10 @@ use crate::framework::{EvictorPlugin, Placement, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{each_one_of, selector_arg, PriorityThreshold};
 use crate::policy::parse_duration;
-use crate::snapshot::{ClusterSnapshot, DisruptionMode, NodeId, Phase, PodId};
+use crate::snapshot::{
+    ClusterSnapshot, DisruptionMode, NodeId, Phase, PodId, DO_NOT_EVICT_UNTIL_ANNOTATION,
+    PROTECTED_UNTIL_UNREADABLE,
+};
 use serde::{Deserialize, Serialize};
 
 /// The plugin's name in a policy.
@@ -87,6 +95,11 @@ pub struct DefaultEvictorArgs {
     /// How gangs may be evicted: `SurplusOnly` (the default) or `WholeGang`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gang_policy: Option<String>,
+    /// `honorDoNotDisrupt` (an extension; default false, as upstream): the annotations other
+    /// disruptors honour protect the pod, `karpenter.sh/do-not-disrupt: "true"` and
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub honor_do_not_disrupt: bool,
 }
 
 /// `podProtections`: the default protections to turn off and the extra ones to turn on.
@@ -184,6 +197,20 @@ pub enum NoEvictionPolicy {
     Preferred,
     /// The annotation protects the pod: it is never evicted.
     Mandatory,
+}
+
+/// Why a pod with a `do-not-evict-until` annotation in the future is not evicted.
+fn protected_until(until: i64) -> String {
+    if until == PROTECTED_UNTIL_UNREADABLE {
+        return format!(
+            "pod has the annotation {DO_NOT_EVICT_UNTIL_ANNOTATION} with a value that is not an RFC 3339 time (such as 2026-12-31T18:00:00Z); it is protected until the annotation is fixed"
+        );
+    }
+    let at = chrono::DateTime::from_timestamp(until, 0).map_or_else(
+        || until.to_string(),
+        |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    );
+    format!("pod is protected until {at} ({DO_NOT_EVICT_UNTIL_ANNOTATION})")
 }
 
 /// The registry entry: the evictor of every profile.
@@ -366,6 +393,17 @@ impl DefaultEvictor {
             return Err("pod is terminating".into());
         }
         self.gang_filter(snap, id)?;
+        if let Some(until) = pod.protected_until.filter(|&t| t > now) {
+            return Err(protected_until(until));
+        }
+        if self.args.honor_do_not_disrupt {
+            if let Some(d) = pod.do_not_disrupt {
+                return Err(format!(
+                    "pod has the annotation {} and honorDoNotDisrupt is on",
+                    d.annotation()
+                ));
+            }
+        }
         if pod.has_evict_annotation {
             return Ok(());
         }

@@ -247,7 +247,7 @@ fn a_refused_member_keeps_the_rest_of_the_gang() {
     assert!(planned.is_empty());
     // a member evicted earlier in the cycle (then another refused): the rest stays
     let (r, planned) = evict(&snap, &whole(), Limits::default(), "a", |s| {
-        s.record_evicted_earlier(b)
+        s.record_evicted_earlier(b, None)
     });
     let e = r.unwrap_err().to_string();
     assert!(

@@ -4,9 +4,11 @@
 //! Loading never touches the network. Every error names the file, the field's path and
 //! what is allowed.
 
+mod budgets;
 mod duration;
 pub mod scheduler_config;
 
+pub use budgets::{BudgetLimit, BudgetWindow, EvictionBudget, EvictionBudgetSpec};
 pub use duration::{parse_duration, parse_go_duration};
 
 use crate::snapshot::usage::UsageSource;
@@ -367,9 +369,25 @@ pub struct Policy {
     /// `metricsProviders`: where real usage comes from, one entry per source.
     #[serde(default, deserialize_with = "null_as_default")]
     pub metrics_providers: Vec<MetricsProvider>,
+    /// `evictionBudgets` (an extension; upstream has no such field): budgets of evictions,
+    /// each with a scope and optionally a time window ([`EvictionBudget`]).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub eviction_budgets: Vec<EvictionBudgetSpec>,
 }
 
 impl Policy {
+    /// The policy's `evictionBudgets`, validated against its profiles and the `plugins` that
+    /// exist.
+    pub fn budgets(
+        &self,
+        file: &str,
+        plugins: &dyn PluginCatalog,
+    ) -> Result<Vec<EvictionBudget>, PolicyError> {
+        let profiles: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
+        let is_plugin = |name: &str| check_plugin_name(plugins, name).map(|_| ());
+        budgets::compile(file, &self.eviction_budgets, &profiles, &is_plugin)
+    }
+
     /// Reads, decodes, defaults and validates a policy file against the `plugins` that exist.
     pub fn load(path: &Path, plugins: &dyn PluginCatalog) -> Result<Policy, PolicyError> {
         let file = path.display().to_string();
@@ -527,6 +545,7 @@ impl Policy {
             })?;
         }
         self.validate_metrics(file)?;
+        self.budgets(file, plugins)?;
         let mut names = std::collections::BTreeSet::new();
         for (pi, p) in self.profiles.iter().enumerate() {
             let at = |rest: &str| format!("profiles[{pi}]{rest}");

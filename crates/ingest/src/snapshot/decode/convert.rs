@@ -13,11 +13,12 @@ use crate::labels::{LabelSelectorSpec, Labels, Requirement, Selector};
 use crate::quantity::{Quantity, QuantityError};
 use crate::snapshot::shapes::Shapes;
 use crate::snapshot::{
-    shared, Affinity, ConditionStatus, ContainerState, ContainerStatus, DisruptionMode, GangKind,
-    HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef, Pdb, Phase, Pod,
-    PodAffinityTerm, PodCondition, PodGroup, PodStatusDetail, PreferredSchedulingTerm,
-    PriorityClass, Qos, Resources, SnapshotParts, Taint, TaintEffect, Toleration,
-    TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable,
+    shared, Affinity, ConditionStatus, ContainerState, ContainerStatus, DisruptionMode,
+    DoNotDisrupt, GangKind, HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef,
+    Pdb, Phase, Pod, PodAffinityTerm, PodCondition, PodGroup, PodStatusDetail,
+    PreferredSchedulingTerm, PriorityClass, Qos, Resources, SnapshotParts, Taint, TaintEffect,
+    Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable,
+    PROTECTED_UNTIL_UNREADABLE,
 };
 use serde::de;
 use std::borrow::Cow;
@@ -1022,6 +1023,23 @@ fn convert_pod(
         labels: template.labels,
         has_evict_annotation: annotations.evict,
         has_prefer_no_eviction_annotation: annotations.prefer_no_eviction,
+        do_not_disrupt: if annotations.karpenter_do_not_disrupt {
+            Some(DoNotDisrupt::Karpenter)
+        } else if annotations.not_safe_to_evict {
+            Some(DoNotDisrupt::ClusterAutoscaler)
+        } else {
+            None
+        },
+        protected_until: annotations.do_not_evict_until.as_deref().map(|t| {
+            let t = t.trim();
+            utc_seconds(t)
+                .or_else(|| {
+                    chrono::DateTime::parse_from_rfc3339(t)
+                        .ok()
+                        .map(|t| t.timestamp())
+                })
+                .unwrap_or(PROTECTED_UNTIL_UNREADABLE)
+        }),
         is_mirror: annotations.mirror,
         is_static: annotations
             .config_source

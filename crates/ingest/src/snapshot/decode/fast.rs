@@ -772,6 +772,13 @@ fn annotations<'de>(r: &mut Reader<'de>, a: &mut Annotations<'de>) -> R {
             AnnotationKey::InitialEventsEnd => {
                 a.initial_events_end = r.opt_string()?.is_some_and(|v| &*v == "true");
             }
+            AnnotationKey::KarpenterDoNotDisrupt => {
+                a.karpenter_do_not_disrupt = r.opt_string()?.is_some_and(|v| &*v == "true");
+            }
+            AnnotationKey::SafeToEvict => {
+                a.not_safe_to_evict = r.opt_string()?.is_some_and(|v| &*v == "false");
+            }
+            AnnotationKey::DoNotEvictUntil => a.do_not_evict_until = r.opt_string()?,
             AnnotationKey::Other => r.skip()?,
         }
         Some(())

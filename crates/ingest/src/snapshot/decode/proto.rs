@@ -549,6 +549,9 @@ fn annotation<'de>(v: V<'de>, a: &mut Annotations<'de>) -> P {
         AnnotationKey::ConfigSource => a.config_source = Some(value()?),
         AnnotationKey::GroupName => a.group_name = Some(value()?),
         AnnotationKey::InitialEventsEnd => a.initial_events_end = &*value()? == "true",
+        AnnotationKey::KarpenterDoNotDisrupt => a.karpenter_do_not_disrupt = &*value()? == "true",
+        AnnotationKey::SafeToEvict => a.not_safe_to_evict = &*value()? == "false",
+        AnnotationKey::DoNotEvictUntil => a.do_not_evict_until = Some(value()?),
         AnnotationKey::Other => {}
     }
     Ok(())

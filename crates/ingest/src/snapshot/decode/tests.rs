@@ -1340,3 +1340,80 @@ fn fast_quantities_agree_with_the_parser() {
         assert_eq!(parse_quantity(q), Quantity::parse(q), "{q:?}");
     }
 }
+
+const PROTECTED_PODS_YAML: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: "4"}}}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: karpenter
+    namespace: a
+    annotations: {karpenter.sh/do-not-disrupt: "true"}
+  spec: {nodeName: n1, containers: [{name: c}]}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: autoscaler
+    namespace: a
+    annotations: {cluster-autoscaler.kubernetes.io/safe-to-evict: "false"}
+  spec: {nodeName: n1, containers: [{name: c}]}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: allowed
+    namespace: a
+    annotations: {karpenter.sh/do-not-disrupt: "false", cluster-autoscaler.kubernetes.io/safe-to-evict: "true"}
+  spec: {nodeName: n1, containers: [{name: c}]}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: until
+    namespace: a
+    annotations: {descheduler.alpha.kubernetes.io/do-not-evict-until: "2026-12-31T18:00:00+01:00"}
+  spec: {nodeName: n1, containers: [{name: c}]}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: unreadable
+    namespace: a
+    annotations: {descheduler.alpha.kubernetes.io/do-not-evict-until: "tomorrow"}
+  spec: {nodeName: n1, containers: [{name: c}]}
+"#;
+
+#[test]
+fn reads_the_protections_users_write_on_pods() {
+    use crate::snapshot::{DoNotDisrupt, PROTECTED_UNTIL_UNREADABLE};
+    let check = |snap: &ClusterSnapshot| {
+        let pod = |name: &str| snap.pod(snap.pod_id("a", name).unwrap());
+        assert_eq!(
+            pod("karpenter").do_not_disrupt,
+            Some(DoNotDisrupt::Karpenter)
+        );
+        assert_eq!(
+            pod("autoscaler").do_not_disrupt,
+            Some(DoNotDisrupt::ClusterAutoscaler)
+        );
+        assert_eq!(pod("allowed").do_not_disrupt, None);
+        assert_eq!(pod("allowed").protected_until, None);
+        // 2026-12-31T17:00:00Z
+        assert_eq!(pod("until").protected_until, Some(1_798_736_400));
+        assert_eq!(
+            pod("unreadable").protected_until,
+            Some(PROTECTED_UNTIL_UNREADABLE)
+        );
+    };
+    let snap = load_bytes("p.yaml", PROTECTED_PODS_YAML.as_bytes()).unwrap();
+    check(&snap);
+    // By both JSON readers.
+    let value: serde_json::Value = serde_saphyr::from_str(PROTECTED_PODS_YAML).unwrap();
+    let json = serde_json::to_vec(&value).unwrap();
+    check(&load_bytes("p.json", &json).unwrap());
+    both_readers_agree(std::str::from_utf8(&json).unwrap());
+    // As the snapshot writer writes them back.
+    let mut out = Vec::new();
+    crate::snapshot::encode::write_list(&snap, &mut out).unwrap();
+    check(&load_bytes("again.json", &out).unwrap());
+}

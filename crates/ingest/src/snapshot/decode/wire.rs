@@ -5,8 +5,9 @@
 
 use crate::labels::{LabelSelectorSpec, Labels};
 use crate::snapshot::{
-    SnapshotParts, CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, INITIAL_EVENTS_END_ANNOTATION,
-    MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
+    SnapshotParts, CONFIG_SOURCE_ANNOTATION, DO_NOT_EVICT_UNTIL_ANNOTATION, EVICT_ANNOTATION,
+    INITIAL_EVENTS_END_ANNOTATION, KARPENTER_DO_NOT_DISRUPT_ANNOTATION, MIRROR_ANNOTATION,
+    PREFER_NO_EVICTION_ANNOTATION, SAFE_TO_EVICT_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -651,6 +652,12 @@ pub(super) struct Annotations<'a> {
     /// `k8s.io/initial-events-end` is "true": the bookmark after the initial events of a
     /// watch that streams its list.
     pub(super) initial_events_end: bool,
+    /// `karpenter.sh/do-not-disrupt` is "true".
+    pub(super) karpenter_do_not_disrupt: bool,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict` is "false".
+    pub(super) not_safe_to_evict: bool,
+    /// `descheduler.alpha.kubernetes.io/do-not-evict-until`, as written.
+    pub(super) do_not_evict_until: Option<Str<'a>>,
 }
 
 impl Annotations<'_> {
@@ -671,6 +678,9 @@ pub(super) enum AnnotationKey {
     ConfigSource,
     GroupName,
     InitialEventsEnd,
+    KarpenterDoNotDisrupt,
+    SafeToEvict,
+    DoNotEvictUntil,
     Other,
 }
 
@@ -684,6 +694,9 @@ impl AnnotationKey {
             CONFIG_SOURCE_ANNOTATION => AnnotationKey::ConfigSource,
             VOLCANO_GROUP_ANNOTATION => AnnotationKey::GroupName,
             INITIAL_EVENTS_END_ANNOTATION => AnnotationKey::InitialEventsEnd,
+            KARPENTER_DO_NOT_DISRUPT_ANNOTATION => AnnotationKey::KarpenterDoNotDisrupt,
+            SAFE_TO_EVICT_ANNOTATION => AnnotationKey::SafeToEvict,
+            DO_NOT_EVICT_UNTIL_ANNOTATION => AnnotationKey::DoNotEvictUntil,
             _ => AnnotationKey::Other,
         }
     }
@@ -747,6 +760,17 @@ impl<'de: 'a, 'a> Deserialize<'de> for Annotations<'a> {
                         AnnotationKey::InitialEventsEnd => {
                             let value = map.next_value::<Option<Str<'a>>>()?;
                             out.initial_events_end = value.is_some_and(|v| &*v == "true");
+                        }
+                        AnnotationKey::KarpenterDoNotDisrupt => {
+                            let value = map.next_value::<Option<Str<'a>>>()?;
+                            out.karpenter_do_not_disrupt = value.is_some_and(|v| &*v == "true");
+                        }
+                        AnnotationKey::SafeToEvict => {
+                            let value = map.next_value::<Option<Str<'a>>>()?;
+                            out.not_safe_to_evict = value.is_some_and(|v| &*v == "false");
+                        }
+                        AnnotationKey::DoNotEvictUntil => {
+                            out.do_not_evict_until = map.next_value::<Option<Str<'a>>>()?;
                         }
                         AnnotationKey::Other => {
                             map.next_value::<IgnoredAny>()?;

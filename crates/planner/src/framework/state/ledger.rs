@@ -10,6 +10,7 @@
 //! keeps at least minMember running members without it, checked at the moment each eviction
 //! is planned, so that no two plugins of a cycle can together break a gang.
 
+use super::budgets::Budgets;
 use super::{EvictError, Limits, PlannedEviction};
 use crate::snapshot::{ClusterSnapshot, GangId, IdVec, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
@@ -27,6 +28,8 @@ pub struct Ledger<'s> {
     gang_planned: Vec<u32>,
     per_node: IdVec<NodeId, u32>,
     per_namespace: FxHashMap<&'s str, u32>,
+    /// The policy's `evictionBudgets` that apply this cycle, and what is spent of each.
+    budgets: Budgets<'s>,
     evictions: Vec<PlannedEviction>,
 }
 
@@ -46,11 +49,28 @@ impl<'s> Ledger<'s> {
             gang_planned: vec![0; snap.gangs.len()],
             per_node: IdVec::filled(0, snap.nodes.len()),
             per_namespace: FxHashMap::default(),
+            budgets: Budgets::default(),
             // At most one eviction per pod: room for all up front, so a plan of tens of
             // thousands of evictions is never copied to a larger vector (capacity never used is
             // never touched, so it costs no memory).
             evictions: Vec::with_capacity(snap.pods.len()),
         }
+    }
+
+    /// Plans within these `evictionBudgets` from now on.
+    pub(super) fn set_budgets(&mut self, budgets: Budgets<'s>) {
+        self.budgets = budgets;
+    }
+
+    /// Whether `pods`, planned together by `plugin` of `profile`, fit every eviction budget
+    /// of the policy that applies now. Records nothing.
+    pub(crate) fn admit_by_budgets(
+        &self,
+        pods: &[PodId],
+        profile: &str,
+        plugin: &str,
+    ) -> Result<(), EvictError> {
+        self.budgets.admit(self.snap, pods, profile, plugin)
     }
 
     /// Whether a pod is planned for eviction (or was evicted earlier in the cycle).
@@ -408,20 +428,31 @@ impl<'s> Ledger<'s> {
 
     /// Records a planned eviction (admitted first): the pod is gone, its requests are off its
     /// node, and it counts against the limits, its budget and its gangs.
-    pub(super) fn record(&mut self, eviction: PlannedEviction) {
+    pub(super) fn record(&mut self, mut eviction: PlannedEviction) {
         self.spend(eviction.pod, eviction.node);
+        eviction.budgets =
+            self.budgets
+                .spend(self.snap, eviction.pod, &eviction.profile, eviction.plugin);
         self.evictions.push(eviction);
     }
 
     /// Records a pod evicted earlier in this cycle (when re-planning after a refusal): it is
-    /// gone and counts like a planned one, but it is not part of the new plan. Returns its
-    /// node, or None when it is planned already or bound to no node (nothing recorded).
-    pub(crate) fn record_evicted_earlier(&mut self, pod: PodId) -> Option<NodeId> {
+    /// gone and counts like a planned one (against the eviction budgets of the profile and
+    /// plugin that planned it, `by`), but it is not part of the new plan. Returns its node, or
+    /// None when it is planned already or bound to no node (nothing recorded).
+    pub(crate) fn record_evicted_earlier(
+        &mut self,
+        pod: PodId,
+        by: Option<(&str, &str)>,
+    ) -> Option<NodeId> {
         if self.is_planned(pod) {
             return None;
         }
         let node = self.snap.pod_node(pod)?;
         self.spend(pod, node);
+        if let Some((profile, plugin)) = by {
+            self.budgets.spend(self.snap, pod, profile, plugin);
+        }
         Some(node)
     }
 

@@ -12,6 +12,7 @@
 //! ledger (and, for a whole gang, placed by the simulation) before anything is recorded, and
 //! then recorded in every part at once.
 
+mod budgets;
 mod journal;
 mod ledger;
 mod placement;
@@ -72,6 +73,10 @@ pub enum EvictError {
     /// The named PodDisruptionBudget has no disruptions left.
     #[error("blocked by PodDisruptionBudget {0}: no disruptions left")]
     DisruptionBudget(String),
+    /// One of the policy's `evictionBudgets` allows no more evictions now (the budget and
+    /// what is spent of it, said).
+    #[error("{0}")]
+    EvictionBudget(String),
     /// More than one PodDisruptionBudget (named) covers the pod, which the Eviction API refuses.
     #[error("pod is covered by more than one PodDisruptionBudget ({0}); the Eviction API refuses such pods")]
     MultipleBudgets(String),
@@ -103,6 +108,7 @@ impl EvictError {
             | EvictError::NamespaceLimit(_)
             | EvictError::TotalLimit(_) => SkipReason::Limits,
             EvictError::DisruptionBudget(_) | EvictError::MultipleBudgets(_) => SkipReason::Pdb,
+            EvictError::EvictionBudget(_) => SkipReason::Budget,
             EvictError::Cooldown(_) => SkipReason::Cooldown,
             EvictError::GangMinMember(_)
             | EvictError::GangUnknown(_)
@@ -123,6 +129,7 @@ impl EvictError {
                 | EvictError::NamespaceLimit(_)
                 | EvictError::TotalLimit(_)
                 | EvictError::DisruptionBudget(_)
+                | EvictError::EvictionBudget(_)
         )
     }
 }
@@ -149,6 +156,8 @@ pub struct PlannedEviction {
     /// The gang evicted whole with this pod (`gangPolicy: WholeGang`): its members are
     /// planned together, one after the other, and the executor attempts all or none.
     pub gang: Option<GangId>,
+    /// The policy's `evictionBudgets` the eviction counts against (set as it is recorded).
+    pub budgets: Vec<String>,
 }
 
 /// What earlier cycles left, for a plan that is given none.
@@ -178,6 +187,14 @@ impl<'s> PlanningState<'s> {
     /// Plans with what earlier cycles left (continuous mode), read-only.
     pub fn with_history(self, history: &'s History) -> Self {
         PlanningState { history, ..self }
+    }
+
+    /// Plans within the policy's `evictionBudgets` that apply at `now`, with what the
+    /// history says earlier cycles spent of them (set the history first).
+    pub fn with_budgets(mut self, rules: &'s [crate::policy::EvictionBudget], now: i64) -> Self {
+        self.ledger
+            .set_budgets(budgets::Budgets::new(self.snap, rules, now, self.history));
+        self
     }
 
     /// The cluster snapshot being planned on.
@@ -223,8 +240,8 @@ impl<'s> PlanningState<'s> {
     /// Records a pod evicted earlier in this cycle (when re-planning after a refusal): it is
     /// gone, its requests are off its node, its replacement placed (when predicting), and it
     /// counts against the limits and its budget, but it is not part of the new plan.
-    pub(crate) fn record_evicted_earlier(&mut self, pod: PodId) {
-        if self.ledger.record_evicted_earlier(pod).is_some() {
+    pub(crate) fn record_evicted_earlier(&mut self, pod: PodId, by: Option<(&str, &str)>) {
+        if self.ledger.record_evicted_earlier(pod, by).is_some() {
             self.journal.chosen(pod);
             self.placement.evict(pod);
         }
@@ -232,8 +249,8 @@ impl<'s> PlanningState<'s> {
 
     /// [`PlanningState::record_evicted_earlier`] for a pod whose replacement was seen bound to
     /// `node`: the replacement is placed there, whatever the simulator would predict.
-    pub(crate) fn record_landed(&mut self, pod: PodId, node: NodeId) {
-        if self.ledger.record_evicted_earlier(pod).is_some() {
+    pub(crate) fn record_landed(&mut self, pod: PodId, node: NodeId, by: Option<(&str, &str)>) {
+        if self.ledger.record_evicted_earlier(pod, by).is_some() {
             self.journal.chosen(pod);
             self.placement.evict_to(pod, node);
         }
@@ -250,6 +267,7 @@ impl<'s> PlanningState<'s> {
         reason: String,
     ) -> Result<(), EvictError> {
         let node = self.ledger.admit(pod)?;
+        self.ledger.admit_by_budgets(&[pod], profile, plugin)?;
         let prediction = self.placement.evict(pod);
         self.journal.chosen(pod);
         let (destination, alternatives) =
@@ -263,6 +281,7 @@ impl<'s> PlanningState<'s> {
             destination,
             alternatives,
             gang: None,
+            budgets: Vec::new(),
         });
         Ok(())
     }
@@ -284,6 +303,7 @@ impl<'s> PlanningState<'s> {
             return Ok(());
         };
         let nodes = self.ledger.admit_whole_gang(members)?;
+        self.ledger.admit_by_budgets(members, profile, plugin)?;
         let gang_name = self.ledger.gang_description(first);
         let rule = snap.whole_rule(first);
         let gang = snap.gangs_of_pod(first).first().copied();
@@ -313,6 +333,7 @@ impl<'s> PlanningState<'s> {
                 destination: Some(placed.destinations[i]),
                 alternatives: placed.alternatives[i].clone(),
                 gang,
+                budgets: Vec::new(),
             });
         }
         self.placement.keep(placed);
@@ -396,7 +417,7 @@ mod tests {
         let s = snap();
         let mut st = PlanningState::new(&s, Limits::default());
         let to = s.pod_node(PodId::new(0)).unwrap();
-        st.record_landed(PodId::new(0), to);
+        st.record_landed(PodId::new(0), to, None);
         assert!(st.ledger().is_planned(PodId::new(0)));
         assert!(st.ledger().evictions().is_empty());
         // the simulation holds the replacement on the node it landed on (here its source),
@@ -419,7 +440,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        st.record_evicted_earlier(PodId::new(0));
+        st.record_evicted_earlier(PodId::new(0), None);
         st.pin(PodId::new(2));
         assert!(st.ledger().is_planned(PodId::new(0)));
         assert!(
@@ -493,8 +514,8 @@ mod tests {
         let s = gang_snap();
         let id = |n: &str| s.pod_id("ml", n).unwrap();
         let mut st = PlanningState::new(&s, Limits::default());
-        st.record_evicted_earlier(id("t0"));
-        st.record_evicted_earlier(id("t1"));
+        st.record_evicted_earlier(id("t0"), None);
+        st.record_evicted_earlier(id("t1"), None);
         assert_eq!(st.ledger().gang_running(s.gangs_of_pod(id("t2"))[0]), 2);
         assert!(matches!(
             st.ledger().admit(id("t3")),

@@ -655,3 +655,37 @@ fn placement_check_wants_a_better_node() {
         .unwrap_err()
         .contains("not an underutilized node"));
 }
+
+#[test]
+fn protections_users_write_on_pods() {
+    use crate::snapshot::{DoNotDisrupt, PROTECTED_UNTIL_UNREADABLE};
+    let plain = DefaultEvictor::default();
+    let honoring = evictor(json!({"honorDoNotDisrupt": true}));
+    let owned = || pod("d", "p").owner("ReplicaSet", "web");
+    // `check` looks at T0 + 1h.
+    let now = T0 + 3600;
+    // Another disruptor's annotation: honoured only when the evictor is told to.
+    for which in [DoNotDisrupt::Karpenter, DoNotDisrupt::ClusterAutoscaler] {
+        assert_eq!(check(&plain, owned().do_not_disrupt(which)), Ok(()));
+        let why = check(&honoring, owned().do_not_disrupt(which)).unwrap_err();
+        assert!(
+            why.contains(which.annotation()) && why.contains("honorDoNotDisrupt is on"),
+            "{why}"
+        );
+        // The evict annotation does not lift it.
+        assert!(check(&honoring, owned().do_not_disrupt(which).evict_annotation()).is_err());
+    }
+    // The time-bounded protection holds until its time, whatever the evictor's args.
+    let why = check(&plain, owned().protected_until(now + 1)).unwrap_err();
+    assert_eq!(
+        why,
+        "pod is protected until 2026-01-01T01:00:01Z (descheduler.alpha.kubernetes.io/do-not-evict-until)"
+    );
+    assert!(check(&plain, owned().protected_until(now + 1).evict_annotation()).is_err());
+    assert_eq!(check(&plain, owned().protected_until(now)), Ok(()));
+    let why = check(&plain, owned().protected_until(PROTECTED_UNTIL_UNREADABLE)).unwrap_err();
+    assert!(why.contains("not an RFC 3339 time"), "{why}");
+    // The arg is refused where it is not a boolean.
+    let e = DefaultEvictor::from_json(&json!({"honorDoNotDisrupt": "yes"})).unwrap_err();
+    assert!(e.to_string().contains("honorDoNotDisrupt"), "{e}");
+}

@@ -122,7 +122,7 @@ fn shares_follow_the_plan_and_order_the_candidates() {
 fn pods_evicted_before_the_first_call_count() {
     let s = classic(30, 15);
     let mut st = PlanningState::new(&s, Limits::default());
-    st.record_evicted_earlier(s.pod_id("a", "a00").unwrap());
+    st.record_evicted_earlier(s.pod_id("a", "a00").unwrap(), None);
     st.plan_eviction(s.pod_id("a", "a01").unwrap(), "p", "T", "r".into())
         .unwrap();
     let f = Fairness::new(&s, None);
