@@ -11,8 +11,9 @@
 use super::{
     ClusterSnapshot, ContainerState, ContainerStatus, DisruptionMode, GangKind, InclusionPolicy,
     Node, NodeSelectorTerm, Pdb, Pod, PodAffinityTerm, PodGroup, Qos, Resources, TaintEffect,
-    WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION,
-    PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
+    WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICTION_IN_PROGRESS_ANNOTATION, EVICT_ANNOTATION,
+    MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, REQUEST_EVICT_ONLY_ANNOTATION,
+    VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{Labels, Requirement, Selector};
 use serde_json::{json, Map, Value};
@@ -331,6 +332,12 @@ fn pod_metadata(pod: &Pod) -> Value {
     }
     if pod.has_prefer_no_eviction_annotation {
         annotations.insert(PREFER_NO_EVICTION_ANNOTATION.into(), "".into());
+    }
+    if pod.has_request_evict_only_annotation {
+        annotations.insert(REQUEST_EVICT_ONLY_ANNOTATION.into(), "".into());
+    }
+    if pod.has_eviction_in_progress_annotation {
+        annotations.insert(EVICTION_IN_PROGRESS_ANNOTATION.into(), "".into());
     }
     if pod.is_mirror {
         annotations.insert(MIRROR_ANNOTATION.into(), "".into());

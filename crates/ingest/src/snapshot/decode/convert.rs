@@ -1022,6 +1022,8 @@ fn convert_pod(
         labels: template.labels,
         has_evict_annotation: annotations.evict,
         has_prefer_no_eviction_annotation: annotations.prefer_no_eviction,
+        has_request_evict_only_annotation: annotations.request_evict_only,
+        has_eviction_in_progress_annotation: annotations.eviction_in_progress,
         is_mirror: annotations.mirror,
         is_static: annotations
             .config_source

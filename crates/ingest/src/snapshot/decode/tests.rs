@@ -108,6 +108,59 @@ fn decodes_a_kubectl_list() {
 }
 
 #[test]
+fn the_annotations_of_evictions_in_background_are_read_by_every_reader() {
+    // Upstream's EvictionsInBackground: set whatever their value (KubeVirt writes its own).
+    let pod = |name: &str, annotations: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"vm","uid":"u-{name}","annotations":{{{annotations}}}}},"spec":{{"nodeName":"n1","containers":[{{"name":"c"}}]}},"status":{{"phase":"Running"}}}}"#
+        )
+    };
+    let items = [
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"4","memory":"8Gi","pods":"110"}}}"#.to_string(),
+        pod("both", r#""descheduler.alpha.kubernetes.io/request-evict-only":"","descheduler.alpha.kubernetes.io/eviction-in-progress":"kubevirt""#),
+        pod("requested", r#""descheduler.alpha.kubernetes.io/request-evict-only":"true""#),
+        pod("neither", r#""descheduler.alpha.kubernetes.io/eviction-in-progress-not":"x""#),
+    ];
+    let json = format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+        items.join(",")
+    );
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let yaml = serde_saphyr::to_string(&value).unwrap();
+    for snap in [
+        load_bytes("s.json", json.as_bytes()).unwrap(),
+        load_bytes("s.yaml", yaml.as_bytes()).unwrap(),
+    ] {
+        let flags = |snap: &crate::snapshot::ClusterSnapshot| -> Vec<(String, bool, bool)> {
+            let mut f: Vec<_> = snap
+                .pods
+                .iter()
+                .map(|p| {
+                    (
+                        p.name.to_string(),
+                        p.has_request_evict_only_annotation,
+                        p.has_eviction_in_progress_annotation,
+                    )
+                })
+                .collect();
+            f.sort();
+            f
+        };
+        let want = [
+            ("both".to_string(), true, true),
+            ("neither".to_string(), false, false),
+            ("requested".to_string(), true, false),
+        ];
+        assert_eq!(flags(&snap), want);
+        // The writer keeps them: what the decision log keeps reads back the same.
+        let mut written = Vec::new();
+        crate::snapshot::encode::write_list(&snap, &mut written).unwrap();
+        let again = load_bytes("w.json", &written).unwrap();
+        assert_eq!(flags(&again), want);
+    }
+}
+
+#[test]
 fn json_and_multi_document_yaml_agree() {
     let yaml_snap = load_bytes("a.yaml", LIST_YAML.as_bytes()).unwrap();
     let value: serde_json::Value = serde_saphyr::from_str(LIST_YAML).unwrap();
