@@ -28,6 +28,12 @@ pub struct Ledger<'s> {
     per_node: IdVec<NodeId, u32>,
     per_namespace: FxHashMap<&'s str, u32>,
     evictions: Vec<PlannedEviction>,
+    /// What counts against the limit per cycle besides the plan: pods evicted earlier in the
+    /// cycle, and evictions in the background in progress.
+    spent_before: u32,
+    /// Pods whose eviction in the background is in progress (upstream's
+    /// `EvictionsInBackground`): counted against the limits, never planned.
+    in_background: Vec<PodId>,
 }
 
 impl<'s> Ledger<'s> {
@@ -50,7 +56,37 @@ impl<'s> Ledger<'s> {
             // thousands of evictions is never copied to a larger vector (capacity never used is
             // never touched, so it costs no memory).
             evictions: Vec::with_capacity(snap.pods.len()),
+            spent_before: 0,
+            in_background: Vec::new(),
         }
+    }
+
+    /// Evictions counted against the limit per cycle: the plan's, the pods evicted earlier in
+    /// the cycle and the evictions in the background in progress.
+    fn spent_total(&self) -> usize {
+        self.evictions.len() + self.spent_before as usize
+    }
+
+    /// Records a pod whose eviction in the background is in progress (upstream's
+    /// `EvictionsInBackground`): it counts against the limits per node, per namespace and per
+    /// cycle, as upstream counts its eviction requests, and is never planned; it stays on its
+    /// node (it runs until whoever carries out the eviction is done). Returns false when the
+    /// pod is bound to no node or recorded already (nothing recorded).
+    pub(crate) fn record_in_background(&mut self, pod: PodId) -> bool {
+        let Some(node) = self.snap.pod_node(pod) else {
+            return false;
+        };
+        if self.in_background.contains(&pod) || self.is_planned(pod) {
+            return false;
+        }
+        self.in_background.push(pod);
+        self.per_node[node] += 1;
+        *self
+            .per_namespace
+            .entry(&self.snap.pod(pod).namespace)
+            .or_insert(0) += 1;
+        self.spent_before += 1;
+        true
     }
 
     /// Whether a pod is planned for eviction (or was evicted earlier in the cycle).
@@ -112,10 +148,13 @@ impl<'s> Ledger<'s> {
         if self.is_pinned(pod) {
             return Err(EvictError::Refused);
         }
+        if self.in_background.contains(&pod) {
+            return Err(EvictError::InBackground);
+        }
         let node = self.snap.pod_node(pod).ok_or(EvictError::NotOnNode)?;
         let p = self.snap.pod(pod);
         if let Some(t) = self.limits.total {
-            if self.evictions.len() as u32 >= t {
+            if self.spent_total() as u32 >= t {
                 return Err(EvictError::TotalLimit(t));
             }
         }
@@ -275,11 +314,11 @@ impl<'s> Ledger<'s> {
             }
         }
         if let Some(t) = self.limits.total {
-            if self.evictions.len() + members.len() > t as usize {
+            if self.spent_total() + members.len() > t as usize {
                 return Err(EvictError::WholeGang(format!(
                     "gang {gang_name} has {} members to evict together ({rule}), more than the {} the limit of {t} evictions per cycle leaves",
                     members.len(),
-                    t as usize - self.evictions.len()
+                    (t as usize).saturating_sub(self.spent_total())
                 )));
             }
         }
@@ -344,7 +383,7 @@ impl<'s> Ledger<'s> {
             let node = self.admit(p).map_err(|e| (p, e))?;
             let pod = snap.pod(p);
             if let Some(t) = self.limits.total {
-                if (self.evictions.len() + i) as u32 >= t {
+                if (self.spent_total() + i) as u32 >= t {
                     return Err((p, EvictError::TotalLimit(t)));
                 }
             }
@@ -422,6 +461,7 @@ impl<'s> Ledger<'s> {
         }
         let node = self.snap.pod_node(pod)?;
         self.spend(pod, node);
+        self.spent_before += 1;
         Some(node)
     }
 
