@@ -759,7 +759,11 @@ fn feature_gates_are_upstreams_and_unknown_ones_exit_two() {
     ] {
         let o = with(ok);
         assert_eq!(o.status.code(), Some(0), "{ok}: {}", stderr(&o));
-        assert!(!stderr(&o).contains("no effect here"), "{ok}: {}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("no effect here"),
+            "{ok}: {}",
+            stderr(&o)
+        );
     }
     let o = with("--feature-gates=EvictionsInBackground=true,SomeGate=true");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
