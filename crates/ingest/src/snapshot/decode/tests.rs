@@ -1232,6 +1232,79 @@ items:
     assert!(err.contains("disruption mode"), "{err}");
 }
 
+/// What live mode reads from a Kubernetes 1.36 API server (which serves PodGroups only as
+/// `scheduling.k8s.io/v1alpha2`): its typed list (items without their type) and its watch
+/// events, the disruption mode a string and the template reference `podGroupTemplateRef`.
+#[test]
+fn a_kubernetes_1_36_servers_pod_group_list_and_watch_events_are_read() {
+    use super::stream::{decode_event, EventType, ListDecoder, Object, ObjectType};
+    let v1alpha2 = ObjectType {
+        kind: "PodGroup",
+        api_version: "scheduling.k8s.io/v1alpha2",
+    };
+    let item = |name: &str, rv: &str, mode: &str| {
+        format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ml","uid":"u-{name}","resourceVersion":"{rv}"}},"spec":{{"podGroupTemplateRef":{{"workload":{{"workloadName":"job","podGroupTemplateName":"workers"}}}},"schedulingPolicy":{{"gang":{{"minCount":3}}}},"disruptionMode":"{mode}"}},"status":{{"conditions":[]}}}}"#
+        )
+    };
+    let list = format!(
+        r#"{{"kind":"PodGroupList","apiVersion":"scheduling.k8s.io/v1alpha2","metadata":{{"resourceVersion":"17"}},"items":[{},{}]}}"#,
+        item("train", "15", "PodGroup"),
+        item("serve", "16", "Pod")
+    );
+    let mut decoder = ListDecoder::new("the API's podgroups list", v1alpha2);
+    decoder.push(list.as_bytes()).unwrap();
+    let listed = decoder.finish().unwrap();
+    assert_eq!(listed.resource_version, "17");
+    let modes: Vec<(&str, i32, Option<DisruptionMode>)> = listed
+        .parts
+        .pod_groups
+        .iter()
+        .map(|g| (&*g.name, g.min_member, g.disruption))
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            ("train", 3, Some(DisruptionMode::All)),
+            ("serve", 3, Some(DisruptionMode::Single))
+        ]
+    );
+    assert!(listed
+        .parts
+        .pod_groups
+        .iter()
+        .all(|g| g.kind == GangKind::Kubernetes));
+    // A watch event: the mode changed to Pod.
+    let line = format!(
+        r#"{{"type":"MODIFIED","object":{}}}"#,
+        item("train", "18", "Pod")
+    );
+    let event = decode_event("the podgroups watch", v1alpha2, &line).unwrap();
+    assert_eq!(event.kind, EventType::Modified);
+    assert_eq!(event.resource_version, "18");
+    match event.object {
+        Some(Object::PodGroup(g)) => {
+            assert_eq!(
+                (&*g.name, g.min_member, g.disruption),
+                ("train", 3, Some(DisruptionMode::Single))
+            );
+        }
+        other => panic!("not a PodGroup: {other:?}"),
+    }
+    // A mode 1.36 does not write is refused, named, in the watch as in files.
+    let line = format!(
+        r#"{{"type":"ADDED","object":{}}}"#,
+        item("bad", "19", "Whole")
+    );
+    let err = decode_event("the podgroups watch", v1alpha2, &line)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("disruptionMode") && err.contains("\"Whole\" is not a disruption mode"),
+        "{err}"
+    );
+}
+
 #[test]
 fn decodes_kubernetes_pod_groups() {
     let snap = load_bytes("k.yaml", K8S_GANGS_YAML.as_bytes()).unwrap();
