@@ -708,19 +708,17 @@ fn run_with(
     })
 }
 
-/// The tracking of evictions in the background, when `--feature-gates` turns
-/// EvictionsInBackground on.
-fn background_evictions(cli: &Cli) -> Result<Option<crate::plan::BackgroundEvictions>, Failure> {
+/// The timeout of an assumed eviction in the background, when `--feature-gates` turns
+/// EvictionsInBackground on (None: the gate is off).
+fn background_evictions(cli: &Cli) -> Result<Option<Duration>, Failure> {
     if !feature_gates(&cli.feature_gates)?.evictions_in_background {
         return Ok(None);
     }
-    let timeout = positive_duration_flag(
+    positive_duration_flag(
         "--eviction-in-background-timeout",
         &cli.eviction_in_background_timeout,
-    )?;
-    Ok(Some(crate::plan::BackgroundEvictions::new(
-        timeout.as_secs() as i64,
-    )))
+    )
+    .map(Some)
 }
 
 /// The decision log the flags ask for, its directory made and checked.

@@ -391,6 +391,11 @@ impl Cycles<'_> {
     }
 }
 
+/// The tracking of evictions in the background, assumed ones timing out after `timeout`.
+pub fn background_evictions(timeout: Duration) -> BackgroundEvictions {
+    BackgroundEvictions::new(i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX))
+}
+
 /// Brings the evictions in the background up to date with the cluster (upstream's pod
 /// informer); the pods of `snap` whose eviction is in progress. An assumed eviction whose pod
 /// is gone counts as a successful eviction, as upstream counts it.

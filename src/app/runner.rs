@@ -46,9 +46,9 @@ pub struct LiveOptions {
     /// Continuous mode: how long a workload that had a pod evicted, and a node that received
     /// rescheduled pods, are left alone (zero: no memory of evictions).
     pub eviction_cooldown: Duration,
-    /// Upstream's EvictionsInBackground (`--feature-gates`): the tracking of evictions in the
-    /// background (None: the gate is off).
-    pub background: Option<crate::plan::BackgroundEvictions>,
+    /// Upstream's EvictionsInBackground (`--feature-gates`): how long an assumed eviction in
+    /// the background stays in progress (None: the gate is off).
+    pub background: Option<Duration>,
     /// The planning time (`--now`, unix seconds) of a one-shot cycle; None: the clock's.
     pub now: Option<i64>,
     /// Lists of pods and nodes in the API's protobuf encoding (else JSON).
@@ -140,7 +140,7 @@ fn cycles<'p>(
         metrics: Some(metrics.clone()),
         once,
         decision_log: opts.decision_log.clone(),
-        background: opts.background.clone(),
+        background: opts.background.map(super::cycle::background_evictions),
     }
 }
 
