@@ -74,18 +74,37 @@ profiles:
 "#
         ),
     );
-    let timeout = format!("--eviction-in-background-timeout={}s", TIMEOUT.as_secs());
-    let p = Descheduler::spawn(&[
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap();
+    let base = [
         "--policy-config-file",
         policy.to_str().unwrap(),
         "--kubeconfig",
-        cluster.kubeconfig().to_str().unwrap(),
+        kubeconfig,
         "--descheduling-interval=1s",
-        "--feature-gates=EvictionsInBackground=true",
-        &timeout,
         "--v=2",
-    ]);
+    ];
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+
+    // The gate off (upstream's default): the answer is a refusal like any 429, and the
+    // eviction is asked for again every cycle.
+    let off = Descheduler::spawn(&base);
+    until("repeated requests with the gate off", &hook, |h| {
+        h.asked().len() >= 3
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = off.stderr();
+    assert!(
+        log.contains("blocked_by_disruption_budget")
+            && !log.contains("eviction in the background requested"),
+        "{log}"
+    );
+    assert_eq!(off.terminate().await, Some(0));
+    hook.clear();
+
+    let timeout = format!("--eviction-in-background-timeout={}s", TIMEOUT.as_secs());
+    let gate = "--feature-gates=EvictionsInBackground=true";
+    let p = Descheduler::spawn(&[&base[..], &[gate, timeout.as_str()]].concat());
 
     // Requested: the webhook refused it with KubeVirt's answer, so the pod still runs.
     until("the first request", &hook, |h| !h.asked().is_empty()).await;

@@ -137,6 +137,11 @@ impl EvictionWebhook {
         self.asked.lock().unwrap().clone()
     }
 
+    /// Forgets the evictions asked for so far.
+    pub fn clear(&self) {
+        self.asked.lock().unwrap().clear();
+    }
+
     /// How many times the eviction of `pod` was asked for.
     pub fn times(&self, pod: &str) -> usize {
         self.asked().iter().filter(|a| a.pod == pod).count()
