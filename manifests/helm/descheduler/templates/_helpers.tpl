@@ -111,6 +111,12 @@ dnsConfig:
 {{- with .Values.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
+{{- with .Values.schedulerName }}
+schedulerName: {{ . }}
+{{- end }}
+{{- with .Values.runtimeClassName }}
+runtimeClassName: {{ . }}
+{{- end }}
 serviceAccountName: {{ include "descheduler.serviceAccountName" . }}
 {{- if kindIs "bool" .Values.automountServiceAccountToken }}
 automountServiceAccountToken: {{ .Values.automountServiceAccountToken }}
