@@ -170,6 +170,7 @@ fn the_chart_lints_and_renders_each_kind() {
         "--leader-elect-resource-namespace=kube-system",
         "--node-eviction-qps=0.2",
         "--eviction-cooldown=10m",
+        "--eviction-backoff-max=1h",
         "--decision-log=/var/lib/descheduler/decisions",
         "--decision-log-snapshot=true",
         "--decision-log-max-files=100",
