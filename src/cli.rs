@@ -239,6 +239,24 @@ pub struct Cli {
     #[arg(long = "log-format", alias = "logging-format", value_enum, default_value_t = LogFormat::Text, env = "DESCHEDULER_LOG_FORMAT")]
     pub log_format: LogFormat,
 
+    /// Upstream's feature gates, in upstream's syntax: `Key=true,Other=false` (the flag may be
+    /// given more than once). Known: EvictionsInBackground (alpha, off by default), and
+    /// AllAlpha / AllBeta (every alpha / beta gate not set otherwise).
+    #[arg(long = "feature-gates", env = "DESCHEDULER_FEATURE_GATES", value_name = "KEY=BOOL,...",
+        action = clap::ArgAction::Append)]
+    pub feature_gates: Vec<String>,
+
+    /// With --feature-gates=EvictionsInBackground=true: how long an eviction the API answered
+    /// as carried out in the background is taken to be in progress while its pod does not go
+    /// (upstream's is 10 minutes); then it may be requested again. A Go duration.
+    #[arg(
+        long = "eviction-in-background-timeout",
+        env = "DESCHEDULER_EVICTION_IN_BACKGROUND_TIMEOUT",
+        default_value = "10m",
+        value_name = "DURATION"
+    )]
+    pub eviction_in_background_timeout: String,
+
     /// Run cycles on a 5-field cron schedule (as for a CronJob), instead of an interval.
     #[arg(long, env = "DESCHEDULER_SCHEDULE", value_name = "CRON")]
     pub schedule: Option<String>,
@@ -542,6 +560,11 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
         )
         .map_err(Failure::invalid)?,
     )?;
+    feature_gates(&cli.feature_gates)?;
+    positive_duration_flag(
+        "--eviction-in-background-timeout",
+        &cli.eviction_in_background_timeout,
+    )?;
     positive_duration_flag("--await-placement-timeout", &cli.await_placement_timeout)?;
     positive_duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?;
     // Every number given is checked, whether this run uses it or not.
@@ -744,13 +767,36 @@ fn run_with(
         node_metrics: cli.node_metrics.clone(),
         pod_metrics: cli.pod_metrics.clone(),
     };
-    app::run_offline(&pipeline, files, now, cli.output, decision_log, out).map_err(|e| {
+    let background = background_evictions(cli)?;
+    app::run_offline(
+        &pipeline,
+        files,
+        now,
+        cli.output,
+        decision_log,
+        background,
+        out,
+    )
+    .map_err(|e| {
         if e.is_invalid_input() {
             Failure::invalid(e)
         } else {
             Failure::other(e)
         }
     })
+}
+
+/// The timeout of an assumed eviction in the background, when `--feature-gates` turns
+/// EvictionsInBackground on (None: the gate is off).
+fn background_evictions(cli: &Cli) -> Result<Option<Duration>, Failure> {
+    if !feature_gates(&cli.feature_gates)?.evictions_in_background {
+        return Ok(None);
+    }
+    positive_duration_flag(
+        "--eviction-in-background-timeout",
+        &cli.eviction_in_background_timeout,
+    )
+    .map(Some)
 }
 
 /// The decision log the flags ask for, its directory made and checked.
@@ -934,6 +980,7 @@ fn run_live(
                 .leader_elect_identity
                 .clone()
                 .or_else(|| Some(identity())),
+            evictions_in_background: feature_gates(&cli.feature_gates)?.evictions_in_background,
             await_placement: if cli.await_placement {
                 Some(duration_flag(
                     "--await-placement-timeout",
@@ -947,6 +994,7 @@ fn run_live(
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,
         eviction_cooldown: duration_flag("--eviction-cooldown", &cli.eviction_cooldown)?,
         eviction_backoff_max: duration_flag("--eviction-backoff-max", &cli.eviction_backoff_max)?,
+        background: background_evictions(cli)?,
         now,
         decision_log,
         on_change,
@@ -997,6 +1045,71 @@ fn admin_servers(cli: &Cli) -> Result<Vec<AdminServer>, Failure> {
     Ok(servers)
 }
 
+/// Upstream's feature gates (`--feature-gates`), as set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// `EvictionsInBackground` (alpha, off by default): evictions of pods annotated
+    /// `descheduler.alpha.kubernetes.io/request-evict-only` are requested only, and tracked
+    /// while carried out in the background (KubeVirt's live migration).
+    pub evictions_in_background: bool,
+}
+
+/// The feature gates upstream v0.36 knows (its `pkg/features` and component-base's
+/// AllAlpha / AllBeta), with their stage and default.
+const KNOWN_FEATURE_GATES: &[(&str, &str)] = &[
+    ("AllAlpha", "ALPHA, default=false"),
+    ("AllBeta", "BETA, default=false"),
+    ("EvictionsInBackground", "ALPHA, default=false"),
+];
+
+/// Reads `--feature-gates` as upstream does (component-base's `MapStringBool` and
+/// `SetFromMap`): comma-separated `Key=bool` pairs, later ones winning, values as Go's
+/// `strconv.ParseBool`; an unknown gate is refused. AllAlpha sets every alpha gate not set
+/// by name.
+fn feature_gates(values: &[String]) -> Result<FeatureGates, Failure> {
+    let known = || {
+        KNOWN_FEATURE_GATES
+            .iter()
+            .map(|(k, stage)| format!("{k} ({stage})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut set: Vec<(String, bool)> = Vec::new();
+    for value in values {
+        for pair in value.split(',').filter(|p| !p.is_empty()) {
+            let Some((key, v)) = pair.split_once('=') else {
+                return Err(Failure::invalid(format!(
+                    "--feature-gates {value:?}: {pair:?} is not a Key=true|false pair; write e.g. --feature-gates=EvictionsInBackground=true"
+                )));
+            };
+            let (key, v) = (key.trim(), v.trim());
+            let on = match v {
+                "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
+                "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
+                _ => {
+                    return Err(Failure::invalid(format!(
+                        "--feature-gates {value:?}: the value of {key} is {v:?}, not a boolean; use {key}=true or {key}=false"
+                    )))
+                }
+            };
+            if !KNOWN_FEATURE_GATES.iter().any(|(k, _)| *k == key) {
+                return Err(Failure::invalid(format!(
+                    "--feature-gates {value:?}: unknown feature gate {key:?}; the known gates are {}",
+                    known()
+                )));
+            }
+            set.retain(|(k, _)| k != key);
+            set.push((key.to_string(), on));
+        }
+    }
+    let get = |key: &str| set.iter().find(|(k, _)| k == key).map(|&(_, on)| on);
+    Ok(FeatureGates {
+        evictions_in_background: get("EvictionsInBackground")
+            .or(get("AllAlpha"))
+            .unwrap_or(false),
+    })
+}
+
 /// A boolean as Go's flags read one (`strconv.ParseBool`), and clap's `yes`/`no`/`on`/`off`.
 pub(crate) fn go_bool(text: &str) -> Result<bool, String> {
     match text {
@@ -1028,8 +1141,7 @@ const UPSTREAM_ONLY_FLAGS: &[(&str, bool)] = &[
     ("http2-max-streams-per-connection", true),
     ("permit-port-sharing", false),
     ("permit-address-sharing", false),
-    // Feature gates and klog's knobs.
-    ("feature-gates", true),
+    // klog's knobs.
     ("vmodule", true),
     ("log-flush-frequency", true),
     ("log-text-split-stream", false),
@@ -1199,8 +1311,8 @@ mod tests {
             "descheduler",
             "--policy-config-file",
             "p",
-            "--feature-gates",
-            "A=true",
+            "--log-flush-frequency",
+            "5s",
             "--otel-sample-rate=0.5",
             "--enable-http2",
             "--cert-dir=/tmp/c",
@@ -1227,13 +1339,84 @@ mod tests {
         assert_eq!(
             dropped,
             [
-                "feature-gates",
+                "log-flush-frequency",
                 "otel-sample-rate",
                 "enable-http2",
                 "cert-dir",
                 "permit-port-sharing",
                 "vmodule"
             ]
+        );
+    }
+
+    #[test]
+    fn feature_gates_are_read_in_upstreams_syntax() {
+        let gates = |values: &[&str]| {
+            feature_gates(&values.iter().map(|v| v.to_string()).collect::<Vec<_>>())
+        };
+        let on = FeatureGates {
+            evictions_in_background: true,
+        };
+        assert_eq!(gates(&[]).unwrap(), FeatureGates::default());
+        assert_eq!(gates(&["EvictionsInBackground=true"]).unwrap(), on);
+        assert_eq!(gates(&["EvictionsInBackground=T"]).unwrap(), on);
+        assert_eq!(
+            gates(&["EvictionsInBackground=true,EvictionsInBackground=false"]).unwrap(),
+            FeatureGates::default(),
+            "the later pair wins"
+        );
+        // Repeated flags merge, as upstream's map does.
+        assert_eq!(
+            gates(&[
+                "EvictionsInBackground=false",
+                " EvictionsInBackground = 1 ,"
+            ])
+            .unwrap(),
+            on
+        );
+        // AllAlpha turns on the alpha gates not set by name.
+        assert_eq!(gates(&["AllAlpha=true"]).unwrap(), on);
+        assert_eq!(
+            gates(&["AllAlpha=true,EvictionsInBackground=false"]).unwrap(),
+            FeatureGates::default()
+        );
+        assert_eq!(gates(&["AllBeta=true"]).unwrap(), FeatureGates::default());
+        // Unknown gates, bad values and malformed pairs: refused, naming the flag and the fix.
+        let err = gates(&["EvictionsInBackground=true,LiveMigration=true"]).unwrap_err();
+        assert_eq!(err.code, 2);
+        assert!(
+            err.message.starts_with("--feature-gates "),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message
+                .contains("unknown feature gate \"LiveMigration\"")
+                && err
+                    .message
+                    .contains("EvictionsInBackground (ALPHA, default=false)")
+                && err.message.contains("AllAlpha"),
+            "{}",
+            err.message
+        );
+        let err = gates(&["evictionsinbackground=true"]).unwrap_err();
+        assert!(
+            err.message.contains("unknown feature gate"),
+            "case matters, as upstream's"
+        );
+        let err = gates(&["EvictionsInBackground=yes"]).unwrap_err();
+        assert!(
+            err.message
+                .contains("the value of EvictionsInBackground is \"yes\", not a boolean")
+                && err.message.contains("EvictionsInBackground=true"),
+            "{}",
+            err.message
+        );
+        let err = gates(&["EvictionsInBackground"]).unwrap_err();
+        assert!(
+            err.message.contains("not a Key=true|false pair"),
+            "{}",
+            err.message
         );
     }
 

@@ -757,6 +757,161 @@ fn a_scheduler_config_with_a_misspelled_key_exits_two() {
     assert!(o.stdout.is_empty());
 }
 
+/// `--feature-gates` in upstream's syntax: the gates upstream v0.36 knows are taken, any
+/// other gate or a value that is not a boolean is refused with the flag, the gate and the fix.
+#[test]
+fn feature_gates_are_upstreams_and_unknown_ones_exit_two() {
+    let base = [
+        "--policy-config-file",
+        "policies/combined.yaml",
+        "--snapshot",
+        SNAP,
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    ];
+    let with = |gates: &str| run(&[&base[..], &[gates]].concat());
+    for ok in [
+        "--feature-gates=EvictionsInBackground=true",
+        "--feature-gates=EvictionsInBackground=false,AllAlpha=false",
+        "--feature-gates=AllAlpha=true",
+    ] {
+        let o = with(ok);
+        assert_eq!(o.status.code(), Some(0), "{ok}: {}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("no effect here"),
+            "{ok}: {}",
+            stderr(&o)
+        );
+    }
+    let o = with("--feature-gates=EvictionsInBackground=true,SomeGate=true");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--feature-gates")
+            && err.contains("unknown feature gate \"SomeGate\"")
+            && err.contains("EvictionsInBackground (ALPHA, default=false)"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "nothing planned on a bad flag");
+    let o = with("--feature-gates=EvictionsInBackground=on");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the value of EvictionsInBackground is \"on\", not a boolean"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// With EvictionsInBackground on, a pod whose eviction in the background is in progress (its
+/// two annotations, as KubeVirt leaves them) is not planned again and counts against the
+/// limits, offline as live; with the gate off, it is a pod like any other.
+#[test]
+fn an_eviction_in_the_background_in_progress_counts_against_the_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        r#"apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+maxNoOfPodsToEvictPerNode: 2
+profiles:
+  - name: default
+    pluginConfig:
+      - name: PodLifeTime
+        args:
+          maxPodLifeTimeSeconds: 60
+    plugins:
+      deschedule:
+        enabled: [PodLifeTime]
+"#,
+    )
+    .unwrap();
+    let pod = |name: &str, annotations: &str| {
+        format!(
+            r#"- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: {name}
+    namespace: vms
+    uid: uid-{name}
+    creationTimestamp: "2026-11-01T00:00:00Z"
+    annotations: {{{annotations}}}
+    ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: rs, uid: rs1, controller: true}}]
+  spec:
+    nodeName: n1
+    containers: [{{name: c, image: i}}]
+  status:
+    phase: Running
+    startTime: "2026-11-01T00:00:00Z"
+"#
+        )
+    };
+    let snapshot = dir.path().join("snapshot.yaml");
+    std::fs::write(
+        &snapshot,
+        format!(
+            r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {{name: n1}}
+  status:
+    allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}
+    conditions: [{{type: Ready, status: "True"}}]
+- apiVersion: v1
+  kind: Node
+  metadata: {{name: n2}}
+  status:
+    allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}
+    conditions: [{{type: Ready, status: "True"}}]
+{}{}{}"#,
+            pod(
+                "vm-a",
+                r#""descheduler.alpha.kubernetes.io/request-evict-only": "", "descheduler.alpha.kubernetes.io/eviction-in-progress": "kubevirt""#
+            ),
+            pod("vm-b", r#""descheduler.alpha.kubernetes.io/request-evict-only": """#),
+            pod("vm-c", ""),
+        ),
+    )
+    .unwrap();
+    let planned = |gates: &[&str]| -> Vec<String> {
+        let args = [
+            &[
+                "--policy-config-file",
+                policy.to_str().unwrap(),
+                "--snapshot",
+                snapshot.to_str().unwrap(),
+                "--now",
+                NOW,
+                "-o",
+                "json",
+            ][..],
+            gates,
+        ]
+        .concat();
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["evictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["pod"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Gate off (upstream's default): the two oldest of three, as the limit per node allows.
+    assert_eq!(planned(&[]), ["vms/vm-a", "vms/vm-b"]);
+    // Gate on: vm-a is being evicted in the background: not planned, and it takes one of the
+    // node's two evictions.
+    assert_eq!(
+        planned(&["--feature-gates=EvictionsInBackground=true"]),
+        ["vms/vm-b"]
+    );
+}
+
 /// A cluster of one Ready node (and one that is not Ready) with an old pod on it.
 const ONE_NODE: &str = r#"apiVersion: v1
 kind: List

@@ -170,6 +170,7 @@ fn the_chart_lints_and_renders_each_kind() {
         "--leader-elect-resource-namespace=kube-system",
         "--node-eviction-qps=0.2",
         "--eviction-cooldown=10m",
+        "--eviction-backoff-max=1h",
         "--decision-log=/var/lib/descheduler/decisions",
         "--decision-log-snapshot=true",
         "--decision-log-max-files=100",
@@ -201,23 +202,194 @@ fn the_chart_lints_and_renders_each_kind() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("leaderElection.enabled"));
 }
 
+/// The values upstream's chart gained in v0.37 (`tests/data/upstream-chart-v0.37-values.yaml`
+/// names its source): upstream's defaults render nothing new.
+fn upstream_v037_values() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/upstream-chart-v0.37-values.yaml")
+}
+
+#[test]
+fn upstreams_v037_values_render_a_budget_and_the_pod_fields() {
+    let defaults = upstream_v037_values();
+    let defaults = defaults.to_str().unwrap();
+    // Upstream's defaults, as ours: no budget, no scheduler or runtime class.
+    for extra in [vec![], vec!["-f", defaults]] {
+        for kind in ["CronJob", "Deployment"] {
+            let mut a = extra.clone();
+            let k = format!("kind={kind}");
+            a.extend(["--set", &k]);
+            let (text, docs) = render(&a);
+            assert!(!kinds(&docs).contains(&"PodDisruptionBudget"), "{kind}");
+            let spec = pod_spec(of_kind(&docs, kind));
+            assert!(spec.get("schedulerName").is_none(), "{text}");
+            assert!(spec.get("runtimeClassName").is_none(), "{text}");
+        }
+    }
+    // schedulerName and runtimeClassName: on the pod of either kind.
+    for kind in ["CronJob", "Deployment"] {
+        let k = format!("kind={kind}");
+        let (_, docs) = render(&[
+            "-f",
+            defaults,
+            "--set",
+            &k,
+            "--set",
+            "schedulerName=batch-scheduler",
+            "--set",
+            "runtimeClassName=gvisor",
+        ]);
+        let spec = pod_spec(of_kind(&docs, kind));
+        assert_eq!(spec["schedulerName"], "batch-scheduler", "{kind}");
+        assert_eq!(spec["runtimeClassName"], "gvisor", "{kind}");
+    }
+    // podDisruptionBudget: for a Deployment, upstream's minAvailable 1 by default, over the
+    // Deployment's own pods.
+    let (_, docs) = render(&[
+        "-f",
+        defaults,
+        "--set",
+        "kind=Deployment",
+        "--set",
+        "replicas=2",
+        "--set",
+        "leaderElection.enabled=true",
+        "--set",
+        "podDisruptionBudget.enabled=true",
+        "--set",
+        "podDisruptionBudget.unhealthyPodEvictionPolicy=AlwaysAllow",
+        "--set",
+        "podDisruptionBudget.annotations.team=platform",
+    ]);
+    let pdb = of_kind(&docs, "PodDisruptionBudget");
+    assert_eq!(pdb["apiVersion"], "policy/v1");
+    assert_eq!(pdb["metadata"]["name"], "descheduler");
+    assert_eq!(pdb["metadata"]["namespace"], "kube-system");
+    assert_eq!(pdb["metadata"]["annotations"]["team"], "platform");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert!(pdb["spec"].get("maxUnavailable").is_none(), "{pdb}");
+    assert_eq!(pdb["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow");
+    let deployment = of_kind(&docs, "Deployment");
+    assert_eq!(
+        pdb["spec"]["selector"]["matchLabels"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    // The selector picks the Deployment's pods.
+    let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in pdb["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(&pod_labels[k], v, "{k}");
+    }
+    // maxUnavailable instead, as a percentage.
+    let (_, docs) = render(&[
+        "-f",
+        defaults,
+        "--set",
+        "kind=Deployment",
+        "--set",
+        "podDisruptionBudget.enabled=true",
+        "--set-string",
+        "podDisruptionBudget.minAvailable=",
+        "--set-string",
+        "podDisruptionBudget.maxUnavailable=50%",
+    ]);
+    let pdb = of_kind(&docs, "PodDisruptionBudget");
+    assert_eq!(pdb["spec"]["maxUnavailable"], "50%");
+    assert!(pdb["spec"].get("minAvailable").is_none(), "{pdb}");
+    // A CronJob's pods get no budget, as upstream's chart renders none.
+    let (_, docs) = render(&["--set", "podDisruptionBudget.enabled=true"]);
+    assert!(!kinds(&docs).contains(&"PodDisruptionBudget"));
+    // Both bounds: refused with the fix, where the API server would refuse the object.
+    let refused = std::process::Command::new(bin_dir().join("helm"))
+        .args(["template", "d", chart().to_str().unwrap()])
+        .args([
+            "--set",
+            "kind=Deployment",
+            "--set",
+            "podDisruptionBudget.enabled=true",
+        ])
+        .args(["--set", "podDisruptionBudget.maxUnavailable=1"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("podDisruptionBudget: set minAvailable or maxUnavailable, not both"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_values_file_written_for_upstreams_chart_works_unchanged() {
-    // Upstream v0.36.0's own values.yaml (its chart, from the release's Go module).
+    // Upstream v0.36.0's own values.yaml (its chart, from the release's Go module), with the
+    // values its chart gained in v0.37 set as a user of that chart would set them.
     let upstream = bin_dir().join("upstream-chart/values.yaml");
     let text = std::fs::read_to_string(&upstream).unwrap();
     let values: Value = serde_saphyr::from_str(&text).unwrap();
+    let v037 = upstream_v037_values();
+    let dir = tempfile::tempdir().unwrap();
     for kind in ["CronJob", "Deployment"] {
         let (_, docs) = render(&[
             "-f",
             upstream.to_str().unwrap(),
+            "-f",
+            v037.to_str().unwrap(),
             "--set",
             &format!("kind={kind}"),
             "--set",
             "image.repository=descheduler",
             "--set",
             "image.tag=0.1.0",
+            "--set",
+            "podDisruptionBudget.enabled=true",
+            "--set",
+            "schedulerName=batch-scheduler",
+            "--set",
+            "runtimeClassName=gvisor",
+            "--set",
+            "cmdOptions.feature-gates=EvictionsInBackground=true",
         ]);
+        assert_eq!(
+            kinds(&docs).contains(&"PodDisruptionBudget"),
+            kind == "Deployment",
+            "{kind}"
+        );
+        let spec = pod_spec(of_kind(&docs, kind));
+        assert_eq!(spec["schedulerName"], "batch-scheduler");
+        assert_eq!(spec["runtimeClassName"], "gvisor");
+        // The rendered arguments, upstream's feature gate among them, run by this binary.
+        let (policy_text, _) = policy(&docs);
+        let policy_file = dir.path().join(format!("{kind}-policy.yaml"));
+        std::fs::write(&policy_file, policy_text).unwrap();
+        let mut a: Vec<String> = args(of_kind(&docs, kind))
+            .into_iter()
+            .map(|x| x.replace("/policy-dir/policy.yaml", policy_file.to_str().unwrap()))
+            .collect();
+        assert!(
+            a.contains(&"--feature-gates=EvictionsInBackground=true".to_string()),
+            "{a:?}"
+        );
+        a.extend(
+            [
+                "--snapshot",
+                "examples/cluster-hotspot.yaml",
+                "--now",
+                "2026-12-01T00:00:00Z",
+                "-o",
+                "json",
+            ]
+            .map(String::from),
+        );
+        let out = std::process::Command::new(bin())
+            .args(&a)
+            .env("DESCHEDULER_SECURE_PORT", "0")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{kind}: {a:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("no effect here"), "{stderr}");
         // Its policy, as upstream's chart would install it, and loadable here.
         let (_, p) = policy(&docs);
         let wanted = &values["deschedulerPolicy"];
@@ -324,6 +496,12 @@ async fn the_rendered_objects_are_accepted_by_the_api_server() {
             "service.enabled=true",
             "--set",
             "decisionLog.enabled=true",
+            "--set",
+            "podDisruptionBudget.enabled=true",
+            "--set",
+            "schedulerName=default-scheduler",
+            "--set",
+            "runtimeClassName=gvisor",
         ],
     ] {
         let (text, docs) = render(&extra);

@@ -628,7 +628,7 @@ async fn serves_https_as_upstream_does() {
             "--descheduling-interval=2s",
             "--dry-run=true",
             "--bind-address=127.0.0.1",
-            "--feature-gates=SomeGate=true",
+            "--vmodule=cycle=4",
             "--otel-sample-rate",
             "0.5",
             "--v=1",
@@ -663,7 +663,7 @@ async fn serves_https_as_upstream_does() {
         .is_none_or(|(c, _)| c != 200));
     let err = p.stderr();
     assert!(
-        err.contains("--feature-gates") && err.contains("--otel-sample-rate"),
+        err.contains("--vmodule") && err.contains("--otel-sample-rate"),
         "each ignored upstream flag is named: {err}"
     );
     assert_eq!(p.terminate().await, Some(0));

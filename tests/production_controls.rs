@@ -370,3 +370,69 @@ async fn a_karpenter_annotated_pod_is_kept() {
         .collect();
     assert!(kept.iter().all(|k| alive.contains(k)), "{alive:?}");
 }
+
+/// A CronJob's runs are one-shot: with a decision log, each run reads what earlier runs
+/// evicted within a budget's period. Two evictions an hour: the first run evicts two, the next
+/// run none, naming what was spent.
+#[tokio::test]
+async fn one_shot_runs_count_earlier_runs_from_the_decision_log() {
+    let cluster = shared();
+    let client = cluster.client();
+    let (group, nodes) = group_of_nodes(&client).await;
+    let ns = create_namespace(&client, "cron").await;
+    pinned(&client, &ns, "hot", &nodes[0]).await;
+    let text = policy(
+        &group,
+        &format!("- name: two-an-hour\n  evictions: 2\n  period: 1h\n  namespaces: [\"{ns}\"]"),
+        "",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_policy(dir.path(), &text);
+    let log = dir.path().join("decisions");
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    let run = || async {
+        let run = process::run_bin(&[
+            "--policy-config-file",
+            path.to_str().unwrap(),
+            "--kubeconfig",
+            &kubeconfig,
+            "--decision-log",
+            log.to_str().unwrap(),
+            "-o",
+            "json",
+        ])
+        .await;
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap()
+    };
+    let first = run().await;
+    assert_eq!(evicted(&first), 2, "{first}");
+    assert!(evictions(&first)
+        .iter()
+        .all(|e| e["budgets"] == serde_json::json!(["two-an-hour"])));
+    // The replacements come back to the pinned node, which stays hot.
+    wait_running_pods(&client, &ns, &app_selector("hot"), 6).await;
+    let second = run().await;
+    assert_eq!(evicted(&second), 0, "{second}");
+    let reason = second["notChosen"][0]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.contains("evictionBudget \"two-an-hour\"")
+            && reason.contains("2 of 2 spent within its period"),
+        "{second}"
+    );
+    // Without the log, a one-shot run counts its own cycle only.
+    let third = process::run_bin(&[
+        "--policy-config-file",
+        path.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--dry-run",
+        "-o",
+        "json",
+    ])
+    .await;
+    let third: serde_json::Value = serde_json::from_str(&third.stdout).unwrap();
+    assert_eq!(evictions(&third).len(), 2, "{third}");
+}

@@ -11,7 +11,9 @@ use crate::live::source::{list_snapshot, WatchSource};
 use crate::live::{client::ApiClient, LiveError};
 use crate::metrics::{CycleSkip, Metrics, StrategyLabels};
 use crate::outcome::{Attempt, Attempts, Next, Outcome};
-use crate::plan::{plan_with, CycleMemory, EvictionPlan, PlanError, PlanObserver};
+use crate::plan::{
+    plan_with, BackgroundEvictions, CycleMemory, EvictionPlan, PlanError, PlanObserver,
+};
 use crate::report::{Format, Input, Report};
 use crate::snapshot::decode::SnapshotError;
 use crate::snapshot::{ClusterSnapshot, PodId};
@@ -187,7 +189,20 @@ pub async fn run_cycle(
     attempter: &mut impl Attempter,
     observer: &mut dyn PlanObserver,
 ) -> Result<CycleRecord, PlanError> {
-    let mut memory = CycleMemory::new(history.clone());
+    let memory = CycleMemory::new(history.clone());
+    run_cycle_with(pipeline, snap, now, memory, attempter, observer).await
+}
+
+/// [`run_cycle`], starting from `memory` (what earlier cycles left, and the evictions in
+/// the background in progress).
+pub async fn run_cycle_with(
+    pipeline: &Pipeline,
+    snap: &ClusterSnapshot,
+    now: i64,
+    mut memory: CycleMemory,
+    attempter: &mut impl Attempter,
+    observer: &mut dyn PlanObserver,
+) -> Result<CycleRecord, PlanError> {
     let mut attempts: Vec<Attempt> = Vec::new();
     loop {
         let planning = Instant::now();
@@ -255,6 +270,9 @@ pub struct Cycles<'p> {
     pub once: bool,
     /// Where each cycle's report is kept (`--decision-log`).
     pub decision_log: Option<DecisionLog>,
+    /// Upstream's EvictionsInBackground (`--feature-gates`): the evictions in the background
+    /// in progress, carried from one cycle to the next (None: the gate is off).
+    pub background: Option<BackgroundEvictions>,
 }
 
 impl Cycles<'_> {
@@ -295,13 +313,36 @@ impl Cycles<'_> {
             metrics: self.metrics.as_ref(),
             started: None,
         };
-        let record = run_cycle(pipeline, snap, now, &self.history, attempter, &mut times).await?;
+        let mut memory = CycleMemory::new(self.history.clone());
+        if let Some(background) = &mut self.background {
+            memory.in_background = observe_background(background, snap, now, self.metrics.as_ref());
+        }
+        let record = run_cycle_with(pipeline, snap, now, memory, attempter, &mut times).await?;
+        // The evictions the API refused (a disruption budget, several budgets, another
+        // error): their workloads back off. A pod gone or replaced meanwhile was not refused.
         let refused: Vec<_> = record
             .attempts
             .iter()
-            .filter(|a| a.refused())
+            .filter(|a| {
+                matches!(
+                    a.outcome,
+                    Outcome::BlockedByDisruptionBudget | Outcome::MultipleBudgets | Outcome::Failed
+                )
+            })
             .map(|a| a.eviction.pod)
             .collect();
+        if let Some(background) = &mut self.background {
+            for a in &record.attempts {
+                if a.outcome == Outcome::EvictionInBackground {
+                    let e = &a.eviction;
+                    background.assume(snap, e.pod, &e.profile, e.plugin, now);
+                }
+            }
+            tracing::info!(
+                in_progress = background.tracked().len(),
+                "evictions in the background"
+            );
+        }
         self.history = self
             .history
             .advance(Overutilized::of(&record.plan.findings))
@@ -396,6 +437,43 @@ impl Cycles<'_> {
             m.refused(a.eviction.plugin, &a.eviction.profile, a.outcome.as_str());
         }
     }
+}
+
+/// The tracking of evictions in the background, assumed ones timing out after `timeout`.
+pub fn background_evictions(timeout: Duration) -> BackgroundEvictions {
+    BackgroundEvictions::new(i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Brings the evictions in the background up to date with the cluster (upstream's pod
+/// informer); the pods of `snap` whose eviction is in progress. An assumed eviction whose pod
+/// is gone counts as a successful eviction, as upstream counts it.
+fn observe_background(
+    background: &mut BackgroundEvictions,
+    snap: &ClusterSnapshot,
+    now: i64,
+    metrics: Option<&Metrics>,
+) -> Vec<PodId> {
+    use crate::plan::background::Ended;
+    let seen = background.observe(snap, now);
+    for pod in &seen.found {
+        tracing::info!(%pod, "eviction in the background in progress found");
+    }
+    for (e, why) in &seen.ended {
+        let pod = format!("{}/{}", e.namespace, e.name);
+        match why {
+            Ended::TimedOut => tracing::warn!(
+                %pod,
+                timeout_seconds = background.timeout_seconds,
+                "assumed eviction in the background timed out; it may be requested again"
+            ),
+            _ => tracing::info!(%pod, why = why.as_str(), "eviction in the background over"),
+        }
+        if let (Ended::PodGone, Some((profile, plugin)), Some(m)) = (why, &e.requested_by, metrics)
+        {
+            m.eviction("success", plugin, profile, &e.namespace, &e.node);
+        }
+    }
+    seen.in_progress
 }
 
 /// Writes the cycle's record to the decision log; a record that cannot be written is

@@ -501,6 +501,105 @@ mod tests {
     }
 
     #[test]
+    fn earlier_evictions_count_against_the_budgets_with_a_period() {
+        let text = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nevictionBudgets:\n- {name: hourly, evictions: 2, period: 1h}\n- {name: per-cycle, evictions: 2}\nprofiles:\n- name: p\n  pluginConfig:\n  - {name: PodLifeTime, args: {maxPodLifeTimeSeconds: 60}}\n  plugins:\n    deschedule:\n      enabled: [PodLifeTime]\n";
+        let policy =
+            crate::policy::Policy::from_yaml("p.yaml", text, &crate::plugins::REGISTRY).unwrap();
+        let budgets = policy.budgets("p.yaml", &crate::plugins::REGISTRY).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = log_in(dir.path().join("log"), false, 100);
+        log.open().unwrap();
+        let snap = snapshot();
+        let row = |result: Option<&str>, budgets: &[&str]| crate::report::EvictionRow {
+            pod: "ns/p1".into(),
+            node: "n1".into(),
+            profile: "p".into(),
+            plugin: "PodLifeTime".into(),
+            reason: "old".into(),
+            destination: None,
+            alternatives: Vec::new(),
+            gang: None,
+            budgets: budgets.iter().map(|b| b.to_string()).collect(),
+            result: result.map(str::to_string),
+            landed: None,
+        };
+        let with = |evictions| Report {
+            evictions,
+            ..empty_report()
+        };
+        let now = 100_000;
+        // Within the hour: two evicted (one also of a budget the policy no longer has), one
+        // refused, and a dry run's plan.
+        log.write(
+            &snap,
+            now - 600,
+            false,
+            None,
+            &with(vec![
+                row(Some("evicted"), &["hourly", "gone"]),
+                row(Some("blocked_by_disruption_budget"), &["hourly"]),
+            ]),
+        )
+        .unwrap();
+        log.write(
+            &snap,
+            now - 60,
+            false,
+            None,
+            &with(vec![row(Some("evicted"), &["hourly"])]),
+        )
+        .unwrap();
+        log.write(
+            &snap,
+            now - 30,
+            true,
+            None,
+            &with(vec![row(None, &["hourly"])]),
+        )
+        .unwrap();
+        // Over an hour ago, and later than now: not counted.
+        log.write(
+            &snap,
+            now - 3_600,
+            false,
+            None,
+            &with(vec![row(Some("evicted"), &["hourly"])]),
+        )
+        .unwrap();
+        log.write(
+            &snap,
+            now + 5,
+            false,
+            None,
+            &with(vec![row(Some("evicted"), &["hourly"])]),
+        )
+        .unwrap();
+        let spent = log.budget_spends(&budgets, now).unwrap();
+        assert_eq!(
+            spent,
+            std::collections::BTreeMap::from([("hourly".to_string(), vec![now - 600, now - 60])])
+        );
+        // No budget with a period: nothing is read.
+        assert!(log.budget_spends(&budgets[1..], now).unwrap().is_empty());
+        // A damaged record is an error that names the directory and the fix.
+        let mut records: Vec<_> = std::fs::read_dir(&log.dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        records.sort();
+        // Cut in the middle: it still opens as a record of the log.
+        let whole = std::fs::read(&records[0]).unwrap();
+        std::fs::write(&records[0], &whole[..whole.len() / 2]).unwrap();
+        let e = log.budget_spends(&budgets, now).unwrap_err().to_string();
+        assert!(
+            e.contains("--decision-log")
+                && e.contains("reading the earlier records")
+                && e.contains("fix or remove"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn records_are_kept_within_the_count_and_the_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let log = log_in(dir.path().join("log"), true, 3);

@@ -111,6 +111,7 @@ pub fn run_offline(
     now: i64,
     output: Format,
     decision_log: Option<DecisionLog>,
+    background: Option<std::time::Duration>,
     out: &mut dyn Write,
 ) -> Result<(), OfflineError> {
     // Offline planning may still read live Prometheus figures: the queries run now.
@@ -133,6 +134,7 @@ pub fn run_offline(
             metrics: None,
             once: true,
             decision_log,
+            background: background.map(cycle::background_evictions),
         };
         cycles.run(snap, now, &Act::Report, out).await?;
         // The process exits right after printing (see `Cycles`).

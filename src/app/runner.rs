@@ -51,6 +51,9 @@ pub struct LiveOptions {
     /// Continuous mode: the longest freeze of a workload whose moves keep failing (the
     /// cooldown doubles per failure in a row, up to this).
     pub eviction_backoff_max: Duration,
+    /// Upstream's EvictionsInBackground (`--feature-gates`): how long an assumed eviction in
+    /// the background stays in progress (None: the gate is off).
+    pub background: Option<Duration>,
     /// The planning time (`--now`, unix seconds) of a one-shot cycle; None: the clock's.
     pub now: Option<i64>,
     /// Lists of pods and nodes in the API's protobuf encoding (else JSON).
@@ -292,6 +295,7 @@ fn cycles<'p>(
         metrics: Some(metrics.clone()),
         once,
         decision_log: opts.decision_log.clone(),
+        background: opts.background.map(super::cycle::background_evictions),
     })
 }
 

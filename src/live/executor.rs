@@ -91,7 +91,15 @@ pub struct ExecutorConfig {
     /// `--await-placement`: how long to wait for each evicted pod's replacement to be bound
     /// (None: do not wait).
     pub await_placement: Option<Duration>,
+    /// Upstream's EvictionsInBackground (`--feature-gates`): the eviction of a pod annotated
+    /// `descheduler.alpha.kubernetes.io/request-evict-only` that the API answers with HTTP 429
+    /// "Eviction triggered evacuation" is an eviction in the background, not a refusal.
+    pub evictions_in_background: bool,
 }
+
+/// What the API's answer says when it carries out an eviction in the background (KubeVirt's
+/// webhook: "Eviction triggered evacuation of VMI ..."), as upstream reads it.
+pub const EVICTION_IN_BACKGROUND_TEXT: &str = "Eviction triggered evacuation";
 
 pub struct LiveExecutor {
     api: ApiClient,
@@ -199,6 +207,10 @@ impl LiveCycle<'_> {
             tracing::error!("{why}");
             return Some(Next::Stop(Some(why)));
         }
+        if outcome == Outcome::EvictionInBackground {
+            // Requested, and carried out by whoever answered: spent in the plan as planned.
+            return None;
+        }
         if outcome != Outcome::Evicted {
             return Some(Next::Replan);
         }
@@ -287,9 +299,13 @@ impl LiveExecutor {
         let pods: Api<Pod> = Api::namespaced(self.api.client.clone(), &pod.namespace);
         // Re-check just before the call.
         self.api.throttle().await;
+        let request_evict_only;
         match pods.get_opt(&pod.name).await {
             Ok(None) => return Outcome::PodGone,
             Ok(Some(current)) => {
+                request_evict_only = current.metadata.annotations.as_ref().is_some_and(|a| {
+                    a.contains_key(crate::snapshot::REQUEST_EVICT_ONLY_ANNOTATION)
+                });
                 if current.metadata.uid.as_deref() != Some(&*pod.uid) {
                     return Outcome::UidChanged;
                 }
@@ -346,6 +362,14 @@ impl LiveExecutor {
         match self.api.client.request_text(request).await {
             Ok(_) => Outcome::Evicted,
             Err(kube::Error::Api(status)) => match status.code {
+                // Upstream's EvictionsInBackground: an eviction the API carries out in the
+                // background (KubeVirt's live migration), for pods that ask for it only.
+                429 if self.config.evictions_in_background
+                    && request_evict_only
+                    && status.message.contains(EVICTION_IN_BACKGROUND_TEXT) =>
+                {
+                    Outcome::EvictionInBackground
+                }
                 429 => Outcome::BlockedByDisruptionBudget,
                 404 => Outcome::PodGone,
                 409 => Outcome::UidChanged,
@@ -541,6 +565,11 @@ impl LiveExecutor {
             &pod.namespace,
             node,
         );
+        if outcome == Outcome::EvictionInBackground {
+            // As upstream: counted ("background"), logged, no event until the pod goes.
+            tracing::info!(pod = %pod.key(), node = %node, plugin = e.plugin, profile = %e.profile, reason = %e.reason, "eviction in the background requested");
+            return;
+        }
         let failed = outcome != Outcome::Evicted;
         if failed {
             tracing::warn!(pod = %pod.key(), node = %node, plugin = e.plugin, profile = %e.profile, result = outcome.as_str(), "eviction not done");

@@ -27,6 +27,7 @@ pub mod outcome;
 pub mod process;
 pub mod prometheus;
 pub mod states;
+pub mod webhook;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

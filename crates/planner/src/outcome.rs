@@ -27,6 +27,11 @@ pub enum Outcome {
     NotAttempted,
     /// Not attempted: another member of the gang evicted whole with this pod was refused.
     GangNotAttempted,
+    /// Upstream's `EvictionsInBackground`: the pod is annotated
+    /// `descheduler.alpha.kubernetes.io/request-evict-only`, and the API answered the request
+    /// as an eviction carried out in the background (HTTP 429 "Eviction triggered
+    /// evacuation", KubeVirt's live migration). Tracked as in progress until the pod goes.
+    EvictionInBackground,
 }
 
 impl Outcome {
@@ -43,6 +48,7 @@ impl Outcome {
             Outcome::Failed => "error",
             Outcome::NotAttempted => "not_attempted",
             Outcome::GangNotAttempted => "not_attempted_gang_member_refused",
+            Outcome::EvictionInBackground => "eviction_in_background",
         }
     }
 
@@ -54,6 +60,8 @@ impl Outcome {
                 "blocked_by_disruption_budget"
             }
             Outcome::PodGone | Outcome::UidChanged | Outcome::NoLongerEvictable => "pod_gone",
+            // Upstream's label for an eviction requested in the background.
+            Outcome::EvictionInBackground => "background",
             _ => "error",
         }
     }
@@ -83,11 +91,15 @@ impl Attempt {
     }
 
     /// Whether the API refused the eviction, so that the pod is not planned again this
-    /// cycle: every outcome but evicted and not attempted.
+    /// cycle: every outcome but evicted, in the background and not attempted.
     pub fn refused(&self) -> bool {
         !matches!(
             self.outcome,
-            Outcome::Evicted | Outcome::Planned | Outcome::NotAttempted | Outcome::GangNotAttempted
+            Outcome::Evicted
+                | Outcome::EvictionInBackground
+                | Outcome::Planned
+                | Outcome::NotAttempted
+                | Outcome::GangNotAttempted
         )
     }
 }

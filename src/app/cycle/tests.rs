@@ -92,6 +92,7 @@ async fn written(
         metrics: None,
         once: false,
         decision_log: None,
+        background: None,
     };
     let mut out = Vec::new();
     let mut snap = snap.clone();

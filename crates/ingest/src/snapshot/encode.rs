@@ -11,8 +11,9 @@
 use super::{
     ClusterSnapshot, ContainerState, ContainerStatus, DisruptionMode, GangKind, InclusionPolicy,
     Node, NodeSelectorTerm, Pdb, Pod, PodAffinityTerm, PodGroup, Qos, Resources, TaintEffect,
-    WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION,
-    PREFER_NO_EVICTION_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
+    WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICTION_IN_PROGRESS_ANNOTATION, EVICT_ANNOTATION,
+    MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, REQUEST_EVICT_ONLY_ANNOTATION,
+    VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{Labels, Requirement, Selector};
 use descheduler_model::snapshot::{
@@ -352,6 +353,12 @@ fn pod_metadata(pod: &Pod) -> Value {
             time(t)
         };
         annotations.insert(DO_NOT_EVICT_UNTIL_ANNOTATION.into(), text);
+    }
+    if pod.has_request_evict_only_annotation {
+        annotations.insert(REQUEST_EVICT_ONLY_ANNOTATION.into(), "".into());
+    }
+    if pod.has_eviction_in_progress_annotation {
+        annotations.insert(EVICTION_IN_PROGRESS_ANNOTATION.into(), "".into());
     }
     if pod.is_mirror {
         annotations.insert(MIRROR_ANNOTATION.into(), "".into());

@@ -104,6 +104,8 @@ pub fn pod(namespace: &str, name: &str) -> PodBuilder {
         has_prefer_no_eviction_annotation: false,
         do_not_disrupt: None,
         protected_until: None,
+        has_request_evict_only_annotation: false,
+        has_eviction_in_progress_annotation: false,
         is_mirror: false,
         is_static: false,
         owners: Arc::new([owner_ref("ReplicaSet", namespace, "app")]),
@@ -219,6 +221,16 @@ impl PodBuilder {
 
     pub fn prefer_no_eviction(mut self) -> Self {
         self.0.has_prefer_no_eviction_annotation = true;
+        self
+    }
+    /// `descheduler.alpha.kubernetes.io/request-evict-only`.
+    pub fn request_evict_only(mut self) -> Self {
+        self.0.has_request_evict_only_annotation = true;
+        self
+    }
+    /// `descheduler.alpha.kubernetes.io/eviction-in-progress`.
+    pub fn eviction_in_progress(mut self) -> Self {
+        self.0.has_eviction_in_progress_annotation = true;
         self
     }
     pub fn mirror(mut self) -> Self {

@@ -34,6 +34,14 @@ pub const EVICT_ANNOTATION: &str = "descheduler.alpha.kubernetes.io/evict";
 /// The annotation that asks the descheduler to prefer other pods.
 pub const PREFER_NO_EVICTION_ANNOTATION: &str =
     "descheduler.alpha.kubernetes.io/prefer-no-eviction";
+/// Upstream's `EvictionsInBackground`: the pod's eviction is to be requested only, and is
+/// carried out in the background by whoever answers the request (KubeVirt's live migration).
+pub const REQUEST_EVICT_ONLY_ANNOTATION: &str =
+    "descheduler.alpha.kubernetes.io/request-evict-only";
+/// Upstream's `EvictionsInBackground`: an eviction in the background of this pod is going on
+/// (set by whoever carries it out).
+pub const EVICTION_IN_PROGRESS_ANNOTATION: &str =
+    "descheduler.alpha.kubernetes.io/eviction-in-progress";
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// Karpenter's annotation keeping a pod from voluntary disruption (value `"true"`).
 pub const KARPENTER_DO_NOT_DISRUPT_ANNOTATION: &str = "karpenter.sh/do-not-disrupt";
@@ -438,6 +446,10 @@ pub struct Pod {
     /// `descheduler.alpha.kubernetes.io/do-not-evict-until`: the pod is protected until these
     /// unix seconds ([`PROTECTED_UNTIL_UNREADABLE`] when the value is not an RFC 3339 time).
     pub protected_until: Option<i64>,
+    /// [`REQUEST_EVICT_ONLY_ANNOTATION`] is set (whatever its value, as upstream).
+    pub has_request_evict_only_annotation: bool,
+    /// [`EVICTION_IN_PROGRESS_ANNOTATION`] is set (whatever its value, as upstream).
+    pub has_eviction_in_progress_annotation: bool,
     pub is_mirror: bool,
     /// `kubernetes.io/config.source` is set and is not `api`.
     pub is_static: bool,

@@ -21,6 +21,10 @@ pub struct CycleMemory {
     /// Pods evicted earlier in this cycle that are gone from the API (their termination
     /// over): later replacements no longer find them on their nodes.
     pub gone: Vec<PodId>,
+    /// Pods whose eviction in the background is in progress (upstream's
+    /// `EvictionsInBackground`): tracked from earlier cycles, or answered so in this one.
+    /// They count against the limits and are never planned.
+    pub in_background: Vec<PodId>,
     /// What earlier cycles observed (continuous mode).
     pub history: History,
     /// The profile and plugin that planned each pod of `evicted`, for the eviction budgets.
@@ -47,6 +51,10 @@ impl CycleMemory {
         attempt: &Attempt,
     ) {
         let e = &attempt.eviction;
+        if attempt.outcome == Outcome::EvictionInBackground {
+            self.in_background.push(e.pod);
+            return;
+        }
         if attempt.refused() {
             self.refused.push(e.pod);
             return;

@@ -25,8 +25,10 @@ use crate::framework::{
 };
 use crate::snapshot::{ClusterSnapshot, NodeId, Resources};
 
+pub mod background;
 mod memory;
 
+pub use background::BackgroundEvictions;
 pub use memory::{stops_workload, CycleMemory};
 
 /// The result of planning one cycle.
@@ -424,6 +426,9 @@ fn run_pass<'s>(
     }
     for &p in &memory.refused {
         state.pin(p);
+    }
+    for &p in &memory.in_background {
+        state.record_in_background(p);
     }
     // The order of each distinct sort plugin in use, and each profile's.
     let mut orders: Vec<(String, Box<dyn CandidateOrder + 's>)> = Vec::new();

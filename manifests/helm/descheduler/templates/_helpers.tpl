@@ -94,6 +94,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and (eq .Values.kind "Deployment") .Values.evictionCooldown }}
 - --eviction-cooldown={{ .Values.evictionCooldown }}
 {{- end }}
+{{- if and (eq .Values.kind "Deployment") .Values.evictionBackoffMax }}
+- --eviction-backoff-max={{ .Values.evictionBackoffMax }}
+{{- end }}
 {{- if .Values.decisionLog.enabled }}
 - --decision-log={{ .Values.decisionLog.path }}
 - --decision-log-snapshot={{ .Values.decisionLog.snapshot | default false }}
@@ -110,6 +113,12 @@ dnsConfig:
 {{- end }}
 {{- with .Values.priorityClassName }}
 priorityClassName: {{ . }}
+{{- end }}
+{{- with .Values.schedulerName }}
+schedulerName: {{ . }}
+{{- end }}
+{{- with .Values.runtimeClassName }}
+runtimeClassName: {{ . }}
 {{- end }}
 serviceAccountName: {{ include "descheduler.serviceAccountName" . }}
 {{- if kindIs "bool" .Values.automountServiceAccountToken }}

@@ -1040,6 +1040,8 @@ fn convert_pod(
                 })
                 .unwrap_or(PROTECTED_UNTIL_UNREADABLE)
         }),
+        has_request_evict_only_annotation: annotations.request_evict_only,
+        has_eviction_in_progress_annotation: annotations.eviction_in_progress,
         is_mirror: annotations.mirror,
         is_static: annotations
             .config_source

@@ -763,6 +763,14 @@ fn annotations<'de>(r: &mut Reader<'de>, a: &mut Annotations<'de>) -> R {
                 r.skip()?;
                 a.prefer_no_eviction = true;
             }
+            AnnotationKey::RequestEvictOnly => {
+                r.skip()?;
+                a.request_evict_only = true;
+            }
+            AnnotationKey::EvictionInProgress => {
+                r.skip()?;
+                a.eviction_in_progress = true;
+            }
             AnnotationKey::Mirror => {
                 r.skip()?;
                 a.mirror = true;

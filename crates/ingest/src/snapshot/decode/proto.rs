@@ -545,6 +545,8 @@ fn annotation<'de>(v: V<'de>, a: &mut Annotations<'de>) -> P {
     match AnnotationKey::of(&V::Bytes(key).string()?) {
         AnnotationKey::Evict => a.evict = true,
         AnnotationKey::PreferNoEviction => a.prefer_no_eviction = true,
+        AnnotationKey::RequestEvictOnly => a.request_evict_only = true,
+        AnnotationKey::EvictionInProgress => a.eviction_in_progress = true,
         AnnotationKey::Mirror => a.mirror = true,
         AnnotationKey::ConfigSource => a.config_source = Some(value()?),
         AnnotationKey::GroupName => a.group_name = Some(value()?),

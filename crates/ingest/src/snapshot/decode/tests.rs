@@ -108,6 +108,59 @@ fn decodes_a_kubectl_list() {
 }
 
 #[test]
+fn the_annotations_of_evictions_in_background_are_read_by_every_reader() {
+    // Upstream's EvictionsInBackground: set whatever their value (KubeVirt writes its own).
+    let pod = |name: &str, annotations: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"vm","uid":"u-{name}","annotations":{{{annotations}}}}},"spec":{{"nodeName":"n1","containers":[{{"name":"c"}}]}},"status":{{"phase":"Running"}}}}"#
+        )
+    };
+    let items = [
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"4","memory":"8Gi","pods":"110"}}}"#.to_string(),
+        pod("both", r#""descheduler.alpha.kubernetes.io/request-evict-only":"","descheduler.alpha.kubernetes.io/eviction-in-progress":"kubevirt""#),
+        pod("requested", r#""descheduler.alpha.kubernetes.io/request-evict-only":"true""#),
+        pod("neither", r#""descheduler.alpha.kubernetes.io/eviction-in-progress-not":"x""#),
+    ];
+    let json = format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+        items.join(",")
+    );
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let yaml = serde_saphyr::to_string(&value).unwrap();
+    for snap in [
+        load_bytes("s.json", json.as_bytes()).unwrap(),
+        load_bytes("s.yaml", yaml.as_bytes()).unwrap(),
+    ] {
+        let flags = |snap: &crate::snapshot::ClusterSnapshot| -> Vec<(String, bool, bool)> {
+            let mut f: Vec<_> = snap
+                .pods
+                .iter()
+                .map(|p| {
+                    (
+                        p.name.to_string(),
+                        p.has_request_evict_only_annotation,
+                        p.has_eviction_in_progress_annotation,
+                    )
+                })
+                .collect();
+            f.sort();
+            f
+        };
+        let want = [
+            ("both".to_string(), true, true),
+            ("neither".to_string(), false, false),
+            ("requested".to_string(), true, false),
+        ];
+        assert_eq!(flags(&snap), want);
+        // The writer keeps them: what the decision log keeps reads back the same.
+        let mut written = Vec::new();
+        crate::snapshot::encode::write_list(&snap, &mut written).unwrap();
+        let again = load_bytes("w.json", &written).unwrap();
+        assert_eq!(flags(&again), want);
+    }
+}
+
+#[test]
 fn json_and_multi_document_yaml_agree() {
     let yaml_snap = load_bytes("a.yaml", LIST_YAML.as_bytes()).unwrap();
     let value: serde_json::Value = serde_saphyr::from_str(LIST_YAML).unwrap();
@@ -1177,6 +1230,79 @@ items:
     // Neither a string nor a map: a clear type error, not a panic.
     let err = read("disruptionMode: [Pod]").unwrap_err().to_string();
     assert!(err.contains("disruption mode"), "{err}");
+}
+
+/// What live mode reads from a Kubernetes 1.36 API server (which serves PodGroups only as
+/// `scheduling.k8s.io/v1alpha2`): its typed list (items without their type) and its watch
+/// events, the disruption mode a string and the template reference `podGroupTemplateRef`.
+#[test]
+fn a_kubernetes_1_36_servers_pod_group_list_and_watch_events_are_read() {
+    use super::stream::{decode_event, EventType, ListDecoder, Object, ObjectType};
+    let v1alpha2 = ObjectType {
+        kind: "PodGroup",
+        api_version: "scheduling.k8s.io/v1alpha2",
+    };
+    let item = |name: &str, rv: &str, mode: &str| {
+        format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ml","uid":"u-{name}","resourceVersion":"{rv}"}},"spec":{{"podGroupTemplateRef":{{"workload":{{"workloadName":"job","podGroupTemplateName":"workers"}}}},"schedulingPolicy":{{"gang":{{"minCount":3}}}},"disruptionMode":"{mode}"}},"status":{{"conditions":[]}}}}"#
+        )
+    };
+    let list = format!(
+        r#"{{"kind":"PodGroupList","apiVersion":"scheduling.k8s.io/v1alpha2","metadata":{{"resourceVersion":"17"}},"items":[{},{}]}}"#,
+        item("train", "15", "PodGroup"),
+        item("serve", "16", "Pod")
+    );
+    let mut decoder = ListDecoder::new("the API's podgroups list", v1alpha2);
+    decoder.push(list.as_bytes()).unwrap();
+    let listed = decoder.finish().unwrap();
+    assert_eq!(listed.resource_version, "17");
+    let modes: Vec<(&str, i32, Option<DisruptionMode>)> = listed
+        .parts
+        .pod_groups
+        .iter()
+        .map(|g| (&*g.name, g.min_member, g.disruption))
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            ("train", 3, Some(DisruptionMode::All)),
+            ("serve", 3, Some(DisruptionMode::Single))
+        ]
+    );
+    assert!(listed
+        .parts
+        .pod_groups
+        .iter()
+        .all(|g| g.kind == GangKind::Kubernetes));
+    // A watch event: the mode changed to Pod.
+    let line = format!(
+        r#"{{"type":"MODIFIED","object":{}}}"#,
+        item("train", "18", "Pod")
+    );
+    let event = decode_event("the podgroups watch", v1alpha2, &line).unwrap();
+    assert_eq!(event.kind, EventType::Modified);
+    assert_eq!(event.resource_version, "18");
+    match event.object {
+        Some(Object::PodGroup(g)) => {
+            assert_eq!(
+                (&*g.name, g.min_member, g.disruption),
+                ("train", 3, Some(DisruptionMode::Single))
+            );
+        }
+        other => panic!("not a PodGroup: {other:?}"),
+    }
+    // A mode 1.36 does not write is refused, named, in the watch as in files.
+    let line = format!(
+        r#"{{"type":"ADDED","object":{}}}"#,
+        item("bad", "19", "Whole")
+    );
+    let err = decode_event("the podgroups watch", v1alpha2, &line)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("disruptionMode") && err.contains("\"Whole\" is not a disruption mode"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -5,9 +5,10 @@
 
 use crate::labels::{LabelSelectorSpec, Labels};
 use crate::snapshot::{
-    SnapshotParts, CONFIG_SOURCE_ANNOTATION, DO_NOT_EVICT_UNTIL_ANNOTATION, EVICT_ANNOTATION,
-    INITIAL_EVENTS_END_ANNOTATION, KARPENTER_DO_NOT_DISRUPT_ANNOTATION, MIRROR_ANNOTATION,
-    PREFER_NO_EVICTION_ANNOTATION, SAFE_TO_EVICT_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
+    SnapshotParts, CONFIG_SOURCE_ANNOTATION, DO_NOT_EVICT_UNTIL_ANNOTATION,
+    EVICTION_IN_PROGRESS_ANNOTATION, EVICT_ANNOTATION, INITIAL_EVENTS_END_ANNOTATION,
+    KARPENTER_DO_NOT_DISRUPT_ANNOTATION, MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION,
+    REQUEST_EVICT_ONLY_ANNOTATION, SAFE_TO_EVICT_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -645,6 +646,10 @@ wire_shapes!(declare);
 pub(super) struct Annotations<'a> {
     pub(super) evict: bool,
     pub(super) prefer_no_eviction: bool,
+    /// `descheduler.alpha.kubernetes.io/request-evict-only`.
+    pub(super) request_evict_only: bool,
+    /// `descheduler.alpha.kubernetes.io/eviction-in-progress`.
+    pub(super) eviction_in_progress: bool,
     pub(super) mirror: bool,
     pub(super) config_source: Option<Str<'a>>,
     /// `scheduling.k8s.io/group-name`: the Volcano PodGroup.
@@ -674,6 +679,8 @@ impl Annotations<'_> {
 pub(super) enum AnnotationKey {
     Evict,
     PreferNoEviction,
+    RequestEvictOnly,
+    EvictionInProgress,
     Mirror,
     ConfigSource,
     GroupName,
@@ -690,6 +697,8 @@ impl AnnotationKey {
         match key {
             EVICT_ANNOTATION => AnnotationKey::Evict,
             PREFER_NO_EVICTION_ANNOTATION => AnnotationKey::PreferNoEviction,
+            REQUEST_EVICT_ONLY_ANNOTATION => AnnotationKey::RequestEvictOnly,
+            EVICTION_IN_PROGRESS_ANNOTATION => AnnotationKey::EvictionInProgress,
             MIRROR_ANNOTATION => AnnotationKey::Mirror,
             CONFIG_SOURCE_ANNOTATION => AnnotationKey::ConfigSource,
             VOLCANO_GROUP_ANNOTATION => AnnotationKey::GroupName,
@@ -746,6 +755,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for Annotations<'a> {
                         AnnotationKey::PreferNoEviction => {
                             map.next_value::<IgnoredAny>()?;
                             out.prefer_no_eviction = true;
+                        }
+                        AnnotationKey::RequestEvictOnly => {
+                            map.next_value::<IgnoredAny>()?;
+                            out.request_evict_only = true;
+                        }
+                        AnnotationKey::EvictionInProgress => {
+                            map.next_value::<IgnoredAny>()?;
+                            out.eviction_in_progress = true;
                         }
                         AnnotationKey::Mirror => {
                             map.next_value::<IgnoredAny>()?;

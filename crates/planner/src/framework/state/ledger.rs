@@ -31,6 +31,12 @@ pub struct Ledger<'s> {
     /// The policy's `evictionBudgets` that apply this cycle, and what is spent of each.
     budgets: Budgets<'s>,
     evictions: Vec<PlannedEviction>,
+    /// What counts against the limit per cycle besides the plan: pods evicted earlier in the
+    /// cycle, and evictions in the background in progress.
+    spent_before: u32,
+    /// Pods whose eviction in the background is in progress (upstream's
+    /// `EvictionsInBackground`): counted against the limits, never planned.
+    in_background: Vec<PodId>,
 }
 
 impl<'s> Ledger<'s> {
@@ -54,6 +60,8 @@ impl<'s> Ledger<'s> {
             // thousands of evictions is never copied to a larger vector (capacity never used is
             // never touched, so it costs no memory).
             evictions: Vec::with_capacity(snap.pods.len()),
+            spent_before: 0,
+            in_background: Vec::new(),
         }
     }
 
@@ -71,6 +79,34 @@ impl<'s> Ledger<'s> {
         plugin: &str,
     ) -> Result<(), EvictError> {
         self.budgets.admit(self.snap, pods, profile, plugin)
+    }
+
+    /// Evictions counted against the limit per cycle: the plan's, the pods evicted earlier in
+    /// the cycle and the evictions in the background in progress.
+    fn spent_total(&self) -> usize {
+        self.evictions.len() + self.spent_before as usize
+    }
+
+    /// Records a pod whose eviction in the background is in progress (upstream's
+    /// `EvictionsInBackground`): it counts against the limits per node, per namespace and per
+    /// cycle, as upstream counts its eviction requests, and is never planned; it stays on its
+    /// node (it runs until whoever carries out the eviction is done). Returns false when the
+    /// pod is bound to no node or recorded already (nothing recorded).
+    pub(crate) fn record_in_background(&mut self, pod: PodId) -> bool {
+        let Some(node) = self.snap.pod_node(pod) else {
+            return false;
+        };
+        if self.in_background.contains(&pod) || self.is_planned(pod) {
+            return false;
+        }
+        self.in_background.push(pod);
+        self.per_node[node] += 1;
+        *self
+            .per_namespace
+            .entry(&self.snap.pod(pod).namespace)
+            .or_insert(0) += 1;
+        self.spent_before += 1;
+        true
     }
 
     /// Whether a pod is planned for eviction (or was evicted earlier in the cycle).
@@ -132,10 +168,13 @@ impl<'s> Ledger<'s> {
         if self.is_pinned(pod) {
             return Err(EvictError::Refused);
         }
+        if self.in_background.contains(&pod) {
+            return Err(EvictError::InBackground);
+        }
         let node = self.snap.pod_node(pod).ok_or(EvictError::NotOnNode)?;
         let p = self.snap.pod(pod);
         if let Some(t) = self.limits.total {
-            if self.evictions.len() as u32 >= t {
+            if self.spent_total() as u32 >= t {
                 return Err(EvictError::TotalLimit(t));
             }
         }
@@ -295,11 +334,11 @@ impl<'s> Ledger<'s> {
             }
         }
         if let Some(t) = self.limits.total {
-            if self.evictions.len() + members.len() > t as usize {
+            if self.spent_total() + members.len() > t as usize {
                 return Err(EvictError::WholeGang(format!(
                     "gang {gang_name} has {} members to evict together ({rule}), more than the {} the limit of {t} evictions per cycle leaves",
                     members.len(),
-                    t as usize - self.evictions.len()
+                    (t as usize).saturating_sub(self.spent_total())
                 )));
             }
         }
@@ -364,7 +403,7 @@ impl<'s> Ledger<'s> {
             let node = self.admit(p).map_err(|e| (p, e))?;
             let pod = snap.pod(p);
             if let Some(t) = self.limits.total {
-                if (self.evictions.len() + i) as u32 >= t {
+                if (self.spent_total() + i) as u32 >= t {
                     return Err((p, EvictError::TotalLimit(t)));
                 }
             }
@@ -453,6 +492,7 @@ impl<'s> Ledger<'s> {
         if let Some((profile, plugin)) = by {
             self.budgets.spend(self.snap, pod, profile, plugin);
         }
+        self.spent_before += 1;
         Some(node)
     }
 

@@ -83,6 +83,10 @@ pub enum EvictError {
     /// The API refused to evict the pod earlier in this cycle.
     #[error("the API refused to evict this pod earlier in this cycle")]
     Refused,
+    /// An eviction in the background of the pod is in progress (upstream's
+    /// `EvictionsInBackground`): it is not requested again.
+    #[error("an eviction in the background of this pod is in progress (EvictionsInBackground); it counts against the limits and is not requested again")]
+    InBackground,
     /// The eviction cooldown holds the pod's workload back (continuous mode).
     #[error("{0}")]
     Cooldown(String),
@@ -235,6 +239,12 @@ impl<'s> PlanningState<'s> {
     /// Marks a pod whose eviction the API refused: no plugin may plan it again this cycle.
     pub fn pin(&mut self, pod: PodId) {
         self.ledger.pin(pod);
+    }
+
+    /// Records a pod whose eviction in the background is in progress: it counts against the
+    /// limits and is never planned ([`Ledger::record_in_background`]).
+    pub(crate) fn record_in_background(&mut self, pod: PodId) {
+        self.ledger.record_in_background(pod);
     }
 
     /// Records a pod evicted earlier in this cycle (when re-planning after a refusal): it is
@@ -427,6 +437,80 @@ mod tests {
             st.placement().sim().load(to).cpu,
             s.node_requested(to).cpu,
             "gone and back: the node requests what it did"
+        );
+    }
+
+    #[test]
+    fn evictions_in_the_background_count_against_every_limit_and_are_never_planned() {
+        let s = snap();
+        // p1 (n1, namespace a) is being evicted in the background.
+        let limited = |limits: Limits| {
+            let mut st = PlanningState::new(&s, limits);
+            st.record_in_background(PodId::new(0));
+            st
+        };
+        let st = limited(Limits::default());
+        assert_eq!(
+            st.ledger().admit(PodId::new(0)),
+            Err(EvictError::InBackground),
+            "not requested again"
+        );
+        assert!(st.ledger().evictions().is_empty());
+        // It runs on until whoever evicts it is done: its requests stay on its node, and its
+        // budget is the API's to count.
+        assert_eq!(st.ledger().requested(NodeId::new(0)).cpu, 200);
+        assert!(st.ledger().admit(PodId::new(1)).is_ok());
+        let one = Some(1);
+        let node = limited(Limits {
+            per_node: one,
+            ..Default::default()
+        });
+        assert_eq!(
+            node.ledger().admit(PodId::new(1)),
+            Err(EvictError::NodeLimit(1))
+        );
+        assert!(node.ledger().admit(PodId::new(2)).is_ok(), "another node");
+        let namespace = limited(Limits {
+            per_namespace: one,
+            ..Default::default()
+        });
+        assert_eq!(
+            namespace.ledger().admit(PodId::new(1)),
+            Err(EvictError::NamespaceLimit(1))
+        );
+        assert!(namespace.ledger().admit(PodId::new(2)).is_ok());
+        let total = limited(Limits {
+            total: one,
+            ..Default::default()
+        });
+        assert_eq!(
+            total.ledger().admit(PodId::new(2)),
+            Err(EvictError::TotalLimit(1))
+        );
+        assert_eq!(
+            total.ledger().admit_together(&[PodId::new(2)]),
+            Err((PodId::new(2), EvictError::TotalLimit(1)))
+        );
+    }
+
+    #[test]
+    fn the_limit_per_cycle_counts_the_evictions_before_a_replan() {
+        let s = snap();
+        let mut st = PlanningState::new(
+            &s,
+            Limits {
+                total: Some(2),
+                ..Default::default()
+            },
+        );
+        // Evicted in the cycle's first plan; the rest is planned again after a refusal.
+        st.record_evicted_earlier(PodId::new(0), None);
+        st.plan_eviction(PodId::new(2), "p", "RemoveDuplicates", "r".into())
+            .unwrap();
+        assert_eq!(
+            st.ledger().admit(PodId::new(3)),
+            Err(EvictError::TotalLimit(2)),
+            "two evictions in the cycle: the earlier one and the new plan's"
         );
     }
 

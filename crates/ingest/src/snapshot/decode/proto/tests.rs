@@ -85,6 +85,12 @@ fn rich_pod() -> M {
             "descheduler.alpha.kubernetes.io/do-not-evict-until",
             "2026-12-31T17:00:00Z",
         )
+        .kv(12, "descheduler.alpha.kubernetes.io/request-evict-only", "")
+        .kv(
+            12,
+            "descheduler.alpha.kubernetes.io/eviction-in-progress",
+            "kubevirt",
+        )
         .kv(12, "other", "x")
         .m(
             13,
@@ -273,7 +279,7 @@ fn rich_pod() -> M {
     M::new().m(1, meta).m(2, spec).m(3, status)
 }
 
-const RICH_POD_JSON: &str = r#"{"metadata":{"name":"web-1","generateName":"web-","namespace":"shop","uid":"u1","resourceVersion":"41","creationTimestamp":"2026-11-30T10:00:00Z","labels":{"app":"web","tier":"front"},"annotations":{"descheduler.alpha.kubernetes.io/evict":"true","karpenter.sh/do-not-disrupt":"true","descheduler.alpha.kubernetes.io/do-not-evict-until":"2026-12-31T17:00:00Z","other":"x"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-abc","uid":"rs1","controller":true}],"managedFields":[{"manager":"kubectl","operation":"Update"}]},
+const RICH_POD_JSON: &str = r#"{"metadata":{"name":"web-1","generateName":"web-","namespace":"shop","uid":"u1","resourceVersion":"41","creationTimestamp":"2026-11-30T10:00:00Z","labels":{"app":"web","tier":"front"},"annotations":{"descheduler.alpha.kubernetes.io/evict":"true","karpenter.sh/do-not-disrupt":"true","descheduler.alpha.kubernetes.io/do-not-evict-until":"2026-12-31T17:00:00Z","descheduler.alpha.kubernetes.io/request-evict-only":"","descheduler.alpha.kubernetes.io/eviction-in-progress":"kubevirt","other":"x"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-abc","uid":"rs1","controller":true}],"managedFields":[{"manager":"kubectl","operation":"Update"}]},
  "spec":{"volumes":[{"name":"a","emptyDir":{}},{"name":"b","hostPath":{"path":"/x"}},{"name":"c","persistentVolumeClaim":{"claimName":"data"}}],
   "containers":[{"name":"app","image":"web:1","command":["run"],"ports":[{"name":"http","hostPort":8080,"containerPort":80,"protocol":"TCP"},{"containerPort":9090,"protocol":"UDP"}],"resources":{"limits":{"memory":"2Gi"},"requests":{"cpu":"500m","memory":"1Gi"}}}],
   "restartPolicy":"Always","terminationGracePeriodSeconds":30,"nodeSelector":{"zone":"a"},"nodeName":"n1",
@@ -475,6 +481,10 @@ fn pods_and_nodes_read_from_protobuf_as_from_their_json() {
     assert_eq!(proto.continue_token, "");
     let p = &proto.parts.pods[0];
     assert_eq!(p.node_name.as_deref(), Some("n1"));
+    assert!(p.has_request_evict_only_annotation);
+    assert!(p.has_eviction_in_progress_annotation);
+    assert!(!proto.parts.pods[1].has_request_evict_only_annotation);
+    assert!(!proto.parts.pods[1].has_eviction_in_progress_annotation);
     assert_eq!(
         (p.do_not_disrupt, p.protected_until),
         (
