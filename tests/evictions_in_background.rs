@@ -92,8 +92,9 @@ profiles:
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
 
     // The gate off (upstream's default): the answer is a refusal like any 429, and the
-    // eviction is asked for again every cycle.
-    let off = Descheduler::spawn(&base);
+    // eviction is asked for again every cycle (without the eviction cooldown, which would
+    // back the refused workload off: upstream has no such memory).
+    let off = Descheduler::spawn(&[&base[..], &["--eviction-cooldown=0"]].concat());
     until("repeated requests with the gate off", &hook, |h| {
         h.asked().len() >= 3
     })

@@ -436,3 +436,130 @@ async fn one_shot_runs_count_earlier_runs_from_the_decision_log() {
     let third: serde_json::Value = serde_json::from_str(&third.stdout).unwrap();
     assert_eq!(evictions(&third).len(), 2, "{third}");
 }
+
+async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await.ok()?;
+    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((code, body))
+}
+
+/// A workload whose evictions the API refuses (an admission webhook answering HTTP 429, as a
+/// disruption budget does) backs off: after the refused cycle its pods are held back, the
+/// report says why, and the gauge counts it. Without the cooldown (upstream's behaviour,
+/// `tests/evictions_in_background.rs`) the eviction is asked for again every cycle.
+#[tokio::test]
+async fn a_workload_whose_eviction_is_refused_backs_off() {
+    let cluster = shared();
+    let client = cluster.client();
+    let group = unique("g");
+    let node = unique("n");
+    create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    let ns = create_namespace(&client, "refused").await;
+    let pod = PodConfig::new()
+        .cpu("100m")
+        .node_selector("kubernetes.io/hostname", &node);
+    let running = run_replicaset(&client, &ns, "web", 2, &pod).await;
+    let hook = support::webhook::EvictionWebhook::start(
+        &client,
+        &ns,
+        running[0].metadata.name.as_deref().unwrap(),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_policy(
+        dir.path(),
+        &format!(
+            r#"apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: "{GROUP_LABEL}={group}"
+profiles:
+- name: ages
+  pluginConfig:
+  - name: PodLifeTime
+    args:
+      maxPodLifeTimeSeconds: 1
+      namespaces: {{include: ["{ns}"]}}
+  plugins:
+    deschedule:
+      enabled: [PodLifeTime]
+"#
+        ),
+    );
+    let addr = format!(
+        "127.0.0.1:{}",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    );
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+    let run = Continuous::spawn(&[
+        "--policy-config-file",
+        path.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "--descheduling-interval",
+        "1s",
+        "--eviction-cooldown",
+        "1h",
+        "--metrics-bind-address",
+        &addr,
+        "-o",
+        "json",
+    ]);
+    let refused_cycle = |r: &serde_json::Value| {
+        evictions(r)
+            .iter()
+            .any(|e| e["result"] == "blocked_by_disruption_budget")
+    };
+    assert!(
+        wait_until(Duration::from_secs(90), || async {
+            let reports = run.reports();
+            let first = reports.iter().position(|(_, r)| refused_cycle(r));
+            first.is_some_and(|i| reports.len() >= i + 5)
+        })
+        .await,
+        "fewer than five cycles after the refusal: {:?}",
+        run.reports()
+    );
+    let reports = run.reports();
+    let first = reports.iter().position(|(_, r)| refused_cycle(r)).unwrap();
+    // Asked for in the refused cycle only (each of the two pods at most once).
+    let asked = hook.asked().len();
+    assert!((1..=2).contains(&asked), "{:?}", hook.asked());
+    for (_, r) in &reports[first + 1..] {
+        assert!(
+            evictions(r).is_empty(),
+            "asked again after the refusal: {r}"
+        );
+        let why: Vec<&str> = r["notChosen"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|c| c["reason"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(why.len(), 2, "{r}");
+        assert!(
+            why.iter().all(|w| w.contains(&format!(
+                "workload {ns}/ReplicaSet/web is frozen: the API refused to evict {ns}/"
+            ))),
+            "{why:?}"
+        );
+    }
+    let (_, metrics) = http_get(&addr, "/metrics").await.expect("metrics");
+    assert!(
+        metrics.contains("descheduler_workloads_backed_off 1\n"),
+        "{metrics}"
+    );
+    assert_eq!(hook.asked().len(), asked, "{:?}", hook.asked());
+    assert_eq!(run.terminate().await, Some(0));
+}
