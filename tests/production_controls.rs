@@ -464,6 +464,12 @@ async fn a_workload_whose_eviction_is_refused_backs_off() {
     let group = unique("g");
     let node = unique("n");
     create_node(&client, NodeConfig::new(&node).label(GROUP_LABEL, &group)).await;
+    // A second Ready node in the group: a cycle with fewer plans nothing, as upstream's.
+    create_node(
+        &client,
+        NodeConfig::new(&unique("n")).label(GROUP_LABEL, &group),
+    )
+    .await;
     let ns = create_namespace(&client, "refused").await;
     let pod = PodConfig::new()
         .cpu("100m")
