@@ -1,6 +1,7 @@
 //! Continuous mode with `--cycle-on-change` against a real control plane (tests/support): a
 //! node that joins next to an overloaded one gets its first planned eviction within 2 s
-//! while the interval is 10 minutes; an idle cluster runs no cycles, and a cycle due on an
+//! while the interval is 10 minutes; a pending pod starts a cycle once past
+//! MakeRoomForPendingPods' threshold; an idle cluster runs no cycles, and a cycle due on an
 //! unchanged cluster is skipped and counted; a cycle with fewer than 2 Ready nodes is skipped
 //! as upstream skips it; and the metrics say which rule planned or skipped what.
 //!
@@ -373,5 +374,65 @@ async fn a_real_cycle_counts_what_each_rule_planned_evicted_and_skipped() {
         metrics.contains("descheduler_cycles_skipped_total{reason=\"too_few_nodes\"} 0"),
         "{metrics}"
     );
+    assert_eq!(p.terminate().await, Some(0));
+}
+
+/// With MakeRoomForPendingPods enabled, a pending pod is work once it has waited
+/// unschedulable for the plugin's `minPendingSeconds`: no cycle when it appears, one when it
+/// crosses the threshold, though no event says so then.
+#[tokio::test]
+async fn a_pending_pod_starts_a_cycle_once_past_make_rooms_threshold() {
+    let _serial = SERIAL.lock().await;
+    let cluster = shared();
+    let client = cluster.client();
+    let group = unique("g");
+    group_node(&client, &group).await;
+    group_node(&client, &group).await;
+    let ns = create_namespace(&client, "pending").await;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(
+        dir.path(),
+        &format!(
+            r#"apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: "{GROUP_LABEL}={group}"
+profiles:
+- name: room
+  pluginConfig:
+  - name: MakeRoomForPendingPods
+    args: {{minPendingSeconds: 3}}
+  plugins:
+    balance:
+      enabled: [MakeRoomForPendingPods]
+"#
+        ),
+    );
+    let addr = format!("127.0.0.1:{}", free_port());
+    let p = spawn(cluster, &policy, &addr, "10m");
+    assert!(
+        wait_until(WAIT, || async { cycles_run(&addr).await == Some(1.0) }).await,
+        "the first cycle: {}",
+        p.stderr()
+    );
+    // More cpu than any node has: kube-scheduler marks it unschedulable, for good.
+    let started = Instant::now();
+    create_pod(&client, &ns, "big", None, &PodConfig::new().cpu("8")).await;
+    assert!(
+        wait_until(Duration::from_secs(20), || async {
+            cycles_run(&addr).await == Some(2.0)
+        })
+        .await,
+        "no cycle after the pod waited past the threshold: {}",
+        p.stderr()
+    );
+    let after = started.elapsed();
+    assert!(
+        after >= Duration::from_millis(1800) && after <= Duration::from_secs(7),
+        "the cycle came {after:?} after the pod was created (threshold 3 s)\n{}",
+        p.stderr()
+    );
+    // One cycle for it, not one per status update.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(cycles_run(&addr).await, Some(2.0), "{}", p.stderr());
     assert_eq!(p.terminate().await, Some(0));
 }
