@@ -122,6 +122,7 @@ fn the_chart_lints_and_renders_each_kind() {
     assert_eq!(a[0], "--policy-config-file=/policy-dir/policy.yaml");
     assert!(a.contains(&"--v=2".to_string()), "{a:?}");
     assert!(!a.iter().any(|x| x.starts_with("--descheduling-interval")));
+    assert!(!a.iter().any(|x| x.starts_with("--cycle-on-change")));
     let resources = &pod_spec(cron)["containers"][0]["resources"];
     // The measured figures (docs/user-guide.md, "Reading a live cluster"): 320 MiB peak at
     // 5,000 nodes and 150,000 pods.
@@ -148,6 +149,8 @@ fn the_chart_lints_and_renders_each_kind() {
         "rateLimits.nodeEvictionQps=0.2",
         "--set",
         "serviceMonitor.enabled=true",
+        "--set",
+        "cycleOnChange.enabled=true",
     ]);
     assert_eq!(
         kinds(&docs),
@@ -171,6 +174,9 @@ fn the_chart_lints_and_renders_each_kind() {
         "--node-eviction-qps=0.2",
         "--eviction-cooldown=10m",
         "--eviction-backoff-max=1h",
+        "--cycle-on-change=true",
+        "--cycle-debounce=200ms",
+        "--min-cycle-gap=1s",
         "--decision-log=/var/lib/descheduler/decisions",
         "--decision-log-snapshot=true",
         "--decision-log-max-files=100",

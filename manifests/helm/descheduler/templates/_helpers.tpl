@@ -97,6 +97,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and (eq .Values.kind "Deployment") .Values.evictionBackoffMax }}
 - --eviction-backoff-max={{ .Values.evictionBackoffMax }}
 {{- end }}
+{{- if and (eq .Values.kind "Deployment") .Values.cycleOnChange.enabled }}
+- --cycle-on-change=true
+- --cycle-debounce={{ .Values.cycleOnChange.debounce }}
+- --min-cycle-gap={{ .Values.cycleOnChange.minGap }}
+{{- end }}
 {{- if .Values.decisionLog.enabled }}
 - --decision-log={{ .Values.decisionLog.path }}
 - --decision-log-snapshot={{ .Values.decisionLog.snapshot | default false }}
