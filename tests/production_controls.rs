@@ -71,10 +71,16 @@ struct Continuous {
 }
 
 impl Continuous {
-    fn spawn(args: &[&str]) -> Continuous {
+    /// The binary with the policy at `policy`, the shared cluster, JSON reports and `args`.
+    fn spawn(policy: &std::path::Path, args: &[&str]) -> Continuous {
         use tokio::io::AsyncBufReadExt;
         let mut child = tokio::process::Command::new(bin())
             .env("DESCHEDULER_SECURE_PORT", process::NO_SECURE_PORT)
+            .arg("--policy-config-file")
+            .arg(policy)
+            .arg("--kubeconfig")
+            .arg(shared().kubeconfig())
+            .args(["-o", "json"])
             .args(args)
             .env_remove("RUST_LOG")
             .env_remove("KUBECONFIG")
@@ -125,6 +131,25 @@ impl Continuous {
     }
 }
 
+/// One cycle of the binary with the policy at `policy` on the shared cluster and `args`: its
+/// JSON report (the run must succeed).
+async fn one_shot(policy: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let kubeconfig = shared().kubeconfig().to_str().unwrap().to_string();
+    let mut all = vec![
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+    ];
+    all.extend_from_slice(args);
+    let run = process::run_bin(&all).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not a JSON report ({e}): {}\n{}", run.stdout, run.stderr))
+}
+
 fn evictions(report: &serde_json::Value) -> &[serde_json::Value] {
     report["evictions"].as_array().map_or(&[], Vec::as_slice)
 }
@@ -172,18 +197,7 @@ async fn a_budget_window_blocks_evictions_until_it_closes() {
     );
     let dir = tempfile::tempdir().unwrap();
     let path = write_policy(dir.path(), &text);
-    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let run = Continuous::spawn(&[
-        "--policy-config-file",
-        path.to_str().unwrap(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--descheduling-interval",
-        "2s",
-        "--dry-run",
-        "-o",
-        "json",
-    ]);
+    let run = Continuous::spawn(&path, &["--descheduling-interval", "2s", "--dry-run"]);
     assert!(
         wait_until(Duration::from_secs(90), || async {
             run.reports()
@@ -232,19 +246,10 @@ async fn a_percentage_budget_holds_across_continuous_cycles() {
     );
     let dir = tempfile::tempdir().unwrap();
     let path = write_policy(dir.path(), &text);
-    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let run = Continuous::spawn(&[
-        "--policy-config-file",
-        path.to_str().unwrap(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--descheduling-interval",
-        "2s",
-        "--eviction-cooldown",
-        "0",
-        "-o",
-        "json",
-    ]);
+    let run = Continuous::spawn(
+        &path,
+        &["--descheduling-interval", "2s", "--eviction-cooldown", "0"],
+    );
     assert!(
         wait_until(Duration::from_secs(120), || async {
             let reports = run.reports();
@@ -296,27 +301,9 @@ async fn a_karpenter_annotated_pod_is_kept() {
     let kept = run_replicaset(&client, &ns, "a-kept", 4, &on_hot(true)).await;
     let free = run_replicaset(&client, &ns, "b-free", 3, &on_hot(false)).await;
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
     let plan = |evictor: &str, dry_run: bool| {
         let path = write_policy(dir.path(), &policy(&group, "", evictor));
-        let kubeconfig = kubeconfig.clone();
-        async move {
-            let mut args = vec![
-                "--policy-config-file".to_string(),
-                path.to_str().unwrap().to_string(),
-                "--kubeconfig".to_string(),
-                kubeconfig,
-                "-o".to_string(),
-                "json".to_string(),
-            ];
-            if dry_run {
-                args.push("--dry-run".to_string());
-            }
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let run = process::run_bin(&args).await;
-            assert_eq!(run.code, Some(0), "{}", run.stderr);
-            serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap()
-        }
+        async move { one_shot(&path, if dry_run { &["--dry-run"] } else { &[] }).await }
     };
     let names = |pods: &[Pod]| -> Vec<String> {
         pods.iter()
@@ -389,22 +376,8 @@ async fn one_shot_runs_count_earlier_runs_from_the_decision_log() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_policy(dir.path(), &text);
     let log = dir.path().join("decisions");
-    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let run = || async {
-        let run = process::run_bin(&[
-            "--policy-config-file",
-            path.to_str().unwrap(),
-            "--kubeconfig",
-            &kubeconfig,
-            "--decision-log",
-            log.to_str().unwrap(),
-            "-o",
-            "json",
-        ])
-        .await;
-        assert_eq!(run.code, Some(0), "{}", run.stderr);
-        serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap()
-    };
+    let with_log = ["--decision-log", log.to_str().unwrap()];
+    let run = || one_shot(&path, &with_log);
     let first = run().await;
     assert_eq!(evicted(&first), 2, "{first}");
     assert!(evictions(&first)
@@ -423,17 +396,7 @@ async fn one_shot_runs_count_earlier_runs_from_the_decision_log() {
         "{second}"
     );
     // Without the log, a one-shot run counts its own cycle only.
-    let third = process::run_bin(&[
-        "--policy-config-file",
-        path.to_str().unwrap(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--dry-run",
-        "-o",
-        "json",
-    ])
-    .await;
-    let third: serde_json::Value = serde_json::from_str(&third.stdout).unwrap();
+    let third = one_shot(&path, &["--dry-run"]).await;
     assert_eq!(evictions(&third).len(), 2, "{third}");
 }
 
@@ -509,21 +472,17 @@ profiles:
             .unwrap()
             .port()
     );
-    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let run = Continuous::spawn(&[
-        "--policy-config-file",
-        path.to_str().unwrap(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--descheduling-interval",
-        "1s",
-        "--eviction-cooldown",
-        "1h",
-        "--metrics-bind-address",
-        &addr,
-        "-o",
-        "json",
-    ]);
+    let run = Continuous::spawn(
+        &path,
+        &[
+            "--descheduling-interval",
+            "1s",
+            "--eviction-cooldown",
+            "1h",
+            "--metrics-bind-address",
+            &addr,
+        ],
+    );
     let refused_cycle = |r: &serde_json::Value| {
         evictions(r)
             .iter()
