@@ -352,3 +352,88 @@ async fn an_eviction_whose_answer_is_lost_is_not_repeated_and_is_reported_as_don
     assert_eq!(p.terminate().await, Some(0));
     let _ = (&s.client, &s.ns, &s.dir);
 }
+
+#[tokio::test]
+async fn a_whole_list_slower_than_the_request_timeout_is_read_in_pages() {
+    let seed = seed();
+    let s = stage(seed, Duration::from_secs(2)).await;
+    let want = reference(&s).await;
+    // Every whole list outlasts the client's 2 s; pages come at once, two items each (so
+    // that the nine pods take five pages).
+    s.proxy.slow_whole_lists(Some(2));
+    let p = Descheduler::spawn(&[
+        "--policy-config-file",
+        s.policy.to_str().unwrap(),
+        "--kubeconfig",
+        s.kubeconfig.to_str().unwrap(),
+        "--dry-run",
+        "--descheduling-interval=1s",
+        "--request-timeout=2s",
+        "-o",
+        "json",
+    ]);
+    assert!(
+        wait_until(Duration::from_secs(60), || async { reports(&p).len() >= 3 }).await,
+        "cycles come although no whole list does: {:?}\n{}",
+        s.proxy.lists_answered(),
+        tail_of(&p.stderr(), 40)
+    );
+    for r in reports(&p) {
+        assert_eq!(plan(&r), want, "{}", tail_of(&p.stderr(), 40));
+    }
+    let (whole, pages) = s.proxy.lists_answered();
+    assert!(
+        pages >= 5 + 4,
+        "the pods in five pages, the rest in one each: {pages} pages, {whole} whole lists\n{}",
+        p.stderr()
+    );
+    assert!(
+        p.stderr().contains("listing it in pages from now on"),
+        "{}",
+        p.stderr()
+    );
+    // Each resource tried one whole list, and no more.
+    let held = s.proxy.whole_lists_held();
+    assert!((1..=8).contains(&held), "{held} whole lists");
+    // A relist (every watch's version expired) goes to pages at once.
+    let gone = s.proxy.injected().get(&Fault::Gone).copied().unwrap_or(0);
+    s.proxy.inject(&[Fault::Gone], 100);
+    s.proxy.cut_watches();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    s.proxy.inject(&[], 0);
+    assert!(s.proxy.injected()[&Fault::Gone] > gone);
+    let seen = reports(&p).len();
+    assert!(
+        wait_until(Duration::from_secs(30), || async {
+            reports(&p).len() > seen + 2
+        })
+        .await,
+        "{}",
+        tail_of(&p.stderr(), 40)
+    );
+    for r in reports(&p) {
+        assert_eq!(plan(&r), want, "{}", tail_of(&p.stderr(), 40));
+    }
+    assert_eq!(
+        s.proxy.whole_lists_held(),
+        held,
+        "relists in pages, no whole list tried again"
+    );
+    assert!(s.proxy.lists_answered().1 > pages);
+    // And a one-shot run gets there too.
+    let once = run_bin(&[
+        "--policy-config-file",
+        s.policy.to_str().unwrap(),
+        "--kubeconfig",
+        s.kubeconfig.to_str().unwrap(),
+        "--dry-run",
+        "--request-timeout=2s",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert_eq!(once.code, Some(0), "{}", once.stderr);
+    assert_eq!(plan(&serde_json::from_str(&once.stdout).unwrap()), want);
+    assert!(!p.stderr().contains("panicked"), "{}", p.stderr());
+    assert_eq!(p.terminate().await, Some(0));
+}

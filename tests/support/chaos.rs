@@ -113,6 +113,13 @@ struct State {
     evictions: Vec<EvictionSeen>,
     /// Lists (not watches) answered in full, by whether they asked for a page (`limit`).
     lists: BTreeMap<bool, u64>,
+    /// Whole lists (no `limit`) are answered only after the client's request timeout.
+    slow_whole_lists: bool,
+    /// Pages are at most this many items, whatever `limit` asked (the API server may
+    /// answer fewer items than asked for).
+    page_cap: Option<u32>,
+    /// Whole lists held past the client's timeout so far.
+    held: u64,
 }
 
 /// The proxy: started on a port of loopback, stopped when dropped.
@@ -201,6 +208,15 @@ impl ChaosProxy {
         s.percent = percent;
     }
 
+    /// From now on, every whole list (no `limit`) of a collection is answered only after the
+    /// client's request timeout, as a list too large for the API server's own timeout; pages
+    /// (`limit`) are answered as they are, with at most `page_cap` items each.
+    pub fn slow_whole_lists(&self, page_cap: Option<u32>) {
+        let mut s = self.state.lock().unwrap();
+        s.slow_whole_lists = true;
+        s.page_cap = page_cap;
+    }
+
     /// Cuts every watch open now, as a load balancer dropping its connections does: the
     /// watches that come again meet the faults injected.
     pub fn cut_watches(&self) {
@@ -238,6 +254,11 @@ impl ChaosProxy {
             s.lists.get(&false).copied().unwrap_or(0),
             s.lists.get(&true).copied().unwrap_or(0),
         )
+    }
+
+    /// Whole lists held past the client's timeout so far ([`ChaosProxy::slow_whole_lists`]).
+    pub fn whole_lists_held(&self) -> u64 {
+        self.state.lock().unwrap().held
     }
 
     /// Writes a kubeconfig that reaches the cluster through the proxy.
@@ -404,7 +425,32 @@ impl Upstream {
             }
             _ => {}
         }
+        let (slow, cap) = {
+            let s = self.state.lock().unwrap();
+            (s.slow_whole_lists, s.page_cap)
+        };
+        let list = !watch && req.method() == http::Method::GET && is_collection(&path);
+        if list && slow && !paged {
+            self.state.lock().unwrap().held += 1;
+            tokio::time::sleep(self.request_timeout + Duration::from_secs(1)).await;
+        }
         let (parts, body) = req.into_parts();
+        let mut target = parts.uri.to_string();
+        if let (true, Some(cap)) = (list && paged, cap) {
+            let query: Vec<String> = parts
+                .uri
+                .query()
+                .unwrap_or_default()
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some(("limit", n)) if n.parse::<u32>().is_ok_and(|n| n > cap) => {
+                        format!("limit={cap}")
+                    }
+                    _ => kv.to_string(),
+                })
+                .collect();
+            target = format!("{path}?{}", query.join("&"));
+        }
         let body = body
             .collect()
             .await
@@ -412,10 +458,7 @@ impl Upstream {
             .unwrap_or_default();
         let mut upstream = self
             .client
-            .request(
-                parts.method.clone(),
-                format!("{}{}", self.server, parts.uri),
-            )
+            .request(parts.method.clone(), format!("{}{target}", self.server))
             .body(body);
         for (name, value) in &parts.headers {
             if name != http::header::HOST && name != http::header::AUTHORIZATION {
