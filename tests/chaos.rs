@@ -296,6 +296,16 @@ async fn an_eviction_answered_429_with_retry_after_is_not_tried_again_sooner() {
             "{pod} evicted once: {asks:?}"
         );
     }
+    let refused = seen.iter().filter(|e| e.status == 429).count();
+    let least = by_pod
+        .values()
+        .flat_map(|asks| {
+            asks.windows(2)
+                .filter(|w| w[0].status == 429)
+                .map(|w| w[1].at - w[0].at)
+        })
+        .min();
+    eprintln!("seed {seed}: {refused} evictions answered 429 (Retry-After: {retry_after}) over {} pods; shortest wait before asking again {least:?}", by_pod.len());
     assert!(!p.stderr().contains("panicked"), "{}", p.stderr());
     assert_eq!(p.terminate().await, Some(0));
     let _ = (&s.client, &s.ns, &s.dir);
@@ -333,6 +343,11 @@ async fn an_eviction_whose_answer_is_lost_is_not_repeated_and_is_reported_as_don
         evicted.values().all(|&n| n == 1),
         "no pod asked to be evicted twice: {evicted:?}\n{}",
         tail_of(&p.stderr(), 40)
+    );
+    eprintln!(
+        "seed {seed}: {} evictions whose answer was lost, {} pods asked for once each",
+        seen.iter().filter(|e| e.forwarded && !e.dry_run).count(),
+        evicted.len()
     );
     // The reports say what happened: each pod evicted, none left as an error.
     let results = results(&p);

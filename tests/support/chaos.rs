@@ -43,7 +43,7 @@ pub enum Fault {
     Gone,
     /// A list's body cut at a random byte (in the middle of an item), the connection broken.
     CutList,
-    /// Random bytes in place of part of a list's body, or as a watch's next event.
+    /// A chunk of random bytes among a list's body, or as a watch's next event.
     Garbage,
     /// A list answered only after the client's request timeout has passed.
     SlowList,
@@ -497,8 +497,9 @@ impl Upstream {
                     let junk: Vec<u8> = (0..rng.range(1, 64))
                         .map(|_| rng.next_u64() as u8)
                         .collect();
-                    let end = (at + junk.len()).min(all.len());
-                    let body = [&all[..at], &junk[..], &all[end..]].concat();
+                    // A chunk of garbage among the body's (not bytes overwritten: under
+                    // HTTP and TLS nothing changes a byte in place unnoticed).
+                    let body = [&all[..at], &junk[..], &all[at..]].concat();
                     let _ = tx.send(Ok(Bytes::from(body))).await;
                 }
                 return;
