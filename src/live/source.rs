@@ -192,6 +192,8 @@ async fn get(
         .body(kube::client::Body::empty())
         .map_err(kube::Error::HttpError)?;
     let response = api.client.send(request).await?;
+    api.answered
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let status = response.status();
     if status.is_success() {
         return Ok(response);
@@ -235,7 +237,7 @@ async fn list(api: &ApiClient, r: &mut ResourceApi) -> Result<DecodedList, ReadF
         return list_pages(api, r).await;
     }
     match list_at(api, r, &r.uri(&[]), false).await {
-        Err(e) if too_slow(&e) => {
+        Err(e) if too_slow(&e, api.answered.load(std::sync::atomic::Ordering::Relaxed)) => {
             tracing::warn!(
                 resource = r.what(),
                 error = %e.cause(),
@@ -249,14 +251,25 @@ async fn list(api: &ApiClient, r: &mut ResourceApi) -> Result<DecodedList, ReadF
     }
 }
 
-/// Whether a list failed for taking too long: no answer (or a pause) past the request's
-/// deadline, or the API server's own timeout (504).
-fn too_slow(e: &ReadFailure) -> bool {
-    match e {
-        ReadFailure::Transient {
-            timed_out: true, ..
-        } => true,
-        ReadFailure::Transient { source, .. } => status(source) == Some(504),
+/// Whether a list failed for taking too long while the API server is there: the API
+/// server's own timeout (504), an answer that began and then paused past the request's
+/// deadline, or no answer within it from a server that has answered other requests
+/// (`answered`; a server that answers nothing at all is not asked again in pages, nor one
+/// that never began a TLS handshake).
+fn too_slow(e: &ReadFailure, answered: bool) -> bool {
+    use super::client::RequestError;
+    let ReadFailure::Transient { source, .. } = e else {
+        return false;
+    };
+    if status(source) == Some(504) {
+        return true;
+    }
+    let kube::Error::Service(inner) = source else {
+        return false;
+    };
+    match inner.downcast_ref::<RequestError>() {
+        Some(RequestError::Stalled { .. }) => true,
+        Some(RequestError::NoAnswer { .. }) => answered,
         _ => false,
     }
 }

@@ -113,8 +113,9 @@ struct State {
     evictions: Vec<EvictionSeen>,
     /// Lists (not watches) answered in full, by whether they asked for a page (`limit`).
     lists: BTreeMap<bool, u64>,
-    /// Whole lists (no `limit`) are answered only after the client's request timeout.
-    slow_whole_lists: bool,
+    /// Whole lists (no `limit`) of this collection are answered only after the client's
+    /// request timeout.
+    slow_whole_lists: Option<String>,
     /// Pages are at most this many items, whatever `limit` asked (the API server may
     /// answer fewer items than asked for).
     page_cap: Option<u32>,
@@ -208,12 +209,13 @@ impl ChaosProxy {
         s.percent = percent;
     }
 
-    /// From now on, every whole list (no `limit`) of a collection is answered only after the
-    /// client's request timeout, as a list too large for the API server's own timeout; pages
-    /// (`limit`) are answered as they are, with at most `page_cap` items each.
-    pub fn slow_whole_lists(&self, page_cap: Option<u32>) {
+    /// From now on, every whole list (no `limit`) of the collection at `path` (such as
+    /// `/api/v1/pods`) is answered only after the client's request timeout, as a list too
+    /// large for a deadline; its pages (`limit`) are answered as they come, with at most
+    /// `page_cap` items each.
+    pub fn slow_whole_lists(&self, path: &str, page_cap: Option<u32>) {
         let mut s = self.state.lock().unwrap();
-        s.slow_whole_lists = true;
+        s.slow_whole_lists = Some(path.to_string());
         s.page_cap = page_cap;
     }
 
@@ -427,7 +429,10 @@ impl Upstream {
         }
         let (slow, cap) = {
             let s = self.state.lock().unwrap();
-            (s.slow_whole_lists, s.page_cap)
+            (
+                s.slow_whole_lists.as_deref() == Some(path.as_str()),
+                s.page_cap,
+            )
         };
         let list = !watch && req.method() == http::Method::GET && is_collection(&path);
         if list && slow && !paged {
@@ -436,7 +441,7 @@ impl Upstream {
         }
         let (parts, body) = req.into_parts();
         let mut target = parts.uri.to_string();
-        if let (true, Some(cap)) = (list && paged, cap) {
+        if let (true, Some(cap)) = (list && paged && slow, cap) {
             let query: Vec<String> = parts
                 .uri
                 .query()
