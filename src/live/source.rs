@@ -882,6 +882,58 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_list_goes_to_pages_only_when_slow_from_a_server_that_is_there() {
+        use crate::live::client::RequestError;
+        let server: Arc<str> = Arc::from("https://10.0.0.1:6443");
+        let request = || "GET /api/v1/pods".to_string();
+        let timeout = Duration::from_secs(2);
+        let of =
+            |e: RequestError| ReadFailure::of(Resource::Pods, kube::Error::Service(Box::new(e)));
+        let api = |code: u16| {
+            ReadFailure::of(
+                Resource::Pods,
+                kube::Error::Api(
+                    kube::core::Status::failure("slow", "Timeout")
+                        .with_code(code)
+                        .boxed(),
+                ),
+            )
+        };
+        let no_answer = || {
+            of(RequestError::NoAnswer {
+                server: server.clone(),
+                request: request(),
+                timeout,
+            })
+        };
+        assert!(
+            too_slow(&no_answer(), true),
+            "no answer from a server that answers others"
+        );
+        assert!(
+            !too_slow(&no_answer(), false),
+            "no answer from a server that answered nothing"
+        );
+        let stalled = of(RequestError::Stalled {
+            server: server.clone(),
+            request: request(),
+            timeout,
+        });
+        assert!(
+            too_slow(&stalled, false),
+            "an answer that began, then paused"
+        );
+        let no_tls = of(RequestError::NoHandshake {
+            server: server.clone(),
+            request: request(),
+        });
+        assert!(!too_slow(&no_tls, true));
+        assert!(too_slow(&api(504), false), "the API server's own timeout");
+        assert!(!too_slow(&api(503), true));
+        assert!(!too_slow(&api(500), true));
+    }
+
+    #[test]
     fn uris_carry_the_selector_encoded() {
         let all = ResourceApi::all("kubernetes.io/os=linux,tier in (a,b)");
         assert_eq!(
