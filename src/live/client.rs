@@ -17,6 +17,9 @@ pub struct ApiClient {
     pub protobuf: bool,
     /// The API server, as errors name it (`https://host:port`).
     pub server: String,
+    /// Whether the API server has answered a request of the cluster's reader (any status):
+    /// a request it then leaves unanswered is slow, not sent to a server that is not there.
+    pub answered: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// `scheme://host:port` of a cluster's URL.
@@ -214,6 +217,7 @@ impl ApiClient {
             limiter: quota(qps, burst).map(|q| Arc::new(RateLimiter::direct(q))),
             protobuf: true,
             server: "the API server".into(),
+            answered: Default::default(),
         }
     }
 

@@ -109,6 +109,35 @@ pub struct LiveExecutor {
     global: Option<DefaultDirectRateLimiter>,
     per_node: Option<DefaultKeyedRateLimiter<String>>,
     gate: Gate,
+    /// Pods (by UID) whose eviction the API server answered 429 with a Retry-After: not
+    /// asked again before then.
+    retry_after: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+}
+
+/// An eviction the API server did not carry out.
+enum Refused {
+    /// Its answer (a Status) and the wait it asked for (`Retry-After`, or the Status's
+    /// `details.retryAfterSeconds`).
+    Api(Box<kube::core::Status>, Option<Duration>),
+    /// No answer: the request failed, or its answer was lost on the way.
+    Transport(kube::Error),
+}
+
+/// The wait a refusal asks for: the `Retry-After` header (seconds), else the Status's
+/// `details.retryAfterSeconds`; none when neither says a positive number.
+fn retry_after(headers: &http::HeaderMap, status: &kube::core::Status) -> Option<Duration> {
+    headers
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .or_else(|| {
+            status
+                .details
+                .as_ref()
+                .map(|d| u64::from(d.retry_after_seconds))
+        })
+        .filter(|&s| s > 0)
+        .map(Duration::from_secs)
 }
 
 /// The executor's side of one cycle ([`LiveExecutor::cycle`]): it attempts each plan the
@@ -262,6 +291,59 @@ impl LiveExecutor {
             metrics,
             recorder,
             gate,
+            retry_after: Default::default(),
+        }
+    }
+
+    /// Sends an eviction request: Ok when the API server carried it out.
+    async fn post_eviction(&self, request: http::Request<Vec<u8>>) -> Result<(), Refused> {
+        use http_body_util::BodyExt;
+        let response = self
+            .api
+            .client
+            .send(request.map(kube::client::Body::from))
+            .await
+            .map_err(Refused::Transport)?;
+        let code = response.status();
+        let headers = response.headers().clone();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(Refused::Transport)?
+            .to_bytes();
+        if code.is_success() {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&body);
+        let status = serde_json::from_str::<kube::core::Status>(&text)
+            .ok()
+            .filter(|s| s.code != 0)
+            .unwrap_or_else(|| {
+                kube::core::Status::failure(text.trim(), "").with_code(code.as_u16())
+            });
+        let wait = retry_after(&headers, &status);
+        Err(Refused::Api(Box::new(status), wait))
+    }
+
+    /// Whether the API server asked not to be asked again about pod `uid` yet: until when.
+    fn asked_to_wait(&self, uid: &str) -> Option<std::time::Instant> {
+        let mut waits = self.retry_after.lock().expect("not poisoned");
+        let now = std::time::Instant::now();
+        waits.retain(|_, until| *until > now);
+        waits.get(uid).copied()
+    }
+
+    /// After an eviction call whose answer never came: whether the pod is going anyway (it
+    /// is gone, or terminating with the same UID), so the eviction was carried out.
+    async fn went_anyway(&self, pods: &Api<Pod>, name: &str, uid: &str) -> bool {
+        self.api.throttle().await;
+        match pods.get_opt(name).await {
+            Ok(None) => true,
+            Ok(Some(p)) => {
+                p.metadata.uid.as_deref() != Some(uid) || p.metadata.deletion_timestamp.is_some()
+            }
+            Err(_) => false,
         }
     }
 
@@ -297,6 +379,15 @@ impl LiveExecutor {
         let pod = snap.pod(e.pod);
         let node = &snap.node(e.node).name;
         let pods: Api<Pod> = Api::namespaced(self.api.client.clone(), &pod.namespace);
+        // A 429 that said when to ask again is the answer until then.
+        if let Some(until) = self.asked_to_wait(&pod.uid) {
+            tracing::info!(
+                pod = %pod.key(),
+                seconds = until.saturating_duration_since(std::time::Instant::now()).as_secs_f64(),
+                "not asked again yet: the API server's Retry-After has not passed"
+            );
+            return Outcome::BlockedByDisruptionBudget;
+        }
         // Re-check just before the call.
         self.api.throttle().await;
         let request_evict_only;
@@ -359,9 +450,9 @@ impl LiveExecutor {
             .body(serde_json::to_vec(&body).expect("eviction serializes"))
             .expect("valid request");
         self.api.throttle().await;
-        match self.api.client.request_text(request).await {
-            Ok(_) => Outcome::Evicted,
-            Err(kube::Error::Api(status)) => match status.code {
+        match self.post_eviction(request).await {
+            Ok(()) => Outcome::Evicted,
+            Err(Refused::Api(status, wait)) => match status.code {
                 // Upstream's EvictionsInBackground: an eviction the API carries out in the
                 // background (KubeVirt's live migration), for pods that ask for it only.
                 429 if self.config.evictions_in_background
@@ -370,7 +461,15 @@ impl LiveExecutor {
                 {
                     Outcome::EvictionInBackground
                 }
-                429 => Outcome::BlockedByDisruptionBudget,
+                429 => {
+                    if let Some(wait) = wait {
+                        self.retry_after
+                            .lock()
+                            .expect("not poisoned")
+                            .insert(pod.uid.to_string(), std::time::Instant::now() + wait);
+                    }
+                    Outcome::BlockedByDisruptionBudget
+                }
                 404 => Outcome::PodGone,
                 409 => Outcome::UidChanged,
                 500 if status.message.contains("more than one PodDisruptionBudget") => {
@@ -381,7 +480,15 @@ impl LiveExecutor {
                     Outcome::Failed
                 }
             },
-            Err(err) => {
+            // The call may have reached the API server and only its answer been lost (a
+            // connection cut): what the pod is now says whether it was carried out.
+            Err(Refused::Transport(err))
+                if !dry_run && self.went_anyway(&pods, &pod.name, &pod.uid).await =>
+            {
+                tracing::warn!(pod = %pod.key(), error = %err, "the eviction's answer was lost, but the pod is going: evicted");
+                Outcome::Evicted
+            }
+            Err(Refused::Transport(err)) => {
                 tracing::warn!(pod = %pod.key(), error = %err, "eviction failed");
                 Outcome::Failed
             }
@@ -636,6 +743,34 @@ fn truncate(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::snapshot::NodeId;
+
+    #[test]
+    fn a_refusal_asks_to_wait_by_its_header_else_its_status() {
+        let status = |seconds: u32| {
+            let mut s = kube::core::Status::failure("no", "TooManyRequests").with_code(429);
+            if seconds > 0 {
+                s.details = Some(
+                    serde_json::from_value(serde_json::json!({ "retryAfterSeconds": seconds }))
+                        .unwrap(),
+                );
+            }
+            s
+        };
+        let mut headers = http::HeaderMap::new();
+        assert_eq!(retry_after(&headers, &status(0)), None);
+        assert_eq!(
+            retry_after(&headers, &status(7)),
+            Some(Duration::from_secs(7))
+        );
+        headers.insert(http::header::RETRY_AFTER, "3".parse().unwrap());
+        assert_eq!(
+            retry_after(&headers, &status(7)),
+            Some(Duration::from_secs(3)),
+            "the header first"
+        );
+        headers.insert(http::header::RETRY_AFTER, "0".parse().unwrap());
+        assert_eq!(retry_after(&headers, &status(0)), None, "0: no wait");
+    }
 
     #[test]
     fn a_landing_is_exact_an_alternative_or_missed() {

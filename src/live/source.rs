@@ -2,7 +2,9 @@
 //! from its watch cache (a list without `limit` nor `resourceVersion` is a consistent read
 //! there), and its response bytes go straight into the compact model as they arrive
 //! ([`ListDecoder`], the reader of snapshot files): no API objects are built, and nothing is
-//! written only to be read again. One-shot mode lists everything once, all resources at
+//! written only to be read again. A resource whose whole list does not come within the
+//! request's deadline (or the API server's own, 504) is listed in pages from then on
+//! ([`list`]): each page a short request, the pages joined into one list. One-shot mode lists everything once, all resources at
 //! once; continuous mode lists each resource, then keeps it current from its watch (added,
 //! modified, deleted, bookmarks; listed again when the watch's version expired, 410 Gone: the
 //! protocol of [`Reflector`]),
@@ -50,6 +52,8 @@ struct ResourceApi {
     /// The versions of the resource to read, each a collection path and its items'
     /// `apiVersion`, the first the API serves (a 404 tries the next); empty: only `path`.
     versions: &'static [(&'static str, &'static str)],
+    /// Listed in pages: a whole list did not come in time ([`list`]).
+    paged: bool,
 }
 
 impl ResourceApi {
@@ -61,6 +65,7 @@ impl ResourceApi {
             selector: String::new(),
             optional: false,
             versions: &[],
+            paged: false,
         };
         let mut nodes = plain(Resource::Nodes, "/api/v1/nodes", "Node", "v1");
         nodes.selector = node_selector.trim().to_string();
@@ -74,6 +79,7 @@ impl ResourceApi {
             selector: String::new(),
             optional: true,
             versions: &[],
+            paged: false,
         };
         vec![
             nodes,
@@ -186,6 +192,8 @@ async fn get(
         .body(kube::client::Body::empty())
         .map_err(kube::Error::HttpError)?;
     let response = api.client.send(request).await?;
+    api.answered
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let status = response.status();
     if status.is_success() {
         return Ok(response);
@@ -217,16 +225,93 @@ const PATIENCE: Duration = Duration::from_millis(4);
 /// Bytes of a response handed to its decoder at a time.
 const BATCH: usize = 1 << 20;
 
-/// Lists one resource: one request, its body decoded on a thread of its own as it arrives.
-/// Pods and nodes are asked for in the API's protobuf encoding (JSON where the server
-/// answers JSON), the other kinds in JSON.
-async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadFailure> {
+/// Items asked for per page when a resource is listed in pages.
+const PAGE: &str = "500";
+
+/// Lists one resource: in one request; or, once a whole list has not come within the
+/// request's deadline (or the API server's own: 504), in pages ([`PAGE`] items each, a
+/// request each, every one short), which the resource keeps to from then on. A list slower
+/// than a deadline would otherwise fail the same way at every try.
+async fn list(api: &ApiClient, r: &mut ResourceApi) -> Result<DecodedList, ReadFailure> {
+    if r.paged {
+        return list_pages(api, r).await;
+    }
+    match list_at(api, r, &r.uri(&[]), false).await {
+        Err(e) if too_slow(&e, api.answered.load(std::sync::atomic::Ordering::Relaxed)) => {
+            tracing::warn!(
+                resource = r.what(),
+                error = %e.cause(),
+                page = PAGE,
+                "the whole list did not come in time; listing it in pages from now on"
+            );
+            r.paged = true;
+            list_pages(api, r).await
+        }
+        other => other,
+    }
+}
+
+/// Whether a list failed for taking too long while the API server is there: the API
+/// server's own timeout (504), an answer that began and then paused past the request's
+/// deadline, or no answer within it from a server that has answered other requests
+/// (`answered`; a server that answers nothing at all is not asked again in pages, nor one
+/// that never began a TLS handshake).
+fn too_slow(e: &ReadFailure, answered: bool) -> bool {
+    use super::client::RequestError;
+    let ReadFailure::Transient { source, .. } = e else {
+        return false;
+    };
+    if status(source) == Some(504) {
+        return true;
+    }
+    let kube::Error::Service(inner) = source else {
+        return false;
+    };
+    match inner.downcast_ref::<RequestError>() {
+        Some(RequestError::Stalled { .. }) => true,
+        Some(RequestError::NoAnswer { .. }) => answered,
+        _ => false,
+    }
+}
+
+/// Lists one resource page by page (`limit` and `continue`), the pages joined into one list
+/// at the version of the first (the API server serves every page of a list from it).
+async fn list_pages(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadFailure> {
+    let mut list = list_at(api, r, &r.uri(&[("limit", PAGE)]), true).await?;
+    let mut pages = 1;
+    while !list.continue_token.is_empty() {
+        let token = std::mem::take(&mut list.continue_token);
+        let page = list_at(
+            api,
+            r,
+            &r.uri(&[("limit", PAGE), ("continue", &token)]),
+            true,
+        )
+        .await?;
+        join(&mut list.parts, page.parts);
+        list.continue_token = page.continue_token;
+        pages += 1;
+    }
+    tracing::debug!(resource = r.what(), pages, "listed in pages");
+    Ok(list)
+}
+
+/// Lists one resource with one request to `uri`, its body decoded on a thread of its own
+/// as it arrives (`paged`: a page, which may say there is a next one). Pods and nodes are
+/// asked for in the API's protobuf encoding (JSON where the server answers JSON), the
+/// other kinds in JSON.
+async fn list_at(
+    api: &ApiClient,
+    r: &ResourceApi,
+    uri: &str,
+    paged: bool,
+) -> Result<DecodedList, ReadFailure> {
     let accept = if api.protobuf && proto::Message::of(r.object).is_some() {
         proto::ACCEPT
     } else {
         "application/json"
     };
-    let response = get(api, &r.uri(&[]), accept)
+    let response = get(api, uri, accept)
         .await
         .map_err(|e| ReadFailure::of(r.resource, e))?;
     let content_type = response
@@ -303,7 +388,7 @@ async fn list(api: &ApiClient, r: &ResourceApi) -> Result<DecodedList, ReadFailu
         (Some(e), _) => Err(ReadFailure::of(r.resource, e)),
         (None, d) => {
             let d = d.map_err(|e| ReadFailure::decode(r.resource, e))?;
-            if !d.continue_token.is_empty() {
+            if !paged && !d.continue_token.is_empty() {
                 // Not asked for (no limit): a server that pages anyway is not understood.
                 return Err(ReadFailure::decode(
                     r.resource,
@@ -795,6 +880,58 @@ impl Drop for WatchSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_goes_to_pages_only_when_slow_from_a_server_that_is_there() {
+        use crate::live::client::RequestError;
+        let server: Arc<str> = Arc::from("https://10.0.0.1:6443");
+        let request = || "GET /api/v1/pods".to_string();
+        let timeout = Duration::from_secs(2);
+        let of =
+            |e: RequestError| ReadFailure::of(Resource::Pods, kube::Error::Service(Box::new(e)));
+        let api = |code: u16| {
+            ReadFailure::of(
+                Resource::Pods,
+                kube::Error::Api(
+                    kube::core::Status::failure("slow", "Timeout")
+                        .with_code(code)
+                        .boxed(),
+                ),
+            )
+        };
+        let no_answer = || {
+            of(RequestError::NoAnswer {
+                server: server.clone(),
+                request: request(),
+                timeout,
+            })
+        };
+        assert!(
+            too_slow(&no_answer(), true),
+            "no answer from a server that answers others"
+        );
+        assert!(
+            !too_slow(&no_answer(), false),
+            "no answer from a server that answered nothing"
+        );
+        let stalled = of(RequestError::Stalled {
+            server: server.clone(),
+            request: request(),
+            timeout,
+        });
+        assert!(
+            too_slow(&stalled, false),
+            "an answer that began, then paused"
+        );
+        let no_tls = of(RequestError::NoHandshake {
+            server: server.clone(),
+            request: request(),
+        });
+        assert!(!too_slow(&no_tls, true));
+        assert!(too_slow(&api(504), false), "the API server's own timeout");
+        assert!(!too_slow(&api(503), true));
+        assert!(!too_slow(&api(500), true));
+    }
 
     #[test]
     fn uris_carry_the_selector_encoded() {

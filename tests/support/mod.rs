@@ -21,6 +21,7 @@
 //! Include with `mod support;` from a test file.
 #![allow(dead_code)]
 
+pub mod chaos;
 pub mod executor;
 pub mod metrics_api;
 pub mod outcome;
