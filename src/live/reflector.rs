@@ -11,6 +11,9 @@ use std::time::Duration;
 /// The first wait after a failure; it doubles up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A watch closed sooner than this after it was opened is watched again only after the
+/// backoff.
+pub const SHORTEST_WATCH: Duration = Duration::from_secs(1);
 
 /// How often an optional resource found absent (a gang scheduler's CRD not installed, or
 /// not readable) is looked for again.
@@ -24,8 +27,11 @@ pub enum Input<'a> {
         version: String,
     },
     ListFailed(&'a ReadFailure),
-    /// The server closed the watch (its timeout), or the connection was cut.
-    WatchClosed,
+    /// The server closed the watch (its timeout), or the connection was cut, after it had
+    /// been open for `lasted`.
+    WatchClosed {
+        lasted: Duration,
+    },
     /// The watch's version is too old (410 Gone).
     WatchExpired,
     WatchFailed(&'a ReadFailure),
@@ -144,10 +150,20 @@ impl Reflector {
                 report: true,
                 none: false,
             },
-            Input::WatchClosed => {
+            // A watch that was open a while ended as watches do (the server's timeout, a
+            // connection recycled): watch again at once. One closed at once (a proxy or load
+            // balancer that ends every watch) is watched again after the backoff, so that it
+            // is not asked for in a tight loop.
+            Input::WatchClosed { lasted } if lasted >= SHORTEST_WATCH => {
                 self.backoff = FIRST_BACKOFF;
                 Step::now(self.watch())
             }
+            Input::WatchClosed { .. } => Step {
+                request: self.watch(),
+                after: self.back_off(),
+                report: false,
+                none: false,
+            },
             Input::WatchExpired => {
                 self.version = None;
                 Step::now(Request::List)
@@ -207,7 +223,12 @@ mod tests {
             r.seen(v.into());
         }
         // The server closed the watch: watch again from the last version, at once.
-        assert_eq!(r.step(Input::WatchClosed), Step::now(watch("15")));
+        assert_eq!(
+            r.step(Input::WatchClosed {
+                lasted: Duration::from_secs(300)
+            }),
+            Step::now(watch("15"))
+        );
     }
 
     #[test]
@@ -249,9 +270,43 @@ mod tests {
             (watch("1"), FIRST_BACKOFF, true)
         );
         // A watch closed normally resets the backoff too.
-        r.step(Input::WatchClosed);
+        r.step(Input::WatchClosed {
+            lasted: SHORTEST_WATCH,
+        });
         assert_eq!(
             r.step(Input::WatchFailed(&unavailable)).after,
+            FIRST_BACKOFF
+        );
+    }
+
+    #[test]
+    fn a_watch_closed_at_once_again_and_again_is_watched_again_after_the_backoff() {
+        let mut r = Reflector::new(false);
+        r.step(Input::Listed {
+            version: "7".into(),
+        });
+        // A load balancer that ends every watch as soon as it opens: no tight loop.
+        let waits: Vec<u128> = (0..4)
+            .map(|_| {
+                let s = r.step(Input::WatchClosed {
+                    lasted: Duration::from_millis(20),
+                });
+                assert_eq!(s.request, watch("7"), "from the same version");
+                assert!(!s.report, "a closed watch is no failure to report");
+                s.after.as_millis()
+            })
+            .collect();
+        assert_eq!(waits, [500, 1000, 2000, 4000]);
+        // A watch that stayed open resets it.
+        let s = r.step(Input::WatchClosed {
+            lasted: Duration::from_secs(60),
+        });
+        assert_eq!(s, Step::now(watch("7")));
+        assert_eq!(
+            r.step(Input::WatchClosed {
+                lasted: Duration::ZERO
+            })
+            .after,
             FIRST_BACKOFF
         );
     }

@@ -693,9 +693,13 @@ async fn keep(api: ApiClient, mut r: ResourceApi, tx: tokio::sync::mpsc::Unbound
                 }
             },
             Request::Watch { version } => {
+                let opened = std::time::Instant::now();
                 match watch(&api, &r, &version, &mut reflector, &tx).await {
                     WatchEnd::Closed if tx.is_closed() => return,
-                    WatchEnd::Closed => (reflector.step(Input::WatchClosed), None),
+                    WatchEnd::Closed => {
+                        let lasted = opened.elapsed();
+                        (reflector.step(Input::WatchClosed { lasted }), None)
+                    }
                     WatchEnd::Expired => {
                         tracing::info!(
                             resource = r.what(),
