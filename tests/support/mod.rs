@@ -21,11 +21,13 @@
 //! Include with `mod support;` from a test file.
 #![allow(dead_code)]
 
+pub mod churn;
 pub mod executor;
 pub mod metrics_api;
 pub mod outcome;
 pub mod process;
 pub mod prometheus;
+pub mod soak;
 pub mod states;
 pub mod webhook;
 
