@@ -2,9 +2,10 @@
 //! it loads a cluster of nodes and ReplicaSets through the API, then changes it as a busy
 //! cluster changes: pods created, deleted (at once, or left terminating), relabelled, going
 //! Pending, Running and Failed; ReplicaSets scaled; nodes added, removed, tainted, cordoned,
-//! going NotReady and back; disruption budgets created, changed and deleted. Only
-//! kube-apiserver needs to run: the generator writes what the controllers and the kubelet would
-//! (statuses, the pods of a scaled ReplicaSet, the pods of a removed node deleted).
+//! going NotReady and back; disruption budgets and (Kubernetes') PodGroups created, changed and
+//! deleted. Only kube-apiserver needs to run: the generator writes what the controllers and the
+//! kubelet would (statuses, the pods of a scaled ReplicaSet, the pods of a removed node
+//! deleted).
 //!
 //! The same seed draws the same changes in the same order, so a failure replays.
 
@@ -14,6 +15,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::json;
@@ -21,7 +23,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// The generator's kinds of change, counted as they are applied.
-pub const KINDS: [&str; 17] = [
+pub const KINDS: [&str; 19] = [
     "pod-created",
     "pod-created-pending",
     "pod-deleted",
@@ -39,6 +41,8 @@ pub const KINDS: [&str; 17] = [
     "node-ready-flipped",
     "pdb-created-or-changed",
     "pdb-deleted",
+    "podgroup-created-or-changed",
+    "podgroup-deleted",
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +69,8 @@ struct Rs {
     name: String,
     uid: String,
     cpu: &'static str,
+    /// The Kubernetes PodGroup (`scheduling.k8s.io`) its pods name, for a gang.
+    group: Option<String>,
     pods: Vec<PodState>,
 }
 
@@ -84,6 +90,8 @@ pub struct Churn {
     nodes: BTreeMap<String, NodeState>,
     replicasets: Vec<Rs>,
     budgets: BTreeMap<String, i32>,
+    /// The PodGroups that exist, by name.
+    groups: BTreeMap<String, i64>,
     next: u64,
     /// The node and pod counts of the load: the churn wanders around them.
     target_nodes: usize,
@@ -95,6 +103,16 @@ pub struct Churn {
 /// Pods per ReplicaSet at load.
 const PODS_PER_RS: usize = 10;
 const CPUS: [&str; 4] = ["100m", "200m", "300m", "500m"];
+
+impl Rs {
+    /// The ReplicaSet without its pods.
+    fn clone_meta(&self) -> Rs {
+        Rs {
+            pods: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
 
 impl Churn {
     /// Creates a namespace, `nodes` Ready nodes and about `pods` Running pods in ReplicaSets
@@ -115,6 +133,7 @@ impl Churn {
             nodes: BTreeMap::new(),
             replicasets: Vec::new(),
             budgets: BTreeMap::new(),
+            groups: BTreeMap::new(),
             next: 0,
             target_nodes: nodes.max(2),
             target_pods: pods.max(PODS_PER_RS),
@@ -135,10 +154,14 @@ impl Churn {
             let name = c.fresh("rs");
             let cpu = c.rng.pick(&CPUS);
             let uid = c.create_replicaset(&name, PODS_PER_RS as i32).await;
+            // One ReplicaSet in four is a gang: its pods name a PodGroup, made later (or
+            // never: then every member is protected).
+            let group = c.rng.chance(25).then(|| format!("gang-{name}"));
             let mut rs = Rs {
                 name,
                 uid,
                 cpu,
+                group,
                 pods: Vec::new(),
             };
             for _ in 0..PODS_PER_RS {
@@ -152,14 +175,14 @@ impl Churn {
                     node: Some(node),
                     phase: Phase::Running,
                 };
-                to_create.push((rs.name.clone(), rs.uid.clone(), cpu, pod.clone()));
+                to_create.push((rs.clone_meta(), pod.clone()));
                 rs.pods.push(pod);
             }
             c.replicasets.push(rs);
         }
         let (client, ns) = (&c.client, c.namespace.as_str());
-        futures::stream::iter(to_create.iter().map(|(rs, uid, cpu, p)| async move {
-            create_pod(client, ns, rs, uid, cpu, p, c_label(0)).await;
+        futures::stream::iter(to_create.iter().map(|(rs, p)| async move {
+            create_pod(client, ns, rs, p, c_label(0)).await;
         }))
         .buffer_unordered(workers)
         .collect::<Vec<_>>()
@@ -221,7 +244,7 @@ impl Churn {
     /// One random change, applied through the API; its kind.
     pub async fn step(&mut self) -> &'static str {
         let kind = loop {
-            let roll = self.rng.range(1, 100);
+            let roll = self.rng.range(1, 106);
             let kind = match roll {
                 1..=18 => "pod-created",
                 19..=22 => "pod-created-pending",
@@ -237,7 +260,9 @@ impl Churn {
                 80..=82 => "node-cordoned",
                 83..=88 => "node-ready-flipped",
                 89..=96 => "pdb-created-or-changed",
-                _ => "pdb-deleted",
+                97..=100 => "pdb-deleted",
+                101..=104 => "podgroup-created-or-changed",
+                _ => "podgroup-deleted",
             };
             if let Some(applied) = self.apply(kind).await {
                 break applied;
@@ -479,6 +504,41 @@ impl Churn {
                     .unwrap_or_else(|e| panic!("deleting pdb {app}: {e}"));
                 self.budgets.remove(&app);
             }
+            "podgroup-created-or-changed" => {
+                let gangs: Vec<String> = self
+                    .replicasets
+                    .iter()
+                    .filter_map(|r| r.group.clone())
+                    .collect();
+                if gangs.is_empty() {
+                    return None;
+                }
+                let name = pick(&mut self.rng, &gangs);
+                let min_count = self.rng.range(1, 12);
+                let api = Api::<PodGroup>::namespaced(self.client.clone(), &ns);
+                // Its spec cannot change: a changed group is one made again.
+                if self.groups.contains_key(&name) {
+                    delete_group(&api, &name).await;
+                }
+                let group: PodGroup = serde_json::from_value(json!({
+                    "metadata": {"name": name},
+                    "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+                }))
+                .unwrap();
+                api.create(&PostParams::default(), &group)
+                    .await
+                    .unwrap_or_else(|e| panic!("creating PodGroup {ns}/{name}: {e}"));
+                self.groups.insert(name, min_count);
+            }
+            "podgroup-deleted" => {
+                let names: Vec<String> = self.groups.keys().cloned().collect();
+                if names.is_empty() {
+                    return None;
+                }
+                let name = pick(&mut self.rng, &names);
+                delete_group(&Api::namespaced(self.client.clone(), &ns), &name).await;
+                self.groups.remove(&name);
+            }
             other => unreachable!("{other}"),
         }
         Some(kind)
@@ -499,13 +559,10 @@ impl Churn {
         };
         let pod = PodState { name, node, phase };
         let tier = c_label(self.rng.range(0, 3));
-        let rs = &self.replicasets[r];
         create_pod(
             &self.client,
             &self.namespace,
-            &rs.name,
-            &rs.uid,
-            rs.cpu,
+            &self.replicasets[r],
             &pod,
             tier,
         )
@@ -563,15 +620,8 @@ fn node_config(name: &str) -> NodeConfig {
     )
 }
 
-async fn create_pod(
-    client: &Client,
-    ns: &str,
-    rs: &str,
-    rs_uid: &str,
-    cpu: &str,
-    pod: &PodState,
-    tier: &str,
-) {
+async fn create_pod(client: &Client, ns: &str, rs: &Rs, pod: &PodState, tier: &str) {
+    let (cpu, rs_uid) = (rs.cpu, &rs.uid);
     let mut spec = json!({
         "automountServiceAccountToken": false,
         "containers": [{
@@ -582,6 +632,10 @@ async fn create_pod(
     if let Some(node) = &pod.node {
         spec["nodeName"] = json!(node);
     }
+    if let Some(group) = &rs.group {
+        spec["schedulingGroup"] = json!({"podGroupName": group});
+    }
+    let rs = &rs.name;
     let object: Pod = serde_json::from_value(json!({
         "metadata": {
             "name": pod.name,
@@ -611,6 +665,23 @@ async fn delete_pod(client: &Client, ns: &str, name: &str, grace: u32) {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 404 => {}
         Err(e) => panic!("deleting pod {ns}/{name}: {e}"),
+    }
+}
+
+/// Deletes a PodGroup and removes its finalizers, as its controller would once no pod of it
+/// is scheduling.
+async fn delete_group(api: &Api<PodGroup>, name: &str) {
+    api.delete(name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("deleting PodGroup {name}: {e}"));
+    let patch = json!({"metadata": {"finalizers": null}});
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => panic!("removing the finalizers of PodGroup {name}: {e}"),
     }
 }
 
