@@ -26,6 +26,7 @@
 //! | `SOAK_WORKERS` | 16 | concurrent requests while loading |
 //! | `SOAK_WARMUP` | 20 | cycles before memory growth is measured |
 //! | `SOAK_MAX_RSS_GROWTH` | unset | fail when resident memory grew more than this (percent) after warm-up |
+//! | `SOAK_SAMPLES` | unset | a CSV file for the per-cycle samples (cycle, resident KiB, CPU ticks) |
 //! | `SOAK_DIR` | `target/soak/seed-<seed>-<time>` | where checkpoints keep what differed |
 
 mod support;
@@ -86,6 +87,7 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
     let warmup: usize = env("SOAK_WARMUP", 20);
     let max_growth: Option<f64> = std::env::var("SOAK_MAX_RSS_GROWTH")
         .ok()
+        .filter(|v| !v.is_empty())
         .map(|v| v.parse().expect("SOAK_MAX_RSS_GROWTH: a number (percent)"));
     eprintln!(
         "soak: seed {seed} (SOAK_SEED={seed} replays it); {nodes} nodes, {pods} pods, {seconds} s of churn at {rate}/s, bursts of {burst} ({burst_percent}% a second), {checkpoints} checkpoints"
@@ -174,6 +176,9 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
     );
     soak.assert_alive("the end");
     let (resources, growth) = resource_summary(&soak.samples(), warmup);
+    if let Some(path) = std::env::var_os("SOAK_SAMPLES").filter(|p| !p.is_empty()) {
+        soak.write_samples(std::path::Path::new(&path));
+    }
     let stderr = soak.stop().await;
     assert!(!stderr.contains("panicked"), "{stderr}");
     eprintln!("soak: {resources}");

@@ -239,6 +239,15 @@ impl Soak {
         );
     }
 
+    /// Writes the samples taken so far as CSV (cycle, resident KiB, CPU ticks).
+    pub fn write_samples(&self, path: &Path) {
+        let mut csv = String::from("cycle,rss_kib,cpu_ticks\n");
+        for s in self.samples() {
+            csv.push_str(&format!("{},{},{}\n", s.cycle, s.rss_kib, s.cpu_ticks));
+        }
+        std::fs::write(path, csv).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+
     /// The samples taken so far.
     pub fn samples(&self) -> Vec<Sample> {
         self.samples.lock().unwrap().clone()
