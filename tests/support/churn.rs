@@ -93,7 +93,8 @@ pub struct Churn {
     /// The PodGroups that exist, by name.
     groups: BTreeMap<String, i64>,
     next: u64,
-    /// The node and pod counts of the load: the churn wanders around them.
+    /// The node and pod counts of the load: creations stop 10% above them, deletions 10%
+    /// below (a removed node's pods go with it), so memory figures compare like with like.
     target_nodes: usize,
     target_pods: usize,
     /// Changes applied so far, by kind.
@@ -300,14 +301,14 @@ impl Churn {
         let ns = self.namespace.clone();
         match kind {
             "pod-created" | "pod-created-pending" => {
-                if self.pods() * 10 > self.target_pods * 13 {
+                if self.pods() * 10 > self.target_pods * 11 {
                     return None;
                 }
                 let r = self.some_rs();
                 self.add_pod(r, kind == "pod-created-pending").await;
             }
             "pod-deleted" => {
-                if self.pods() * 10 < self.target_pods * 7 {
+                if self.pods() * 10 < self.target_pods * 9 {
                     return None;
                 }
                 let (r, i) = self.some_pod(&[
@@ -366,8 +367,8 @@ impl Churn {
                 let by = self.rng.range(-4, 4);
                 let (pods, target) = (self.pods() * 10, self.target_pods * 10);
                 if by == 0
-                    || (by > 0 && pods > target * 13 / 10)
-                    || (by < 0 && pods < target * 7 / 10)
+                    || (by > 0 && pods > target * 11 / 10)
+                    || (by < 0 && pods < target * 9 / 10)
                 {
                     return None;
                 }
@@ -394,7 +395,7 @@ impl Churn {
                     .unwrap_or_else(|e| panic!("scaling {ns}/{name}: {e}"));
             }
             "node-added" => {
-                if self.nodes.len() * 2 >= self.target_nodes * 3 {
+                if self.nodes.len() * 10 >= self.target_nodes * 11 {
                     return None;
                 }
                 let name = self.fresh("node");
@@ -402,7 +403,7 @@ impl Churn {
                 self.nodes.insert(name, NodeState::default());
             }
             "node-removed" => {
-                if self.nodes.len() * 3 <= self.target_nodes * 2 {
+                if self.nodes.len() * 10 <= self.target_nodes * 9 {
                     return None;
                 }
                 let name = self.some_node();
