@@ -246,6 +246,13 @@ impl Churn {
     pub async fn step(&mut self) -> &'static str {
         let kind = loop {
             let roll = self.rng.range(1, 106);
+            // Below the load's pods by more than 10% (a removed node takes its pods along):
+            // half the changes are pods created, as the ReplicaSet controller would.
+            let roll = if self.pods() * 10 < self.target_pods * 9 && self.rng.chance(50) {
+                1
+            } else {
+                roll
+            };
             let kind = match roll {
                 1..=18 => "pod-created",
                 19..=22 => "pod-created-pending",

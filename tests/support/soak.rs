@@ -51,35 +51,36 @@ pub struct Checkpoint {
     pub waited: Duration,
 }
 
-/// The decision log's records (`decision-<time>.json`), oldest first: (file, record).
-fn records(log: &Path) -> Vec<(PathBuf, Value)> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(log)
+/// The decision log's records (`decision-<time>[-<n>].json`), oldest first: (file, the time
+/// its name says, to the millisecond). Only the chosen one is read.
+fn records(log: &Path) -> Vec<(PathBuf, DateTime<Utc>)> {
+    let mut out: Vec<(PathBuf, DateTime<Utc>, u32)> = std::fs::read_dir(log)
         .map(|d| {
             d.filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| {
-                    let n = p.file_name().unwrap().to_string_lossy();
-                    n.starts_with("decision-") && n.ends_with(".json")
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let stem = name.strip_prefix("decision-")?.strip_suffix(".json")?;
+                    let (time, counter) = match stem.split_once("Z-") {
+                        Some((t, n)) => (format!("{t}Z"), n.parse().ok()?),
+                        None => (stem.to_string(), 0),
+                    };
+                    let at = chrono::NaiveDateTime::parse_from_str(&time, "%Y%m%dT%H%M%S%.3fZ")
+                        .ok()?
+                        .and_utc();
+                    Some((e.path(), at, counter))
                 })
                 .collect()
         })
         .unwrap_or_default();
-    names.sort();
-    let mut out: Vec<(PathBuf, Value)> = names
-        .into_iter()
-        .filter_map(|p| {
-            let text = std::fs::read_to_string(&p).ok()?;
-            Some((p, serde_json::from_str(&text).ok()?))
-        })
-        .collect();
-    out.sort_by_key(|(_, r)| time_of(r));
-    out
+    out.sort_by_key(|(_, at, n)| (*at, *n));
+    out.into_iter().map(|(p, at, _)| (p, at)).collect()
 }
 
-fn time_of(record: &Value) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(record["time"].as_str().unwrap())
-        .unwrap()
-        .with_timezone(&Utc)
+/// A record of the decision log.
+fn read_record(path: &Path) -> Value {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The resident memory (KiB) and CPU time (ticks) of `pid`.
@@ -272,10 +273,10 @@ impl Soak {
             self.assert_alive(&format!("checkpoint {n}"));
             let after: Vec<_> = records(&self.log)
                 .into_iter()
-                .filter(|(_, r)| time_of(r) > since)
+                .filter(|(_, at)| *at > since)
                 .collect();
-            if let Some(r) = after.get(1) {
-                break r.clone();
+            if let Some((path, _)) = after.get(1) {
+                break (path.clone(), read_record(path));
             }
             if waited_from.elapsed() > Duration::from_secs(120) {
                 return Err(format!(
@@ -299,7 +300,11 @@ impl Soak {
         records(&self.log)
             .into_iter()
             .rev()
-            .find(|(_, r)| time_of(r) < t)
+            .find(|(_, at)| *at < t)
+            .map(|(path, _)| {
+                let record = read_record(&path);
+                (path, record)
+            })
     }
 
     /// Compares the cycle of `record` (at `record_path`) with a one-shot run listing the
@@ -347,7 +352,8 @@ impl Soak {
         }
         std::fs::write(dir.join("one-shot-report.json"), &once.stdout).unwrap();
         let fresh: Value = serde_json::from_str(&once.stdout).unwrap();
-        let (_, once_record) = records(&once_log).pop().expect("the one-shot run's record");
+        let (once_path, _) = records(&once_log).pop().expect("the one-shot run's record");
+        let once_record = read_record(&once_path);
         let listed = once_log.join(once_record["snapshot"].as_str().unwrap());
 
         // The kept snapshot, planned offline.
