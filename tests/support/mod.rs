@@ -22,11 +22,13 @@
 #![allow(dead_code)]
 
 pub mod chaos;
+pub mod churn;
 pub mod executor;
 pub mod metrics_api;
 pub mod outcome;
 pub mod process;
 pub mod prometheus;
+pub mod soak;
 pub mod states;
 pub mod webhook;
 

@@ -159,6 +159,11 @@ impl Descheduler {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Its exit status, if it exited.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
