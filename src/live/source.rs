@@ -378,9 +378,7 @@ async fn list_at(
         }
     }
     drop(tx);
-    let decoded = decoder
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    let decoded = joined(decoder).await;
     match (failed, decoded) {
         (_, Err(e)) if !matches!(e, SnapshotError::Response { .. }) => {
             Err(ReadFailure::decode(r.resource, e))
@@ -497,17 +495,28 @@ pub async fn list_snapshot(
     );
     let mut parts = SnapshotParts::default();
     for t in tasks.0.iter_mut() {
-        let listed = t
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        let listed = joined(t).await?;
         join(&mut parts, listed);
     }
     parts.check_totals(&[]).map_err(totals_error)?;
-    Ok(
-        tokio::task::spawn_blocking(move || ClusterSnapshot::build(parts))
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())),
-    )
+    Ok(joined(tokio::task::spawn_blocking(move || {
+        ClusterSnapshot::build(parts)
+    }))
+    .await)
+}
+
+/// What a task of the runtime returned; its panic goes on in the caller. A task the runtime
+/// cancelled (it is shutting down, after the run ended, and drops the caller next) never
+/// returns: a JoinError of a cancellation is no panic to resume, and treating it as one
+/// panicked at exit.
+async fn joined<T>(
+    task: impl std::future::Future<Output = Result<T, tokio::task::JoinError>>,
+) -> T {
+    match task.await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => std::future::pending().await,
+    }
 }
 
 /// Tasks stopped when the one waiting for them is (a list given up on SIGTERM, or one
@@ -884,6 +893,35 @@ impl Drop for WatchSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A task the runtime cancelled (as it does at shutdown, with blocking tasks not started
+    /// yet) is no panic: waiting for it never returns instead of panicking; a task's own panic
+    /// goes on in the caller.
+    #[test]
+    fn a_cancelled_task_is_waited_for_and_a_panic_goes_on() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let cancelled = tokio::spawn(std::future::pending::<u32>());
+            cancelled.abort();
+            let waited = tokio::time::timeout(Duration::from_millis(50), joined(cancelled)).await;
+            assert!(waited.is_err(), "a cancelled task never returns");
+            let done = tokio::spawn(async { 7 });
+            assert_eq!(joined(done).await, 7);
+            let panicking = tokio::spawn(async { panic!("the decoder's own panic") });
+            let resumed = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+                joined::<()>(panicking),
+            ))
+            .await
+            .unwrap_err();
+            assert_eq!(
+                resumed.downcast_ref::<&str>(),
+                Some(&"the decoder's own panic")
+            );
+        });
+    }
 
     #[test]
     fn a_list_goes_to_pages_only_when_slow_from_a_server_that_is_there() {
