@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use support::executor::{executor, executor_on};
 use support::process::{leader_elected, run_bin, Descheduler, Run};
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const GROUP_LABEL: &str = "descheduler-test";
 const WAIT: Duration = Duration::from_secs(90);
@@ -472,28 +471,6 @@ async fn pods_deleted_or_replaced_after_planning_are_not_evicted() {
 }
 
 /// GET over plain HTTP; returns (status code, body).
-async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).await.ok()?;
-    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 #[tokio::test]
 async fn continuous_mode_serves_metrics_and_stops_cleanly_on_sigterm() {

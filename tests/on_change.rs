@@ -13,7 +13,6 @@ mod support;
 use std::time::{Duration, Instant};
 use support::process::Descheduler;
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const GROUP_LABEL: &str = "descheduler-test";
 const WAIT: Duration = Duration::from_secs(90);
@@ -60,30 +59,17 @@ profiles:
     )
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// GET over plain HTTP; the body when the answer is 200.
-async fn http_get(addr: &str, path: &str) -> Option<String> {
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).await.ok()?;
-    let code: u16 = buf.split_whitespace().nth(1)?.parse().ok()?;
-    let (_, body) = buf.split_once("\r\n\r\n")?;
-    (code == 200).then(|| body.to_string())
+async fn http_body(addr: &str, path: &str) -> Option<String> {
+    match http_get(addr, path).await? {
+        (200, body) => Some(body),
+        _ => None,
+    }
 }
 
 /// The value of the metric line `series` (name and labels as exposed), if exposed.
 async fn metric(addr: &str, series: &str) -> Option<f64> {
-    let body = http_get(addr, "/metrics").await?;
+    let body = http_body(addr, "/metrics").await?;
     body.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
@@ -171,7 +157,7 @@ async fn a_node_joining_next_to_a_hot_one_gets_a_planned_eviction_within_two_sec
         })
         .await,
         "{:?}",
-        http_get(&addr, "/metrics").await
+        http_body(&addr, "/metrics").await
     );
     assert!(p.stderr().contains(TOO_FEW), "{}", p.stderr());
 
@@ -209,7 +195,7 @@ async fn a_node_joining_next_to_a_hot_one_gets_a_planned_eviction_within_two_sec
     let planned_series =
         "descheduler_evictions_planned_total{strategy=\"LowNodeUtilization\",profile=\"rebalance\"}";
     let skipped_series = "descheduler_eviction_candidates_skipped_total{strategy=\"LowNodeUtilization\",profile=\"rebalance\",reason=\"limits\"}";
-    let metrics = http_get(&addr, "/metrics").await.unwrap_or_default();
+    let metrics = http_body(&addr, "/metrics").await.unwrap_or_default();
     assert!(
         metric(&addr, planned_series)
             .await
@@ -271,7 +257,7 @@ async fn an_idle_cluster_runs_no_cycles_and_unchanged_ones_are_skipped() {
         })
         .await,
         "{:?}",
-        http_get(&addr, "/metrics").await
+        http_body(&addr, "/metrics").await
     );
     // A node's status posted meanwhile (the kubelet's, once a minute) may run one cycle;
     // the skipped ones outnumber the cycles run.
@@ -336,7 +322,7 @@ async fn a_real_cycle_counts_what_each_rule_planned_evicted_and_skipped() {
         "the first cycle: {}",
         p.stderr()
     );
-    let metrics = http_get(&addr, "/metrics").await.unwrap_or_default();
+    let metrics = http_body(&addr, "/metrics").await.unwrap_or_default();
     let labels = "strategy=\"LowNodeUtilization\",profile=\"rebalance\"";
     let value = |series: String| {
         metrics.lines().find_map(|l| {

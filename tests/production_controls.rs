@@ -400,22 +400,6 @@ async fn one_shot_runs_count_earlier_runs_from_the_decision_log() {
     assert_eq!(evictions(&third).len(), 2, "{third}");
 }
 
-async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).await.ok()?;
-    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((code, body))
-}
-
 /// A workload whose evictions the API refuses (an admission webhook answering HTTP 429, as a
 /// disruption budget does) backs off: after the refused cycle its pods are held back, the
 /// report says why, and the gauge counts it. Without the cooldown (upstream's behaviour,
@@ -464,14 +448,7 @@ profiles:
 "#
         ),
     );
-    let addr = format!(
-        "127.0.0.1:{}",
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    );
+    let addr = format!("127.0.0.1:{}", free_port());
     let run = Continuous::spawn(
         &path,
         &[
