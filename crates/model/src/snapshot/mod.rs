@@ -15,12 +15,14 @@ mod pods;
 mod resources;
 pub mod shapes;
 pub mod usage;
+pub mod workloads;
 
 pub use ids::{Id, IdRange, IdVec, NodeId, PodId};
 pub use pods::Pods;
 pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 pub use shapes::NO_SHAPE;
 use std::sync::Arc;
+pub use workloads::{Autoscaler, Deployment, ResourceQuota, SurgeMark, Workloads};
 
 use crate::labels::{Labels, Requirement, Selector};
 use rayon::iter::ParallelIterator;
@@ -723,6 +725,8 @@ pub struct ClusterSnapshot {
     pub pod_groups: Vec<PodGroup>,
     /// Every PodGroup and every group a pod names, sorted by kind, namespace, name.
     pub gangs: Vec<Gang>,
+    /// Deployments, autoscalers and ResourceQuotas (read only when a profile surges).
+    pub workloads: Workloads,
     /// The gangs of each pod that names one (most pods name none).
     gangs_of_pod: FxHashMap<PodId, Vec<GangId>>,
     node_index: FxHashMap<Box<str>, NodeId>,
@@ -750,6 +754,8 @@ pub struct SnapshotParts {
     pub namespaces: Vec<Namespace>,
     pub priority_classes: Vec<PriorityClass>,
     pub pod_groups: Vec<PodGroup>,
+    /// Deployments, autoscalers and ResourceQuotas (read only when a profile surges).
+    pub workloads: Workloads,
 }
 
 /// An object at which a total of one resource goes past what the planner counts.
@@ -823,7 +829,9 @@ impl ClusterSnapshot {
             mut namespaces,
             mut priority_classes,
             mut pod_groups,
+            mut workloads,
         } = parts;
+        workloads.sort();
         // Lists from the API server come sorted already, each name once: sorting and
         // dropping repeats is then a single check, on all cores.
         if !nodes.par_windows(2).all(|w| w[0].name < w[1].name) {
@@ -901,6 +909,7 @@ impl ClusterSnapshot {
             priority_classes,
             pod_groups,
             gangs,
+            workloads,
             gangs_of_pod,
             node_index,
             pods_by_node,
@@ -925,6 +934,7 @@ impl ClusterSnapshot {
             namespaces: self.namespaces,
             priority_classes: self.priority_classes,
             pod_groups: self.pod_groups,
+            workloads: self.workloads,
         }
     }
 

@@ -77,6 +77,7 @@ pub fn join(to: &mut SnapshotParts, more: SnapshotParts) {
         namespaces,
         priority_classes,
         pod_groups,
+        workloads,
     } = more;
     list(&mut to.nodes, nodes);
     list(&mut to.pods, pods);
@@ -84,6 +85,9 @@ pub fn join(to: &mut SnapshotParts, more: SnapshotParts) {
     list(&mut to.namespaces, namespaces);
     list(&mut to.priority_classes, priority_classes);
     list(&mut to.pod_groups, pod_groups);
+    list(&mut to.workloads.deployments, workloads.deployments);
+    list(&mut to.workloads.autoscalers, workloads.autoscalers);
+    list(&mut to.workloads.quotas, workloads.quotas);
 }
 
 pub(super) fn is_list_kind(kind: &str) -> bool {

@@ -12,6 +12,7 @@ fn evictor(args: serde_json::Value) -> DefaultEvictor {
 
 fn check(ev: &DefaultEvictor, p: PodBuilder) -> Result<(), String> {
     let snap = ClusterSnapshot::build(SnapshotParts {
+        workloads: Default::default(),
         nodes: vec![node("n1").build()],
         pods: vec![
             p.node("n1").build(),
