@@ -60,6 +60,41 @@ pub trait EvictorPlugin: Send + Sync + std::fmt::Debug {
     /// What makes a cycle impossible for this evictor (an argument the snapshot cannot
     /// resolve), checked before any plugin runs.
     fn check(&self, snap: &ClusterSnapshot) -> Result<(), String>;
+    /// How the profile moves a pod of a Deployment: by eviction (the default), or by a surge
+    /// that creates the replacement first ([`MoveMode`]).
+    fn move_mode(&self) -> MoveMode {
+        MoveMode::Evict
+    }
+}
+
+/// How a profile moves a pod (DefaultEvictor's `moveMode`, an extension).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MoveMode {
+    /// Evict through the Eviction API: the pod goes first, its replacement comes later
+    /// (upstream's only way, the default).
+    #[default]
+    Evict,
+    /// Surge (make before break) only where an eviction is forbidden or would leave the
+    /// Deployment with no replica: its PodDisruptionBudget has no disruptions left, or it has
+    /// a single replica. Elsewhere: evict.
+    SurgeWhenBlocked,
+    /// Surge every pod of a Deployment that can be surged; evict the others.
+    Surge,
+}
+
+impl MoveMode {
+    /// The values of `moveMode`, as a policy writes them.
+    pub const NAMES: &'static [&'static str] = &["Evict", "SurgeWhenBlocked", "Surge"];
+
+    /// Reads `moveMode`.
+    pub fn parse(text: &str) -> Option<MoveMode> {
+        match text {
+            "Evict" => Some(MoveMode::Evict),
+            "SurgeWhenBlocked" => Some(MoveMode::SurgeWhenBlocked),
+            "Surge" => Some(MoveMode::Surge),
+            _ => None,
+        }
+    }
 }
 
 /// A strategy plugin (deschedule or balance): looks at the nodes and plans evictions.

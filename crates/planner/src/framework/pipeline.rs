@@ -274,6 +274,15 @@ impl Pipeline {
             })
     }
 
+    /// Whether a profile moves pods by surge (DefaultEvictor's `moveMode`): then the cluster's
+    /// Deployments, HorizontalPodAutoscalers and ResourceQuotas are read, and surges left in
+    /// flight by an earlier run are completed or rolled back.
+    pub fn surges(&self) -> bool {
+        self.profiles
+            .iter()
+            .any(|p| p.evictor.move_mode() != super::MoveMode::Evict)
+    }
+
     /// Everything the plugins need measured this cycle, without repeats.
     pub fn usage_needs(&self) -> Vec<UsageNeed> {
         let mut needs: Vec<UsageNeed> = self

@@ -30,7 +30,7 @@
 //! nodeSelector), given what that node holds after the evictions planned so far.
 
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
-use crate::framework::{EvictorPlugin, Placement, PluginSpec};
+use crate::framework::{EvictorPlugin, MoveMode, Placement, PluginSpec};
 use crate::labels::{LabelSelectorSpec, Selector};
 use crate::plugins::shared::{each_one_of, selector_arg, PriorityThreshold};
 use crate::policy::parse_duration;
@@ -100,6 +100,12 @@ pub struct DefaultEvictorArgs {
     /// `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub honor_do_not_disrupt: bool,
+    /// `moveMode` (an extension): how a pod of a Deployment is moved. `Evict` (the default,
+    /// as upstream), `SurgeWhenBlocked` (the replacement is made first where an eviction is
+    /// forbidden by the pod's PodDisruptionBudget or would take the Deployment's only
+    /// replica) or `Surge` (the replacement first for every Deployment that can be surged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub move_mode: Option<String>,
 }
 
 /// `podProtections`: the default protections to turn off and the extra ones to turn on.
@@ -235,6 +241,8 @@ pub struct DefaultEvictor {
     pub no_eviction_policy: NoEvictionPolicy,
     /// The `gangPolicy` arg, parsed.
     pub gang_policy: GangPolicy,
+    /// The `moveMode` arg, parsed.
+    pub move_mode: MoveMode,
 }
 
 impl Default for DefaultEvictor {
@@ -273,6 +281,22 @@ impl FromArgs for DefaultEvictor {
                     format!("{other:?} is not allowed; gangPolicy accepts only \"SurplusOnly\" or \"WholeGang\""),
                 ))
             }
+        };
+        let move_mode = match args.move_mode.as_deref() {
+            None | Some("") => MoveMode::Evict,
+            Some(text) => MoveMode::parse(text).ok_or_else(|| {
+                ArgsError::new(
+                    "moveMode",
+                    format!(
+                        "{text:?} is not allowed; moveMode accepts only {}",
+                        MoveMode::NAMES
+                            .iter()
+                            .map(|n| format!("{n:?}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?,
         };
         let deprecated = args.evict_local_storage_pods
             || args.evict_daemon_set_pods
@@ -358,6 +382,7 @@ impl FromArgs for DefaultEvictor {
             min_pod_age,
             no_eviction_policy,
             gang_policy,
+            move_mode,
         })
     }
 }
@@ -699,6 +724,10 @@ impl EvictorPlugin for DefaultEvictor {
 
     fn check(&self, snap: &ClusterSnapshot) -> Result<(), String> {
         self.priority_threshold(snap).map(|_| ())
+    }
+
+    fn move_mode(&self) -> MoveMode {
+        self.move_mode
     }
 }
 
