@@ -784,6 +784,7 @@ mod tests {
             alternatives: vec![NodeId::new(2), NodeId::new(3)],
             gang: None,
             budgets: Vec::new(),
+            mechanism: Default::default(),
         };
         assert_eq!(placement_result(&e, NodeId::new(1)), "exact");
         assert_eq!(placement_result(&e, NodeId::new(3)), "alternative");

@@ -408,6 +408,14 @@ impl PodBuilder {
     }
     /// A member of the scheduler-plugins PodGroup `group` (the `scheduling.x-k8s.io/pod-group`
     /// label).
+    /// A pod of Deployment `name`: controlled by its ReplicaSet `<name>-5f6d`, labelled
+    /// `pod-template-hash: 5f6d` and `app: <name>`.
+    pub fn of_deployment(self, name: &str) -> Self {
+        self.owner("ReplicaSet", &format!("{name}-5f6d"))
+            .label(super::workloads::POD_TEMPLATE_HASH_LABEL, "5f6d")
+            .label("app", name)
+    }
+
     pub fn pod_group(self, group: &str) -> Self {
         self.label(POD_GROUP_LABEL, group)
     }
@@ -458,6 +466,23 @@ pub fn k8s_pod_group(
         kind: GangKind::Kubernetes,
         disruption,
         ..pod_group(namespace, name, min_count)
+    }
+}
+
+/// A Deployment of `replicas` whose rollout is over (every replica updated and available).
+pub fn deployment(namespace: &str, name: &str, replicas: i32) -> super::Deployment {
+    super::Deployment {
+        namespace: namespace.into(),
+        name: name.into(),
+        uid: format!("uid-Deployment-{namespace}-{name}").into(),
+        replicas,
+        paused: false,
+        generation: 1,
+        observed_generation: 1,
+        status_replicas: replicas,
+        updated_replicas: replicas,
+        available_replicas: replicas,
+        surge_in_flight: None,
     }
 }
 

@@ -22,7 +22,10 @@ pub use pods::Pods;
 pub use resources::{Resources, RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS};
 pub use shapes::NO_SHAPE;
 use std::sync::Arc;
-pub use workloads::{Autoscaler, Deployment, ResourceQuota, SurgeMark, Workloads};
+pub use workloads::{
+    Autoscaler, Deployment, ResourceQuota, SurgeMark, Workloads, POD_DELETION_COST_ANNOTATION,
+    SURGE_IN_FLIGHT_ANNOTATION,
+};
 
 use crate::labels::{Labels, Requirement, Selector};
 use rayon::iter::ParallelIterator;

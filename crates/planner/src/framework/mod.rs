@@ -19,6 +19,7 @@ mod pipeline;
 mod registry;
 mod sort;
 mod state;
+pub(crate) mod surge;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -34,8 +35,9 @@ pub use sort::{
     sort_by_eviction_order, upstream_cmp, upstream_tie, CandidateOrder, SortPlugin, TenantShare,
 };
 pub use state::{
-    EvictError, Journal, Ledger, Limits, NoteKind, Placement, PlacementTarget, PlacementTargets,
-    PlanNote, PlannedEviction, PlanningOutput, PlanningState, SkipCounts, SkipReason,
+    EvictError, Journal, Ledger, Limits, Mechanism, NoteKind, Placement, PlacementTarget,
+    PlacementTargets, PlanNote, PlannedEviction, PlanningOutput, PlanningState, SkipCounts,
+    SkipReason,
 };
 
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, Resources};
@@ -418,8 +420,22 @@ impl<'a, 's> Context<'a, 's> {
         let r = if whole_gang {
             self.evict_gang(pod, reason.into())
         } else {
-            self.state
-                .plan_eviction(pod, self.profile, self.plugin, reason.into())
+            let mode = self.evictor.move_mode();
+            match surge::choose(self.snap(), self.state.ledger(), pod, mode) {
+                surge::Choice::Evict => {
+                    self.state
+                        .plan_eviction(pod, self.profile, self.plugin, reason.into())
+                }
+                surge::Choice::Surge { deployment, why } => {
+                    let reason = format!(
+                        "{}; moved by a surge of Deployment {deployment} (its new pod first): {why}",
+                        reason.into()
+                    );
+                    self.state
+                        .plan_surge(pod, self.profile, self.plugin, reason, deployment)
+                }
+                surge::Choice::Refuse(e) => Err(e),
+            }
         };
         if let Err(e) = &r {
             if *e != EvictError::AlreadyPlanned {

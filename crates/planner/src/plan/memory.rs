@@ -207,6 +207,7 @@ mod tests {
             alternatives: Vec::new(),
             gang: None,
             budgets: Vec::new(),
+            mechanism: Default::default(),
         };
         let over = BTreeMap::from([("p/LowNodeUtilization".to_string(), vec!["hot".to_string()])]);
         assert_eq!(

@@ -164,6 +164,9 @@ pub struct Simulation<'s> {
     /// Whether the filters and scores see the lingering pods (false while a pending pod is
     /// placed: kube-scheduler places it once they are gone).
     see_lingering: Flag,
+    /// Whether the pod being placed is a surge's new pod, placed while the pod it replaces
+    /// still runs ([`Simulation::surge`]): that pod counts as any other then.
+    beside: Flag,
     /// Every placement, in order.
     placed_all: Vec<(PodId, NodeId)>,
     /// The placements of pods with required pod anti-affinity.
@@ -345,6 +348,7 @@ impl<'s> Simulation<'s> {
             linger_load: IdVec::filled(Resources::default(), snap.nodes.len()),
             linger_non_zero: IdVec::filled((0, 0), snap.nodes.len()),
             see_lingering: Flag::new(true),
+            beside: Flag::new(false),
             placed_all: Vec::new(),
             placed_anti: Vec::new(),
             next_start: 0,
@@ -450,6 +454,9 @@ impl<'s> Simulation<'s> {
         }
         let lingering = self.see_lingering.get() && (self.lingering[i] || !self.gone[i]);
         if pod == subject {
+            if self.beside.get() {
+                return !self.gone[i];
+            }
             return lingering && self.termination.lingers(self.snap.pod(pod));
         }
         !self.gone[i] || (self.see_lingering.get() && self.lingering[i])
@@ -753,6 +760,21 @@ impl<'s> Simulation<'s> {
         self.see_lingering.set(false);
         let placed = self.schedule_predicted(pod, nodes);
         self.see_lingering.set(true);
+        placed
+    }
+
+    /// Places the new pod of a surge (make before break) of `pod`'s Deployment while `pod`
+    /// itself still runs on its node, as kube-scheduler sees the extra replica: `pod` counts
+    /// for resources, scores, ports, inter-pod affinity and topology spread like any other
+    /// running pod. Then takes `pod` off ([`Simulation::remove`]): it is deleted once the new
+    /// pod is Ready, and terminates as an evicted pod does.
+    pub fn surge(&mut self, pod: PodId, nodes: &[NodeId]) -> Result<Prediction, NoFit> {
+        self.forget_pick();
+        self.beside.set(true);
+        let placed = self.schedule_predicted(pod, nodes);
+        self.beside.set(false);
+        self.forget_pick();
+        self.remove(pod);
         placed
     }
 

@@ -162,6 +162,31 @@ impl<'s> Ledger<'s> {
     /// per namespace, and covered by at most one budget that allows one more disruption.
     /// Returns the pod's node.
     pub(crate) fn admit_by_limits(&self, pod: PodId) -> Result<NodeId, EvictError> {
+        let node = self.admit_surge(pod)?;
+        let p = self.snap.pod(pod);
+        let pdbs = self.snap.pdbs_of_pod(pod);
+        if pdbs.len() > 1 {
+            let names: Vec<String> = pdbs
+                .iter()
+                .map(|&i| self.snap.pdbs[i as usize].name.to_string())
+                .collect();
+            return Err(EvictError::MultipleBudgets(names.join(", ")));
+        }
+        if let Some(&i) = pdbs.first() {
+            if self.pdb_left[i as usize] <= 0 {
+                return Err(EvictError::DisruptionBudget(format!(
+                    "{}/{}",
+                    p.namespace, self.snap.pdbs[i as usize].name
+                )));
+            }
+        }
+        Ok(node)
+    }
+
+    /// Whether the pod may be moved by a surge of its Deployment as far as the limits go: as
+    /// [`Ledger::admit_by_limits`], but its disruption budgets are not asked (a surge keeps
+    /// every ready replica). Returns the pod's node.
+    pub(crate) fn admit_surge(&self, pod: PodId) -> Result<NodeId, EvictError> {
         if self.is_planned(pod) {
             return Err(EvictError::AlreadyPlanned);
         }
@@ -186,22 +211,6 @@ impl<'s> Ledger<'s> {
         if let Some(n) = self.limits.per_namespace {
             if self.per_namespace.get(&*p.namespace).copied().unwrap_or(0) >= n {
                 return Err(EvictError::NamespaceLimit(n));
-            }
-        }
-        let pdbs = self.snap.pdbs_of_pod(pod);
-        if pdbs.len() > 1 {
-            let names: Vec<String> = pdbs
-                .iter()
-                .map(|&i| self.snap.pdbs[i as usize].name.to_string())
-                .collect();
-            return Err(EvictError::MultipleBudgets(names.join(", ")));
-        }
-        if let Some(&i) = pdbs.first() {
-            if self.pdb_left[i as usize] <= 0 {
-                return Err(EvictError::DisruptionBudget(format!(
-                    "{}/{}",
-                    p.namespace, self.snap.pdbs[i as usize].name
-                )));
             }
         }
         Ok(node)
@@ -468,7 +477,8 @@ impl<'s> Ledger<'s> {
     /// Records a planned eviction (admitted first): the pod is gone, its requests are off its
     /// node, and it counts against the limits, its budget and its gangs.
     pub(super) fn record(&mut self, mut eviction: PlannedEviction) {
-        self.spend(eviction.pod, eviction.node);
+        let surge = eviction.mechanism != super::Mechanism::Evict;
+        self.spend(eviction.pod, eviction.node, !surge);
         eviction.budgets =
             self.budgets
                 .spend(self.snap, eviction.pod, &eviction.profile, eviction.plugin);
@@ -488,7 +498,7 @@ impl<'s> Ledger<'s> {
             return None;
         }
         let node = self.snap.pod_node(pod)?;
-        self.spend(pod, node);
+        self.spend(pod, node, true);
         if let Some((profile, plugin)) = by {
             self.budgets.spend(self.snap, pod, profile, plugin);
         }
@@ -496,8 +506,9 @@ impl<'s> Ledger<'s> {
         Some(node)
     }
 
-    /// Marks the pod gone from `node` and spends what its eviction spends.
-    fn spend(&mut self, pod: PodId, node: NodeId) {
+    /// Marks the pod gone from `node` and spends what its eviction spends (its disruption
+    /// budget's only when `disrupts`: a surge spends none).
+    fn spend(&mut self, pod: PodId, node: NodeId, disrupts: bool) {
         let snap = self.snap;
         let p = snap.pod(pod);
         self.planned[pod] = true;
@@ -506,7 +517,7 @@ impl<'s> Ledger<'s> {
         }
         self.per_node[node] += 1;
         *self.per_namespace.entry(&p.namespace).or_insert(0) += 1;
-        if let Some(&i) = snap.pdbs_of_pod(pod).first() {
+        if let Some(&i) = snap.pdbs_of_pod(pod).first().filter(|_| disrupts) {
             self.pdb_left[i as usize] -= 1;
         }
         if snap.counts_as_running(pod) {

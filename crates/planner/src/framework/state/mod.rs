@@ -100,6 +100,10 @@ pub enum EvictError {
     /// limits or budgets do not allow every member, or the simulator cannot place them all).
     #[error("{0}")]
     WholeGang(String),
+    /// The pod's eviction is forbidden (its disruption budget) and its Deployment cannot be
+    /// surged instead (both said).
+    #[error("{0}")]
+    NoSurge(String),
 }
 
 impl EvictError {
@@ -111,7 +115,9 @@ impl EvictError {
             EvictError::NodeLimit(_)
             | EvictError::NamespaceLimit(_)
             | EvictError::TotalLimit(_) => SkipReason::Limits,
-            EvictError::DisruptionBudget(_) | EvictError::MultipleBudgets(_) => SkipReason::Pdb,
+            EvictError::DisruptionBudget(_)
+            | EvictError::MultipleBudgets(_)
+            | EvictError::NoSurge(_) => SkipReason::Pdb,
             EvictError::EvictionBudget(_) => SkipReason::Budget,
             EvictError::Cooldown(_) => SkipReason::Cooldown,
             EvictError::GangMinMember(_)
@@ -133,6 +139,7 @@ impl EvictError {
                 | EvictError::NamespaceLimit(_)
                 | EvictError::TotalLimit(_)
                 | EvictError::DisruptionBudget(_)
+                | EvictError::NoSurge(_)
                 | EvictError::EvictionBudget(_)
         )
     }
@@ -162,6 +169,29 @@ pub struct PlannedEviction {
     pub gang: Option<GangId>,
     /// The policy's `evictionBudgets` the eviction counts against (set as it is recorded).
     pub budgets: Vec<String>,
+    /// How the pod is moved: evicted, or by a surge of its Deployment.
+    pub mechanism: Mechanism,
+}
+
+/// How a planned move is carried out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Mechanism {
+    /// Through the Eviction API: the pod goes first, its replacement comes later.
+    #[default]
+    Evict,
+    /// By a surge (make before break) of the pod's Deployment (`ns/name`): one more replica,
+    /// Ready, then one fewer, the pod marked to go first ([`crate::framework::surge`]).
+    Surge { deployment: String },
+}
+
+impl Mechanism {
+    /// `evict` or `surge`, as reports name it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Mechanism::Evict => "evict",
+            Mechanism::Surge { .. } => "surge",
+        }
+    }
 }
 
 /// What earlier cycles left, for a plan that is given none.
@@ -292,6 +322,40 @@ impl<'s> PlanningState<'s> {
             alternatives,
             gang: None,
             budgets: Vec::new(),
+            mechanism: Mechanism::Evict,
+        });
+        Ok(())
+    }
+
+    /// Plans a surge of `pod`'s Deployment (`deployment`, [`crate::framework::surge`]):
+    /// admitted by the limits and the eviction budgets but not by its disruption budget, which
+    /// it does not spend; its new pod predicted where kube-scheduler puts it while the pod
+    /// still runs.
+    pub(crate) fn plan_surge(
+        &mut self,
+        pod: PodId,
+        profile: &str,
+        plugin: &'static str,
+        reason: String,
+        deployment: String,
+    ) -> Result<(), EvictError> {
+        let node = self.ledger.admit_surge(pod)?;
+        self.ledger.admit_by_budgets(&[pod], profile, plugin)?;
+        let prediction = self.placement.surge(pod);
+        self.journal.chosen(pod);
+        let (destination, alternatives) =
+            prediction.map_or((None, Vec::new()), |p| (Some(p.node), p.alternatives));
+        self.ledger.record(PlannedEviction {
+            pod,
+            node,
+            profile: profile.to_string(),
+            plugin,
+            reason,
+            destination,
+            alternatives,
+            gang: None,
+            budgets: Vec::new(),
+            mechanism: Mechanism::Surge { deployment },
         });
         Ok(())
     }
@@ -344,6 +408,7 @@ impl<'s> PlanningState<'s> {
                 alternatives: placed.alternatives[i].clone(),
                 gang,
                 budgets: Vec::new(),
+                mechanism: Mechanism::Evict,
             });
         }
         self.placement.keep(placed);

@@ -182,6 +182,17 @@ impl<'s> Placement<'s> {
         self.sim.replace(pod, &self.nodes).ok()
     }
 
+    /// Takes a surged pod off the simulated cluster and, when predicting, places its
+    /// Deployment's new pod where kube-scheduler puts it while the pod still runs
+    /// ([`Simulation::surge`]). None: not predicting, or no node fits.
+    pub(super) fn surge(&mut self, pod: PodId) -> Option<Prediction> {
+        if !self.predict {
+            self.sim.remove(pod);
+            return None;
+        }
+        self.sim.surge(pod, &self.nodes).ok()
+    }
+
     /// Places a pending pod (one bound to no node) where kube-scheduler would put it once
     /// the pods evicted so far are gone (it waits in kube-scheduler's queue until a deletion
     /// frees room).
