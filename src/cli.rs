@@ -223,6 +223,16 @@ pub struct Cli {
     )]
     pub await_placement_timeout: String,
 
+    /// How long a surge (DefaultEvictor's `moveMode`) waits for its new pod to be Ready
+    /// before it is rolled back (a Go duration).
+    #[arg(
+        long = "surge-timeout",
+        env = "DESCHEDULER_SURGE_TIMEOUT",
+        default_value = "5m",
+        value_name = "DURATION"
+    )]
+    pub surge_timeout: String,
+
     /// The planning time (RFC 3339), for reproducible runs; defaults to now.
     #[arg(long, env = "DESCHEDULER_NOW", value_name = "RFC3339")]
     pub now: Option<String>,
@@ -566,6 +576,7 @@ fn check_flags(cli: &Cli) -> Result<Option<i64>, Failure> {
         &cli.eviction_in_background_timeout,
     )?;
     positive_duration_flag("--await-placement-timeout", &cli.await_placement_timeout)?;
+    positive_duration_flag("--surge-timeout", &cli.surge_timeout)?;
     positive_duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?;
     // Every number given is checked, whether this run uses it or not.
     rate_flag("--client-connection-qps", cli.client_connection_qps)?;
@@ -989,6 +1000,7 @@ fn run_live(
             } else {
                 None
             },
+            surge_timeout: duration_flag("--surge-timeout", &cli.surge_timeout)?,
         },
         output: cli.output,
         sync_timeout: duration_flag("--cache-sync-timeout", &cli.cache_sync_timeout)?,

@@ -116,6 +116,14 @@ pub struct Metrics {
     pub cycles_skipped: Family<CycleSkipLabels, Counter>,
     /// Workloads left alone now after failed moves (continuous mode's cooldown and back-off).
     pub workloads_backed_off: Gauge,
+    /// Surges (make before break) by how they ended, and by namespace.
+    pub surges: Family<SurgeLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SurgeLabels {
+    pub result: String,
+    pub namespace: String,
 }
 
 impl Metrics {
@@ -134,6 +142,7 @@ impl Metrics {
             evictions_refused: Family::default(),
             cycles_skipped: Family::default(),
             workloads_backed_off: Gauge::default(),
+            surges: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix("descheduler");
         sub.register(
@@ -177,6 +186,11 @@ impl Metrics {
             m.workloads_backed_off.clone(),
         );
         sub.register(
+            "surges",
+            "Moves by surge (DefaultEvictor moveMode), by how they ended (completed, rolled_back, not_started, failed; recovered and recovery_failed for surges an earlier run left in flight) and namespace",
+            m.surges.clone(),
+        );
+        sub.register(
             "evictions_planned",
             "Evictions planned, by the strategy plugin and the profile that planned them",
             m.evictions_planned.clone(),
@@ -208,6 +222,15 @@ impl Metrics {
             })
             .set(1);
         m
+    }
+
+    pub fn surge(&self, result: &str, namespace: &str) {
+        self.surges
+            .get_or_create(&SurgeLabels {
+                result: result.to_string(),
+                namespace: namespace.to_string(),
+            })
+            .inc();
     }
 
     pub fn usage_source_error(&self, source: &str) {

@@ -214,6 +214,10 @@ pub struct EvictionRow {
     pub profile: String,
     pub plugin: String,
     pub reason: String,
+    /// How the pod is moved: `evict` (the Eviction API) or `surge` (its Deployment scaled up
+    /// by one first, then down, the pod going first; DefaultEvictor's `moveMode`).
+    #[serde(default = "evict")]
+    pub mechanism: String,
     /// The node where the placement simulator predicts kube-scheduler puts the pod's
     /// replacement, after every eviction and placement planned before it; absent when no node
     /// fits.
@@ -238,6 +242,11 @@ pub struct EvictionRow {
     /// With `--await-placement`: the node the replacement was bound to; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landed: Option<String>,
+}
+
+/// A row written before moves had mechanisms was an eviction.
+fn evict() -> String {
+    "evict".into()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -591,7 +591,7 @@ fn large_report(evictions: usize) -> descheduler::report::Report {
                 ),
                 _ => "topology spread: zone skew 3 exceeds maxSkew 1".to_string(),
             };
-            EvictionRow {
+            EvictionRow { mechanism: "evict".into(),
                 pod: format!("{owner}-{:05x}", i % 0xfffff),
                 node: from,
                 profile: "scale".into(),
@@ -800,6 +800,7 @@ fn hidden_characters_in_names_are_shown_visibly() {
     let pod = "shop/web-\u{202e}gnp.exe\u{200b}\u{1b}[2J";
     let report = Report {
         evictions: vec![EvictionRow {
+            mechanism: "evict".into(),
             pod: pod.into(),
             node: "node-\u{2066}a1".into(),
             profile: "default".into(),

@@ -289,6 +289,11 @@ impl Cycles<'_> {
         match act {
             Act::Report => self.cycle(snap, now, &mut DryRun, true, out).await,
             Act::Execute(executor) => {
+                // Surges an earlier run left in flight (it died mid-surge) are completed or
+                // rolled back first; the planner leaves their Deployments alone this cycle.
+                if self.pipeline.surges() {
+                    executor.recover_surges(snap, now).await;
+                }
                 self.cycle(snap, now, &mut executor.cycle(), false, out)
                     .await
             }
@@ -353,7 +358,7 @@ impl Cycles<'_> {
                 record
                     .attempts
                     .iter()
-                    .filter(|a| a.outcome == Outcome::Evicted)
+                    .filter(|a| a.outcome.moved())
                     .map(|a| a.eviction.budgets.as_slice()),
                 now,
             );

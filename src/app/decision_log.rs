@@ -511,6 +511,7 @@ mod tests {
         log.open().unwrap();
         let snap = snapshot();
         let row = |result: Option<&str>, budgets: &[&str]| crate::report::EvictionRow {
+            mechanism: "evict".into(),
             pod: "ns/p1".into(),
             node: "n1".into(),
             profile: "p".into(),

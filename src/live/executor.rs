@@ -27,7 +27,8 @@
 
 use super::cancel::{Cancel, Leadership};
 use super::client::ApiClient;
-use crate::framework::PlannedEviction;
+use super::surge::{SurgeEnd, Surger, Victim};
+use crate::framework::{Mechanism, PlannedEviction};
 use crate::metrics::Metrics;
 use crate::outcome::{Attempt, Attempts, Next, Outcome};
 use crate::plan::{CycleMemory, EvictionPlan};
@@ -78,7 +79,7 @@ impl Gate {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ExecutorConfig {
     pub grace_period_seconds: Option<i64>,
     /// Also publish events when an eviction fails (the policy's
@@ -95,7 +96,30 @@ pub struct ExecutorConfig {
     /// `descheduler.alpha.kubernetes.io/request-evict-only` that the API answers with HTTP 429
     /// "Eviction triggered evacuation" is an eviction in the background, not a refusal.
     pub evictions_in_background: bool,
+    /// `--surge-timeout`: how long a surge waits for its new pod to be Ready.
+    pub surge_timeout: Duration,
 }
+
+/// `--surge-timeout`'s default.
+pub const DEFAULT_SURGE_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        ExecutorConfig {
+            grace_period_seconds: None,
+            failure_events: false,
+            global_rate: None,
+            node_rate: None,
+            instance: None,
+            await_placement: None,
+            evictions_in_background: false,
+            surge_timeout: DEFAULT_SURGE_TIMEOUT,
+        }
+    }
+}
+
+/// A surge's new pod is looked for this often.
+const SURGE_POLL: Duration = Duration::from_millis(500);
 
 /// What the API's answer says when it carries out an eviction in the background (KubeVirt's
 /// webhook: "Eviction triggered evacuation of VMI ..."), as upstream reads it.
@@ -222,6 +246,16 @@ impl LiveCycle<'_> {
             tracing::warn!(pod = %snap.pod(e.pod).key(), "not attempted: shutting down or leadership lost");
             done.push(Attempt::new(e, Outcome::NotAttempted));
             return Some(Next::Stop(None));
+        }
+        if let Mechanism::Surge { deployment } = &e.mechanism {
+            let (outcome, landed) = ex.surge(snap, e, deployment).await;
+            let mut attempt = Attempt::new(e, outcome);
+            attempt.landed = landed;
+            done.push(attempt);
+            // The cluster changed as no plan foresaw (a pod more, then one fewer, or a
+            // rollback): the rest is planned from where the new pod is, or without the pod
+            // that could not be moved.
+            return Some(Next::Replan);
         }
         let outcome = ex.evict(snap, e, false).await;
         ex.record(snap, e, outcome).await;
@@ -495,6 +529,166 @@ impl LiveExecutor {
         }
     }
 
+    /// Moves the pod of `e` by a surge of its Deployment (`ns/name`), [`Surger::surge`]:
+    /// the outcome, and the node its new pod landed on.
+    async fn surge(
+        &self,
+        snap: &ClusterSnapshot,
+        e: &PlannedEviction,
+        deployment: &str,
+    ) -> (Outcome, Option<String>) {
+        let pod = snap.pod(e.pod);
+        let node = &snap.node(e.node).name;
+        let name = deployment.split_once('/').map_or(deployment, |(_, n)| n);
+        let surger = self.surger();
+        let victim = Victim {
+            namespace: &pod.namespace,
+            name: &pod.name,
+            uid: &pod.uid,
+            node,
+        };
+        let now = chrono::Utc::now().timestamp();
+        let end = surger.surge(name, &victim, now).await;
+        self.metrics.surge(end.label(), &pod.namespace);
+        let (outcome, landed, event) = match &end {
+            SurgeEnd::Completed { landed, new_pod } => {
+                tracing::info!(pod = %pod.key(), deployment, new_pod, landed, "surged: the new pod is Ready and the pod deleted");
+                (
+                    Outcome::Surged,
+                    Some(landed.clone()),
+                    (EventType::Normal, "Surged", format!("pod moved from node {node} by a surge of Deployment {deployment} (new pod {new_pod} Ready on {landed}) by {}/{}: {}", e.profile, e.plugin, e.reason)),
+                )
+            }
+            SurgeEnd::RolledBack(why) => {
+                tracing::warn!(pod = %pod.key(), deployment, %why, "surge rolled back");
+                (
+                    Outcome::SurgeRolledBack,
+                    None,
+                    (
+                        EventType::Warning,
+                        "SurgeRolledBack",
+                        format!(
+                            "surge of Deployment {deployment} to move this pod rolled back: {why}"
+                        ),
+                    ),
+                )
+            }
+            SurgeEnd::NotStarted(why) => {
+                tracing::info!(pod = %pod.key(), deployment, %why, "surge not started");
+                (
+                    Outcome::NoLongerEvictable,
+                    None,
+                    (
+                        EventType::Normal,
+                        "SurgeNotStarted",
+                        format!(
+                            "surge of Deployment {deployment} to move this pod not started: {why}"
+                        ),
+                    ),
+                )
+            }
+            SurgeEnd::Failed(why) => {
+                tracing::error!(pod = %pod.key(), deployment, %why, "surge failed");
+                (
+                    Outcome::Failed,
+                    None,
+                    (
+                        EventType::Warning,
+                        "SurgeFailed",
+                        format!("surge of Deployment {deployment} to move this pod failed: {why}"),
+                    ),
+                )
+            }
+        };
+        let (type_, reason, note) = event;
+        let on_pod = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(pod.name.to_string()),
+            namespace: Some(pod.namespace.to_string()),
+            uid: Some(pod.uid.to_string()),
+            ..Default::default()
+        };
+        let on_deployment = ObjectReference {
+            api_version: Some("apps/v1".into()),
+            kind: Some("Deployment".into()),
+            name: Some(name.to_string()),
+            namespace: Some(pod.namespace.to_string()),
+            ..Default::default()
+        };
+        for reference in [on_pod, on_deployment] {
+            let event = Event {
+                type_,
+                reason: reason.into(),
+                note: Some(truncate(&note)),
+                action: "Descheduling".into(),
+                secondary: None,
+            };
+            self.api.throttle().await;
+            if let Err(err) = self.recorder.publish(&event, &reference).await {
+                tracing::warn!(pod = %pod.key(), error = %err, "publishing the surge's event failed");
+            }
+        }
+        (outcome, landed)
+    }
+
+    fn surger(&self) -> Surger<'_> {
+        Surger {
+            api: &self.api,
+            timeout: self.config.surge_timeout,
+            poll: SURGE_POLL,
+            gate: &self.gate,
+        }
+    }
+
+    /// Completes or rolls back the surges an earlier run left in flight (their Deployments
+    /// carry the mark and its deadline passed), as the snapshot shows them, at `now`.
+    pub async fn recover_surges(&self, snap: &ClusterSnapshot, now: i64) {
+        let marked: Vec<(String, String)> = snap
+            .workloads
+            .deployments
+            .iter()
+            .filter(|d| d.surge_in_flight.is_some())
+            .map(|d| (d.namespace.to_string(), d.name.to_string()))
+            .collect();
+        if marked.is_empty() || !self.gate.open() {
+            return;
+        }
+        for r in self.surger().recover(&marked, now).await {
+            let result = if r.problem.is_some() {
+                "recovery_failed"
+            } else {
+                "recovered"
+            };
+            self.metrics.surge(result, &r.namespace);
+            let note = format!(
+                "a surge left in flight by an earlier run was finished: {:?}, the Deployment back to {} replicas{}",
+                r.action,
+                r.replicas,
+                r.problem.as_deref().map(|p| format!("; {p}")).unwrap_or_default()
+            );
+            tracing::warn!(deployment = %format!("{}/{}", r.namespace, r.deployment), "{note}");
+            let event = Event {
+                type_: EventType::Warning,
+                reason: "SurgeRecovered".into(),
+                note: Some(truncate(&note)),
+                action: "Descheduling".into(),
+                secondary: None,
+            };
+            let reference = ObjectReference {
+                api_version: Some("apps/v1".into()),
+                kind: Some("Deployment".into()),
+                name: Some(r.deployment.clone()),
+                namespace: Some(r.namespace.clone()),
+                ..Default::default()
+            };
+            self.api.throttle().await;
+            if let Err(err) = self.recorder.publish(&event, &reference).await {
+                tracing::warn!(error = %err, "publishing the surge's event failed");
+            }
+        }
+    }
+
     /// Asks the API server, with `dryRun=All`, whether every member of a gang evicted whole
     /// would go (it checks each pod and its disruption budget, and evicts nothing). At the
     /// first refusal, records the gang's attempts (the refused member's outcome, the others
@@ -536,7 +730,7 @@ impl LiveExecutor {
     ) -> Vec<PodId> {
         let evicted = done
             .iter()
-            .filter(|a| a.outcome == Outcome::Evicted)
+            .filter(|a| a.outcome.moved())
             .map(|a| a.eviction.pod);
         let waiting: Vec<PodId> = memory
             .evicted

@@ -12,6 +12,7 @@ pub mod leader;
 pub mod policy_map;
 pub mod reflector;
 pub mod source;
+pub mod surge;
 
 /// Errors of the live room; each says what to check.
 #[derive(Debug, thiserror::Error)]

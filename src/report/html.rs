@@ -28,9 +28,9 @@ use std::collections::BTreeMap;
 #[serde(rename_all = "camelCase")]
 struct PageData<'a> {
     texts: Texts<'a>,
-    /// `[namespace, name, node, destination, plugin, profile, reason, gang, result]`;
-    /// `0` (the empty text) where a row has none.
-    evictions: Vec<[u32; 9]>,
+    /// `[namespace, name, node, destination, plugin, profile, reason, gang, result, surge]`;
+    /// `0` (the empty text) where a row has none; `surge` is 1 for a move by surge.
+    evictions: Vec<[u32; 10]>,
     /// `[name, before, after, measured, afterRange]` (`afterRange` null when certain).
     nodes: Vec<NodeData<'a>>,
     /// `[namespace, name, node, plugin, profile, reason]`.
@@ -150,6 +150,7 @@ impl<'a> PageData<'a> {
                     reasons.at(&e.reason),
                     gangs.opt(&e.gang),
                     results.opt(&e.result),
+                    u32::from(e.mechanism == "surge"),
                 ]
             })
             .collect();
@@ -645,9 +646,9 @@ const SCRIPT: &str = r##"
       var e = E[i];
       return el("tr", { "data-pod": NS.raw(e[0]) + "/" + NAME.raw(e[1]) }, [
         el("td", { text: NAME.txt(e[1]) }), el("td", { text: NS.txt(e[0]) }), el("td", { text: NODE.txt(e[2]) }),
-        el("td", { text: e[3] ? NODE.txt(e[3]) : "(no node fits)" }), el("td", { text: PLUGIN.txt(e[4]) }),
+        el("td", { text: (e[3] ? NODE.txt(e[3]) : "(no node fits)") + (e[9] ? " (surge: new pod first)" : "") }), el("td", { text: PLUGIN.txt(e[4]) }),
         el("td", { text: PROFILE.txt(e[5]) }), el("td", { "class": "reason", text: REASON.txt(e[6]) + (e[7] ? " (gang " + GANG.txt(e[7]) + ")" : "") }),
-        el("td", { "class": e[8] ? (RESULT.raw(e[8]) === "evicted" ? "result-evicted" : "result-other") : "muted", text: e[8] ? RESULT.txt(e[8]) : "dry run" })
+        el("td", { "class": e[8] ? (RESULT.raw(e[8]) === "evicted" || RESULT.raw(e[8]) === "surged" ? "result-evicted" : "result-other") : "muted", text: e[8] ? RESULT.txt(e[8]) : "dry run" })
       ]);
     }
   });

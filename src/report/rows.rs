@@ -153,6 +153,7 @@ pub(super) fn eviction_row(
         profile: e.profile.clone(),
         plugin: e.plugin.to_string(),
         reason: e.reason.clone(),
+        mechanism: e.mechanism.as_str().to_string(),
         destination: e.destination.map(|d| snap.node(d).name.to_string()),
         alternatives: e
             .alternatives

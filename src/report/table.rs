@@ -40,26 +40,32 @@ fn evictions(report: &Report, out: &mut String) {
                 }
             })
             .collect();
-        let rows: Vec<[&str; 6]> = report
+        // The mechanism is a column only when a move is a surge (DefaultEvictor's moveMode).
+        let surges = report.evictions.iter().any(|e| e.mechanism != "evict");
+        let rows: Vec<Vec<&str>> = report
             .evictions
             .iter()
             .zip(&destinations)
             .map(|(e, d)| {
-                [
-                    e.pod.as_str(),
-                    e.node.as_str(),
+                let mut row = vec![e.pod.as_str(), e.node.as_str()];
+                if surges {
+                    row.push(e.mechanism.as_str());
+                }
+                row.extend([
                     d.as_str(),
                     e.profile.as_str(),
                     e.plugin.as_str(),
                     e.reason.as_str(),
-                ]
+                ]);
+                row
             })
             .collect();
-        write_table(
-            out,
-            &["POD", "NODE", "DESTINATION", "PROFILE", "PLUGIN", "REASON"],
-            &rows,
-        );
+        let mut headers = vec!["POD", "NODE"];
+        if surges {
+            headers.push("MOVE");
+        }
+        headers.extend(["DESTINATION", "PROFILE", "PLUGIN", "REASON"]);
+        write_table(out, &headers, &rows);
     }
 }
 

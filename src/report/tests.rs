@@ -64,6 +64,7 @@ fn a_large_plan_reports_every_eviction_in_plan_order() {
 #[test]
 fn json_written_on_all_cores_is_serde_json_pretty_text() {
     let eviction = |i: usize| EvictionRow {
+        mechanism: "evict".into(),
         pod: format!("ns/p{i}"),
         node: "n1".into(),
         profile: "p".into(),
@@ -264,6 +265,7 @@ fn pending_units_in_json_yaml_and_table() {
 fn the_table_escapes_what_would_drive_the_terminal() {
     let report = Report {
         evictions: vec![EvictionRow {
+            mechanism: "evict".into(),
             pod: "ns/\u{1b}[2Jgone".into(),
             node: "n\u{202e}1".into(),
             profile: "p".into(),
@@ -316,6 +318,7 @@ fn rows_only(evictions: Vec<EvictionRow>, not_chosen: Vec<NotChosenRow>) -> Repo
 
 fn eviction(pod: &str, node: &str, reason: &str) -> EvictionRow {
     EvictionRow {
+        mechanism: "evict".into(),
         pod: pod.into(),
         node: node.into(),
         profile: "p".into(),
@@ -432,6 +435,7 @@ fn cut_cells_keep_whole_characters_and_whole_escapes() {
 #[test]
 fn alternatives_in_json_yaml_and_table() {
     let row = |alternatives: Vec<String>| EvictionRow {
+        mechanism: "evict".into(),
         pod: "shop/web-1".into(),
         node: "n1".into(),
         profile: "p".into(),

@@ -32,6 +32,13 @@ pub enum Outcome {
     /// as an eviction carried out in the background (HTTP 429 "Eviction triggered
     /// evacuation", KubeVirt's live migration). Tracked as in progress until the pod goes.
     EvictionInBackground,
+    /// Moved by a surge of its Deployment (DefaultEvictor's `moveMode`): the new pod became
+    /// Ready, the Deployment went back to its replicas, and the ReplicaSet deleted this pod.
+    Surged,
+    /// A surge was started and undone: the new pod did not become Ready in time (no room,
+    /// image, crash) or the Deployment changed meanwhile; the Deployment is back to its
+    /// replicas and the pod untouched.
+    SurgeRolledBack,
 }
 
 impl Outcome {
@@ -49,7 +56,14 @@ impl Outcome {
             Outcome::NotAttempted => "not_attempted",
             Outcome::GangNotAttempted => "not_attempted_gang_member_refused",
             Outcome::EvictionInBackground => "eviction_in_background",
+            Outcome::Surged => "surged",
+            Outcome::SurgeRolledBack => "surge_rolled_back",
         }
+    }
+
+    /// Whether the pod went: evicted, or deleted at the end of a surge of its Deployment.
+    pub fn moved(self) -> bool {
+        matches!(self, Outcome::Evicted | Outcome::Surged)
     }
 
     /// The `result` label of `descheduler_pods_evicted_total`.
@@ -62,6 +76,8 @@ impl Outcome {
             Outcome::PodGone | Outcome::UidChanged | Outcome::NoLongerEvictable => "pod_gone",
             // Upstream's label for an eviction requested in the background.
             Outcome::EvictionInBackground => "background",
+            Outcome::Surged => "surged",
+            Outcome::SurgeRolledBack => "surge_rolled_back",
             _ => "error",
         }
     }
@@ -96,6 +112,7 @@ impl Attempt {
         !matches!(
             self.outcome,
             Outcome::Evicted
+                | Outcome::Surged
                 | Outcome::EvictionInBackground
                 | Outcome::Planned
                 | Outcome::NotAttempted

@@ -214,7 +214,8 @@ impl Workloads {
 }
 
 /// What a surge in flight writes on its Deployment ([`SURGE_IN_FLIGHT_ANNOTATION`]), as
-/// JSON: `{"replicas":1,"victim":"<uid>","pod":"<name>","deadline":<unix seconds>}`.
+/// JSON: `{"replicas":1,"victim":"<uid>","pod":"<name>","deadline":<unix seconds>}`, with
+/// `"cost":"<value>"` when the victim had a deletion cost of its own before.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SurgeMark {
     /// The replicas before the surge: what the Deployment is brought back to.
@@ -224,13 +225,21 @@ pub struct SurgeMark {
     pub victim: String,
     /// Unix seconds: after it, whoever finds the mark completes or rolls back the surge.
     pub deadline: i64,
+    /// The victim's own [`POD_DELETION_COST_ANNOTATION`] before the surge marked it, put back
+    /// when the surge is rolled back.
+    pub cost: Option<String>,
 }
 
 impl SurgeMark {
     /// The annotation's value.
     pub fn encode(&self) -> String {
+        let cost = self
+            .cost
+            .as_deref()
+            .map(|c| format!(",\"cost\":{}", json_string(c)))
+            .unwrap_or_default();
         format!(
-            "{{\"replicas\":{},\"victim\":{},\"pod\":{},\"deadline\":{}}}",
+            "{{\"replicas\":{},\"victim\":{},\"pod\":{},\"deadline\":{}{cost}}}",
             self.replicas,
             json_string(&self.victim_uid),
             json_string(&self.victim),
@@ -246,6 +255,10 @@ impl SurgeMark {
             victim_uid: v.get("victim")?.as_str()?.to_string(),
             victim: v.get("pod")?.as_str()?.to_string(),
             deadline: v.get("deadline")?.as_i64()?,
+            cost: match v.get("cost") {
+                None => None,
+                Some(c) => Some(c.as_str()?.to_string()),
+            },
         })
     }
 }
@@ -369,8 +382,14 @@ mod tests {
             victim_uid: "u-1".into(),
             victim: "web-\"x\"".into(),
             deadline: 1_800_000_000,
+            cost: None,
         };
-        assert_eq!(SurgeMark::decode(&mark.encode()), Some(mark));
+        assert_eq!(SurgeMark::decode(&mark.encode()), Some(mark.clone()));
+        let with_cost = SurgeMark {
+            cost: Some("-5".into()),
+            ..mark
+        };
+        assert_eq!(SurgeMark::decode(&with_cost.encode()), Some(with_cost));
         assert_eq!(SurgeMark::decode("not json"), None);
         assert_eq!(SurgeMark::decode("{\"replicas\":1}"), None);
     }

@@ -59,7 +59,7 @@ impl CycleMemory {
             self.refused.push(e.pod);
             return;
         }
-        if attempt.outcome != Outcome::Evicted {
+        if !attempt.outcome.moved() {
             return;
         }
         self.evicted.push(e.pod);
@@ -120,7 +120,7 @@ impl EvictionPlan {
     pub fn carried_out(self, snap: &ClusterSnapshot, attempted: &[Attempt]) -> EvictionPlan {
         let evicted: Vec<PodId> = attempted
             .iter()
-            .filter(|a| a.outcome == Outcome::Evicted)
+            .filter(|a| a.outcome.moved())
             .map(|a| a.eviction.pod)
             .collect();
         let mut ledger = Ledger::new(snap, Limits::default());
@@ -135,7 +135,7 @@ impl EvictionPlan {
         let replacements = attempted
             .iter()
             .zip(&landed)
-            .filter(|(a, _)| a.outcome == Outcome::Evicted)
+            .filter(|(a, _)| a.outcome.moved())
             .filter_map(|(a, landed)| {
                 Some(Landing {
                     requests: &snap.pod(a.eviction.pod).requests,

@@ -181,7 +181,10 @@ pub enum Mechanism {
     Evict,
     /// By a surge (make before break) of the pod's Deployment (`ns/name`): one more replica,
     /// Ready, then one fewer, the pod marked to go first ([`crate::framework::surge`]).
-    Surge { deployment: String },
+    Surge {
+        /// The Deployment, `ns/name`.
+        deployment: String,
+    },
 }
 
 impl Mechanism {
