@@ -110,18 +110,25 @@ async fn set_cordon(client: &Client, node: &str, cordoned: bool) {
         .await
         .unwrap();
     // The node lifecycle controller adds or takes off the cordon's taint.
-    wait_for(&format!("{node} cordoned: {cordoned}"), Duration::from_secs(30), || {
-        let nodes = nodes.clone();
-        async move {
-            let n = nodes.get(node).await.ok()?;
-            let tainted = n
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.as_ref())
-                .is_some_and(|t| t.iter().any(|t| t.key == "node.kubernetes.io/unschedulable"));
-            (tainted == cordoned).then_some(())
-        }
-    })
+    wait_for(
+        &format!("{node} cordoned: {cordoned}"),
+        Duration::from_secs(30),
+        || {
+            let nodes = nodes.clone();
+            async move {
+                let n = nodes.get(node).await.ok()?;
+                let tainted = n
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_some_and(|t| {
+                        t.iter()
+                            .any(|t| t.key == "node.kubernetes.io/unschedulable")
+                    });
+                (tainted == cordoned).then_some(())
+            }
+        },
+    )
     .await;
 }
 
@@ -152,7 +159,9 @@ fn watch(st: &Stage) -> (Arc<AtomicBool>, tokio::task::JoinHandle<Seen>) {
         while !flag.load(Ordering::Relaxed) {
             let d = deployments.get("web").await.unwrap();
             let status = d.status.unwrap_or_default();
-            seen.min_available = seen.min_available.min(status.available_replicas.unwrap_or(0));
+            seen.min_available = seen
+                .min_available
+                .min(status.available_replicas.unwrap_or(0));
             seen.max_replicas = seen.max_replicas.max(d.spec.replicas.unwrap_or(1));
             let pdb = pdbs.get("web").await.unwrap().status.unwrap_or_default();
             if pdb.current_healthy < pdb.desired_healthy {
@@ -200,10 +209,18 @@ async fn web_pods(st: &Stage) -> Vec<Pod> {
 }
 
 fn node_of(p: &Pod) -> String {
-    p.spec.as_ref().unwrap().node_name.clone().unwrap_or_default()
+    p.spec
+        .as_ref()
+        .unwrap()
+        .node_name
+        .clone()
+        .unwrap_or_default()
 }
 
-fn annotation(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str) -> Option<String> {
+fn annotation(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    key: &str,
+) -> Option<String> {
     meta.annotations.as_ref()?.get(key).cloned()
 }
 
@@ -253,11 +270,19 @@ async fn the_protocol_moves_a_single_replica_behind_its_budget_with_the_new_pod_
     assert_eq!(pods[0].metadata.name.as_deref(), Some(new_pod.as_str()));
     assert_eq!(node_of(&pods[0]), *landed);
     assert!(seen.samples > 10, "{seen:?}");
-    assert_eq!(seen.min_available, 1, "never fewer than one available: {seen:?}");
+    assert_eq!(
+        seen.min_available, 1,
+        "never fewer than one available: {seen:?}"
+    );
     assert_eq!(seen.pdb_short, 0, "{seen:?}");
     assert_eq!(seen.max_replicas, 2, "{seen:?}");
     // Only the victim went.
-    let went: Vec<&String> = seen.pods.iter().filter(|(_, w)| **w).map(|(n, _)| n).collect();
+    let went: Vec<&String> = seen
+        .pods
+        .iter()
+        .filter(|(_, w)| **w)
+        .map(|(n, _)| n)
+        .collect();
     assert_eq!(went, vec![&name], "{seen:?}");
     let d = deployment(&st).await;
     assert_eq!(d.spec.replicas, Some(1));
@@ -303,11 +328,376 @@ async fn a_surge_whose_new_pod_finds_no_room_is_rolled_back_and_the_pod_left_as_
     let pods = wait_running_pods(&st.client, &st.ns, "app=web", 1).await;
     let seen = stop(watcher).await;
     assert_eq!(pods[0].metadata.uid.as_deref(), Some(uid.as_str()));
-    assert_eq!(annotation(&pods[0].metadata, POD_DELETION_COST_ANNOTATION), None);
+    assert_eq!(
+        annotation(&pods[0].metadata, POD_DELETION_COST_ANNOTATION),
+        None
+    );
     assert_eq!(seen.min_available, 1, "{seen:?}");
     assert_eq!(seen.max_replicas, 2, "it was surged: {seen:?}");
     let d = deployment(&st).await;
     assert_eq!(d.spec.replicas, Some(1));
     assert_eq!(annotation(&d.metadata, SURGE_IN_FLIGHT_ANNOTATION), None);
     let _ = &st.id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The binary, end to end.
+
+/// LowNodeUtilization 20/50 on cpu with nodeFit over the stage's nodes; DefaultEvictor's
+/// `moveMode` as given.
+fn policy(st: &Stage, mode: &str) -> std::path::PathBuf {
+    let dir = tempfile::tempdir().unwrap().keep();
+    write_policy(
+        &dir,
+        &format!(
+            "apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: surge={id}
+profiles:
+- name: move
+  pluginConfig:
+  - name: DefaultEvictor
+    args: {{nodeFit: true, moveMode: {mode}}}
+  - name: LowNodeUtilization
+    args: {{thresholds: {{cpu: 20}}, targetThresholds: {{cpu: 50}}}}
+  plugins:
+    balance: {{enabled: [LowNodeUtilization]}}
+",
+            id = st.id
+        ),
+    )
+}
+
+/// Runs one cycle of the binary (`more` added), its JSON report.
+async fn run_once(policy: &std::path::Path, more: &[&str]) -> (serde_json::Value, String) {
+    let kubeconfig = shared_realistic().kubeconfig().to_str().unwrap().to_string();
+    let policy = policy.to_str().unwrap().to_string();
+    let mut args = vec![
+        "--kubeconfig",
+        kubeconfig.as_str(),
+        "--policy-config-file",
+        policy.as_str(),
+        "-o",
+        "json",
+    ];
+    args.extend(more);
+    let run = support::process::run_bin(&args).await;
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let report = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr));
+    (report, run.stderr)
+}
+
+fn rows<'a>(report: &'a serde_json::Value, key: &str) -> Vec<&'a serde_json::Value> {
+    report[key].as_array().map(|a| a.iter().collect()).unwrap_or_default()
+}
+
+/// Upstream v0.36.0's binary, when built (`scripts/build-upstream`).
+fn upstream_bin() -> std::path::PathBuf {
+    match std::env::var_os("DESCHEDULER_UPSTREAM_BIN") {
+        Some(p) => p.into(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(".cache/upstream/bin/descheduler-upstream"),
+    }
+}
+
+/// Runs upstream for real (no dry run) in continuous mode until its second cycle ended
+/// (its first may plan on an empty cache): its log.
+async fn run_upstream(policy: &std::path::Path) -> String {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(upstream_bin())
+        .arg("--kubeconfig")
+        .arg(shared_realistic().kubeconfig())
+        .arg("--policy-config-file")
+        .arg(policy)
+        .args(["--descheduling-interval", "3s", "--secure-port", "0", "--v", "3"])
+        .env_remove("KUBECONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("upstream's binary (scripts/build-upstream)");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = String::new();
+    let mut cycles = 0;
+    let read = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            log.push_str(&line);
+            log.push('\n');
+            if line.contains("Number of evictions/requests") {
+                cycles += 1;
+                if cycles == 2 {
+                    break;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(90), read)
+        .await
+        .unwrap_or_else(|_| panic!("upstream did not end two cycles in 90 s:\n{log}"));
+    let _ = child.kill().await;
+    log
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_replica_behind_its_budget_is_moved_by_a_surge_where_upstream_and_evict_mode_cannot() {
+    let st = stage(1, "1", "1500m", true).await;
+    let victim = web_pods(&st).await.remove(0);
+    let (name, uid) = (
+        victim.metadata.name.clone().unwrap(),
+        victim.metadata.uid.clone().unwrap(),
+    );
+    let key = format!("{}/{name}", st.ns);
+    // Upstream, for real: refused by the budget, the pod stays.
+    let log = run_upstream(&policy(&st, "Evict")).await;
+    assert!(
+        log.contains("disruption budget") || log.contains("Cannot evict"),
+        "upstream said nothing of the budget:\n{log}"
+    );
+    // Our Evict mode: not chosen, blocked by the budget.
+    let (report, _) = run_once(&policy(&st, "Evict"), &["--dry-run"]).await;
+    assert!(rows(&report, "evictions").is_empty(), "{report:#}");
+    let blocked = rows(&report, "notChosen");
+    assert!(
+        blocked.iter().any(|r| r["pod"] == key.as_str()
+            && r["reason"].as_str().unwrap().contains("PodDisruptionBudget")),
+        "{report:#}"
+    );
+    let pods = web_pods(&st).await;
+    assert_eq!(pods.len(), 1);
+    assert_eq!(pods[0].metadata.uid.as_deref(), Some(uid.as_str()), "upstream moved it");
+    // The dry run says surge, exactly as the real run then does it.
+    let surge = policy(&st, "SurgeWhenBlocked");
+    let (planned, _) = run_once(&surge, &["--dry-run"]).await;
+    let e = rows(&planned, "evictions");
+    assert_eq!(e.len(), 1, "{planned:#}");
+    assert_eq!(e[0]["pod"], key.as_str());
+    assert_eq!(e[0]["mechanism"], "surge");
+    assert!(e[0].get("result").is_none());
+    let watcher = watch(&st);
+    let (done, stderr) = run_once(&surge, &["--surge-timeout", "60s"]).await;
+    let pods = wait_running_pods(&st.client, &st.ns, "app=web", 1).await;
+    let seen = stop(watcher).await;
+    let d = rows(&done, "evictions");
+    assert_eq!(d.len(), 1, "{done:#}\n{stderr}");
+    assert_eq!(d[0]["pod"], key.as_str());
+    assert_eq!(d[0]["mechanism"], "surge");
+    assert_eq!(d[0]["result"], "surged", "{done:#}\n{stderr}");
+    assert_eq!(d[0]["destination"], planned["evictions"][0]["destination"]);
+    let landed = d[0]["landed"].as_str().unwrap();
+    assert!(st.cold.iter().any(|c| c == landed), "{done:#}");
+    assert_eq!(node_of(&pods[0]), landed);
+    assert_eq!(seen.min_available, 1, "{seen:?}");
+    assert_eq!(seen.pdb_short, 0, "{seen:?}");
+    assert_eq!(seen.max_replicas, 2, "{seen:?}");
+    let went: Vec<&String> = seen.pods.iter().filter(|(_, w)| **w).map(|(n, _)| n).collect();
+    assert_eq!(went, vec![&name], "only the victim went: {seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_behind_a_budget_allowing_none_are_surged_one_at_a_time() {
+    // `hot`: 3 x 600m + 1 cpu of 4 (70%): two moves bring it under 50%.
+    let st = stage(3, "600m", "1", true).await;
+    let watcher = watch(&st);
+    let (done, stderr) = run_once(
+        &policy(&st, "SurgeWhenBlocked"),
+        &["--surge-timeout", "60s"],
+    )
+    .await;
+    wait_running_pods(&st.client, &st.ns, "app=web", 3).await;
+    let seen = stop(watcher).await;
+    let d = rows(&done, "evictions");
+    assert!(d.len() >= 2, "{done:#}\n{stderr}");
+    assert!(d.iter().all(|e| e["mechanism"] == "surge"), "{done:#}");
+    assert!(d.iter().all(|e| e["result"] == "surged"), "{done:#}\n{stderr}");
+    let victims: std::collections::BTreeSet<String> = d
+        .iter()
+        .map(|e| e["pod"].as_str().unwrap().split('/').nth(1).unwrap().to_string())
+        .collect();
+    let went: std::collections::BTreeSet<String> = seen
+        .pods
+        .iter()
+        .filter(|(_, w)| **w)
+        .map(|(n, _)| n.clone())
+        .collect();
+    assert_eq!(went, victims, "every pod deleted is a planned victim: {seen:?}");
+    assert!(seen.max_replicas <= 4, "one surge at a time: {seen:?}");
+    assert_eq!(seen.min_available, 3, "{seen:?}");
+    assert_eq!(seen.pdb_short, 0, "{seen:?}");
+    assert_eq!(deployment(&st).await.spec.replicas, Some(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_surge_left_in_flight_by_a_killed_run_is_finished_by_the_next() {
+    // No room for the new pod: it stays Pending, and the run is killed while it waits.
+    let st = stage(1, "1", "2500m", false).await;
+    let victim = web_pods(&st).await.remove(0);
+    let uid = victim.metadata.uid.clone().unwrap();
+    let kubeconfig = shared_realistic().kubeconfig().to_str().unwrap().to_string();
+    // Cold nodes cordoned: nodeFit would refuse, so this policy checks no fit.
+    let dir = tempfile::tempdir().unwrap().keep();
+    let policy = write_policy(
+        &dir,
+        &format!(
+            "apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+nodeSelector: surge={id}
+profiles:
+- name: move
+  pluginConfig:
+  - name: DefaultEvictor
+    args: {{moveMode: SurgeWhenBlocked}}
+  - name: RemovePodsViolatingNodeTaints
+    args: {{}}
+  plugins:
+    deschedule: {{enabled: [RemovePodsViolatingNodeTaints]}}
+",
+            id = st.id
+        ),
+    );
+    let nodes: Api<Node> = Api::all(st.client.clone());
+    nodes
+        .patch(
+            &st.hot,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"taints": [{"key": "drain", "value": "now", "effect": "NoSchedule"}]}})),
+        )
+        .await
+        .unwrap();
+    let policy_path = policy.to_str().unwrap().to_string();
+    let args = [
+        "--kubeconfig",
+        kubeconfig.as_str(),
+        "--policy-config-file",
+        policy_path.as_str(),
+        "--surge-timeout",
+        "20s",
+    ];
+    let first = support::process::Descheduler::spawn(&args);
+    let deployments: Api<Deployment> = Api::namespaced(st.client.clone(), &st.ns);
+    wait_for("web surged to 2", Duration::from_secs(60), || {
+        let deployments = deployments.clone();
+        async move {
+            let d = deployments.get("web").await.ok()?;
+            (d.spec.replicas == Some(2)).then_some(())
+        }
+    })
+    .await;
+    first.kill().await;
+    let d = deployment(&st).await;
+    assert_eq!(d.spec.replicas, Some(2), "killed one up");
+    let mark = annotation(&d.metadata, SURGE_IN_FLIGHT_ANNOTATION).expect("the mark");
+    let mark = descheduler::snapshot::SurgeMark::decode(&mark).unwrap();
+    assert_eq!(mark.victim_uid, uid);
+    // Before its deadline, another run leaves it alone and surges nothing of `web`.
+    let run = support::process::run_bin(&args).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(deployment(&st).await.spec.replicas, Some(2), "{}", run.stderr);
+    assert!(run.stdout.contains("in flight"), "{}", run.stdout);
+    // After it: scaled back to 1 (the Pending new pod goes first), the victim unmarked.
+    let wait = mark.deadline - chrono::Utc::now().timestamp() + 1;
+    if wait > 0 {
+        tokio::time::sleep(Duration::from_secs(wait as u64)).await;
+    }
+    // Its eviction would still be blocked by the budget, so the next run only recovers.
+    let run = support::process::run_bin(&args).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("left in flight"), "{}", run.stderr);
+    let pods = wait_running_pods(&st.client, &st.ns, "app=web", 1).await;
+    let d = deployment(&st).await;
+    assert_eq!(d.spec.replicas, Some(1));
+    assert_eq!(annotation(&d.metadata, SURGE_IN_FLIGHT_ANNOTATION), None);
+    assert_eq!(pods[0].metadata.uid.as_deref(), Some(uid.as_str()));
+    assert_eq!(annotation(&pods[0].metadata, POD_DELETION_COST_ANNOTATION), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn autoscaled_paused_and_rolling_deployments_are_refused_with_the_reason_in_the_report() {
+    // `web` aside (it stays within its budget's room), three one-replica Deployments behind
+    // budgets allowing nothing on `hot`.
+    let st = stage(1, "100m", "500m", true).await;
+    let on_ours = PodConfig::new().node_selector("surge", &st.id).cpu("1");
+    // The cold nodes cordoned while they start, so that they start on `hot`.
+    for c in &st.cold {
+        set_cordon(&st.client, c, true).await;
+    }
+    for name in ["scaled", "paused", "rolling"] {
+        run_deployment(&st.client, &st.ns, name, 1, &on_ours).await;
+        create_pdb(
+            &st.client,
+            &st.ns,
+            name,
+            &[("app", name)],
+            Budget::MinAvailable(IntOrString::Int(1)),
+        )
+        .await;
+        wait_pdb(&st.client, &st.ns, name, 1, 0).await;
+    }
+    for c in &st.cold {
+        set_cordon(&st.client, c, false).await;
+    }
+    let hpa = serde_json::json!({
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "scaled"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "scaled"},
+            "minReplicas": 1,
+            "maxReplicas": 1,
+        }
+    });
+    let hpas: Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
+        Api::namespaced(st.client.clone(), &st.ns);
+    hpas.create(&Default::default(), &serde_json::from_value(hpa).unwrap())
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(st.client.clone(), &st.ns);
+    deployments
+        .patch(
+            "paused",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"paused": true}})),
+        )
+        .await
+        .unwrap();
+    // A rollout whose new pod never becomes Ready: it stays in the middle.
+    deployments
+        .patch(
+            "rolling",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"template": {"metadata": {"annotations": {"fake-kubelet/ready": "false"}}}}})),
+        )
+        .await
+        .unwrap();
+    wait_for("rolling's rollout started", Duration::from_secs(60), || {
+        let deployments = deployments.clone();
+        async move {
+            let s = deployments.get("rolling").await.ok()?.status?;
+            (s.replicas == Some(2)).then_some(())
+        }
+    })
+    .await;
+    let (report, stderr) = run_once(&policy(&st, "SurgeWhenBlocked"), &["--dry-run"]).await;
+    let planned: Vec<&str> = rows(&report, "evictions")
+        .iter()
+        .map(|e| e["pod"].as_str().unwrap())
+        .collect();
+    let not_chosen = rows(&report, "notChosen");
+    for (app, why) in [
+        ("scaled", "is the target of HorizontalPodAutoscaler"),
+        ("paused", "is paused"),
+        ("rolling", "in the middle of a rollout"),
+    ] {
+        assert!(
+            !planned.iter().any(|p| p.contains(&format!("/{app}-"))),
+            "{app} planned: {report:#}"
+        );
+        let row = not_chosen
+            .iter()
+            .find(|r| r["pod"].as_str().unwrap().contains(&format!("/{app}-")))
+            .unwrap_or_else(|| panic!("no row for {app}: {report:#}\n{stderr}"));
+        let reason = row["reason"].as_str().unwrap();
+        assert!(reason.contains("PodDisruptionBudget"), "{reason}");
+        assert!(reason.contains(why), "{app}: {reason}");
+    }
 }

@@ -38,8 +38,12 @@ use std::time::{Duration, Instant};
 
 /// The lowest deletion cost: the ReplicaSet deletes this pod before every other ready one.
 pub const FIRST_TO_GO: &str = "-2147483648";
-/// How long past its timeout a surge's mark holds before another run may take it over.
-const DEADLINE_MARGIN_SECONDS: i64 = 60;
+/// How long past its timeout a surge's mark holds before another run may take it over: as
+/// long again as the timeout, at least this long (the rollback's calls take time too).
+const DEADLINE_MARGIN_SECONDS: i64 = 10;
+/// How long a Deployment found in a rollout is waited for before its surge is not started
+/// (at most the surge's timeout): one an earlier move just scaled settles in a moment.
+const SETTLE: Duration = Duration::from_secs(15);
 /// How long the executor waits, after the scale-down, for the victim to be deleted.
 const VICTIM_WAIT: Duration = Duration::from_secs(30);
 
@@ -198,19 +202,32 @@ impl Surger<'_> {
         let ns = victim.namespace;
         let deployments = self.deployments(ns);
         let pods = self.pods(ns);
-        self.api.throttle().await;
-        let d = match deployments.get_opt(deployment).await {
-            Ok(Some(d)) => d,
-            Ok(None) => {
-                return SurgeEnd::NotStarted(format!("Deployment {ns}/{deployment} is gone"))
+        // A Deployment an earlier move just scaled settles for a moment (its controller
+        // observes the new generation, the old pod terminates): waited for, bounded.
+        let started = Instant::now();
+        let d = loop {
+            self.api.throttle().await;
+            let d = match deployments.get_opt(deployment).await {
+                Ok(Some(d)) => d,
+                Ok(None) => {
+                    return SurgeEnd::NotStarted(format!("Deployment {ns}/{deployment} is gone"))
+                }
+                Err(e) => {
+                    return SurgeEnd::NotStarted(format!(
+                        "reading Deployment {ns}/{deployment}: {e}"
+                    ))
+                }
+            };
+            let Some(why) = refusal(&d) else {
+                break d;
+            };
+            let settling = d.spec.paused != Some(true)
+                && annotation(&d.metadata, SURGE_IN_FLIGHT_ANNOTATION).is_none();
+            if !settling || started.elapsed() >= SETTLE.min(self.timeout) || !self.gate.open() {
+                return SurgeEnd::NotStarted(why);
             }
-            Err(e) => {
-                return SurgeEnd::NotStarted(format!("reading Deployment {ns}/{deployment}: {e}"))
-            }
+            tokio::time::sleep(self.poll).await;
         };
-        if let Some(why) = refusal(&d) {
-            return SurgeEnd::NotStarted(why);
-        }
         let Some(selector) = selector(&d) else {
             return SurgeEnd::NotStarted(format!(
                 "Deployment {ns}/{deployment} has a selector this program cannot list pods by"
@@ -251,7 +268,9 @@ impl Surger<'_> {
             replicas,
             victim_uid: victim.uid.to_string(),
             victim: victim.name.to_string(),
-            deadline: now + self.timeout.as_secs() as i64 + DEADLINE_MARGIN_SECONDS,
+            deadline: now
+                + self.timeout.as_secs() as i64
+                + (self.timeout.as_secs() as i64).max(DEADLINE_MARGIN_SECONDS),
             cost: cost.clone(),
         };
         let patch = serde_json::json!({
