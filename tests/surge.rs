@@ -370,7 +370,11 @@ profiles:
 
 /// Runs one cycle of the binary (`more` added), its JSON report.
 async fn run_once(policy: &std::path::Path, more: &[&str]) -> (serde_json::Value, String) {
-    let kubeconfig = shared_realistic().kubeconfig().to_str().unwrap().to_string();
+    let kubeconfig = shared_realistic()
+        .kubeconfig()
+        .to_str()
+        .unwrap()
+        .to_string();
     let policy = policy.to_str().unwrap().to_string();
     let mut args = vec![
         "--kubeconfig",
@@ -389,7 +393,10 @@ async fn run_once(policy: &std::path::Path, more: &[&str]) -> (serde_json::Value
 }
 
 fn rows<'a>(report: &'a serde_json::Value, key: &str) -> Vec<&'a serde_json::Value> {
-    report[key].as_array().map(|a| a.iter().collect()).unwrap_or_default()
+    report[key]
+        .as_array()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
 }
 
 /// Upstream v0.36.0's binary, when built (`scripts/build-upstream`).
@@ -410,7 +417,14 @@ async fn run_upstream(policy: &std::path::Path) -> String {
         .arg(shared_realistic().kubeconfig())
         .arg("--policy-config-file")
         .arg(policy)
-        .args(["--descheduling-interval", "3s", "--secure-port", "0", "--v", "3"])
+        .args([
+            "--descheduling-interval",
+            "3s",
+            "--secure-port",
+            "0",
+            "--v",
+            "3",
+        ])
         .env_remove("KUBECONFIG")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -440,7 +454,8 @@ async fn run_upstream(policy: &std::path::Path) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_single_replica_behind_its_budget_is_moved_by_a_surge_where_upstream_and_evict_mode_cannot() {
+async fn a_single_replica_behind_its_budget_is_moved_by_a_surge_where_upstream_and_evict_mode_cannot(
+) {
     let st = stage(1, "1", "1500m", true).await;
     let victim = web_pods(&st).await.remove(0);
     let (name, uid) = (
@@ -460,12 +475,19 @@ async fn a_single_replica_behind_its_budget_is_moved_by_a_surge_where_upstream_a
     let blocked = rows(&report, "notChosen");
     assert!(
         blocked.iter().any(|r| r["pod"] == key.as_str()
-            && r["reason"].as_str().unwrap().contains("PodDisruptionBudget")),
+            && r["reason"]
+                .as_str()
+                .unwrap()
+                .contains("PodDisruptionBudget")),
         "{report:#}"
     );
     let pods = web_pods(&st).await;
     assert_eq!(pods.len(), 1);
-    assert_eq!(pods[0].metadata.uid.as_deref(), Some(uid.as_str()), "upstream moved it");
+    assert_eq!(
+        pods[0].metadata.uid.as_deref(),
+        Some(uid.as_str()),
+        "upstream moved it"
+    );
     // The dry run says surge, exactly as the real run then does it.
     let surge = policy(&st, "SurgeWhenBlocked");
     let (planned, _) = run_once(&surge, &["--dry-run"]).await;
@@ -490,7 +512,12 @@ async fn a_single_replica_behind_its_budget_is_moved_by_a_surge_where_upstream_a
     assert_eq!(seen.min_available, 1, "{seen:?}");
     assert_eq!(seen.pdb_short, 0, "{seen:?}");
     assert_eq!(seen.max_replicas, 2, "{seen:?}");
-    let went: Vec<&String> = seen.pods.iter().filter(|(_, w)| **w).map(|(n, _)| n).collect();
+    let went: Vec<&String> = seen
+        .pods
+        .iter()
+        .filter(|(_, w)| **w)
+        .map(|(n, _)| n)
+        .collect();
     assert_eq!(went, vec![&name], "only the victim went: {seen:?}");
 }
 
@@ -509,10 +536,21 @@ async fn three_replicas_behind_a_budget_allowing_none_are_surged_one_at_a_time()
     let d = rows(&done, "evictions");
     assert!(d.len() >= 2, "{done:#}\n{stderr}");
     assert!(d.iter().all(|e| e["mechanism"] == "surge"), "{done:#}");
-    assert!(d.iter().all(|e| e["result"] == "surged"), "{done:#}\n{stderr}");
+    assert!(
+        d.iter().all(|e| e["result"] == "surged"),
+        "{done:#}\n{stderr}"
+    );
     let victims: std::collections::BTreeSet<String> = d
         .iter()
-        .map(|e| e["pod"].as_str().unwrap().split('/').nth(1).unwrap().to_string())
+        .map(|e| {
+            e["pod"]
+                .as_str()
+                .unwrap()
+                .split('/')
+                .nth(1)
+                .unwrap()
+                .to_string()
+        })
         .collect();
     let went: std::collections::BTreeSet<String> = seen
         .pods
@@ -520,7 +558,10 @@ async fn three_replicas_behind_a_budget_allowing_none_are_surged_one_at_a_time()
         .filter(|(_, w)| **w)
         .map(|(n, _)| n.clone())
         .collect();
-    assert_eq!(went, victims, "every pod deleted is a planned victim: {seen:?}");
+    assert_eq!(
+        went, victims,
+        "every pod deleted is a planned victim: {seen:?}"
+    );
     assert!(seen.max_replicas <= 4, "one surge at a time: {seen:?}");
     assert_eq!(seen.min_available, 3, "{seen:?}");
     assert_eq!(seen.pdb_short, 0, "{seen:?}");
@@ -533,7 +574,11 @@ async fn a_surge_left_in_flight_by_a_killed_run_is_finished_by_the_next() {
     let st = stage(1, "1", "2500m", false).await;
     let victim = web_pods(&st).await.remove(0);
     let uid = victim.metadata.uid.clone().unwrap();
-    let kubeconfig = shared_realistic().kubeconfig().to_str().unwrap().to_string();
+    let kubeconfig = shared_realistic()
+        .kubeconfig()
+        .to_str()
+        .unwrap()
+        .to_string();
     // Cold nodes cordoned: nodeFit would refuse, so this policy checks no fit.
     let dir = tempfile::tempdir().unwrap().keep();
     let policy = write_policy(
@@ -592,7 +637,12 @@ profiles:
     // Before its deadline, another run leaves it alone and surges nothing of `web`.
     let run = support::process::run_bin(&args).await;
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    assert_eq!(deployment(&st).await.spec.replicas, Some(2), "{}", run.stderr);
+    assert_eq!(
+        deployment(&st).await.spec.replicas,
+        Some(2),
+        "{}",
+        run.stderr
+    );
     assert!(run.stdout.contains("in flight"), "{}", run.stdout);
     // After it: scaled back to 1 (the Pending new pod goes first), the victim unmarked.
     let wait = mark.deadline - chrono::Utc::now().timestamp() + 1;
@@ -608,7 +658,10 @@ profiles:
     assert_eq!(d.spec.replicas, Some(1));
     assert_eq!(annotation(&d.metadata, SURGE_IN_FLIGHT_ANNOTATION), None);
     assert_eq!(pods[0].metadata.uid.as_deref(), Some(uid.as_str()));
-    assert_eq!(annotation(&pods[0].metadata, POD_DELETION_COST_ANNOTATION), None);
+    assert_eq!(
+        annotation(&pods[0].metadata, POD_DELETION_COST_ANNOTATION),
+        None
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

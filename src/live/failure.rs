@@ -128,6 +128,22 @@ impl ReadFailure {
         )
     }
 
+    /// The wait the API server asked for before the next request, when it said one: a 429
+    /// (its priority and fairness, a rate limit) or 503 with `Retry-After` (or its Status's
+    /// `details.retryAfterSeconds`). Asking sooner only gets another refusal.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        let ReadFailure::Transient {
+            source: kube::Error::Api(s),
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let seconds = s.details.as_ref()?.retry_after_seconds;
+        (seconds > 0 && matches!(s.code, 429 | 503))
+            .then(|| std::time::Duration::from_secs(u64::from(seconds)))
+    }
+
     /// The failure itself, without the resource: the API's answer, the connection's error
     /// or what could not be decoded.
     pub fn cause(&self) -> String {

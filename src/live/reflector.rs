@@ -144,9 +144,9 @@ impl Reflector {
                     none,
                 }
             }
-            Input::ListFailed(_) => Step {
+            Input::ListFailed(e) => Step {
                 request: Request::List,
-                after: self.back_off(),
+                after: self.back_off().max(e.retry_after().unwrap_or_default()),
                 report: true,
                 none: false,
             },
@@ -180,7 +180,7 @@ impl Reflector {
                 }
                 Step {
                     request: self.watch(),
-                    after: self.back_off(),
+                    after: self.back_off().max(e.retry_after().unwrap_or_default()),
                     report: true,
                     none: false,
                 }
@@ -277,6 +277,47 @@ mod tests {
             r.step(Input::WatchFailed(&unavailable)).after,
             FIRST_BACKOFF
         );
+    }
+
+    /// A 429 (or 503) whose answer says when to ask again: not asked sooner, list or watch;
+    /// the backoff still doubles, and rules when it is the longer wait.
+    #[test]
+    fn a_server_that_asks_to_wait_is_not_asked_again_sooner() {
+        let asked = |code: u16, seconds: u32| {
+            let mut status =
+                kube::core::Status::failure("slow down", "TooManyRequests").with_code(code);
+            status.details = Some(kube::core::response::StatusDetails {
+                name: String::new(),
+                group: String::new(),
+                kind: String::new(),
+                uid: String::new(),
+                causes: Vec::new(),
+                retry_after_seconds: seconds,
+            });
+            ReadFailure::of(Resource::Pods, kube::Error::Api(status.boxed()))
+        };
+        let mut r = Reflector::new(false);
+        let s = r.step(Input::ListFailed(&asked(429, 7)));
+        assert_eq!(
+            (s.request, s.after),
+            (Request::List, Duration::from_secs(7))
+        );
+        // 503 with a wait too; a 500 has none to honour.
+        assert_eq!(asked(503, 3).retry_after(), Some(Duration::from_secs(3)));
+        assert_eq!(asked(500, 3).retry_after(), None);
+        assert_eq!(asked(429, 0).retry_after(), None);
+        let s = r.step(Input::Listed {
+            version: "5".into(),
+        });
+        assert_eq!(s, Step::now(watch("5")));
+        let s = r.step(Input::WatchFailed(&asked(429, 2)));
+        assert_eq!((s.request, s.after), (watch("5"), Duration::from_secs(2)));
+        // Backed off past what was asked: the longer wait holds.
+        for _ in 0..6 {
+            r.step(Input::WatchFailed(&api(500)));
+        }
+        let s = r.step(Input::WatchFailed(&asked(429, 1)));
+        assert!(s.after > Duration::from_secs(1), "{s:?}");
     }
 
     #[test]

@@ -198,25 +198,50 @@ async fn get(
     if status.is_success() {
         return Ok(response);
     }
+    let retry_after = response
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u32>().ok());
     let body = response.into_body().collect().await?.to_bytes();
-    if let Some(s) = proto::decode_status(&body) {
+    let answer = if let Some(s) = proto::decode_status(&body) {
         let code = u16::try_from(s.code).unwrap_or(status.as_u16());
-        return Err(kube::Error::Api(
-            kube::core::Status::failure(&s.message, &s.reason)
-                .with_code(code)
-                .boxed(),
-        ));
-    }
-    let text = String::from_utf8_lossy(&body);
-    Err(kube::Error::Api(
+        kube::core::Status::failure(&s.message, &s.reason).with_code(code)
+    } else {
+        let text = String::from_utf8_lossy(&body);
         match serde_json::from_str::<kube::core::Status>(&text) {
             Ok(s) => s,
             // Not every error is a Status: a group that is not served answers a plain
             // "404 page not found".
             Err(_) => kube::core::Status::failure(text.trim(), "").with_code(status.as_u16()),
         }
-        .boxed(),
+    };
+    Err(kube::Error::Api(
+        with_retry_after(answer, retry_after).boxed(),
     ))
+}
+
+/// The answer's Status with the wait its `Retry-After` header asked for, where the Status
+/// does not say one itself (its `details.retryAfterSeconds`), so that the wait goes with the
+/// error to whoever asks again ([`ReadFailure::retry_after`]).
+fn with_retry_after(mut status: kube::core::Status, header: Option<u32>) -> kube::core::Status {
+    let Some(seconds) = header.filter(|&s| s > 0) else {
+        return status;
+    };
+    let details = status
+        .details
+        .get_or_insert_with(|| kube::core::response::StatusDetails {
+            name: String::new(),
+            group: String::new(),
+            kind: String::new(),
+            uid: String::new(),
+            causes: Vec::new(),
+            retry_after_seconds: 0,
+        });
+    if details.retry_after_seconds == 0 {
+        details.retry_after_seconds = seconds;
+    }
+    status
 }
 
 /// How long reading a list response pauses once it has caught up with the server.
@@ -469,7 +494,7 @@ async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, Li
             Err(e) if e.retry_soon() && tries < LIST_TRIES => {
                 tracing::warn!(resource = r.what(), error = %e.cause(), attempt = tries, "list failed; trying again");
                 tries += 1;
-                backoff.wait().await;
+                backoff.wait_at_least(e.retry_after()).await;
             }
             Err(e) => return Err(e.into()),
         }
@@ -664,8 +689,9 @@ impl Backoff {
     fn new() -> Self {
         Backoff(reflector::FIRST_BACKOFF)
     }
-    async fn wait(&mut self) {
-        tokio::time::sleep(self.0).await;
+    /// Waits the backoff, or as long as the API server asked (`Retry-After`) when longer.
+    async fn wait_at_least(&mut self, asked: Option<Duration>) {
+        tokio::time::sleep(self.0.max(asked.unwrap_or_default())).await;
         self.0 = (self.0 * 2).min(reflector::MAX_BACKOFF);
     }
 }
@@ -973,6 +999,24 @@ mod tests {
         assert!(too_slow(&api(504), false), "the API server's own timeout");
         assert!(!too_slow(&api(503), true));
         assert!(!too_slow(&api(500), true));
+    }
+
+    #[test]
+    fn the_wait_a_retry_after_header_asks_for_goes_with_the_error() {
+        let plain = || kube::core::Status::failure("slow down", "TooManyRequests").with_code(429);
+        let s = with_retry_after(plain(), Some(4));
+        assert_eq!(s.details.as_ref().map(|d| d.retry_after_seconds), Some(4));
+        // No header, or 0: nothing added.
+        assert!(with_retry_after(plain(), None).details.is_none());
+        assert!(with_retry_after(plain(), Some(0)).details.is_none());
+        // The Status's own wait wins over the header's.
+        let own = with_retry_after(with_retry_after(plain(), Some(9)), Some(4));
+        assert_eq!(own.details.map(|d| d.retry_after_seconds), Some(9));
+        let failure = ReadFailure::of(
+            Resource::Pods,
+            kube::Error::Api(with_retry_after(plain(), Some(4)).boxed()),
+        );
+        assert_eq!(failure.retry_after(), Some(Duration::from_secs(4)));
     }
 
     #[test]
