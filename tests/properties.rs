@@ -1,5 +1,5 @@
 //! Property tests over random clusters and policies: whatever the input, a plan never exceeds
-//! a limit or a disruption budget, never names a protected pod or a pod twice, never leaves a
+//! a limit or a disruption budget (moves by surge included), never names a protected pod or a pod twice, never leaves a
 //! gang below its minMember, and does not depend on the order of the input.
 
 use descheduler::framework::Pipeline;
@@ -127,6 +127,13 @@ const NS: [&str; 3] = ["alpha", "beta", "gamma"];
 const APPS: [&str; 3] = ["web", "api", "db"];
 
 fn build_pods(c: &Case) -> Vec<Pod> {
+    build_pods_of(c, false)
+}
+
+/// The case's pods; with `deployments`, those of the ReplicaSets `rs<k>` belong to the
+/// Deployments `d<k>` instead (their ReplicaSet `d<k>-5f6d`, as the Deployment controller
+/// names it).
+fn build_pods_of(c: &Case, deployments: bool) -> Vec<Pod> {
     c.pods
         .iter()
         .enumerate()
@@ -138,6 +145,9 @@ fn build_pods(c: &Case) -> Vec<Pod> {
                 .label("app", APPS[s.app as usize])
                 .image(if s.image == 0 { "img:1" } else { "img:2" });
             b = match s.owner {
+                0..=2 if deployments => b
+                    .owner("ReplicaSet", &format!("d{}-5f6d", s.owner))
+                    .label("pod-template-hash", "5f6d"),
                 0..=2 => b.owner("ReplicaSet", &format!("rs{}", s.owner)),
                 3 => b.owner("DaemonSet", "ds"),
                 4 => b.owner("StatefulSet", "sts"),
@@ -573,6 +583,69 @@ proptest! {
             prop_assert!(pdbs.len() <= 1, "pod under two budgets was evicted");
             for &b in pdbs {
                 *per_pdb.entry(b).or_default() += 1;
+            }
+        }
+        if let Some(l) = c.per_node { prop_assert!(per_node.values().all(|v| *v <= l)); }
+        if let Some(l) = c.per_ns { prop_assert!(per_ns.values().all(|v| *v <= l)); }
+        if let Some(l) = c.total { prop_assert!(p.evictions.len() as u32 <= l); }
+        for (b, n) in per_pdb {
+            prop_assert!(n <= snap.pdbs[b as usize].disruptions_allowed.max(0), "budget exceeded");
+        }
+    }
+
+    /// With moves by surge (DefaultEvictor `moveMode`): every move counts against the
+    /// limits, the evictions alone against the disruption budgets (a surge spends none), and
+    /// only pods of a Deployment that may be surged (in the snapshot, not paused) are surged.
+    #[test]
+    fn surges_count_against_every_limit_and_never_against_a_disruption_budget(c in case()) {
+        use descheduler::snapshot::builders::deployment;
+        use descheduler::snapshot::Workloads;
+        let parts = build(&c, build_pods_of(&c, true)).into_parts();
+        let mut paused = deployment(NS[(c.seed % 3) as usize], "d2", 3);
+        paused.paused = true;
+        let mut deployments: Vec<_> = NS
+            .iter()
+            .flat_map(|ns| (0..2).map(move |k| deployment(ns, &format!("d{k}"), k + 1)))
+            .collect();
+        deployments.push(paused.clone());
+        let snap = ClusterSnapshot::build(SnapshotParts {
+            workloads: Workloads {
+                deployments,
+                ..Workloads::default()
+            },
+            ..parts
+        });
+        let mode = if c.seed % 2 == 0 { "Surge" } else { "SurgeWhenBlocked" };
+        let mut pipeline = pipeline(&c);
+        let text = format!(
+            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: DefaultEvictor\n    args: {{moveMode: {mode}}}\n  - name: RemoveDuplicates\n  plugins:\n    balance:\n      enabled: [RemoveDuplicates]\n"
+        );
+        let policy = Policy::from_yaml("surge.yaml", &text, &descheduler::plugins::REGISTRY).unwrap();
+        let with_mode = Pipeline::build(&policy, "surge.yaml", &descheduler::plugins::REGISTRY).unwrap();
+        pipeline.profiles[0].evictor = with_mode.profiles.into_iter().next().unwrap().evictor;
+        prop_assert!(pipeline.surges());
+        let p = plan(&pipeline, &snap, 0).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut per_node: BTreeMap<NodeId, u32> = BTreeMap::new();
+        let mut per_ns: BTreeMap<String, u32> = BTreeMap::new();
+        let mut per_pdb: BTreeMap<u32, i32> = BTreeMap::new();
+        for e in &p.evictions {
+            prop_assert!(seen.insert(e.pod), "pod planned twice");
+            let pod = snap.pod(e.pod);
+            *per_node.entry(e.node).or_default() += 1;
+            *per_ns.entry(pod.namespace.to_string()).or_default() += 1;
+            match &e.mechanism {
+                descheduler::framework::Mechanism::Evict => {
+                    for &b in snap.pdbs_of_pod(e.pod) {
+                        *per_pdb.entry(b).or_default() += 1;
+                    }
+                }
+                descheduler::framework::Mechanism::Surge { deployment } => {
+                    let d = snap.workloads.deployment_of(pod);
+                    prop_assert!(d.is_some_and(|d| d.key() == *deployment), "{} surged without its Deployment", pod.key());
+                    prop_assert!(!d.unwrap().paused, "{} of a paused Deployment surged", pod.key());
+                    prop_assert!(snap.gangs_of_pod(e.pod).is_empty());
+                }
             }
         }
         if let Some(l) = c.per_node { prop_assert!(per_node.values().all(|v| *v <= l)); }
