@@ -51,7 +51,7 @@ mod wire;
 mod tests;
 
 pub use convert::join;
-pub(crate) use convert::{share, share_template};
+pub(crate) use convert::{quota_in_milli, share, share_template};
 pub use error::SnapshotError;
 
 /// Reads a snapshot file and builds the indexed snapshot. The path is opened once, so a

@@ -513,7 +513,7 @@ fn convert_quota(
     let amounts = |field: &str, map: &Pairs<'_>| {
         let mut out = Vec::with_capacity(map.0.len());
         for (name, text) in map.iter() {
-            let milli = matches!(name, "cpu" | "requests.cpu" | "limits.cpu");
+            let milli = quota_in_milli(name);
             out.push((name.into(), amount(file, label, field, name, text, milli)?));
         }
         out.sort();
@@ -526,6 +526,11 @@ fn convert_quota(
         hard: amounts("status.hard", &obj.status.hard)?,
         used: amounts("status.used", &obj.status.used)?,
     })
+}
+
+/// Whether a quota's resource `name` is CPU, counted in millicores.
+pub(crate) fn quota_in_milli(name: &str) -> bool {
+    matches!(name, "cpu" | "requests.cpu" | "limits.cpu")
 }
 
 /// One amount of a resource list (`field.name: text`): millicores when `milli`, else whole
