@@ -165,7 +165,11 @@ impl WorkWatch {
                 }
                 Object::Pod(p) => self.pod(p, now),
                 Object::Pdb(_) | Object::PodGroup(_) => Signal::Work,
-                Object::Namespace(_) | Object::PriorityClass(_) => Signal::Changed,
+                Object::Namespace(_)
+                | Object::PriorityClass(_)
+                | Object::Deployment(_)
+                | Object::Autoscaler(_)
+                | Object::ResourceQuota(_) => Signal::Changed,
             },
             Change::Delete(obj) => {
                 match obj {
@@ -176,7 +180,11 @@ impl WorkWatch {
                         self.pending.remove(&(p.namespace.clone(), p.name.clone()));
                     }
                     Object::Pdb(_) | Object::PodGroup(_) => return Signal::Work,
-                    Object::Namespace(_) | Object::PriorityClass(_) => {}
+                    Object::Namespace(_)
+                    | Object::PriorityClass(_)
+                    | Object::Deployment(_)
+                    | Object::Autoscaler(_)
+                    | Object::ResourceQuota(_) => {}
                 }
                 Signal::Changed
             }
