@@ -345,6 +345,27 @@ mod tests {
     }
 
     #[test]
+    fn the_workloads_a_surge_reads_change_the_model_but_make_no_work() {
+        let mut w = WorkWatch::new(None);
+        let autoscaler = crate::snapshot::Autoscaler {
+            namespace: "ns".into(),
+            name: "h".into(),
+            target_kind: "Deployment".into(),
+            target_name: "web".into(),
+        };
+        let quota = crate::snapshot::ResourceQuota {
+            namespace: "ns".into(),
+            name: "q".into(),
+            hard: vec![("pods".into(), 2)],
+            used: vec![("pods".into(), 2)],
+        };
+        for obj in [Object::Autoscaler(autoscaler), Object::ResourceQuota(quota)] {
+            assert_eq!(w.seen(&up(obj.clone()), NOW), Signal::Changed);
+            assert_eq!(w.seen(&Change::Delete(obj), NOW), Signal::Changed);
+        }
+    }
+
+    #[test]
     fn with_make_room_a_pending_pod_is_work_once_past_the_threshold() {
         let mut w = WorkWatch::new(Some(60));
         // Pending, not marked unschedulable yet: a change.
