@@ -1057,6 +1057,42 @@ async fn surges_read_deployments_autoscalers_and_quotas_from_lists_and_watches()
         || async { list_snapshot(&sa, "", false).await.ok() },
     )
     .await;
+    // Through the binary: the policy decides what is read.
+    let dir = tempfile::tempdir().unwrap();
+    let sa_kubeconfig = dir.path().join("sa-kubeconfig");
+    cluster
+        .service_account_kubeconfig("kube-system", "descheduler", &sa_kubeconfig)
+        .await;
+    let plain_policy = write(dir.path(), "plain.yaml", DUPLICATES);
+    let surge_policy = write(
+        dir.path(),
+        "surge.yaml",
+        &DUPLICATES.replace(
+            "      - name: DefaultEvictor\n",
+            "      - name: DefaultEvictor\n        args: {moveMode: Surge}\n",
+        ),
+    );
+    let dry_run = |policy: &Path| {
+        let (policy, kubeconfig) = (policy.to_path_buf(), sa_kubeconfig.clone());
+        async move {
+            run(&[
+                "--policy-config-file",
+                policy.to_str().unwrap(),
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--dry-run",
+            ])
+            .await
+        }
+    };
+    let (code, _, stderr) = dry_run(&plain_policy).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, _, stderr) = dry_run(&surge_policy).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("forbidden") && stderr.contains("manifests/components/surge"),
+        "{stderr}"
+    );
     let refused = list_snapshot(&sa, "", true).await.unwrap_err().to_string();
     assert!(
         refused.contains("forbidden")
@@ -1088,4 +1124,6 @@ async fn surges_read_deployments_autoscalers_and_quotas_from_lists_and_watches()
     )
     .await;
     assert_eq!(workloads_of(&granted.workloads, &ns), changed);
+    let (code, _, stderr) = dry_run(&surge_policy).await;
+    assert_eq!(code, Some(0), "{stderr}");
 }
