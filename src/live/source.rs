@@ -19,6 +19,11 @@
 //! add (a gang whose PodGroup cannot be read would otherwise be protected whole, silently).
 //! Kubernetes' PodGroups are read from `v1beta1`, or from `v1alpha3` where only that is
 //! served.
+//!
+//! Deployments, HorizontalPodAutoscalers (`autoscaling/v2`) and ResourceQuotas are read only
+//! when asked for (`workloads`: a profile moves pods by surge), so that a policy that does
+//! not surge reads nothing more and needs no more RBAC; when asked for they are required, a
+//! 403 an error that names the rule (the surge component of the manifests).
 
 use super::changes::{Signal, WorkWatch};
 use super::client::ApiClient;
