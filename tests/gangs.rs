@@ -288,7 +288,7 @@ async fn only_members_beyond_min_member_are_planned() {
         Pipeline::build(&p, "gangs.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
     let selector = format!("{GROUP_LABEL}={group}");
-    let listed = list_snapshot(&api, &selector).await.unwrap();
+    let listed = list_snapshot(&api, &selector, false).await.unwrap();
     let train = listed
         .gang_id(GangKind::SchedulerPlugins, &ns, "train")
         .expect("the train gang");
@@ -298,7 +298,7 @@ async fn only_members_beyond_min_member_are_planned() {
         .gang_id(GangKind::SchedulerPlugins, &ns, "ghost")
         .expect("the ghost gang");
     assert_eq!(listed.gang(ghost).min_member, None);
-    let mut watch = WatchSource::start(&api, &selector);
+    let mut watch = WatchSource::start(&api, &selector, false);
     let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
     assert_eq!(watched.pod_groups, listed.pod_groups);
     assert_eq!(watched.gangs, listed.gangs);
@@ -347,7 +347,7 @@ async fn without_podgroup_crds_gangs_are_absent_not_an_error() {
     // The watch caches of continuous mode too: 404 is "no PodGroups", not an unsynced cache.
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
     let selector = format!("{GROUP_LABEL}={group}");
-    let mut watch = WatchSource::start(&api, &selector);
+    let mut watch = WatchSource::start(&api, &selector, false);
     let snap = watch.snapshot(Duration::from_secs(60)).await.unwrap();
     assert!(snap.pod_groups.is_empty());
     let train = snap
@@ -449,7 +449,7 @@ async fn a_whole_gang_is_evicted_all_or_nothing() {
 
     // The cluster is read, then a budget protecting sim-1 appears.
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
-    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"), false)
         .await
         .unwrap();
     create_pdb(
@@ -639,7 +639,7 @@ async fn real_cycle(
 ) -> Vec<(String, descheduler::outcome::Outcome)> {
     use descheduler::live::executor::ExecutorConfig;
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
-    let snap = list_snapshot(&api, selector).await.unwrap();
+    let snap = list_snapshot(&api, selector, false).await.unwrap();
     let pipeline = {
         let p =
             Policy::from_yaml("gangs.yaml", policy_text, &descheduler::plugins::REGISTRY).unwrap();
@@ -720,7 +720,7 @@ async fn a_kubernetes_gang_with_disruption_mode_all_moves_whole() {
     // As read from the API.
     let selector = format!("{GROUP_LABEL}={group}");
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
-    let snap = list_snapshot(&api, &selector).await.unwrap();
+    let snap = list_snapshot(&api, &selector, false).await.unwrap();
     let train = snap
         .gang_id(GangKind::Kubernetes, &ns, "train")
         .expect("the train gang");
@@ -796,7 +796,7 @@ async fn a_kubernetes_gang_with_disruption_mode_single_keeps_min_count() {
 
     let selector = format!("{GROUP_LABEL}={group}");
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
-    let snap = list_snapshot(&api, &selector).await.unwrap();
+    let snap = list_snapshot(&api, &selector, false).await.unwrap();
     let gang = |name: &str| {
         let id = snap.gang_id(GangKind::Kubernetes, &ns, name).unwrap();
         let g = snap.gang(id);
@@ -809,7 +809,7 @@ async fn a_kubernetes_gang_with_disruption_mode_single_keeps_min_count() {
         "the API defaults disruptionMode to single"
     );
     // The watch caches of continuous mode read the same.
-    let mut watch = WatchSource::start(&api, &selector);
+    let mut watch = WatchSource::start(&api, &selector, false);
     let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
     assert_eq!(watched.pod_groups, snap.pod_groups);
     assert_eq!(watched.gangs, snap.gangs);
@@ -883,7 +883,7 @@ async fn kubernetes_pod_groups_are_read_from_v1alpha3_where_only_it_is_served() 
 
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
     let selector = format!("{GROUP_LABEL}={group}");
-    let listed = list_snapshot(&api, &selector).await.unwrap();
+    let listed = list_snapshot(&api, &selector, false).await.unwrap();
     let train = listed
         .gang_id(GangKind::Kubernetes, &ns, "train")
         .expect("the train gang");
@@ -892,7 +892,7 @@ async fn kubernetes_pod_groups_are_read_from_v1alpha3_where_only_it_is_served() 
         (g.min_member, g.disruption, g.running, g.members.len()),
         (Some(2), Some(DisruptionMode::All), 2, 2)
     );
-    let mut watch = WatchSource::start(&api, &selector);
+    let mut watch = WatchSource::start(&api, &selector, false);
     let watched = watch.snapshot(Duration::from_secs(60)).await.unwrap();
     assert_eq!(watched.pod_groups, listed.pod_groups);
     assert_eq!(watched.gangs, listed.gangs);

@@ -208,6 +208,135 @@ fn the_chart_lints_and_renders_each_kind() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("leaderElection.enabled"));
 }
 
+/// The rules a surge needs (DefaultEvictor's moveMode), as `(apiGroup, resource, verb)`.
+const SURGE_RULES: &[(&str, &str, &str)] = &[
+    ("apps", "deployments", "get"),
+    ("apps", "deployments", "list"),
+    ("apps", "deployments", "watch"),
+    ("apps", "deployments", "patch"),
+    ("apps", "deployments/scale", "get"),
+    ("apps", "deployments/scale", "update"),
+    ("apps", "deployments/scale", "patch"),
+    ("autoscaling", "horizontalpodautoscalers", "get"),
+    ("autoscaling", "horizontalpodautoscalers", "list"),
+    ("autoscaling", "horizontalpodautoscalers", "watch"),
+    ("", "resourcequotas", "get"),
+    ("", "resourcequotas", "list"),
+    ("", "resourcequotas", "watch"),
+    ("", "pods", "patch"),
+];
+
+/// Every (apiGroup, resource, verb) the ClusterRoles of `docs` grant.
+fn granted(docs: &[Value]) -> Vec<(String, String, String)> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for role in docs.iter().filter(|d| d["kind"] == "ClusterRole") {
+        for rule in role["rules"].as_array().unwrap() {
+            for group in strings(&rule["apiGroups"]) {
+                for resource in strings(&rule["resources"]) {
+                    for verb in strings(&rule["verbs"]) {
+                        out.push((group.clone(), resource.clone(), verb));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn grants(docs: &[Value], (group, resource, verb): (&str, &str, &str)) -> bool {
+    granted(docs)
+        .iter()
+        .any(|(g, r, v)| g == group && r == resource && v == verb)
+}
+
+/// `kubectl kustomize` of a kustomization of the deployment overlay, with the surge component
+/// when `surge`: the objects it renders.
+fn kustomize_deployment(surge: bool) -> Vec<Value> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    // Kustomize takes relative paths only.
+    let up = "../".repeat(dir.path().components().count() - 1);
+    let rel = |p: &str| {
+        format!(
+            "{up}{}",
+            root.join(p).display().to_string().trim_start_matches('/')
+        )
+    };
+    let mut text = format!("resources: [{}]\n", rel("manifests/overlays/deployment"));
+    if surge {
+        text.push_str(&format!(
+            "components: [{}]\n",
+            rel("manifests/components/surge")
+        ));
+    }
+    std::fs::write(dir.path().join("kustomization.yaml"), text).unwrap();
+    let out = std::process::Command::new(bin_dir().join("kubectl"))
+        .args(["kustomize", dir.path().to_str().unwrap()])
+        .output()
+        .expect("running kubectl kustomize");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_saphyr::from_multiple::<Value>(&String::from_utf8(out.stdout).unwrap())
+        .unwrap()
+        .into_iter()
+        .filter(|d| d.is_object())
+        .collect()
+}
+
+#[test]
+fn the_surge_rules_are_granted_only_when_enabled() {
+    // The chart: off by default, also with upstream's values file.
+    let (_, plain) = render(&[]);
+    let (_, upstream) = render(&["-f", upstream_v037_values().to_str().unwrap()]);
+    let (_, surge) = render(&["--set", "surge.enabled=true"]);
+    for rule in SURGE_RULES {
+        assert!(!grants(&plain, *rule), "{rule:?} granted by default");
+        assert!(
+            !grants(&upstream, *rule),
+            "{rule:?} granted with upstream's values"
+        );
+        assert!(
+            grants(&surge, *rule),
+            "{rule:?} not granted with surge.enabled"
+        );
+    }
+    // Nothing else changes: the default rules are all still there.
+    let base = granted(&plain);
+    let with = granted(&surge);
+    assert!(base.iter().all(|r| with.contains(r)));
+    assert_eq!(with.len(), base.len() + SURGE_RULES.len());
+
+    // The kustomize manifests: the component, bound to the descheduler's ServiceAccount.
+    let plain = kustomize_deployment(false);
+    let surge = kustomize_deployment(true);
+    for rule in SURGE_RULES {
+        assert!(!grants(&plain, *rule), "{rule:?} granted by the base");
+        assert!(
+            grants(&surge, *rule),
+            "{rule:?} not granted by the component"
+        );
+    }
+    let binding = surge
+        .iter()
+        .find(|d| d["kind"] == "ClusterRoleBinding" && d["roleRef"]["name"] == "descheduler-surge")
+        .expect("the surge ClusterRoleBinding");
+    assert_eq!(binding["subjects"][0]["name"], "descheduler");
+    assert_eq!(binding["subjects"][0]["namespace"], "kube-system");
+}
+
 /// The values upstream's chart gained in v0.37 (`tests/data/upstream-chart-v0.37-values.yaml`
 /// names its source): upstream's defaults render nothing new.
 fn upstream_v037_values() -> PathBuf {
@@ -508,6 +637,8 @@ async fn the_rendered_objects_are_accepted_by_the_api_server() {
             "schedulerName=default-scheduler",
             "--set",
             "runtimeClassName=gvisor",
+            "--set",
+            "surge.enabled=true",
         ],
     ] {
         let (text, docs) = render(&extra);

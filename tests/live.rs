@@ -274,7 +274,7 @@ async fn disruption_budgets_block_evictions() {
 
     // The snapshot is read before the budget exists, so the plan names two pods ...
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
-    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"), false)
         .await
         .unwrap();
     let plan =
@@ -365,7 +365,7 @@ async fn limits_and_rate_limits_hold() {
     // maxNoOfPodsToEvictPerNode: 1 → one eviction although the node needs four.
     let text = lnu_policy(&group, 25, "maxNoOfPodsToEvictPerNode: 1");
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
-    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"), false)
         .await
         .unwrap();
     let exec = executor(&client, ExecutorConfig::default());
@@ -376,7 +376,7 @@ async fn limits_and_rate_limits_hold() {
     // A global rate of 2 evictions/s (burst 1) and 1/s per node: four evictions from one
     // node take at least three seconds.
     let text = lnu_policy(&group, 25, "");
-    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"), false)
         .await
         .unwrap();
     let exec = executor(
@@ -420,7 +420,7 @@ async fn pods_deleted_or_replaced_after_planning_are_not_evicted() {
     // 3 CPUs of 4 = 75%; down to 30% would take all three.
     let text = lnu_policy(&group, 30, "");
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
-    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"), false)
         .await
         .unwrap();
 

@@ -5,10 +5,13 @@
 //! a node going NotReady, a disruption budget changing) into the next cycles' plans; and a
 //! watch whose version expired (410 Gone) is listed again, so changes made while it was cut
 //! off are seen, and no cycle plans from a picture whose watch has been down for longer than
-//! `--cache-sync-timeout`.
+//! `--cache-sync-timeout`. A profile that moves pods by surge reads the Deployments,
+//! HorizontalPodAutoscalers and ResourceQuotas too, listed and watched alike; one that does
+//! not reads none of them.
 
 mod support;
 
+use descheduler::snapshot::{Autoscaler, Deployment, ResourceQuota, Workloads};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -807,4 +810,320 @@ async fn protobuf_and_json_answers_read_into_the_same_model() {
         json, protobuf,
         "nodes: the JSON and protobuf answers read differently"
     );
+}
+
+/// The workloads of `ns` in `w` (the API server holds others of its own).
+fn workloads_of(w: &Workloads, ns: &str) -> Workloads {
+    Workloads {
+        deployments: w
+            .deployments
+            .iter()
+            .filter(|d| &*d.namespace == ns)
+            .cloned()
+            .collect(),
+        autoscalers: w
+            .autoscalers
+            .iter()
+            .filter(|a| &*a.namespace == ns)
+            .cloned()
+            .collect(),
+        quotas: w
+            .quotas
+            .iter()
+            .filter(|q| &*q.namespace == ns)
+            .cloned()
+            .collect(),
+    }
+}
+
+/// A profile that moves pods by surge reads the cluster's Deployments, HorizontalPodAutoscalers
+/// and ResourceQuotas, from a list (one-shot mode) and from their watches (continuous mode),
+/// which follow their changes; a profile that does not reads none of them, and needs no RBAC
+/// for them. The ServiceAccount of the manifests reads them only with the surge component, and
+/// without it the refusal names the rule to add.
+#[tokio::test]
+async fn surges_read_deployments_autoscalers_and_quotas_from_lists_and_watches() {
+    use descheduler::live::client::ApiClient;
+    use descheduler::live::source::{list_snapshot, WatchSource};
+    use k8s_openapi::api::apps::v1::Deployment as ApiDeployment;
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use k8s_openapi::api::core::v1::ResourceQuota as ApiQuota;
+
+    let (cluster, client, ns) = started(Components::apiserver_only(), "surge", &["n-a"]).await;
+    let mark = r#"{"replicas":2,"victim":"u-1","pod":"web-1","deadline":1800000000}"#;
+    let deployments = Api::<ApiDeployment>::namespaced(client.clone(), &ns);
+    let web = deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {
+                    "name": "web",
+                    "annotations": {"descheduler.alpha.kubernetes.io/surge-in-flight": mark}
+                },
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"containers": [{"name": "c", "image": PAUSE_IMAGE}]}
+                    }
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    // What the Deployment controller would write (none runs here).
+    deployments
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2,
+                "readyReplicas": 1, "availableReplicas": 1
+            }})),
+        )
+        .await
+        .unwrap();
+    let autoscalers = Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), &ns);
+    autoscalers
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "web-hpa"},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 1,
+                    "maxReplicas": 4
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let quotas = Api::<ApiQuota>::namespaced(client.clone(), &ns);
+    let hard = json!({"pods": "10", "requests.cpu": "2", "requests.memory": "4Gi"});
+    quotas
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "compute"}, "spec": {"hard": hard}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    // What the quota controller would write (none runs here).
+    let quota_status = |pods: &str| json!({"status": {"hard": hard, "used": {"pods": pods, "requests.cpu": "500m", "requests.memory": "1Gi"}}});
+    quotas
+        .patch_status(
+            "compute",
+            &PatchParams::default(),
+            &Patch::Merge(quota_status("3")),
+        )
+        .await
+        .unwrap();
+
+    let pairs = |v: &[(&str, i64)]| v.iter().map(|(n, x)| ((*n).into(), *x)).collect();
+    let quota = |pods: i64| ResourceQuota {
+        namespace: ns.as_str().into(),
+        name: "compute".into(),
+        hard: pairs(&[
+            ("pods", 10),
+            ("requests.cpu", 2000),
+            ("requests.memory", 4 << 30),
+        ]),
+        used: pairs(&[
+            ("pods", pods),
+            ("requests.cpu", 500),
+            ("requests.memory", 1 << 30),
+        ]),
+    };
+    let mut deployment = Deployment {
+        namespace: ns.as_str().into(),
+        name: "web".into(),
+        uid: web.metadata.uid.clone().unwrap().into(),
+        replicas: 2,
+        paused: false,
+        generation: 1,
+        observed_generation: 1,
+        status_replicas: 2,
+        updated_replicas: 2,
+        available_replicas: 1,
+        surge_in_flight: Some(mark.into()),
+    };
+    let want = Workloads {
+        deployments: vec![deployment.clone()],
+        autoscalers: vec![Autoscaler {
+            namespace: ns.as_str().into(),
+            name: "web-hpa".into(),
+            target_kind: "Deployment".into(),
+            target_name: "web".into(),
+        }],
+        quotas: vec![quota(3)],
+    };
+
+    // One-shot mode.
+    let api = ApiClient::from_client(client.clone(), 0.0, 1);
+    let listed = list_snapshot(&api, "", true).await.unwrap();
+    assert_eq!(workloads_of(&listed.workloads, &ns), want);
+    assert_eq!(listed.workloads.deployment(&ns, "web"), Some(&deployment));
+    let plain = list_snapshot(&api, "", false).await.unwrap();
+    assert_eq!(plain.workloads, Workloads::default());
+
+    // Continuous mode: the watches' first lists, then their events.
+    let sync = Duration::from_secs(30);
+    let mut watch = WatchSource::start(&api, "", true);
+    let watched = watch.snapshot(sync).await.unwrap();
+    assert_eq!(workloads_of(&watched.workloads, &ns), want);
+    let mut plain_watch = WatchSource::start(&api, "", false);
+    let plain = plain_watch.snapshot(sync).await.unwrap();
+    assert_eq!(plain.workloads, Workloads::default());
+    drop(plain_watch);
+
+    deployments
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    autoscalers
+        .delete("web-hpa", &DeleteParams::default())
+        .await
+        .unwrap();
+    quotas
+        .patch_status(
+            "compute",
+            &PatchParams::default(),
+            &Patch::Merge(quota_status("4")),
+        )
+        .await
+        .unwrap();
+    // The spec changed: a new generation, not yet observed (no controller runs).
+    deployment.replicas = 3;
+    deployment.generation = 2;
+    let changed = Workloads {
+        deployments: vec![deployment],
+        autoscalers: vec![],
+        quotas: vec![quota(4)],
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = workloads_of(&watch.snapshot(sync).await.unwrap().workloads, &ns);
+        if now == changed {
+            break;
+        }
+        assert!(
+            tokio::time::timeout_at(deadline, watch.next_change())
+                .await
+                .is_ok(),
+            "the watches did not bring the changes: {now:?}"
+        );
+    }
+    let snap = watch.snapshot(sync).await.unwrap();
+    let web = snap.workloads.deployment(&ns, "web").unwrap();
+    assert!(web.rolling_out().unwrap().contains("generation 2"));
+    assert_eq!(snap.workloads.autoscalers_of(web).count(), 0);
+    // The same as a list now.
+    let listed = list_snapshot(&api, "", true).await.unwrap();
+    assert_eq!(workloads_of(&listed.workloads, &ns), changed);
+    drop(watch);
+
+    // The manifests' ServiceAccount: the base ClusterRole reads no workloads, and needs not
+    // unless a profile surges; the surge component grants them.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let kc = cluster.kubeconfig();
+    let base = root.join("manifests/base");
+    let (ok, out) = kubectl_run(
+        kc,
+        &["apply", "--server-side", "-k", base.to_str().unwrap()],
+        None,
+    )
+    .await;
+    assert!(ok, "{out}");
+    let sa = ApiClient::from_client(
+        cluster
+            .service_account_client("kube-system", "descheduler")
+            .await,
+        0.0,
+        1,
+    );
+    // RBAC takes effect once the API server's caches have the new objects.
+    wait_for(
+        "the base rules to apply",
+        Duration::from_secs(20),
+        || async { list_snapshot(&sa, "", false).await.ok() },
+    )
+    .await;
+    // Through the binary: the policy decides what is read.
+    let dir = tempfile::tempdir().unwrap();
+    let sa_kubeconfig = dir.path().join("sa-kubeconfig");
+    cluster
+        .service_account_kubeconfig("kube-system", "descheduler", &sa_kubeconfig)
+        .await;
+    let plain_policy = write(dir.path(), "plain.yaml", DUPLICATES);
+    let surge_policy = write(
+        dir.path(),
+        "surge.yaml",
+        &DUPLICATES.replace(
+            "      - name: DefaultEvictor\n",
+            "      - name: DefaultEvictor\n        args: {moveMode: Surge}\n",
+        ),
+    );
+    let dry_run = |policy: &Path| {
+        let (policy, kubeconfig) = (policy.to_path_buf(), sa_kubeconfig.clone());
+        async move {
+            run(&[
+                "--policy-config-file",
+                policy.to_str().unwrap(),
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--dry-run",
+            ])
+            .await
+        }
+    };
+    let (code, _, stderr) = dry_run(&plain_policy).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, _, stderr) = dry_run(&surge_policy).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("forbidden") && stderr.contains("manifests/components/surge"),
+        "{stderr}"
+    );
+    let refused = list_snapshot(&sa, "", true).await.unwrap_err().to_string();
+    assert!(
+        refused.contains("forbidden")
+            && refused.contains("resources: [")
+            && refused.contains("manifests/components/surge"),
+        "{refused}"
+    );
+    let refused = WatchSource::start(&sa, "", true)
+        .snapshot(sync)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("forbidden") && refused.contains("manifests/components/surge"),
+        "{refused}"
+    );
+    let component = root.join("manifests/components/surge/clusterrole.yaml");
+    let (ok, out) = kubectl_run(
+        kc,
+        &["apply", "--server-side", "-f", component.to_str().unwrap()],
+        None,
+    )
+    .await;
+    assert!(ok, "{out}");
+    let granted = wait_for(
+        "the surge rules to apply",
+        Duration::from_secs(20),
+        || async { list_snapshot(&sa, "", true).await.ok() },
+    )
+    .await;
+    assert_eq!(workloads_of(&granted.workloads, &ns), changed);
+    let (code, _, stderr) = dry_run(&surge_policy).await;
+    assert_eq!(code, Some(0), "{stderr}");
 }

@@ -246,7 +246,7 @@ async fn one_cycle_makes_room_for_a_pending_gpu_gang() {
         Pipeline::build(&p, "pending.yaml", &descheduler::plugins::REGISTRY).unwrap()
     };
     let api = ApiClient::from_client(client.clone(), 0.0, 1);
-    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"))
+    let snap = list_snapshot(&api, &format!("{GROUP_LABEL}={group}"), false)
         .await
         .unwrap();
     let result = support::executor::real_cycle(

@@ -90,7 +90,8 @@ impl Cluster {
                 Ok(held.insert(snap))
             }
             Cluster::List { api, node_selector } => {
-                Ok(held.insert(list_snapshot(api, node_selector).await?))
+                let workloads = pipeline.surges();
+                Ok(held.insert(list_snapshot(api, node_selector, workloads).await?))
             }
             Cluster::Watch {
                 source,

@@ -317,7 +317,8 @@ async fn connect(opts: &LiveOptions) -> Result<ApiClient, LiveError> {
 /// node: the policy's nodeSelector picks the nodes plugins work on (the planner applies
 /// it), but a pod evicted from them may land on any node of the cluster, which the
 /// DefaultEvictor's nodeFit and the placement simulator consider, as upstream's do.
-fn cluster(opts: &LiveOptions, api: &ApiClient, once: bool) -> Cluster {
+/// The workloads a surge reads are read only when a profile surges (`workloads`).
+fn cluster(opts: &LiveOptions, api: &ApiClient, once: bool, workloads: bool) -> Cluster {
     if once {
         Cluster::List {
             api: api.clone(),
@@ -325,7 +326,7 @@ fn cluster(opts: &LiveOptions, api: &ApiClient, once: bool) -> Cluster {
         }
     } else {
         Cluster::Watch {
-            source: Box::new(WatchSource::start(api, "")),
+            source: Box::new(WatchSource::start(api, "", workloads)),
             sync_timeout: opts.sync_timeout,
         }
     }
@@ -445,7 +446,7 @@ pub async fn run(
     } else {
         Act::Execute(&executor)
     };
-    let mut cluster = cluster(&opts, &api, once);
+    let mut cluster = cluster(&opts, &api, once, pipeline.surges());
     let mut trigger = match (&opts.on_change, &mut cluster) {
         (Some(o), Cluster::Watch { source, .. }) => {
             source.watch_for_work(WorkWatch::new(o.pending_after));

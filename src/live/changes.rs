@@ -165,7 +165,11 @@ impl WorkWatch {
                 }
                 Object::Pod(p) => self.pod(p, now),
                 Object::Pdb(_) | Object::PodGroup(_) => Signal::Work,
-                Object::Namespace(_) | Object::PriorityClass(_) => Signal::Changed,
+                Object::Namespace(_)
+                | Object::PriorityClass(_)
+                | Object::Deployment(_)
+                | Object::Autoscaler(_)
+                | Object::ResourceQuota(_) => Signal::Changed,
             },
             Change::Delete(obj) => {
                 match obj {
@@ -176,7 +180,11 @@ impl WorkWatch {
                         self.pending.remove(&(p.namespace.clone(), p.name.clone()));
                     }
                     Object::Pdb(_) | Object::PodGroup(_) => return Signal::Work,
-                    Object::Namespace(_) | Object::PriorityClass(_) => {}
+                    Object::Namespace(_)
+                    | Object::PriorityClass(_)
+                    | Object::Deployment(_)
+                    | Object::Autoscaler(_)
+                    | Object::ResourceQuota(_) => {}
                 }
                 Signal::Changed
             }
@@ -334,6 +342,27 @@ mod tests {
         // A PDB or a PodGroup changed: work.
         let pdb = crate::snapshot::builders::pdb("ns", "b", "app", "x", 1);
         assert_eq!(w.seen(&up(Object::Pdb(pdb)), NOW), Signal::Work);
+    }
+
+    #[test]
+    fn the_workloads_a_surge_reads_change_the_model_but_make_no_work() {
+        let mut w = WorkWatch::new(None);
+        let autoscaler = crate::snapshot::Autoscaler {
+            namespace: "ns".into(),
+            name: "h".into(),
+            target_kind: "Deployment".into(),
+            target_name: "web".into(),
+        };
+        let quota = crate::snapshot::ResourceQuota {
+            namespace: "ns".into(),
+            name: "q".into(),
+            hard: vec![("pods".into(), 2)],
+            used: vec![("pods".into(), 2)],
+        };
+        for obj in [Object::Autoscaler(autoscaler), Object::ResourceQuota(quota)] {
+            assert_eq!(w.seen(&up(obj.clone()), NOW), Signal::Changed);
+            assert_eq!(w.seen(&Change::Delete(obj), NOW), Signal::Changed);
+        }
     }
 
     #[test]

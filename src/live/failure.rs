@@ -13,7 +13,7 @@ use crate::snapshot::GangKind;
 #[derive(Debug, thiserror::Error)]
 pub enum ReadFailure {
     /// 403: the descheduler may not read `resource`; its ClusterRole needs `rule`.
-    #[error("listing {} (forbidden: give the descheduler's ClusterRole {rule}, as in manifests/base/clusterrole.yaml) failed: {}", .resource.name(), client::describe(.source))]
+    #[error("listing {} (forbidden: give the descheduler's ClusterRole {rule}, as in {}) failed: {}", .resource.name(), rbac_source(*.resource), client::describe(.source))]
     Forbidden {
         resource: Resource,
         rule: &'static str,
@@ -159,11 +159,22 @@ impl ReadFailure {
     /// What to tell the operator when the descheduler may not read the resource.
     pub fn fix(&self) -> Option<String> {
         match self {
-            ReadFailure::Forbidden { rule, .. } => Some(format!(
-                "forbidden: give the descheduler's ClusterRole {rule}, as in manifests/base/clusterrole.yaml"
+            ReadFailure::Forbidden { rule, resource, .. } => Some(format!(
+                "forbidden: give the descheduler's ClusterRole {rule}, as in {}",
+                rbac_source(*resource)
             )),
             _ => None,
         }
+    }
+}
+
+/// Where the manifests grant the rule to read `resource`: the base ClusterRole, or, for the
+/// workloads only a surge reads, the surge component (the chart's `surge.enabled`).
+pub fn rbac_source(resource: Resource) -> &'static str {
+    if resource.is_workload() {
+        "manifests/components/surge (the chart's value surge.enabled), which a profile that moves pods by surge needs"
+    } else {
+        "manifests/base/clusterrole.yaml"
     }
 }
 
@@ -178,6 +189,9 @@ pub fn rbac_rule(resource: Resource) -> &'static str {
         Resource::PodGroups(GangKind::SchedulerPlugins) => "the rule {apiGroups: [scheduling.x-k8s.io], resources: [podgroups], verbs: [get, list, watch]}",
         Resource::PodGroups(GangKind::Volcano) => "the rule {apiGroups: [scheduling.volcano.sh], resources: [podgroups], verbs: [get, list, watch]}",
         Resource::PodGroups(GangKind::Kubernetes) => "the rule {apiGroups: [scheduling.k8s.io], resources: [podgroups], verbs: [get, list, watch]}",
+        Resource::Deployments => "the rule {apiGroups: [apps], resources: [deployments], verbs: [get, list, watch]}",
+        Resource::HorizontalPodAutoscalers => "the rule {apiGroups: [autoscaling], resources: [horizontalpodautoscalers], verbs: [get, list, watch]}",
+        Resource::ResourceQuotas => "the rule {apiGroups: [\"\"], resources: [resourcequotas], verbs: [get, list, watch]}",
     }
 }
 
@@ -231,6 +245,12 @@ mod tests {
             f.fix().unwrap(),
             "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [scheduling.volcano.sh], resources: [podgroups], verbs: [get, list, watch]}, as in manifests/base/clusterrole.yaml"
         );
+        let f = ReadFailure::of(Resource::Deployments, api(403, "forbidden"));
+        assert_eq!(
+            f.fix().unwrap(),
+            "forbidden: give the descheduler's ClusterRole the rule {apiGroups: [apps], resources: [deployments], verbs: [get, list, watch]}, as in manifests/components/surge (the chart's value surge.enabled), which a profile that moves pods by surge needs"
+        );
+        assert!(f.to_string().starts_with("listing deployments.apps (forbidden: give the descheduler's ClusterRole the rule {apiGroups: [apps], resources: [deployments]"), "{f}");
         let other = ReadFailure::of(Resource::Nodes, api(500, "etcd is down"));
         let said = other.to_string();
         assert!(said.starts_with("listing nodes failed: "), "{said}");

@@ -19,6 +19,11 @@
 //! add (a gang whose PodGroup cannot be read would otherwise be protected whole, silently).
 //! Kubernetes' PodGroups are read from `v1beta1`, or from `v1alpha3` where only that is
 //! served.
+//!
+//! Deployments, HorizontalPodAutoscalers (`autoscaling/v2`) and ResourceQuotas are read only
+//! when asked for (`workloads`: a profile moves pods by surge), so that a policy that does
+//! not surge reads nothing more and needs no more RBAC; when asked for they are required, a
+//! 403 an error that names the rule (the surge component of the manifests).
 
 use super::changes::{Signal, WorkWatch};
 use super::client::ApiClient;
@@ -57,7 +62,8 @@ struct ResourceApi {
 }
 
 impl ResourceApi {
-    fn all(node_selector: &str) -> Vec<ResourceApi> {
+    /// The resources [`Resource::read`] names, each as it is read from the API.
+    fn all(node_selector: &str, workloads: bool) -> Vec<ResourceApi> {
         let plain = |resource, path, kind, api_version| ResourceApi {
             resource,
             path,
@@ -120,7 +126,28 @@ impl ResourceApi {
                     KUBERNETES_POD_GROUP_VERSIONS[0].1,
                 )
             },
+            plain(
+                Resource::Deployments,
+                "/apis/apps/v1/deployments",
+                "Deployment",
+                "apps/v1",
+            ),
+            plain(
+                Resource::HorizontalPodAutoscalers,
+                "/apis/autoscaling/v2/horizontalpodautoscalers",
+                "HorizontalPodAutoscaler",
+                "autoscaling/v2",
+            ),
+            plain(
+                Resource::ResourceQuotas,
+                "/api/v1/resourcequotas",
+                "ResourceQuota",
+                "v1",
+            ),
         ]
+        .into_iter()
+        .filter(|r| workloads || !r.resource.is_workload())
+        .collect()
     }
 
     /// The request's URI with `query` (and the label selector).
@@ -501,16 +528,19 @@ async fn list_once(api: &ApiClient, r: &ResourceApi) -> Result<SnapshotParts, Li
     }
 }
 
-/// Lists everything once (one-shot mode), every resource at once. Any failed list fails
-/// the cycle: nothing is evicted from an incomplete picture.
+/// Lists everything once (one-shot mode), every resource at once; with `workloads` (a
+/// profile moves pods by surge) the Deployments, HorizontalPodAutoscalers and
+/// ResourceQuotas too. Any failed list fails the cycle: nothing is evicted from an
+/// incomplete picture.
 pub async fn list_snapshot(
     api: &ApiClient,
     node_selector: &str,
+    workloads: bool,
 ) -> Result<ClusterSnapshot, LiveError> {
     // Each list is a task of its own: a response's frames are then read on the runtime's
     // thread that runs its connection, without a wake-up of another thread per frame.
     let mut tasks = AbortOnDrop(
-        ResourceApi::all(node_selector)
+        ResourceApi::all(node_selector, workloads)
             .into_iter()
             .map(|r| {
                 let api = api.clone();
@@ -774,15 +804,18 @@ pub struct WatchSource {
 }
 
 impl WatchSource {
-    pub fn start(api: &ApiClient, node_selector: &str) -> WatchSource {
+    /// Lists and watches every resource; with `workloads` (a profile moves pods by surge)
+    /// the Deployments, HorizontalPodAutoscalers and ResourceQuotas too, and a snapshot
+    /// waits for them.
+    pub fn start(api: &ApiClient, node_selector: &str, workloads: bool) -> WatchSource {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let tasks = ResourceApi::all(node_selector)
+        let tasks = ResourceApi::all(node_selector, workloads)
             .into_iter()
             .map(|r| tokio::spawn(keep(api.clone(), r, tx.clone())))
             .collect();
         WatchSource {
             rx,
-            store: ClusterStore::new(),
+            store: ClusterStore::reading(workloads),
             failures: BTreeMap::new(),
             tasks,
             server: api.server.clone(),
@@ -1021,15 +1054,39 @@ mod tests {
 
     #[test]
     fn uris_carry_the_selector_encoded() {
-        let all = ResourceApi::all("kubernetes.io/os=linux,tier in (a,b)");
+        let all = ResourceApi::all("kubernetes.io/os=linux,tier in (a,b)", false);
         assert_eq!(
             all[0].uri(&[("watch", "1")]),
             "/api/v1/nodes?watch=1&labelSelector=kubernetes.io%2Fos%3Dlinux%2Ctier%20in%20%28a%2Cb%29"
         );
         assert_eq!(all[1].uri(&[]), "/api/v1/pods");
-        assert_eq!(all.len(), Resource::ALL.len());
-        for (r, want) in all.iter().zip(Resource::ALL) {
-            assert_eq!(r.resource, want);
-        }
+        let read: Vec<Resource> = all.iter().map(|r| r.resource).collect();
+        assert_eq!(read, Resource::read(false).collect::<Vec<_>>());
+        assert!(read.iter().all(|r| !r.is_workload()));
+    }
+
+    #[test]
+    fn the_workloads_are_read_only_when_asked_for() {
+        let all = ResourceApi::all("", true);
+        let read: Vec<Resource> = all.iter().map(|r| r.resource).collect();
+        assert_eq!(read, Resource::ALL);
+        let paths: Vec<&str> = all
+            .iter()
+            .filter(|r| r.resource.is_workload())
+            .map(|r| r.path)
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/apis/apps/v1/deployments",
+                "/apis/autoscaling/v2/horizontalpodautoscalers",
+                "/api/v1/resourcequotas"
+            ]
+        );
+        // Required, not optional: a refusal is an error, never read as none.
+        assert!(all
+            .iter()
+            .filter(|r| r.resource.is_workload())
+            .all(|r| !r.optional));
     }
 }

@@ -5,7 +5,8 @@
 //! and `podgroups.scheduling.k8s.io` for Kubernetes' own (1.37, `v1beta1` or `v1alpha3`; 1.36,
 //! `v1alpha2`).
 //! A pod naming a PodGroup the file lacks is treated as a gang of unknown minMember (every
-//! member protected).
+//! member protected). Deployments, HorizontalPodAutoscalers and ResourceQuotas (what a
+//! surge reads: add `deployments,horizontalpodautoscalers,resourcequotas`) are read too.
 //!
 //! Only the fields the descheduler needs are decoded (serde skips the rest without building
 //! it), straight into the compact model. Errors name the file, the object and the field.
@@ -51,7 +52,7 @@ mod wire;
 mod tests;
 
 pub use convert::join;
-pub(crate) use convert::{share, share_template};
+pub(crate) use convert::{quota_in_milli, share, share_template};
 pub use error::SnapshotError;
 
 /// Reads a snapshot file and builds the indexed snapshot. The path is opened once, so a

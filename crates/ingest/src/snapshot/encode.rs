@@ -8,12 +8,14 @@
 //! its containers' requests and limits, its local storage as an `emptyDir` volume.
 //! Measured usage is not part of the cluster's objects and is not written.
 
+use super::decode;
+use super::workloads::SURGE_IN_FLIGHT_ANNOTATION;
 use super::{
-    ClusterSnapshot, ContainerState, ContainerStatus, DisruptionMode, GangKind, InclusionPolicy,
-    Node, NodeSelectorTerm, Pdb, Pod, PodAffinityTerm, PodGroup, Qos, Resources, TaintEffect,
-    WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION, EVICTION_IN_PROGRESS_ANNOTATION, EVICT_ANNOTATION,
-    MIRROR_ANNOTATION, PREFER_NO_EVICTION_ANNOTATION, REQUEST_EVICT_ONLY_ANNOTATION,
-    VOLCANO_GROUP_ANNOTATION,
+    Autoscaler, ClusterSnapshot, ContainerState, ContainerStatus, Deployment, DisruptionMode,
+    GangKind, InclusionPolicy, Node, NodeSelectorTerm, Pdb, Pod, PodAffinityTerm, PodGroup, Qos,
+    ResourceQuota, Resources, TaintEffect, WhenUnsatisfiable, CONFIG_SOURCE_ANNOTATION,
+    EVICTION_IN_PROGRESS_ANNOTATION, EVICT_ANNOTATION, MIRROR_ANNOTATION,
+    PREFER_NO_EVICTION_ANNOTATION, REQUEST_EVICT_ONLY_ANNOTATION, VOLCANO_GROUP_ANNOTATION,
 };
 use crate::labels::{Labels, Requirement, Selector};
 use descheduler_model::snapshot::{
@@ -62,6 +64,16 @@ pub fn write_list(snap: &ClusterSnapshot, out: &mut dyn Write) -> io::Result<()>
     }
     for pod in snap.pods.iter() {
         item(pod_object(pod), out)?;
+    }
+    let w = &snap.workloads;
+    for d in &w.deployments {
+        item(deployment_object(d), out)?;
+    }
+    for a in &w.autoscalers {
+        item(autoscaler_object(a), out)?;
+    }
+    for q in &w.quotas {
+        item(quota_object(q), out)?;
     }
     out.write_all(b"\n]}\n")
 }
@@ -200,6 +212,53 @@ fn pod_group_object(group: &PodGroup) -> Value {
         "apiVersion": api_version, "kind": "PodGroup",
         "metadata": {"name": &*group.name, "namespace": &*group.namespace},
         "spec": spec,
+    })
+}
+
+fn deployment_object(d: &Deployment) -> Value {
+    let mut annotations = Map::new();
+    if let Some(mark) = &d.surge_in_flight {
+        annotations.insert(SURGE_IN_FLIGHT_ANNOTATION.into(), Value::from(&**mark));
+    }
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": &*d.name, "namespace": &*d.namespace, "uid": &*d.uid,
+                     "generation": d.generation, "annotations": annotations},
+        "spec": {"replicas": d.replicas, "paused": d.paused},
+        "status": {
+            "observedGeneration": d.observed_generation,
+            "replicas": d.status_replicas,
+            "updatedReplicas": d.updated_replicas,
+            "availableReplicas": d.available_replicas,
+        },
+    })
+}
+
+fn autoscaler_object(a: &Autoscaler) -> Value {
+    json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": &*a.name, "namespace": &*a.namespace},
+        "spec": {"scaleTargetRef": {"kind": &*a.target_kind, "name": &*a.target_name}},
+    })
+}
+
+fn quota_object(q: &ResourceQuota) -> Value {
+    let amounts = |list: &[(Box<str>, i64)]| -> Map<String, Value> {
+        list.iter()
+            .map(|(name, v)| {
+                let text = if decode::quota_in_milli(name) {
+                    format!("{v}m")
+                } else {
+                    v.to_string()
+                };
+                (name.to_string(), Value::from(text))
+            })
+            .collect()
+    };
+    json!({
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": &*q.name, "namespace": &*q.namespace},
+        "status": {"hard": amounts(&q.hard), "used": amounts(&q.used)},
     })
 }
 
@@ -526,6 +585,7 @@ mod tests {
         out.extend(snap.namespaces.iter().map(|p| format!("{p:?}")));
         out.extend(snap.priority_classes.iter().map(|p| format!("{p:?}")));
         out.extend(snap.pod_groups.iter().map(|p| format!("{p:?}")));
+        out.push(format!("{:?}", snap.workloads));
         out
     }
 
@@ -675,6 +735,52 @@ items:
         let guaranteed = snap.pods.iter().find(|p| &*p.name == "guaranteed").unwrap();
         assert_eq!(guaranteed.qos, Qos::Guaranteed);
         assert_eq!(guaranteed.requests.cpu, 2000);
+    }
+
+    #[test]
+    fn deployments_autoscalers_and_quotas_survive_the_round_trip() {
+        let text = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata:
+    name: web
+    namespace: app
+    uid: d1
+    generation: 7
+    annotations: {descheduler.alpha.kubernetes.io/surge-in-flight: '{"replicas":2,"victim":"u","pod":"web-x","deadline":5}'}
+  spec: {replicas: 2, paused: true}
+  status: {observedGeneration: 6, replicas: 3, updatedReplicas: 1, availableReplicas: 2}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: api, namespace: app}
+- apiVersion: autoscaling/v1
+  kind: HorizontalPodAutoscaler
+  metadata: {name: web, namespace: app}
+  spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}, maxReplicas: 5}
+- apiVersion: v1
+  kind: ResourceQuota
+  metadata: {name: q, namespace: app}
+  status:
+    hard: {cpu: "2", limits.cpu: 1500m, requests.cpu: 0.5, memory: 1Gi, pods: "4", count/pods: "4", requests.nvidia.com/gpu: "1"}
+    used: {cpu: 250m, memory: 512Mi, pods: "1"}
+"#;
+        let snap = crate::snapshot::decode::load_bytes("w.yaml", text.as_bytes()).unwrap();
+        let w = &snap.workloads;
+        assert_eq!(
+            (w.deployments.len(), w.autoscalers.len(), w.quotas.len()),
+            (2, 1, 1)
+        );
+        assert_eq!(w.quotas[0].hard[0], ("count/pods".into(), 4));
+        assert!(w.quotas[0].hard.contains(&("requests.cpu".into(), 500)));
+        let back = round_trip(&snap);
+        assert_eq!(back.workloads, snap.workloads);
+        assert_eq!(model(&back), model(&snap));
     }
 
     #[test]

@@ -11,8 +11,8 @@
 
 use super::decode::{self, stream::Object};
 use super::{
-    ClusterSnapshot, GangKind, Namespace, Node, Pdb, Pod, PodGroup, PriorityClass, SnapshotParts,
-    NO_SHAPE,
+    Autoscaler, ClusterSnapshot, Deployment, GangKind, Namespace, Node, Pdb, Pod, PodGroup,
+    PriorityClass, ResourceQuota, SnapshotParts, NO_SHAPE,
 };
 use std::collections::BTreeMap;
 
@@ -25,11 +25,15 @@ pub enum Resource {
     Namespaces,
     PriorityClasses,
     PodGroups(GangKind),
+    /// The workloads a surge reads (read only when a profile surges).
+    Deployments,
+    HorizontalPodAutoscalers,
+    ResourceQuotas,
 }
 
 impl Resource {
     /// Every resource, in the order they are listed.
-    pub const ALL: [Resource; 8] = [
+    pub const ALL: [Resource; 11] = [
         Resource::Nodes,
         Resource::Pods,
         Resource::PodDisruptionBudgets,
@@ -38,7 +42,26 @@ impl Resource {
         Resource::PodGroups(GangKind::SchedulerPlugins),
         Resource::PodGroups(GangKind::Volcano),
         Resource::PodGroups(GangKind::Kubernetes),
+        Resource::Deployments,
+        Resource::HorizontalPodAutoscalers,
+        Resource::ResourceQuotas,
     ];
+
+    /// The resources a cluster is read from: all of them with `workloads` (a profile moves
+    /// pods by surge), else all but the workloads.
+    pub fn read(workloads: bool) -> impl Iterator<Item = Resource> {
+        Resource::ALL
+            .into_iter()
+            .filter(move |r| workloads || !r.is_workload())
+    }
+
+    /// Whether this is one of the workloads only a surge reads.
+    pub fn is_workload(self) -> bool {
+        matches!(
+            self,
+            Resource::Deployments | Resource::HorizontalPodAutoscalers | Resource::ResourceQuotas
+        )
+    }
 
     fn index(self) -> usize {
         match self {
@@ -50,6 +73,9 @@ impl Resource {
             Resource::PodGroups(GangKind::SchedulerPlugins) => 5,
             Resource::PodGroups(GangKind::Volcano) => 6,
             Resource::PodGroups(GangKind::Kubernetes) => 7,
+            Resource::Deployments => 8,
+            Resource::HorizontalPodAutoscalers => 9,
+            Resource::ResourceQuotas => 10,
         }
     }
 
@@ -64,6 +90,9 @@ impl Resource {
             Resource::PodGroups(GangKind::SchedulerPlugins) => "podgroups.scheduling.x-k8s.io",
             Resource::PodGroups(GangKind::Volcano) => "podgroups.scheduling.volcano.sh",
             Resource::PodGroups(GangKind::Kubernetes) => "podgroups.scheduling.k8s.io",
+            Resource::Deployments => "deployments.apps",
+            Resource::HorizontalPodAutoscalers => "horizontalpodautoscalers.autoscaling",
+            Resource::ResourceQuotas => "resourcequotas",
         }
     }
 }
@@ -126,6 +155,24 @@ impl Keyed for PriorityClass {
 impl Keyed for PodGroup {
     fn key(&self) -> (u8, &str, &str) {
         (self.kind as u8, &self.namespace, &self.name)
+    }
+}
+
+impl Keyed for Deployment {
+    fn key(&self) -> (u8, &str, &str) {
+        (0, &self.namespace, &self.name)
+    }
+}
+
+impl Keyed for Autoscaler {
+    fn key(&self) -> (u8, &str, &str) {
+        (0, &self.namespace, &self.name)
+    }
+}
+
+impl Keyed for ResourceQuota {
+    fn key(&self) -> (u8, &str, &str) {
+        (0, &self.namespace, &self.name)
     }
 }
 
@@ -242,15 +289,29 @@ pub struct ClusterStore {
     namespaces: Pending<Namespace>,
     priority_classes: Pending<PriorityClass>,
     pod_groups: [Pending<PodGroup>; 3],
-    /// Which resources have had a complete list.
+    deployments: Pending<Deployment>,
+    autoscalers: Pending<Autoscaler>,
+    quotas: Pending<ResourceQuota>,
+    /// Which resources have had a complete list (those not read count as listed: empty).
     listed: [bool; Resource::ALL.len()],
     /// Changes taken in since the snapshot was built.
     changes: usize,
 }
 
 impl ClusterStore {
+    /// A store of every resource but the workloads a surge reads.
     pub fn new() -> Self {
-        ClusterStore::default()
+        ClusterStore::reading(false)
+    }
+
+    /// A store of the resources [`Resource::read`] names: a snapshot waits for each of
+    /// them, and holds none of the others.
+    pub fn reading(workloads: bool) -> Self {
+        let mut store = ClusterStore::default();
+        for r in Resource::ALL {
+            store.listed[r.index()] = !Resource::read(workloads).any(|x| x == r);
+        }
+        store
     }
 
     /// Takes in a change.
@@ -272,6 +333,11 @@ impl ClusterStore {
                         groups.retain(|g| g.kind == kind);
                         self.pod_groups[kind as usize].replace(groups)
                     }
+                    Resource::Deployments => self.deployments.replace(parts.workloads.deployments),
+                    Resource::HorizontalPodAutoscalers => {
+                        self.autoscalers.replace(parts.workloads.autoscalers)
+                    }
+                    Resource::ResourceQuotas => self.quotas.replace(parts.workloads.quotas),
                 }
             }
             Change::Upsert(obj) => match obj {
@@ -281,6 +347,9 @@ impl ClusterStore {
                 Object::Namespace(o) => self.namespaces.upsert(o),
                 Object::PriorityClass(o) => self.priority_classes.upsert(o),
                 Object::PodGroup(o) => self.pod_groups[o.kind as usize].upsert(o),
+                Object::Deployment(o) => self.deployments.upsert(o),
+                Object::Autoscaler(o) => self.autoscalers.upsert(o),
+                Object::ResourceQuota(o) => self.quotas.upsert(o),
             },
             Change::Delete(obj) => match &obj {
                 Object::Node(o) => self.nodes.delete(o),
@@ -289,6 +358,9 @@ impl ClusterStore {
                 Object::Namespace(o) => self.namespaces.delete(o),
                 Object::PriorityClass(o) => self.priority_classes.delete(o),
                 Object::PodGroup(o) => self.pod_groups[o.kind as usize].delete(o),
+                Object::Deployment(o) => self.deployments.delete(o),
+                Object::Autoscaler(o) => self.autoscalers.delete(o),
+                Object::ResourceQuota(o) => self.quotas.delete(o),
             },
         }
     }
@@ -314,7 +386,10 @@ impl ClusterStore {
             && self.pdbs.is_empty()
             && self.namespaces.is_empty()
             && self.priority_classes.is_empty()
-            && self.pod_groups.iter().all(Pending::is_empty));
+            && self.pod_groups.iter().all(Pending::is_empty)
+            && self.deployments.is_empty()
+            && self.autoscalers.is_empty()
+            && self.quotas.is_empty());
         if pending {
             let mut parts = std::mem::take(&mut self.snapshot).into_parts();
             let pods_changed = !self.pods.is_empty();
@@ -334,6 +409,12 @@ impl ClusterStore {
                 groups.extend(std::mem::take(&mut self.pod_groups[kind as usize]).merge(of));
             }
             parts.pod_groups = groups;
+            let w = &mut parts.workloads;
+            w.deployments =
+                std::mem::take(&mut self.deployments).merge(std::mem::take(&mut w.deployments));
+            w.autoscalers =
+                std::mem::take(&mut self.autoscalers).merge(std::mem::take(&mut w.autoscalers));
+            w.quotas = std::mem::take(&mut self.quotas).merge(std::mem::take(&mut w.quotas));
             if pods_changed {
                 // Shapes are numbered by the pods' places: find them again.
                 for p in &mut parts.pods {
@@ -369,7 +450,7 @@ mod tests {
     #[test]
     fn lists_then_events_give_the_state_a_fresh_list_would() {
         let mut store = ClusterStore::new();
-        assert_eq!(store.missing().len(), Resource::ALL.len());
+        assert_eq!(store.missing().len(), Resource::read(false).count());
         let n1 = node("n1").cpu(4000).build();
         let n2 = node("n2").cpu(4000).build();
         store.apply(Change::Replace(
@@ -381,7 +462,7 @@ mod tests {
             .map(|n| pod("ns", n).node("n1").cpu(100).build())
             .collect();
         store.apply(Change::Replace(Resource::Pods, parts(vec![], pods)));
-        for r in Resource::ALL.into_iter().skip(2) {
+        for r in Resource::read(false).skip(2) {
             store.apply(Change::Replace(r, SnapshotParts::default()));
         }
         assert!(store.missing().is_empty());
@@ -472,5 +553,118 @@ mod tests {
         let s = store.snapshot();
         assert_eq!(s.pod_groups.len(), 1);
         assert_eq!(s.pod_groups[0].kind, GangKind::SchedulerPlugins);
+    }
+
+    #[test]
+    fn workloads_are_kept_current_from_lists_and_events_when_read() {
+        use crate::snapshot::{Deployment, ResourceQuota, Workloads};
+        let deployment = |name: &str, replicas: i32| Deployment {
+            namespace: "app".into(),
+            name: name.into(),
+            uid: format!("u-{name}").into(),
+            replicas,
+            paused: false,
+            generation: 1,
+            observed_generation: 1,
+            status_replicas: replicas,
+            updated_replicas: replicas,
+            available_replicas: replicas,
+            surge_in_flight: None,
+        };
+        let autoscaler = |name: &str, target: &str| Autoscaler {
+            namespace: "app".into(),
+            name: name.into(),
+            target_kind: "Deployment".into(),
+            target_name: target.into(),
+        };
+        let quota = |name: &str, used: i64| ResourceQuota {
+            namespace: "app".into(),
+            name: name.into(),
+            hard: vec![("pods".into(), 10)],
+            used: vec![("pods".into(), used)],
+        };
+        // Without surges the workloads are not waited for, and none are held.
+        let plain = ClusterStore::new();
+        assert!(plain.missing().iter().all(|r| !r.is_workload()));
+        assert_eq!(plain.missing().len(), Resource::ALL.len() - 3);
+        let mut store = ClusterStore::reading(true);
+        assert_eq!(store.missing().len(), Resource::ALL.len());
+        for r in Resource::read(false) {
+            store.apply(Change::Replace(r, SnapshotParts::default()));
+        }
+        assert_eq!(
+            store.missing(),
+            [
+                Resource::Deployments,
+                Resource::HorizontalPodAutoscalers,
+                Resource::ResourceQuotas
+            ]
+        );
+        let listed = |w: Workloads| SnapshotParts {
+            workloads: w,
+            ..SnapshotParts::default()
+        };
+        store.apply(Change::Replace(
+            Resource::Deployments,
+            listed(Workloads {
+                deployments: vec![deployment("web", 2), deployment("api", 1)],
+                ..Workloads::default()
+            }),
+        ));
+        store.apply(Change::Replace(
+            Resource::HorizontalPodAutoscalers,
+            listed(Workloads {
+                autoscalers: vec![autoscaler("web", "web")],
+                ..Workloads::default()
+            }),
+        ));
+        store.apply(Change::Replace(
+            Resource::ResourceQuotas,
+            listed(Workloads {
+                quotas: vec![quota("q", 3)],
+                ..Workloads::default()
+            }),
+        ));
+        assert!(store.missing().is_empty());
+        let w = &store.snapshot().workloads;
+        let names: Vec<&str> = w.deployments.iter().map(|d| &*d.name).collect();
+        assert_eq!(
+            names,
+            ["api", "web"],
+            "sorted, as the snapshot looks them up"
+        );
+        assert_eq!(w.autoscalers.len(), 1);
+
+        // Added, modified, deleted.
+        store.apply(Change::Upsert(Object::Deployment(deployment("web", 3))));
+        store.apply(Change::Upsert(Object::Deployment(deployment("db", 1))));
+        store.apply(Change::Delete(Object::Deployment(deployment("api", 1))));
+        store.apply(Change::Delete(Object::Autoscaler(autoscaler("web", "web"))));
+        store.apply(Change::Upsert(Object::Autoscaler(autoscaler("db", "db"))));
+        store.apply(Change::Upsert(Object::ResourceQuota(quota("q", 4))));
+        store.apply(Change::Upsert(Object::ResourceQuota(quota("a", 0))));
+        let w = &store.snapshot().workloads;
+        let replicas: Vec<(&str, i32)> = w
+            .deployments
+            .iter()
+            .map(|d| (&*d.name, d.replicas))
+            .collect();
+        assert_eq!(replicas, [("db", 1), ("web", 3)]);
+        assert_eq!(w.deployment("app", "web").unwrap().replicas, 3);
+        let targets: Vec<&str> = w.autoscalers.iter().map(|a| &*a.target_name).collect();
+        assert_eq!(targets, ["db"]);
+        let used: Vec<(&str, i64)> = w.quotas.iter().map(|q| (&*q.name, q.used[0].1)).collect();
+        assert_eq!(used, [("a", 0), ("q", 4)]);
+        // Nothing else changed: the same snapshot again.
+        let before = store.snapshot() as *const ClusterSnapshot;
+        assert_eq!(before, store.snapshot() as *const ClusterSnapshot);
+        // A list again is the truth.
+        store.apply(Change::Replace(
+            Resource::Deployments,
+            SnapshotParts::default(),
+        ));
+        let w = &store.snapshot().workloads;
+        assert!(w.deployments.is_empty());
+        assert_eq!(w.quotas.len(), 2);
     }
 }

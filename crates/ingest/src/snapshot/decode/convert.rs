@@ -13,12 +13,12 @@ use crate::labels::{LabelSelectorSpec, Labels, Requirement, Selector};
 use crate::quantity::{Quantity, QuantityError};
 use crate::snapshot::shapes::Shapes;
 use crate::snapshot::{
-    shared, Affinity, ConditionStatus, ContainerState, ContainerStatus, DisruptionMode,
-    DoNotDisrupt, GangKind, HostPort, InclusionPolicy, Namespace, Node, NodeSelectorTerm, OwnerRef,
-    Pdb, Phase, Pod, PodAffinityTerm, PodCondition, PodGroup, PodStatusDetail,
-    PreferredSchedulingTerm, PriorityClass, Qos, Resources, SnapshotParts, Taint, TaintEffect,
-    Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable,
-    PROTECTED_UNTIL_UNREADABLE,
+    shared, Affinity, Autoscaler, ConditionStatus, ContainerState, ContainerStatus, Deployment,
+    DisruptionMode, DoNotDisrupt, GangKind, HostPort, InclusionPolicy, Namespace, Node,
+    NodeSelectorTerm, OwnerRef, Pdb, Phase, Pod, PodAffinityTerm, PodCondition, PodGroup,
+    PodStatusDetail, PreferredSchedulingTerm, PriorityClass, Qos, ResourceQuota, Resources,
+    SnapshotParts, Taint, TaintEffect, Toleration, TopologySpreadConstraint,
+    WeightedPodAffinityTerm, WhenUnsatisfiable, PROTECTED_UNTIL_UNREADABLE,
 };
 use serde::de;
 use std::borrow::Cow;
@@ -100,6 +100,9 @@ pub(super) fn is_list_kind(kind: &str) -> bool {
             | "NamespaceList"
             | "PriorityClassList"
             | "PodGroupList"
+            | "DeploymentList"
+            | "HorizontalPodAutoscalerList"
+            | "ResourceQuotaList"
     )
 }
 
@@ -113,7 +116,7 @@ fn envelope_error(file: &str, index: usize, kind: &str) -> SnapshotError {
         format!(
             "{kind:?} is not a list kind, but the object has `items`; a list's kind is List \
              (or NodeList, PodList, PodDisruptionBudgetList, NamespaceList, PriorityClassList, \
-             PodGroupList)"
+             PodGroupList, DeploymentList, HorizontalPodAutoscalerList, ResourceQuotaList)"
         )
     };
     SnapshotError::field(file, format!("object #{index}"), "kind", message)
@@ -179,7 +182,7 @@ pub(super) fn add_object(
             file,
             format!("object #{index}"),
             "kind",
-            "missing; every object needs its kind (Node, Pod, PodDisruptionBudget, Namespace, PriorityClass); an object cut short lacks it too",
+            "missing; every object needs its kind (Node, Pod, PodDisruptionBudget, Namespace, PriorityClass, PodGroup, Deployment, HorizontalPodAutoscaler, ResourceQuota); an object cut short lacks it too",
         ));
     }
     if obj.metadata.name.is_empty() {
@@ -251,7 +254,19 @@ pub(super) fn add_object(
                 tracing::debug!(api_version = %&*obj.api_version, name = %&*obj.metadata.name, "ignoring a PodGroup of an API group the planner does not read")
             }
         },
-        // Other kinds (Deployments, Services, ...) carry nothing the planner needs.
+        "Deployment" if api_group(&obj.api_version) == "apps" => parts
+            .workloads
+            .deployments
+            .push(convert_deployment(file, label, obj)?),
+        "HorizontalPodAutoscaler" if api_group(&obj.api_version) == "autoscaling" => parts
+            .workloads
+            .autoscalers
+            .push(convert_autoscaler(file, label, obj)?),
+        "ResourceQuota" if api_group(&obj.api_version).is_empty() => parts
+            .workloads
+            .quotas
+            .push(convert_quota(file, label, obj)?),
+        // Other kinds (Services, ReplicaSets, ...) carry nothing the planner needs.
         _ => {
             tracing::debug!(kind, name = %&*obj.metadata.name, "ignoring object of a kind the planner does not read")
         }
@@ -308,28 +323,7 @@ fn convert_pod_group(
             "minCount is the number of members a gang needs",
         ),
     };
-    let min_member = match min {
-        None => 1,
-        Some(RawInt::Int(v)) if *v < 0 => {
-            return Err(SnapshotError::field(
-                file,
-                label,
-                field,
-                format!("{v} is negative; {what}"),
-            ))
-        }
-        Some(RawInt::Int(v)) => i32::try_from(*v).map_err(|_| {
-            SnapshotError::field(file, label, field, format!("{v} does not fit an int32"))
-        })?,
-        Some(RawInt::Other(found)) => {
-            return Err(SnapshotError::field(
-                file,
-                label,
-                field,
-                format!("expected an integer, found {found}"),
-            ))
-        }
-    };
+    let min_member = count::<i32>(file, label, field, min, what)?.unwrap_or(1);
     let disruption = match (kind, &obj.spec.disruption_mode) {
         (GangKind::Kubernetes, Some(m)) if m.named.is_some() => {
             match m.named.as_deref().unwrap_or_default() {
@@ -374,6 +368,203 @@ fn convert_pod_group(
     })
 }
 
+/// The API group of an `apiVersion` (`apps/v1`: `apps`; the core group's `v1`: empty).
+fn api_group(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// A field holding a number of things (zero or more) as an int32 or int64 `T`; None when
+/// absent. `what` says what the number is, for the error.
+fn count<T: TryFrom<i64>>(
+    file: &str,
+    label: Obj<'_>,
+    field: &str,
+    raw: &Option<RawInt>,
+    what: &str,
+) -> Result<Option<T>, SnapshotError> {
+    match raw {
+        None => Ok(None),
+        Some(RawInt::Int(v)) if *v < 0 => Err(SnapshotError::field(
+            file,
+            label,
+            field,
+            format!("{v} is negative; {what}"),
+        )),
+        Some(RawInt::Int(v)) => T::try_from(*v).map(Some).map_err(|_| {
+            let bits = std::mem::size_of::<T>() * 8;
+            SnapshotError::field(file, label, field, format!("{v} does not fit an int{bits}"))
+        }),
+        Some(RawInt::Other(found)) => Err(SnapshotError::field(
+            file,
+            label,
+            field,
+            format!("expected an integer, found {found}; {what}"),
+        )),
+    }
+}
+
+/// A Deployment (`apps/v1`): what a surge reads of it. Absent counts are 0 (the API leaves
+/// zeros out), absent `spec.replicas` 1 (the API server's default).
+fn convert_deployment(
+    file: &str,
+    label: Obj<'_>,
+    obj: &RawObject<'_>,
+) -> Result<Deployment, SnapshotError> {
+    let RawObject {
+        metadata,
+        spec,
+        status,
+        ..
+    } = obj;
+    let replicas = |field: &str, raw: &Option<RawInt>, what: &str| {
+        count::<i32>(file, label, field, raw, what).map(Option::unwrap_or_default)
+    };
+    let generation = |field: &str, raw: &Option<RawInt>| {
+        count::<i64>(
+            file,
+            label,
+            field,
+            raw,
+            "a generation counts the changes to the Deployment's spec",
+        )
+        .map(Option::unwrap_or_default)
+    };
+    Ok(Deployment {
+        namespace: metadata.namespace.boxed(),
+        name: metadata.name.boxed(),
+        uid: metadata.uid.boxed(),
+        replicas: count::<i32>(
+            file,
+            label,
+            "spec.replicas",
+            &spec.replicas,
+            "the number of pods the Deployment wants, such as 3",
+        )?
+        .unwrap_or(1),
+        paused: spec.paused.unwrap_or(false),
+        generation: generation("metadata.generation", &metadata.generation)?,
+        observed_generation: generation("status.observedGeneration", &status.observed_generation)?,
+        status_replicas: replicas(
+            "status.replicas",
+            &status.replicas,
+            "the number of the Deployment's pods",
+        )?,
+        updated_replicas: replicas(
+            "status.updatedReplicas",
+            &status.updated_replicas,
+            "the number of pods of the current template",
+        )?,
+        available_replicas: replicas(
+            "status.availableReplicas",
+            &status.available_replicas,
+            "the number of available pods",
+        )?,
+        surge_in_flight: metadata
+            .annotations
+            .surge_in_flight
+            .as_ref()
+            .map(Str::boxed),
+    })
+}
+
+/// A HorizontalPodAutoscaler (`autoscaling/v2`, or `v1`): its target. The API requires
+/// `spec.scaleTargetRef` with a kind and a name; without them (an object cut short) the
+/// autoscaler could not be matched to what it scales, and is refused.
+fn convert_autoscaler(
+    file: &str,
+    label: Obj<'_>,
+    obj: &RawObject<'_>,
+) -> Result<Autoscaler, SnapshotError> {
+    let missing = |field: &str| {
+        SnapshotError::field(
+            file,
+            label,
+            field,
+            "missing; a HorizontalPodAutoscaler names what it scales (spec.scaleTargetRef:              {apiVersion: apps/v1, kind: Deployment, name: ...}); an object cut short lacks it",
+        )
+    };
+    let target = obj
+        .spec
+        .scale_target_ref
+        .as_deref()
+        .ok_or_else(|| missing("spec.scaleTargetRef"))?;
+    if target.kind.is_empty() {
+        return Err(missing("spec.scaleTargetRef.kind"));
+    }
+    if target.name.is_empty() {
+        return Err(missing("spec.scaleTargetRef.name"));
+    }
+    Ok(Autoscaler {
+        namespace: obj.metadata.namespace.boxed(),
+        name: obj.metadata.name.boxed(),
+        target_kind: target.kind.boxed(),
+        target_name: target.name.boxed(),
+    })
+}
+
+/// A ResourceQuota: its `status.hard` and `status.used` by resource name, in the planner's
+/// units (millicores for the CPU names), sorted by name. A quota the quota controller has
+/// not yet computed has neither.
+fn convert_quota(
+    file: &str,
+    label: Obj<'_>,
+    obj: &RawObject<'_>,
+) -> Result<ResourceQuota, SnapshotError> {
+    let amounts = |field: &str, map: &Pairs<'_>| {
+        let mut out = Vec::with_capacity(map.0.len());
+        for (name, text) in map.iter() {
+            let milli = quota_in_milli(name);
+            out.push((name.into(), amount(file, label, field, name, text, milli)?));
+        }
+        out.sort();
+        out.dedup_by(|a: &mut (Box<str>, i64), b| a.0 == b.0);
+        Ok::<_, SnapshotError>(out)
+    };
+    Ok(ResourceQuota {
+        namespace: obj.metadata.namespace.boxed(),
+        name: obj.metadata.name.boxed(),
+        hard: amounts("status.hard", &obj.status.hard)?,
+        used: amounts("status.used", &obj.status.used)?,
+    })
+}
+
+/// Whether a quota's resource `name` is CPU, counted in millicores.
+pub(crate) fn quota_in_milli(name: &str) -> bool {
+    matches!(name, "cpu" | "requests.cpu" | "limits.cpu")
+}
+
+/// One amount of a resource list (`field.name: text`): millicores when `milli`, else whole
+/// units (bytes for memory), rounded up as the API server counts them.
+fn amount(
+    file: &str,
+    object: Obj<'_>,
+    field: &str,
+    name: &str,
+    text: &str,
+    milli: bool,
+) -> Result<i64, SnapshotError> {
+    let error =
+        |message: String| SnapshotError::field(file, object, format!("{field}.{name}"), message);
+    let q = parse_quantity(text).map_err(|e| error(e.to_string()))?;
+    if q.is_negative() {
+        return Err(error(format!(
+            "{text:?} is negative; an amount of a resource is zero or more"
+        )));
+    }
+    let v = if milli {
+        q.checked_milli_value()
+    } else {
+        q.checked_value()
+    };
+    v.ok_or_else(|| {
+        error(format!(
+            "{text:?} is larger than the planner can count (at most {} {})",
+            i64::MAX,
+            if milli { "millicores" } else { "units" }
+        ))
+    })
+}
+
 fn quantities(
     file: &str,
     object: Obj<'_>,
@@ -381,29 +572,12 @@ fn quantities(
     map: &Pairs<'_>,
     out: &mut Resources,
 ) -> Result<(), SnapshotError> {
+    let field = field();
     for (name, text) in map.iter() {
-        let error = |message: String| {
-            SnapshotError::field(file, object, format!("{}.{name}", field()), message)
-        };
-        let q = parse_quantity(text).map_err(|e| error(e.to_string()))?;
-        if q.is_negative() {
-            return Err(error(format!(
-                "{text:?} is negative; an amount of a resource is zero or more"
-            )));
-        }
-        let v = if name == "cpu" {
-            q.checked_milli_value()
-        } else {
-            q.checked_value()
-        };
-        let v = v.ok_or_else(|| {
-            error(format!(
-                "{text:?} is larger than the planner can count (at most {} {})",
-                i64::MAX,
-                if name == "cpu" { "millicores" } else { "units" }
-            ))
-        })?;
-        out.set(name, v);
+        out.set(
+            name,
+            amount(file, object, &field, name, text, name == "cpu")?,
+        );
     }
     Ok(())
 }

@@ -16,11 +16,12 @@
 
 use super::wire::{
     wire_shapes, AnnotationKey, Annotations, Pairs, RawAffinity, RawCondition, RawContainer,
-    RawContainerState, RawContainerStatus, RawImage, RawMeta, RawNodeAffinity, RawNodeSelector,
-    RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner, RawPodAffinity,
-    RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource, RawReason, RawResources,
-    RawSchedulingGroup, RawSpec, RawStatus, RawTaint, RawTerminated, RawTime, RawToleration,
-    RawTopologySpreadConstraint, RawVolume, RawWeightedPodAffinityTerm, Str,
+    RawContainerState, RawContainerStatus, RawImage, RawInt, RawMeta, RawNodeAffinity,
+    RawNodeSelector, RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject, RawOwner,
+    RawPodAffinity, RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm, RawPvcSource,
+    RawReason, RawResources, RawScaleTargetRef, RawSchedulingGroup, RawSpec, RawStatus, RawTaint,
+    RawTerminated, RawTime, RawToleration, RawTopologySpreadConstraint, RawVolume,
+    RawWeightedPodAffinityTerm, Str,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
 use serde::de::IgnoredAny;
@@ -644,6 +645,13 @@ mod codec {
         Some(())
     }
 
+    /// An integer the conversion checks (a Deployment's replicas): read when the text holds
+    /// one; anything else is serde's, which keeps what it found for the error.
+    pub(super) fn integer(r: &mut Reader<'_>, o: &mut Option<RawInt>) -> R {
+        *o = r.opt_int()?.map(RawInt::Int);
+        Some(())
+    }
+
     pub(super) fn boolean(r: &mut Reader<'_>, o: &mut bool) -> R {
         *o = r.bool()?;
         Some(())
@@ -787,6 +795,7 @@ fn annotations<'de>(r: &mut Reader<'de>, a: &mut Annotations<'de>) -> R {
                 a.not_safe_to_evict = r.opt_string()?.is_some_and(|v| &*v == "false");
             }
             AnnotationKey::DoNotEvictUntil => a.do_not_evict_until = r.opt_string()?,
+            AnnotationKey::SurgeInFlight => a.surge_in_flight = r.opt_string()?,
             AnnotationKey::Other => r.skip()?,
         }
         Some(())

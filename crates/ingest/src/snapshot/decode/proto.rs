@@ -29,9 +29,9 @@ use super::wire::{
     RawCondition, RawContainer, RawContainerState, RawContainerStatus, RawImage, RawMeta,
     RawNodeAffinity, RawNodeSelector, RawNodeSelectorRequirement, RawNodeSelectorTerm, RawObject,
     RawOwner, RawPodAffinity, RawPodAffinityTerm, RawPort, RawPreferredSchedulingTerm,
-    RawPvcSource, RawReason, RawResources, RawSchedulingGroup, RawSpec, RawStatus, RawTaint,
-    RawTerminated, RawTime, RawToleration, RawTopologySpreadConstraint, RawVolume,
-    RawWeightedPodAffinityTerm, Str,
+    RawPvcSource, RawReason, RawResources, RawScaleTargetRef, RawSchedulingGroup, RawSpec,
+    RawStatus, RawTaint, RawTerminated, RawTime, RawToleration, RawTopologySpreadConstraint,
+    RawVolume, RawWeightedPodAffinityTerm, Str,
 };
 use crate::labels::{LabelSelectorRequirement, LabelSelectorSpec};
 use crate::snapshot::shapes::Shapes;
@@ -554,6 +554,7 @@ fn annotation<'de>(v: V<'de>, a: &mut Annotations<'de>) -> P {
         AnnotationKey::KarpenterDoNotDisrupt => a.karpenter_do_not_disrupt = &*value()? == "true",
         AnnotationKey::SafeToEvict => a.not_safe_to_evict = &*value()? == "false",
         AnnotationKey::DoNotEvictUntil => a.do_not_evict_until = Some(value()?),
+        AnnotationKey::SurgeInFlight => a.surge_in_flight = Some(value()?),
         AnnotationKey::Other => {}
     }
     Ok(())

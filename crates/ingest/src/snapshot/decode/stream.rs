@@ -12,7 +12,10 @@ use super::proto::{self, ProtoListDecoder};
 pub use super::wire::{DecodedList, ObjectType};
 use super::wire::{RawMeta, RawObject, Str};
 use crate::snapshot::shapes::Shapes;
-use crate::snapshot::{Namespace, Node, Pdb, Pod, PodGroup, PriorityClass, SnapshotParts};
+use crate::snapshot::{
+    Autoscaler, Deployment, Namespace, Node, Pdb, Pod, PodGroup, PriorityClass, ResourceQuota,
+    SnapshotParts,
+};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
@@ -407,6 +410,9 @@ pub enum Object {
     Namespace(Namespace),
     PriorityClass(PriorityClass),
     PodGroup(PodGroup),
+    Deployment(Deployment),
+    Autoscaler(Autoscaler),
+    ResourceQuota(ResourceQuota),
 }
 
 impl Object {
@@ -427,7 +433,17 @@ impl Object {
         if let Some(c) = parts.priority_classes.pop() {
             return Some(Object::PriorityClass(c));
         }
-        parts.pod_groups.pop().map(Object::PodGroup)
+        if let Some(g) = parts.pod_groups.pop() {
+            return Some(Object::PodGroup(g));
+        }
+        let w = &mut parts.workloads;
+        if let Some(d) = w.deployments.pop() {
+            return Some(Object::Deployment(d));
+        }
+        if let Some(a) = w.autoscalers.pop() {
+            return Some(Object::Autoscaler(a));
+        }
+        w.quotas.pop().map(Object::ResourceQuota)
     }
 }
 

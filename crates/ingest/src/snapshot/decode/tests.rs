@@ -405,6 +405,7 @@ fn fingerprint(p: &SnapshotParts) -> Vec<String> {
     v.extend(p.namespaces.iter().map(|x| format!("{x:?}")));
     v.extend(p.priority_classes.iter().map(|x| format!("{x:?}")));
     v.extend(p.pod_groups.iter().map(|x| format!("{x:?}")));
+    v.push(format!("{:?}", p.workloads));
     v
 }
 
@@ -419,6 +420,11 @@ pub(super) const INT_KEYS: &[&str] = &[
     "minDomains",
     "disruptionsAllowed",
     "value",
+    "generation",
+    "observedGeneration",
+    "replicas",
+    "updatedReplicas",
+    "availableReplicas",
 ];
 
 /// `text` with one to three bytes removed, inserted or replaced (and with `cut`, maybe
@@ -1542,4 +1548,399 @@ fn reads_the_protections_users_write_on_pods() {
     let mut out = Vec::new();
     crate::snapshot::encode::write_list(&snap, &mut out).unwrap();
     check(&load_bytes("again.json", &out).unwrap());
+}
+
+/// What `kubectl get deploy,hpa,resourcequota,nodes -A -o yaml` prints (trimmed).
+pub(super) const WORKLOADS_YAML: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata:
+    name: web
+    namespace: app
+    uid: d-web
+    generation: 4
+    annotations:
+      deployment.kubernetes.io/revision: "2"
+      descheduler.alpha.kubernetes.io/surge-in-flight: '{"replicas":3,"victim":"u1","pod":"web-1","deadline":1800000000}'
+  spec:
+    replicas: 3
+    paused: true
+    selector: {matchLabels: {app: web}}
+    strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 25%, maxUnavailable: 25%}}
+    template:
+      metadata: {labels: {app: web}}
+      spec: {containers: [{name: c, image: nginx, resources: {requests: {cpu: 100m}}}]}
+  status:
+    observedGeneration: 3
+    replicas: 4
+    updatedReplicas: 2
+    readyReplicas: 3
+    availableReplicas: 3
+    conditions:
+    - {type: Available, status: "True", reason: MinimumReplicasAvailable, lastUpdateTime: "2026-01-01T00:00:00Z", lastTransitionTime: "2026-01-01T00:00:00Z"}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: api, namespace: app, uid: d-api}
+  spec:
+    selector: {matchLabels: {app: api}}
+    template: {metadata: {labels: {app: api}}, spec: {containers: [{name: c, image: api}]}}
+  status: {}
+- apiVersion: autoscaling/v2
+  kind: HorizontalPodAutoscaler
+  metadata: {name: web, namespace: app}
+  spec:
+    scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+    minReplicas: 2
+    maxReplicas: 10
+    metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}}]
+  status: {currentReplicas: 3, desiredReplicas: 3, conditions: [{type: AbleToScale, status: "True"}]}
+- apiVersion: autoscaling/v1
+  kind: HorizontalPodAutoscaler
+  metadata: {name: old, namespace: app}
+  spec: {scaleTargetRef: {kind: Deployment, name: api}, maxReplicas: 4, targetCPUUtilizationPercentage: 50}
+- apiVersion: v1
+  kind: ResourceQuota
+  metadata: {name: compute, namespace: app}
+  spec: {hard: {pods: "10", requests.cpu: "4", requests.memory: 8Gi}}
+  status:
+    hard: {requests.memory: 8Gi, pods: "10", requests.cpu: "4", limits.cpu: "8", count/deployments.apps: "5", requests.nvidia.com/gpu: "2"}
+    used: {pods: "3", requests.cpu: 1500m, requests.memory: 3Gi, limits.cpu: "3", count/deployments.apps: "2", requests.nvidia.com/gpu: "0"}
+- apiVersion: v1
+  kind: ResourceQuota
+  metadata: {name: fresh, namespace: other}
+  spec: {hard: {pods: "1"}}
+- apiVersion: example.com/v1
+  kind: Deployment
+  metadata: {name: not-apps, namespace: app}
+  spec: {replicas: many}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+  status: {allocatable: {cpu: "4"}, conditions: [{type: Ready, status: "True"}]}
+"#;
+
+/// The model of [`WORKLOADS_YAML`].
+fn expected_workloads() -> crate::snapshot::Workloads {
+    use crate::snapshot::{Autoscaler, Deployment, ResourceQuota, Workloads};
+    let pairs = |v: &[(&str, i64)]| v.iter().map(|(n, x)| ((*n).into(), *x)).collect();
+    Workloads {
+        deployments: vec![
+            Deployment {
+                namespace: "app".into(),
+                name: "api".into(),
+                uid: "d-api".into(),
+                replicas: 1,
+                paused: false,
+                generation: 0,
+                observed_generation: 0,
+                status_replicas: 0,
+                updated_replicas: 0,
+                available_replicas: 0,
+                surge_in_flight: None,
+            },
+            Deployment {
+                namespace: "app".into(),
+                name: "web".into(),
+                uid: "d-web".into(),
+                replicas: 3,
+                paused: true,
+                generation: 4,
+                observed_generation: 3,
+                status_replicas: 4,
+                updated_replicas: 2,
+                available_replicas: 3,
+                surge_in_flight: Some(
+                    r#"{"replicas":3,"victim":"u1","pod":"web-1","deadline":1800000000}"#.into(),
+                ),
+            },
+        ],
+        autoscalers: vec![
+            Autoscaler {
+                namespace: "app".into(),
+                name: "old".into(),
+                target_kind: "Deployment".into(),
+                target_name: "api".into(),
+            },
+            Autoscaler {
+                namespace: "app".into(),
+                name: "web".into(),
+                target_kind: "Deployment".into(),
+                target_name: "web".into(),
+            },
+        ],
+        quotas: vec![
+            ResourceQuota {
+                namespace: "app".into(),
+                name: "compute".into(),
+                hard: pairs(&[
+                    ("count/deployments.apps", 5),
+                    ("limits.cpu", 8000),
+                    ("pods", 10),
+                    ("requests.cpu", 4000),
+                    ("requests.memory", 8 << 30),
+                    ("requests.nvidia.com/gpu", 2),
+                ]),
+                used: pairs(&[
+                    ("count/deployments.apps", 2),
+                    ("limits.cpu", 3000),
+                    ("pods", 3),
+                    ("requests.cpu", 1500),
+                    ("requests.memory", 3 << 30),
+                    ("requests.nvidia.com/gpu", 0),
+                ]),
+            },
+            ResourceQuota {
+                namespace: "other".into(),
+                name: "fresh".into(),
+                hard: vec![],
+                used: vec![],
+            },
+        ],
+    }
+}
+
+#[test]
+fn deployments_autoscalers_and_quotas_are_read_from_a_list() {
+    let snap = load_bytes("w.yaml", WORKLOADS_YAML.as_bytes()).unwrap();
+    assert_eq!(snap.workloads, expected_workloads());
+    // The same objects as JSON, through every reader of a JSON list.
+    let value: serde_json::Value = serde_saphyr::from_str(WORKLOADS_YAML).unwrap();
+    let json = serde_json::to_string(&value).unwrap();
+    let snap = load_bytes("w.json", json.as_bytes()).unwrap();
+    assert_eq!(snap.workloads, expected_workloads());
+    assert!(both_readers_agree(&among_pods(&json)));
+    // What a surge reads of them.
+    let web = snap.workloads.deployment("app", "web").unwrap();
+    assert!(web.rolling_out().unwrap().contains("generation 4"));
+    assert_eq!(snap.workloads.autoscalers_of(web).count(), 1);
+    assert_eq!(snap.workloads.quotas_in("app").count(), 1);
+}
+
+#[test]
+fn typed_lists_of_each_kind_are_read() {
+    // One typed list a kind, as `kubectl get deploy -o yaml` of one kind prints them.
+    let value: serde_json::Value = serde_saphyr::from_str(WORKLOADS_YAML).unwrap();
+    let items = value["items"].as_array().unwrap();
+    let of = |kind: &str| -> Vec<serde_json::Value> {
+        items
+            .iter()
+            .filter(|i| i["kind"] == kind && i["apiVersion"] != "example.com/v1")
+            .cloned()
+            .collect()
+    };
+    let list = |kind: &str, api_version: &str| {
+        serde_json::json!({"apiVersion": api_version, "kind": format!("{kind}List"),
+                           "metadata": {"resourceVersion": "9"}, "items": of(kind)})
+    };
+    let docs = [
+        list("Node", "v1"),
+        list("Deployment", "apps/v1"),
+        list("HorizontalPodAutoscaler", "autoscaling/v2"),
+        list("ResourceQuota", "v1"),
+    ];
+    let yaml: String = docs
+        .iter()
+        .map(|d| format!("---\n{}\n", serde_json::to_string(d).unwrap()))
+        .collect();
+    let snap = load_bytes("typed.yaml", yaml.as_bytes()).unwrap();
+    assert_eq!(snap.workloads, expected_workloads());
+    // The API's typed lists leave the items' kind out: read as the resource's type.
+    use super::stream::{ListDecoder, ObjectType};
+    let mut got = crate::snapshot::SnapshotParts::default();
+    for (kind, api_version, path) in [
+        ("Deployment", "apps/v1", "deployments"),
+        (
+            "HorizontalPodAutoscaler",
+            "autoscaling/v2",
+            "horizontalpodautoscalers",
+        ),
+        ("ResourceQuota", "v1", "resourcequotas"),
+    ] {
+        let mut list = list(kind, api_version);
+        for item in list["items"].as_array_mut().unwrap() {
+            let item = item.as_object_mut().unwrap();
+            item.remove("kind");
+            item.remove("apiVersion");
+        }
+        let object = ObjectType { kind, api_version };
+        let mut decoder = ListDecoder::new(format!("the API's {path} list"), object);
+        decoder
+            .push(serde_json::to_string(&list).unwrap().as_bytes())
+            .unwrap();
+        let listed = decoder.finish().unwrap();
+        assert_eq!(listed.resource_version, "9");
+        join(&mut got, listed.parts);
+    }
+    got.workloads.sort();
+    // The one object of another API group named Deployment is not among them.
+    assert_eq!(got.workloads, expected_workloads());
+}
+
+#[test]
+fn watch_events_of_workloads_decode_into_the_model() {
+    use super::stream::{decode_event, EventType, Object, ObjectType};
+    let deployment = ObjectType {
+        kind: "Deployment",
+        api_version: "apps/v1",
+    };
+    let line = r#"{"type":"MODIFIED","object":{"metadata":{"name":"web","namespace":"app","uid":"d1","generation":5,"resourceVersion":"31"},"spec":{"replicas":4},"status":{"observedGeneration":5,"replicas":4,"updatedReplicas":4,"availableReplicas":3}}}"#;
+    let event = decode_event("the deployments watch", deployment, line).unwrap();
+    assert_eq!(event.kind, EventType::Modified);
+    assert_eq!(event.resource_version, "31");
+    match event.object {
+        Some(Object::Deployment(d)) => {
+            assert_eq!((d.replicas, d.generation, d.available_replicas), (4, 5, 3));
+        }
+        other => panic!("not a Deployment: {other:?}"),
+    }
+    let hpa = ObjectType {
+        kind: "HorizontalPodAutoscaler",
+        api_version: "autoscaling/v2",
+    };
+    let line = r#"{"type":"DELETED","object":{"metadata":{"name":"web","namespace":"app","resourceVersion":"32"},"spec":{"scaleTargetRef":{"kind":"Deployment","name":"web"},"maxReplicas":3}}}"#;
+    let event = decode_event("the horizontalpodautoscalers watch", hpa, line).unwrap();
+    assert!(
+        matches!(&event.object, Some(Object::Autoscaler(a)) if &*a.target_name == "web"),
+        "{event:?}"
+    );
+    let quota = ObjectType {
+        kind: "ResourceQuota",
+        api_version: "v1",
+    };
+    let line = r#"{"type":"ADDED","object":{"metadata":{"name":"q","namespace":"app","resourceVersion":"33"},"status":{"hard":{"pods":"2","cpu":"1"},"used":{"pods":"1","cpu":"250m"}}}}"#;
+    let event = decode_event("the resourcequotas watch", quota, line).unwrap();
+    match event.object {
+        Some(Object::ResourceQuota(q)) => {
+            assert_eq!(q.hard, [("cpu".into(), 1000), ("pods".into(), 2)]);
+            assert_eq!(q.used, [("cpu".into(), 250), ("pods".into(), 1)]);
+        }
+        other => panic!("not a ResourceQuota: {other:?}"),
+    }
+    // A bad value is refused, named, in a watch as in a file.
+    let line = r#"{"type":"ADDED","object":{"metadata":{"name":"web","namespace":"app"},"spec":{"replicas":"2"}}}"#;
+    let err = decode_event("the deployments watch", deployment, line)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Deployment app/web") && err.contains("spec.replicas"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_workload_values_name_the_object_and_the_field() {
+    for (from, to, object, field, found) in [
+        (
+            "replicas: 3",
+            "replicas: three",
+            "Deployment app/web",
+            "spec.replicas",
+            "expected an integer, found the string \"three\"",
+        ),
+        (
+            "replicas: 3",
+            "replicas: -1",
+            "Deployment app/web",
+            "spec.replicas",
+            "-1 is negative",
+        ),
+        (
+            "replicas: 3",
+            "replicas: 2.5",
+            "Deployment app/web",
+            "spec.replicas",
+            "the number 2.5",
+        ),
+        (
+            "replicas: 3",
+            "replicas: 3000000000",
+            "Deployment app/web",
+            "spec.replicas",
+            "does not fit an int32",
+        ),
+        (
+            "updatedReplicas: 2",
+            "updatedReplicas: two",
+            "Deployment app/web",
+            "status.updatedReplicas",
+            "the string \"two\"",
+        ),
+        (
+            "generation: 4",
+            "generation: [4]",
+            "Deployment app/web",
+            "metadata.generation",
+            "a list",
+        ),
+        (
+            "requests.cpu: 1500m",
+            "requests.cpu: lots",
+            "ResourceQuota app/compute",
+            "status.used.requests.cpu",
+            "lots",
+        ),
+        (
+            "pods: \"10\", requests.cpu: \"4\", limits",
+            "pods: \"-1\", requests.cpu: \"4\", limits",
+            "ResourceQuota app/compute",
+            "status.hard.pods",
+            "negative",
+        ),
+        (
+            "scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}",
+            "scaleTargetRef: {kind: Deployment}",
+            "HorizontalPodAutoscaler app/web",
+            "spec.scaleTargetRef.name",
+            "missing",
+        ),
+        (
+            "  spec: {scaleTargetRef: {kind: Deployment, name: api}, ",
+            "  spec: {",
+            "HorizontalPodAutoscaler app/old",
+            "spec.scaleTargetRef",
+            "missing",
+        ),
+        (
+            "  metadata: {name: compute, namespace: app}",
+            "  metadata: {namespace: app}",
+            "ResourceQuota #4",
+            "metadata.name",
+            "missing",
+        ),
+    ] {
+        assert!(WORKLOADS_YAML.contains(from), "{from}");
+        let yaml = WORKLOADS_YAML.replacen(from, to, 1);
+        let value: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+        let json = serde_json::to_string(&value).unwrap();
+        for (file, bytes) in [("w.yaml", yaml.as_bytes()), ("w.json", json.as_bytes())] {
+            let err = match load_bytes(file, bytes) {
+                Ok(_) => panic!("{file} with {to:?} is read"),
+                Err(e) => e.to_string(),
+            };
+            for want in [file, object, field, found] {
+                assert!(err.contains(want), "{to}: {want} not in {err}");
+            }
+        }
+        // Where the two threads' reader takes such a list on, it gives the same error.
+        both_readers_agree(&among_pods(&json));
+    }
+}
+
+/// The items of the JSON List `list` among a generated cluster's, large enough for the
+/// two threads' reader of a list.
+fn among_pods(list: &str) -> String {
+    use crate::snapshot::synthetic::{generate_json, Config};
+    let base = String::from_utf8(generate_json(&Config::new(8, 200, 5))).unwrap();
+    let value: serde_json::Value = serde_json::from_str(list).unwrap();
+    let items: Vec<String> = value["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.to_string())
+        .collect();
+    let at = base.find("\"items\":[").unwrap() + "\"items\":[".len();
+    format!("{}{},{}", &base[..at], items.join(","), &base[at..])
 }

@@ -4,6 +4,7 @@
 //! where they can ([`Str`], [`Pairs`]).
 
 use crate::labels::{LabelSelectorSpec, Labels};
+use crate::snapshot::workloads::SURGE_IN_FLIGHT_ANNOTATION;
 use crate::snapshot::{
     SnapshotParts, CONFIG_SOURCE_ANNOTATION, DO_NOT_EVICT_UNTIL_ANNOTATION,
     EVICTION_IN_PROGRESS_ANNOTATION, EVICT_ANNOTATION, INITIAL_EVENTS_END_ANNOTATION,
@@ -345,6 +346,8 @@ macro_rules! wire_shapes {
                 creation_timestamp: Option<RawTime<'a>> = "creationTimestamp" [8] => time,
                 #[serde(borrow)]
                 deletion_timestamp: Option<RawTime<'a>> = "deletionTimestamp" [9] => time,
+                /// A Deployment's: the spec's version, which its controller observes.
+                generation: Option<RawInt> = "generation" [] => integer,
             }
 
             RawOwner<'a> {
@@ -399,6 +402,20 @@ macro_rules! wire_shapes {
                 // PodGroup of scheduling.k8s.io: rare, boxed.
                 scheduling_policy: Option<Box<RawSchedulingPolicy>> = "schedulingPolicy" [] => rare,
                 disruption_mode: Option<Box<RawDisruptionMode>> = "disruptionMode" [] => rare,
+                // Deployment
+                replicas: Option<RawInt> = "replicas" [] => integer,
+                paused: Option<bool> = "paused" [] => opt_bool,
+                // HorizontalPodAutoscaler (autoscaling/v2 and v1)
+                #[serde(borrow)]
+                scale_target_ref: Option<Box<RawScaleTargetRef<'a>>> = "scaleTargetRef" [] => boxed,
+            }
+
+            /// `spec.scaleTargetRef` of a HorizontalPodAutoscaler: what it scales.
+            RawScaleTargetRef<'a> {
+                #[serde(borrow, deserialize_with = "nullable")]
+                kind: Str<'a> = "kind" [1] => text,
+                #[serde(borrow, deserialize_with = "nullable")]
+                name: Str<'a> = "name" [2] => text,
             }
 
             /// `spec.schedulingGroup` of a pod: the Kubernetes PodGroup it belongs to.
@@ -431,6 +448,16 @@ macro_rules! wire_shapes {
                 #[serde(borrow, deserialize_with = "nullable")]
                 images: Vec<RawImage<'a>> = "images" [NODE 8] => list,
                 disruptions_allowed: Option<i32> = "disruptionsAllowed" [] => opt_int32,
+                // Deployment
+                observed_generation: Option<RawInt> = "observedGeneration" [] => integer,
+                replicas: Option<RawInt> = "replicas" [] => integer,
+                updated_replicas: Option<RawInt> = "updatedReplicas" [] => integer,
+                available_replicas: Option<RawInt> = "availableReplicas" [] => integer,
+                // ResourceQuota
+                #[serde(borrow, deserialize_with = "nullable")]
+                hard: Pairs<'a> = "hard" [] => amounts,
+                #[serde(borrow, deserialize_with = "nullable")]
+                used: Pairs<'a> = "used" [] => amounts,
             }
 
             /// A node's image (`status.images[]`): its names and size.
@@ -663,6 +690,8 @@ pub(super) struct Annotations<'a> {
     pub(super) not_safe_to_evict: bool,
     /// `descheduler.alpha.kubernetes.io/do-not-evict-until`, as written.
     pub(super) do_not_evict_until: Option<Str<'a>>,
+    /// A Deployment's `descheduler.alpha.kubernetes.io/surge-in-flight`, as written.
+    pub(super) surge_in_flight: Option<Str<'a>>,
 }
 
 impl Annotations<'_> {
@@ -688,6 +717,7 @@ pub(super) enum AnnotationKey {
     KarpenterDoNotDisrupt,
     SafeToEvict,
     DoNotEvictUntil,
+    SurgeInFlight,
     Other,
 }
 
@@ -706,6 +736,7 @@ impl AnnotationKey {
             KARPENTER_DO_NOT_DISRUPT_ANNOTATION => AnnotationKey::KarpenterDoNotDisrupt,
             SAFE_TO_EVICT_ANNOTATION => AnnotationKey::SafeToEvict,
             DO_NOT_EVICT_UNTIL_ANNOTATION => AnnotationKey::DoNotEvictUntil,
+            SURGE_IN_FLIGHT_ANNOTATION => AnnotationKey::SurgeInFlight,
             _ => AnnotationKey::Other,
         }
     }
@@ -788,6 +819,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Annotations<'a> {
                         }
                         AnnotationKey::DoNotEvictUntil => {
                             out.do_not_evict_until = map.next_value::<Option<Str<'a>>>()?;
+                        }
+                        AnnotationKey::SurgeInFlight => {
+                            out.surge_in_flight = map.next_value::<Option<Str<'a>>>()?;
                         }
                         AnnotationKey::Other => {
                             map.next_value::<IgnoredAny>()?;

@@ -594,6 +594,17 @@ fn the_protobuf_tables_cover_the_json_fields() {
         ("RawSpec", "schedulingPolicy"),
         ("RawSpec", "disruptionMode"),
         ("RawStatus", "disruptionsAllowed"),
+        // The workloads a surge reads, listed in JSON.
+        ("RawMeta", "generation"),
+        ("RawSpec", "replicas"),
+        ("RawSpec", "paused"),
+        ("RawSpec", "scaleTargetRef"),
+        ("RawStatus", "observedGeneration"),
+        ("RawStatus", "replicas"),
+        ("RawStatus", "updatedReplicas"),
+        ("RawStatus", "availableReplicas"),
+        ("RawStatus", "hard"),
+        ("RawStatus", "used"),
     ];
     let read = tables::READ.lock().unwrap().clone();
     let mut by_struct: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
