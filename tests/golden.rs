@@ -175,3 +175,40 @@ fn the_example_without_pointless_evictions_matches_its_golden_plan() {
     assert_eq!(cold, 30.0);
     assert_eq!(node("cold-a").after_range["cpu"], [0.0, 15.0]);
 }
+
+/// The example of `examples/surge/`: of the two one-replica Deployments on `hot`, each behind
+/// a budget allowing no disruption, `web` is moved by a surge (its new pod predicted on a
+/// cold node, beside the pod it replaces) and `api` is not, an autoscaler targeting it; the
+/// report says both reasons.
+#[test]
+fn the_surge_example_matches_its_golden_plan() {
+    let dir = root().join("examples/surge");
+    let got = render(&dir.join("policy.yaml"), &dir.join("cluster.yaml"));
+    let golden = dir.join("plan.json");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden)
+        .unwrap_or_else(|_| panic!("missing {}; run with UPDATE_GOLDEN=1", golden.display()));
+    assert_eq!(got, want, "plan differs from {}", golden.display());
+    let report: Report = serde_json::from_str(&got).unwrap();
+    let moved: Vec<(&str, &str)> = report
+        .evictions
+        .iter()
+        .map(|e| (e.pod.as_str(), e.mechanism.as_str()))
+        .collect();
+    assert_eq!(moved, [("app/web-6d4b9c7f8-x7k2p", "surge")]);
+    let dest = report.evictions[0].destination.as_deref();
+    assert!(matches!(dest, Some("cold-a") | Some("cold-b")), "{dest:?}");
+    let api = report
+        .not_chosen
+        .iter()
+        .find(|n| n.pod == "app/api-5c8f7d6b9-x7k2p")
+        .expect("api among the candidates not chosen");
+    assert!(
+        api.reason.contains("no disruptions left")
+            && api.reason.contains("HorizontalPodAutoscaler app/api"),
+        "{}",
+        api.reason
+    );
+}
