@@ -76,6 +76,39 @@ impl Leadership {
     }
 }
 
+/// Whether evictions may go on: closed on shutdown or when leadership is lost.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    shutdown: Cancel,
+    leading: Leadership,
+}
+
+impl Default for Gate {
+    /// Open until cancelled by no one: no shutdown, leading for good.
+    fn default() -> Self {
+        Gate::new(Cancel::new(), Leadership::always())
+    }
+}
+
+impl Gate {
+    pub fn new(shutdown: Cancel, leading: Leadership) -> Self {
+        Gate { shutdown, leading }
+    }
+    pub fn open(&self) -> bool {
+        !self.shutdown.is_cancelled() && self.leading.is_leading()
+    }
+    pub fn shutting_down(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+    /// Resolves once the gate is closed (at once if it is).
+    pub async fn closed(&self) {
+        tokio::select! {
+            _ = self.shutdown.cancelled() => {}
+            _ = self.leading.lost() => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

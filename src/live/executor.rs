@@ -25,7 +25,7 @@
 //!   replacement where it really is (`plan::CycleMemory::absorb` then stops a workload whose
 //!   replacement came back to its source node or onto an overutilized node).
 
-use super::cancel::{Cancel, Leadership};
+pub use super::cancel::Gate;
 use super::client::ApiClient;
 use super::surge::{SurgeEnd, Surger, Victim};
 use crate::framework::{Mechanism, PlannedEviction};
@@ -45,39 +45,6 @@ pub const ANNOTATION_PLUGIN: &str = "descheduler.alpha.kubernetes.io/plugin";
 pub const ANNOTATION_PROFILE: &str = "descheduler.alpha.kubernetes.io/profile";
 pub const ANNOTATION_EVICTED_BY: &str = "descheduler.alpha.kubernetes.io/evicted-by";
 pub const REPORTING_CONTROLLER: &str = "descheduler";
-
-/// Whether evictions may go on: closed on shutdown or when leadership is lost.
-#[derive(Clone, Debug)]
-pub struct Gate {
-    shutdown: Cancel,
-    leading: Leadership,
-}
-
-impl Default for Gate {
-    /// Open until cancelled by no one: no shutdown, leading for good.
-    fn default() -> Self {
-        Gate::new(Cancel::new(), Leadership::always())
-    }
-}
-
-impl Gate {
-    pub fn new(shutdown: Cancel, leading: Leadership) -> Self {
-        Gate { shutdown, leading }
-    }
-    pub fn open(&self) -> bool {
-        !self.shutdown.is_cancelled() && self.leading.is_leading()
-    }
-    pub fn shutting_down(&self) -> bool {
-        self.shutdown.is_cancelled()
-    }
-    /// Resolves once the gate is closed (at once if it is).
-    pub async fn closed(&self) {
-        tokio::select! {
-            _ = self.shutdown.cancelled() => {}
-            _ = self.leading.lost() => {}
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct ExecutorConfig {

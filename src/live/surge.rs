@@ -26,8 +26,8 @@
 //! the replicas the mark says, which deletes the victim if the new pod is Ready, else the new
 //! pod.
 
+use super::cancel::Gate;
 use super::client::ApiClient;
-use super::executor::Gate;
 use crate::snapshot::{SurgeMark, POD_DELETION_COST_ANNOTATION, SURGE_IN_FLIGHT_ANNOTATION};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v1::Scale;

@@ -105,5 +105,5 @@ fn refusal(snap: &ClusterSnapshot, d: &Deployment, pod: PodId) -> Option<String>
         .find_map(|q| q.refuses(p))
 }
 
-#[cfg(test)]
-mod tests;
+// Tested with DefaultEvictor's `moveMode` in `plugins/surge_tests.rs` (the framework names no
+// plugin).

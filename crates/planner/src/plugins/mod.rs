@@ -20,6 +20,8 @@ pub mod remove_pods_violating_topology_spread_constraint;
 pub mod shared;
 
 #[cfg(test)]
+mod surge_tests;
+#[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
 mod whole_gang_tests;

@@ -1,3 +1,5 @@
+//! Moves by surge (`crate::framework::surge`) under DefaultEvictor's `moveMode`.
+
 use crate::framework::{
     Context, EvictError, FromArgs, Limits, Mechanism, PlannedEviction, PlanningState,
 };
