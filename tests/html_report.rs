@@ -259,6 +259,30 @@ fn the_example_page_shows_the_plan_in_a_browser() {
     assert!(bytes.len() > 10_000, "{} bytes", bytes.len());
 }
 
+/// `examples/surge/`: the move by surge says so beside its destination; the other rows of a
+/// page (the example's) say nothing of it.
+#[test]
+fn a_move_by_surge_is_shown_as_one() {
+    let args = [
+        "--policy-config-file",
+        "examples/surge/policy.yaml",
+        "--snapshot",
+        "examples/surge/cluster.yaml",
+    ];
+    let page = artifacts().join("surge.html");
+    std::fs::write(&page, report(&args, "html")).unwrap();
+    let dom = dom(&page, "");
+    let shown = section(&dom, "evictions");
+    let r = row(shown, "data-pod", "app/web-6d4b9c7f8-x7k2p");
+    assert!(r.contains("(surge: new pod first)"), "{r}");
+    let plain = artifacts().join("example-evictions-only.html");
+    std::fs::write(&plain, report(&EXAMPLE, "html")).unwrap();
+    let plain = dom_with_hash(&plain, "");
+    let rows = section(&plain, "evictions");
+    assert!(count(rows, "<tr data-pod=") > 0);
+    assert_eq!(count(rows, "(surge: new pod first)"), 0);
+}
+
 /// Where a tie decides a node's after-state (examples/no-pointless-evictions: the first
 /// replacement goes to cold-a or cold-b), the page gives the range, in text and as a band on
 /// the bar, as the JSON's `afterRange` says; a node the tie does not touch has none.

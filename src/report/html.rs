@@ -28,9 +28,12 @@ use std::collections::BTreeMap;
 #[serde(rename_all = "camelCase")]
 struct PageData<'a> {
     texts: Texts<'a>,
-    /// `[namespace, name, node, destination, plugin, profile, reason, gang, result, surge]`;
-    /// `0` (the empty text) where a row has none; `surge` is 1 for a move by surge.
-    evictions: Vec<[u32; 10]>,
+    /// `[namespace, name, node, destination, plugin, profile, reason, gang, result]`;
+    /// `0` (the empty text) where a row has none.
+    evictions: Vec<[u32; 9]>,
+    /// The evictions (by their index in `evictions`) that are moves by surge; most plans
+    /// have none, so the rows carry no column for it.
+    surges: Vec<u32>,
     /// `[name, before, after, measured, afterRange]` (`afterRange` null when certain).
     nodes: Vec<NodeData<'a>>,
     /// `[namespace, name, node, plugin, profile, reason]`.
@@ -150,7 +153,6 @@ impl<'a> PageData<'a> {
                     reasons.at(&e.reason),
                     gangs.opt(&e.gang),
                     results.opt(&e.result),
-                    u32::from(e.mechanism == "surge"),
                 ]
             })
             .collect();
@@ -193,6 +195,12 @@ impl<'a> PageData<'a> {
                 results: results.texts,
             },
             evictions,
+            surges: ev
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.mechanism == "surge")
+                .map(|(i, _)| i as u32)
+                .collect(),
             nodes: node_rows,
             not_chosen,
             notes: &report.notes,
@@ -334,6 +342,8 @@ const SCRIPT: &str = r##"
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var T = data.texts, thresholds = data.thresholds || [];
   var E = data.evictions, N = data.nodes, C = data.notChosen;
+  var SURGES = {};
+  (data.surges || []).forEach(function (i) { SURGES[i] = true; });
   var PAGE = 100, WINDOW_AT = 1000, OVERSCAN = 40;
   var collator = new Intl.Collator();
   function el(tag, attrs, children) {
@@ -646,7 +656,7 @@ const SCRIPT: &str = r##"
       var e = E[i];
       return el("tr", { "data-pod": NS.raw(e[0]) + "/" + NAME.raw(e[1]) }, [
         el("td", { text: NAME.txt(e[1]) }), el("td", { text: NS.txt(e[0]) }), el("td", { text: NODE.txt(e[2]) }),
-        el("td", { text: (e[3] ? NODE.txt(e[3]) : "(no node fits)") + (e[9] ? " (surge: new pod first)" : "") }), el("td", { text: PLUGIN.txt(e[4]) }),
+        el("td", { text: (e[3] ? NODE.txt(e[3]) : "(no node fits)") + (SURGES[i] ? " (surge: new pod first)" : "") }), el("td", { text: PLUGIN.txt(e[4]) }),
         el("td", { text: PROFILE.txt(e[5]) }), el("td", { "class": "reason", text: REASON.txt(e[6]) + (e[7] ? " (gang " + GANG.txt(e[7]) + ")" : "") }),
         el("td", { "class": e[8] ? (RESULT.raw(e[8]) === "evicted" || RESULT.raw(e[8]) === "surged" ? "result-evicted" : "result-other") : "muted", text: e[8] ? RESULT.txt(e[8]) : "dry run" })
       ]);
