@@ -7,9 +7,11 @@
 //! kubelet would (statuses, the pods of a scaled ReplicaSet, the pods of a removed node
 //! deleted).
 //!
-//! The same seed draws the same changes in the same order, so a failure replays. The changes
-//! are drawn one after another from the generator's model of the cluster ([`Model`], updated
-//! as each is drawn) and applied concurrently ([`Pool`]): a bounded number in flight, never two
+//! The same seed draws the same changes in the same order, so a failure replays (the bursts and
+//! quiet spells come from a random source of their own, so how many seconds pass between two
+//! changes does not change which are drawn; how many are applied in a given time depends on
+//! the machine). The changes are drawn one after another from the generator's model of the
+//! cluster ([`Model`], updated as each is drawn) and applied concurrently ([`Pool`]): a bounded number in flight, never two
 //! on the same object (a change on an object still being written waits for it, and the changes
 //! drawn after it wait too, so changes start in the order drawn). Only the interleaving of the
 //! requests of different objects varies from run to run. [`Churn::run`] and [`Churn::drain`]
@@ -392,6 +394,9 @@ pub struct Churn {
     pub namespace: String,
     pub seed: u64,
     model: Model,
+    /// Bursts and quiet spells, drawn apart from the changes: how many seconds pass between
+    /// two changes depends on the machine, and must not change which changes are drawn.
+    schedule: Rng,
     pool: Pool,
     /// Changes applied (or in flight, until [`Churn::drain`]) so far, by kind.
     pub applied: BTreeMap<&'static str, u64>,
@@ -466,6 +471,7 @@ impl Churn {
             namespace,
             seed,
             model,
+            schedule: Rng::new(seed ^ 0x5EED_B025),
             pool: Pool::new(workers),
             applied: KINDS.iter().map(|k| (*k, 0)).collect(),
             bursts: Vec::new(),
@@ -531,16 +537,16 @@ impl Churn {
             let started = Instant::now();
             if started >= next_second {
                 next_second = started + Duration::from_secs(1);
-                if self.model.rng.chance(burst_percent) {
+                if self.schedule.chance(burst_percent) {
                     for _ in 0..burst {
                         self.step().await;
                     }
                     self.bursts.push((burst, started.elapsed()));
                     continue;
                 }
-                if self.model.rng.chance(10) {
+                if self.schedule.chance(10) {
                     // A quiet spell: nothing new starts (what is in flight ends).
-                    let quiet = Duration::from_millis(self.model.rng.range(1000, 3000) as u64);
+                    let quiet = Duration::from_millis(self.schedule.range(1000, 3000) as u64);
                     tokio::time::sleep(quiet.min(end.saturating_duration_since(started))).await;
                     continue;
                 }
