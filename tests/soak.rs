@@ -10,30 +10,31 @@
 //! one-shot run listing the cluster fresh plans (same `--now`), from the same objects, and what
 //! the offline planner plans from its kept snapshot ([`support::soak`]).
 //!
-//! Bounded by default (10 nodes, 300 pods, about two minutes); `benches/soak/run` runs it
+//! Bounded by default (10 nodes, 300 pods, about a minute); `benches/soak/run` runs it
 //! long and large through the same variables:
 //!
 //! | env | default | meaning |
 //! | --- | --- | --- |
 //! | `SOAK_SEED` | 34 | the generator's seed (printed; the same seed draws the same changes) |
 //! | `SOAK_NODES`, `SOAK_PODS` | 10, 300 | the cluster loaded before the churn |
-//! | `SOAK_SECONDS` | 60 | seconds of churn in all, split between the checkpoints |
-//! | `SOAK_CHECKPOINTS` | 5 | checkpoints after churn (one more on the loaded cluster) |
-//! | `SOAK_RATE` | 20 | changes a second between bursts |
+//! | `SOAK_SECONDS` | 40 | seconds of churn in all, split between the checkpoints |
+//! | `SOAK_CHECKPOINTS` | 4 | checkpoints after churn (one more on the loaded cluster) |
+//! | `SOAK_RATE` | 30 | changes a second between bursts |
 //! | `SOAK_BURST`, `SOAK_BURST_PERCENT` | 150, 5 | changes in a burst, and the chance a second of one |
 //! | `SOAK_INTERVAL` | `1s` | `--descheduling-interval` |
 //! | `SOAK_SETTLE_MS` | 1000 | how long after the last change the compared cycle starts at the earliest |
-//! | `SOAK_WORKERS` | 16 | concurrent requests while loading |
+//! | `SOAK_WORKERS` | 16 | concurrent requests while loading, and changes in flight while churning |
+//! | `SOAK_IDLE_CYCLES` | 1 | cycles after each checkpoint with the churn stopped (idle cycles) |
 //! | `SOAK_WARMUP` | 20 | cycles before memory growth is measured |
 //! | `SOAK_MAX_RSS_GROWTH` | unset | fail when resident memory grew more than this (percent) after warm-up |
-//! | `SOAK_SAMPLES` | unset | a CSV file for the per-cycle samples (cycle, resident KiB, CPU ticks) |
+//! | `SOAK_SAMPLES` | unset | a CSV file for the per-cycle samples (cycle, resident KiB, CPU ticks, changes done, idle) |
 //! | `SOAK_DIR` | `target/soak/seed-<seed>-<time>` | where checkpoints keep what differed |
 
 mod support;
 
 use chrono::Utc;
 use std::time::{Duration, Instant};
-use support::churn::{Churn, KINDS};
+use support::churn::{Churn, Model, Pool, KINDS};
 use support::soak::{resource_summary, Soak};
 use support::*;
 
@@ -76,21 +77,22 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
     let seed: u64 = env("SOAK_SEED", 34);
     let nodes: usize = env("SOAK_NODES", 10);
     let pods: usize = env("SOAK_PODS", 300);
-    let seconds: u64 = env("SOAK_SECONDS", 60);
-    let checkpoints: u32 = env("SOAK_CHECKPOINTS", 5);
-    let rate: f64 = env("SOAK_RATE", 20.0);
+    let seconds: u64 = env("SOAK_SECONDS", 40);
+    let checkpoints: u32 = env("SOAK_CHECKPOINTS", 4);
+    let rate: f64 = env("SOAK_RATE", 30.0);
     let burst: usize = env("SOAK_BURST", 150);
     let burst_percent: i64 = env("SOAK_BURST_PERCENT", 5);
     let interval: String = env("SOAK_INTERVAL", "1s".to_string());
     let settle = Duration::from_millis(env("SOAK_SETTLE_MS", 1000));
     let workers: usize = env("SOAK_WORKERS", 16);
     let warmup: usize = env("SOAK_WARMUP", 20);
+    let idle_cycles: usize = env("SOAK_IDLE_CYCLES", 1);
     let max_growth: Option<f64> = std::env::var("SOAK_MAX_RSS_GROWTH")
         .ok()
         .filter(|v| !v.is_empty())
         .map(|v| v.parse().expect("SOAK_MAX_RSS_GROWTH: a number (percent)"));
     eprintln!(
-        "soak: seed {seed} (SOAK_SEED={seed} replays it); {nodes} nodes, {pods} pods, {seconds} s of churn at {rate}/s, bursts of {burst} ({burst_percent}% a second), {checkpoints} checkpoints"
+        "soak: seed {seed} (SOAK_SEED={seed} replays it); {nodes} nodes, {pods} pods, {seconds} s of churn at {rate}/s, bursts of {burst} ({burst_percent}% a second), {workers} changes in flight at most, {checkpoints} checkpoints, {idle_cycles} idle cycles after each"
     );
     let work = std::env::var_os("SOAK_DIR")
         .map(std::path::PathBuf::from)
@@ -116,7 +118,14 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
     );
     let policy = write_policy(&work, POLICY);
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
-    let mut soak = Soak::start(&policy, &kubeconfig, &work, &interval, seed);
+    let mut soak = Soak::start(
+        &policy,
+        &kubeconfig,
+        &work,
+        &interval,
+        seed,
+        churn.activity(),
+    );
 
     let check = |soak_result: Result<support::soak::Checkpoint, String>, what: &str| {
         let c = soak_result.unwrap_or_else(|e| panic!("{e}"));
@@ -138,9 +147,14 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
     let mut total_evictions = c.evictions;
     for i in 0..checkpoints {
         let before = churn.total();
-        let t = Instant::now();
+        let (t, bursts) = (Instant::now(), churn.bursts.len());
         churn.run(phase, rate, burst, burst_percent).await;
         let applied = churn.total() - before;
+        let churned = t.elapsed();
+        let burst_rates: Vec<String> = churn.bursts[bursts..]
+            .iter()
+            .map(|(n, d)| format!("{:.0}/s", *n as f64 / d.as_secs_f64()))
+            .collect();
         let quiet = Utc::now();
         let c = check(
             soak.checkpoint(quiet, settle).await,
@@ -148,15 +162,16 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
         );
         total_evictions += c.evictions;
         eprintln!(
-            "soak: checkpoint {} after {applied} changes in {:.1?} ({:.0}/s): {} nodes, {} pods, {} evictions planned, compared {:.1?} after the last change: identical",
+            "soak: checkpoint {} after {applied} changes in {churned:.1?} ({:.0}/s; bursts of {burst}: {}): {} nodes, {} pods, {} evictions planned, compared {:.1?} after the last change: identical",
             i + 2,
-            t.elapsed(),
-            applied as f64 / t.elapsed().as_secs_f64(),
+            applied as f64 / churned.as_secs_f64(),
+            if burst_rates.is_empty() { "none".to_string() } else { burst_rates.join(", ") },
             c.nodes,
             c.pods,
             c.evictions,
             c.waited,
         );
+        soak.idle_cycles(idle_cycles).await;
     }
     // The check can fail: a cycle that read the cluster before changes differs from a list
     // made after them, and the difference is kept.
@@ -164,6 +179,7 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
     for _ in 0..20 {
         churn.step().await;
     }
+    churn.drain().await;
     let (path, record) = soak
         .record_before(before)
         .expect("a cycle recorded before the last changes");
@@ -183,9 +199,10 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     eprintln!("soak: {resources}");
     eprintln!(
-        "soak: seed {seed}: {} changes applied in {:.1?} ({}), {} checkpoints, {total_evictions} planned evictions compared, 0 differences",
+        "soak: seed {seed}: {} changes applied in {:.1?} (at most {} in flight; {}), {} checkpoints, {total_evictions} planned evictions compared, 0 differences",
         churn.total(),
         started.elapsed(),
+        churn.peak_in_flight(),
         churn
             .applied
             .iter()
@@ -208,4 +225,149 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
         );
     }
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The changes a seed draws from a loaded model, with the model's counts after each.
+fn draws(
+    seed: u64,
+    nodes: usize,
+    pods: usize,
+    n: usize,
+) -> Vec<(support::churn::Change, usize, usize)> {
+    let mut model = Model::load(seed, nodes, pods);
+    (0..n)
+        .map(|_| {
+            let c = model.draw();
+            (c, model.nodes(), model.pods())
+        })
+        .collect()
+}
+
+#[test]
+fn the_same_seed_draws_the_same_changes_in_the_same_order() {
+    let seed: u64 = env("SOAK_SEED", 34);
+    let a = draws(seed, 30, 900, 5000);
+    let b = draws(seed, 30, 900, 5000);
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x, y, "seed {seed}: change {i} differs between two draws");
+    }
+    let other = draws(seed + 1, 30, 900, 5000);
+    assert_ne!(
+        a,
+        other,
+        "seeds {seed} and {} drew the same changes",
+        seed + 1
+    );
+    // Every kind is drawn, each change writes something, and the churn keeps the cluster near
+    // the load: node creations stop 10% above it and removals 10% below; pod creations stop
+    // 10% above it (a ReplicaSet scaled by 4 at most past that), deletions 10% below, where
+    // half the draws create pods, and a removed node takes its pods (30 here on average,
+    // more on a busy node) along.
+    let kinds: std::collections::BTreeSet<&str> = a.iter().map(|(c, _, _)| c.kind).collect();
+    assert_eq!(kinds.len(), KINDS.len(), "seed {seed}: {kinds:?}");
+    for (i, (c, nodes, pods)) in a.iter().enumerate() {
+        assert!(
+            !c.ops.is_empty(),
+            "seed {seed}: change {i} ({}) writes nothing",
+            c.kind
+        );
+        assert!(
+            (26..=34).contains(nodes),
+            "seed {seed}: {nodes} nodes after change {i}"
+        );
+        assert!(
+            (450..=1000).contains(pods),
+            "seed {seed}: {pods} pods after change {i}"
+        );
+    }
+    let mean = a.iter().map(|(_, _, p)| p).sum::<usize>() / a.len();
+    assert!(
+        (765..=990).contains(&mean),
+        "seed {seed}: {mean} pods on average"
+    );
+}
+
+/// The changes of a small cluster (so many touch the same objects) run through the pool with
+/// jobs of random length: no object is ever written by two at once, the changes on one object
+/// run in the order drawn, several run at once, never more than the workers, and draining
+/// leaves none in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_two_changes_in_flight_write_one_object() {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::{Arc, Mutex};
+    let seed: u64 = env("SOAK_SEED", 34);
+    let workers = 8;
+    let changes = draws(seed, 4, 40, 600);
+    let mut rng = support::states::Rng::new(seed);
+    let writing: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let order: Arc<Mutex<BTreeMap<String, Vec<usize>>>> = Arc::default();
+    let overlaps: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut pool = Pool::new(workers);
+    let mut conflicts = 0;
+    let mut drawn: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, (change, _, _)) in changes.into_iter().enumerate() {
+        let objects = change.objects();
+        assert_eq!(
+            objects.len(),
+            change
+                .ops
+                .iter()
+                .map(|o| o.object())
+                .collect::<BTreeSet<_>>()
+                .len()
+        );
+        conflicts += usize::from(objects.iter().any(|o| drawn.contains_key(o)));
+        for o in &objects {
+            drawn.entry(o.clone()).or_default().push(i);
+        }
+        let millis = rng.range(0, 6) as u64;
+        let (writing, order, overlaps) = (writing.clone(), order.clone(), overlaps.clone());
+        let mine = objects.clone();
+        pool.submit(objects, async move {
+            {
+                let mut w = writing.lock().unwrap();
+                for o in &mine {
+                    if !w.insert(o.clone()) {
+                        overlaps.lock().unwrap().push(format!("change {i} on {o}"));
+                    }
+                    order.lock().unwrap().entry(o.clone()).or_default().push(i);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+            let mut w = writing.lock().unwrap();
+            for o in &mine {
+                w.remove(o);
+            }
+        })
+        .await;
+        assert!(pool.in_flight() <= workers);
+    }
+    pool.drain().await;
+    assert_eq!(pool.in_flight(), 0);
+    let activity = &pool.activity;
+    assert_eq!(
+        activity.started.load(std::sync::atomic::Ordering::SeqCst),
+        600
+    );
+    assert_eq!(activity.done.load(std::sync::atomic::Ordering::SeqCst), 600);
+    assert!(
+        conflicts > 100,
+        "seed {seed}: too few changes share objects ({conflicts}) to test the rule"
+    );
+    let overlaps = overlaps.lock().unwrap();
+    assert!(
+        overlaps.is_empty(),
+        "seed {seed}: written twice at once: {overlaps:?}"
+    );
+    assert_eq!(
+        *order.lock().unwrap(),
+        drawn,
+        "seed {seed}: an object's changes ran out of the order drawn"
+    );
+    assert!(
+        pool.peak > 1 && pool.peak <= workers,
+        "seed {seed}: at most {} changes were in flight at once (8 workers)",
+        pool.peak
+    );
 }

@@ -7,8 +7,11 @@
 //! difference saves all of them to a folder the failure names.
 //!
 //! Meanwhile the process's resident memory and CPU time are sampled after every cycle (from
-//! `/proc/<pid>/status` and `/proc/<pid>/stat`).
+//! `/proc/<pid>/status` and `/proc/<pid>/stat`), with the churn's counts of changes started
+//! and done: a cycle during which none started or was in flight (nor during the cycle before
+//! it, so no watch event of a change was still arriving) is idle.
 
+use super::churn::Activity;
 use super::process::{run_bin, Descheduler};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -26,6 +29,26 @@ pub struct Sample {
     pub rss_kib: u64,
     /// User + system time, in clock ticks.
     pub cpu_ticks: u64,
+    /// The churn's changes started and done when the sample was taken.
+    pub started: u64,
+    pub done: u64,
+}
+
+impl Sample {
+    /// Nothing in flight when the sample was taken.
+    fn quiet(&self) -> bool {
+        self.started == self.done
+    }
+}
+
+/// Whether the cycle of `samples[i]` was idle: no change started or in flight since two
+/// samples before it (the cycle before it saw the last change's watch events arrive).
+pub fn idle(samples: &[Sample], i: usize) -> bool {
+    i >= 2
+        && samples[i - 2..=i]
+            .iter()
+            .all(|s| s.quiet() && s.started == samples[i].started)
+        && samples[i].cycle == samples[i - 1].cycle + 1
 }
 
 /// Continuous mode under watch, and the checkpoints' results.
@@ -163,7 +186,15 @@ fn evictions(report: &Value) -> Vec<String> {
 impl Soak {
     /// Starts continuous mode on `kubeconfig` with `policy`, cycles every `interval`; its
     /// decision log and the checkpoints' files go under `work`.
-    pub fn start(policy: &Path, kubeconfig: &str, work: &Path, interval: &str, seed: u64) -> Soak {
+    /// `activity` counts the churn's changes, sampled with each cycle.
+    pub fn start(
+        policy: &Path,
+        kubeconfig: &str,
+        work: &Path,
+        interval: &str,
+        seed: u64,
+        activity: Arc<Activity>,
+    ) -> Soak {
         let log = work.join("decision-log");
         let d = Descheduler::spawn(&[
             "--policy-config-file",
@@ -186,24 +217,34 @@ impl Soak {
         let (s, dir) = (samples.clone(), log.clone());
         // After each new record: one sample.
         let sampler = tokio::spawn(async move {
+            let activity = activity;
             let mut last = None;
             let mut cycle = 0;
             loop {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                let newest = std::fs::read_dir(&dir).ok().and_then(|d| {
-                    d.filter_map(Result::ok)
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .filter(|n| n.starts_with("decision-") && n.ends_with(".json"))
-                        .max()
-                });
-                if newest.is_some() && newest != last {
-                    last = newest;
-                    cycle += 1;
+                let names: Vec<String> = std::fs::read_dir(&dir)
+                    .map(|d| {
+                        d.filter_map(Result::ok)
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .filter(|n| n.starts_with("decision-") && n.ends_with(".json"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                // Every record since the last sample is a cycle (two may end between samples).
+                let new = names.iter().filter(|&n| Some(n) > last.as_ref()).count();
+                if new > 0 {
+                    last = names.into_iter().max();
+                    cycle += new;
+                    // Done first: a change that ends in between counts as in flight.
+                    let done = activity.done.load(std::sync::atomic::Ordering::SeqCst);
+                    let started = activity.started.load(std::sync::atomic::Ordering::SeqCst);
                     match resources(pid) {
                         Some((rss_kib, cpu_ticks)) => s.lock().unwrap().push(Sample {
                             cycle,
                             rss_kib,
                             cpu_ticks,
+                            started,
+                            done,
                         }),
                         None => return,
                     }
@@ -240,13 +281,37 @@ impl Soak {
         );
     }
 
-    /// Writes the samples taken so far as CSV (cycle, resident KiB, CPU ticks).
+    /// Writes the samples taken so far as CSV (cycle, resident KiB, CPU ticks, changes done,
+    /// whether the cycle was idle).
     pub fn write_samples(&self, path: &Path) {
-        let mut csv = String::from("cycle,rss_kib,cpu_ticks\n");
-        for s in self.samples() {
-            csv.push_str(&format!("{},{},{}\n", s.cycle, s.rss_kib, s.cpu_ticks));
+        let samples = self.samples();
+        let mut csv = String::from("cycle,rss_kib,cpu_ticks,changes,idle\n");
+        for (i, s) in samples.iter().enumerate() {
+            csv.push_str(&format!(
+                "{},{},{},{},{}\n",
+                s.cycle,
+                s.rss_kib,
+                s.cpu_ticks,
+                s.done,
+                u8::from(idle(&samples, i))
+            ));
         }
         std::fs::write(path, csv).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+
+    /// Waits for `n` more cycles (their samples), the churn stopped: idle cycles.
+    pub async fn idle_cycles(&mut self, n: usize) {
+        let from = self.samples().len();
+        let waited = Instant::now();
+        while self.samples().len() < from + n {
+            self.assert_alive("the idle cycles");
+            assert!(
+                waited.elapsed() < Duration::from_secs(120 + 60 * n as u64),
+                "{n} idle cycles did not complete (seed {})",
+                self.seed
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// The samples taken so far.
@@ -474,9 +539,25 @@ pub fn resource_summary(samples: &[Sample], warmup: usize) -> (String, Option<f6
         / clock_ticks() as f64
         / (b.cycle - a.cycle).max(1) as f64;
     let peak = samples.iter().map(|s| s.rss_kib).max().unwrap_or(0);
+    // An idle cycle's CPU: the ticks since the sample before it (the cycle before).
+    let idle_ticks: Vec<u64> = (0..samples.len())
+        .filter(|&i| samples[i].cycle > warmup && idle(samples, i))
+        .map(|i| samples[i].cpu_ticks - samples[i - 1].cpu_ticks)
+        .collect();
+    let idle_line = if idle_ticks.is_empty() {
+        "no idle cycle".to_string()
+    } else {
+        format!(
+            "{} idle cycles: CPU {:.1} ms per idle cycle",
+            idle_ticks.len(),
+            idle_ticks.iter().sum::<u64>() as f64 * 1000.0
+                / clock_ticks() as f64
+                / idle_ticks.len() as f64
+        )
+    };
     (
         format!(
-            "resources: {} cycles sampled; after {warmup} cycles of warm-up: RSS {:.1} MiB -> {:.1} MiB ({growth:+.1}%), peak {:.1} MiB; CPU {ms_per_cycle:.1} ms per cycle",
+            "resources: {} cycles sampled; after {warmup} cycles of warm-up: RSS {:.1} MiB -> {:.1} MiB ({growth:+.1}%), peak {:.1} MiB; CPU {ms_per_cycle:.1} ms per cycle; {idle_line}",
             samples.len(),
             first as f64 / 1024.0,
             last as f64 / 1024.0,
