@@ -4,8 +4,9 @@
 //! listed straight from the API server (else the cycle planned on a partial or stale model);
 //! a cycle may instead say it could not read the cluster. The process keeps running, never
 //! panics, says what it did (relists, retries), and ends with 0 on SIGTERM. Evictions: a 429
-//! with Retry-After is not retried sooner, and an eviction whose answer was lost is not
-//! repeated, and is reported as what it was.
+//! with Retry-After is not retried sooner, an eviction whose answer was lost is not
+//! repeated, and is reported as what it was, and the global and per-node eviction rates hold
+//! over many evictions and refusals.
 
 mod support;
 
@@ -455,4 +456,158 @@ async fn a_whole_list_slower_than_the_request_timeout_is_read_in_pages() {
     assert_eq!(plan(&serde_json::from_str(&once.stdout).unwrap()), want);
     assert!(!p.stderr().contains("panicked"), "{}", p.stderr());
     assert_eq!(p.terminate().await, Some(0));
+}
+
+/// The most calls a rate limiter of `qps` with `burst` lets through in any window, checked
+/// on every pair of calls `(i, j)` (times in seconds): `j - i + 1 <= burst + qps * (t_j -
+/// t_i)`, with `slack` seconds for the time between the limiter and the proxy (the executor
+/// takes a call's token, then re-checks the pod, then calls: a slow re-check delays one call
+/// and not the next). The tightest
+/// window: its calls, and how much sooner than the limit allows they could have come (0: at
+/// the limit).
+fn held_to(times: &[f64], qps: f64, burst: f64, slack: f64) -> Result<(usize, f64), String> {
+    let mut tightest = (0, f64::MAX);
+    // How much longer the window is than the calls in it need: the least is the tightest.
+    for i in 0..times.len() {
+        for j in i + 1..times.len() {
+            let calls = (j - i + 1) as f64;
+            let window = times[j] - times[i];
+            if calls > burst + qps * (window + slack) {
+                return Err(format!(
+                    "{calls} calls in {window:.3} s, more than {burst} + {qps}/s allow"
+                ));
+            }
+            let spare = window - (calls - burst) / qps;
+            if spare < tightest.1 {
+                tightest = (j - i + 1, spare);
+            }
+        }
+    }
+    Ok((tightest.0, tightest.1))
+}
+
+#[tokio::test]
+async fn the_global_and_per_node_eviction_rates_hold_under_refusals_and_many_evictions() {
+    let seed = seed();
+    let cluster = Cluster::start(Components::all());
+    let client = cluster.client();
+    // Sixteen replicas of each of two ReplicaSets, each stacked on a node of its own, then
+    // two empty nodes: RemoveDuplicates plans twelve evictions from each of the two.
+    let (a, b) = (unique("a"), unique("b"));
+    create_node(&client, NodeConfig::new(&a)).await;
+    let ns = create_namespace(&client, "rates").await;
+    run_replicaset(&client, &ns, "one", 16, &PodConfig::new().cpu("10m")).await;
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    let cordon = |node: String, on: bool| {
+        let nodes = nodes.clone();
+        async move {
+            nodes
+                .patch(
+                    &node,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    cordon(a.clone(), true).await;
+    create_node(&client, NodeConfig::new(&b)).await;
+    run_replicaset(&client, &ns, "two", 16, &PodConfig::new().cpu("10m")).await;
+    cordon(a.clone(), false).await;
+    for _ in 0..2 {
+        create_node(&client, NodeConfig::new(&unique("n"))).await;
+    }
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(client.clone(), &ns);
+    let node_of: BTreeMap<String, String> = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| {
+            (
+                format!("{ns}/{}", p.metadata.name.unwrap()),
+                p.spec.unwrap().node_name.unwrap(),
+            )
+        })
+        .collect();
+    assert!(node_of.values().filter(|n| **n == a).count() == 16);
+    assert!(node_of.values().filter(|n| **n == b).count() == 16);
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write_policy(dir.path(), DUPLICATES);
+    let proxy = ChaosProxy::start(&cluster, seed, Duration::from_secs(60)).await;
+    let kubeconfig = dir.path().join("rates.kubeconfig");
+    proxy.write_kubeconfig(&kubeconfig);
+    // Each pod's first eviction answered 429 (Retry-After: 1): twice the calls, and the
+    // refused ones are asked again in later cycles.
+    proxy.evictions_get(EvictionFault::TooMany {
+        times: 1,
+        seconds: 1,
+    });
+    let (qps, burst, node_qps, node_burst) = (4.0, 2.0, 1.5, 1.0);
+    let p = Descheduler::spawn(&[
+        "--policy-config-file",
+        policy.to_str().unwrap(),
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--descheduling-interval=1s",
+        "--eviction-cooldown=0s",
+        "--eviction-qps=4",
+        "--eviction-burst=2",
+        "--node-eviction-qps=1.5",
+        "--node-eviction-burst=1",
+        "-o",
+        "json",
+    ]);
+    let done = |proxy: &ChaosProxy| {
+        proxy
+            .evictions()
+            .iter()
+            .filter(|e| e.forwarded && e.status == 201)
+            .count()
+    };
+    assert!(
+        wait_until(Duration::from_secs(120), || async { done(&proxy) >= 20 }).await,
+        "{} evictions done: {:?}\n{}",
+        done(&proxy),
+        proxy.evictions(),
+        tail_of(&p.stderr(), 40)
+    );
+    assert_eq!(p.terminate().await, Some(0));
+    let calls: Vec<_> = proxy
+        .evictions()
+        .into_iter()
+        .filter(|e| !e.dry_run)
+        .collect();
+    let start = calls[0].at;
+    let at = |e: &support::chaos::EvictionSeen| (e.at - start).as_secs_f64();
+    let all: Vec<f64> = calls.iter().map(at).collect();
+    let refused = calls.iter().filter(|e| e.status == 429).count();
+    assert!(refused >= 10, "refusals in the mix: {refused}");
+    // Without the limiters, the twelve calls of a node's plan would come within a fraction of
+    // a second: far more than half a second of slack lets through.
+    let slack = 0.5;
+    let (n, margin) =
+        held_to(&all, qps, burst, slack).unwrap_or_else(|e| panic!("global rate: {e}"));
+    eprintln!(
+        "seed {seed}: {} eviction calls ({refused} answered 429) in {:.1} s; global {qps}/s burst {burst}: tightest {n} calls {margin:.3} s longer than the limit needs",
+        all.len(),
+        all.last().unwrap()
+    );
+    for node in [&a, &b] {
+        let times: Vec<f64> = calls
+            .iter()
+            .filter(|e| node_of.get(&e.pod) == Some(node))
+            .map(at)
+            .collect();
+        assert!(times.len() >= 8, "{node}: {} calls", times.len());
+        let (n, margin) = held_to(&times, node_qps, node_burst, slack)
+            .unwrap_or_else(|e| panic!("{node}'s rate: {e}"));
+        eprintln!(
+            "node {node}: {} calls at {node_qps}/s burst {node_burst}: tightest {n} calls {margin:.3} s longer than the limit needs",
+            times.len()
+        );
+    }
 }
