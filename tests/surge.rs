@@ -231,35 +231,47 @@ async fn deployment(st: &Stage) -> Deployment {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_protocol_moves_a_single_replica_behind_its_budget_with_the_new_pod_first() {
-    let st = stage(1, "1", "1500m", true).await;
-    let victim = web_pods(&st).await.remove(0);
+/// Moves `web`'s first pod by a surge through the protocol itself, with a timeout of
+/// `seconds`, a watcher started first: the pod's name and UID, the watcher, how it ended.
+async fn surge_web(
+    st: &Stage,
+    seconds: u64,
+) -> (
+    String,
+    String,
+    (Arc<AtomicBool>, tokio::task::JoinHandle<Seen>),
+    SurgeEnd,
+) {
+    let victim = web_pods(st).await.remove(0);
     let (name, uid) = (
         victim.metadata.name.clone().unwrap(),
         victim.metadata.uid.clone().unwrap(),
     );
-    let watcher = watch(&st);
+    let watcher = watch(st);
     let api = ApiClient::from_client(st.client.clone(), 50.0, 100);
     let gate = Gate::default();
     let surger = Surger {
         api: &api,
-        timeout: Duration::from_secs(60),
+        timeout: Duration::from_secs(seconds),
         poll: Duration::from_millis(200),
         gate: &gate,
     };
+    let victim = Victim {
+        namespace: &st.ns,
+        name: &name,
+        uid: &uid,
+        node: &st.hot,
+    };
     let end = surger
-        .surge(
-            "web",
-            &Victim {
-                namespace: &st.ns,
-                name: &name,
-                uid: &uid,
-                node: &st.hot,
-            },
-            chrono::Utc::now().timestamp(),
-        )
+        .surge("web", &victim, chrono::Utc::now().timestamp())
         .await;
+    (name, uid, watcher, end)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_protocol_moves_a_single_replica_behind_its_budget_with_the_new_pod_first() {
+    let st = stage(1, "1", "1500m", true).await;
+    let (name, _, watcher, end) = surge_web(&st, 60).await;
     let SurgeEnd::Completed { landed, new_pod } = &end else {
         panic!("{end:?}");
     };
@@ -293,32 +305,7 @@ async fn the_protocol_moves_a_single_replica_behind_its_budget_with_the_new_pod_
 async fn a_surge_whose_new_pod_finds_no_room_is_rolled_back_and_the_pod_left_as_it_was() {
     // The cold nodes stay cordoned and `hot` has 0.5 cpu left: the new pod stays Pending.
     let st = stage(1, "1", "2500m", false).await;
-    let victim = web_pods(&st).await.remove(0);
-    let (name, uid) = (
-        victim.metadata.name.clone().unwrap(),
-        victim.metadata.uid.clone().unwrap(),
-    );
-    let watcher = watch(&st);
-    let api = ApiClient::from_client(st.client.clone(), 50.0, 100);
-    let gate = Gate::default();
-    let surger = Surger {
-        api: &api,
-        timeout: Duration::from_secs(6),
-        poll: Duration::from_millis(200),
-        gate: &gate,
-    };
-    let end = surger
-        .surge(
-            "web",
-            &Victim {
-                namespace: &st.ns,
-                name: &name,
-                uid: &uid,
-                node: &st.hot,
-            },
-            chrono::Utc::now().timestamp(),
-        )
-        .await;
+    let (_, uid, watcher, end) = surge_web(&st, 6).await;
     let SurgeEnd::RolledBack(why) = &end else {
         panic!("{end:?}");
     };

@@ -576,27 +576,25 @@ impl LiveExecutor {
             uid: Some(pod.uid.to_string()),
             ..Default::default()
         };
-        let on_deployment = ObjectReference {
-            api_version: Some("apps/v1".into()),
-            kind: Some("Deployment".into()),
-            name: Some(name.to_string()),
-            namespace: Some(pod.namespace.to_string()),
-            ..Default::default()
-        };
-        for reference in [on_pod, on_deployment] {
-            let event = Event {
-                type_,
-                reason: reason.into(),
-                note: Some(truncate(&note)),
-                action: "Descheduling".into(),
-                secondary: None,
-            };
-            self.api.throttle().await;
-            if let Err(err) = self.recorder.publish(&event, &reference).await {
-                tracing::warn!(pod = %pod.key(), error = %err, "publishing the surge's event failed");
-            }
-        }
+        self.surge_event(type_, reason, &note, on_pod).await;
+        self.surge_event(type_, reason, &note, deployment_ref(&pod.namespace, name))
+            .await;
         (outcome, landed)
+    }
+
+    /// Publishes a surge's event on `on` (a pod or a Deployment).
+    async fn surge_event(&self, type_: EventType, reason: &str, note: &str, on: ObjectReference) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(truncate(note)),
+            action: "Descheduling".into(),
+            secondary: None,
+        };
+        self.api.throttle().await;
+        if let Err(err) = self.recorder.publish(&event, &on).await {
+            tracing::warn!(error = %err, "publishing the surge's event failed");
+        }
     }
 
     fn surger(&self) -> Surger<'_> {
@@ -635,24 +633,9 @@ impl LiveExecutor {
                 r.problem.as_deref().map(|p| format!("; {p}")).unwrap_or_default()
             );
             tracing::warn!(deployment = %format!("{}/{}", r.namespace, r.deployment), "{note}");
-            let event = Event {
-                type_: EventType::Warning,
-                reason: "SurgeRecovered".into(),
-                note: Some(truncate(&note)),
-                action: "Descheduling".into(),
-                secondary: None,
-            };
-            let reference = ObjectReference {
-                api_version: Some("apps/v1".into()),
-                kind: Some("Deployment".into()),
-                name: Some(r.deployment.clone()),
-                namespace: Some(r.namespace.clone()),
-                ..Default::default()
-            };
-            self.api.throttle().await;
-            if let Err(err) = self.recorder.publish(&event, &reference).await {
-                tracing::warn!(error = %err, "publishing the surge's event failed");
-            }
+            let on = deployment_ref(&r.namespace, &r.deployment);
+            self.surge_event(EventType::Warning, "SurgeRecovered", &note, on)
+                .await;
         }
     }
 
@@ -885,6 +868,17 @@ impl LiveExecutor {
         if let Err(err) = self.recorder.publish(&event, &reference).await {
             tracing::warn!(pod = %pod.key(), error = %err, "publishing the event failed");
         }
+    }
+}
+
+/// A Deployment, as events name it.
+fn deployment_ref(namespace: &str, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("apps/v1".into()),
+        kind: Some("Deployment".into()),
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        ..Default::default()
     }
 }
 

@@ -309,25 +309,7 @@ impl<'s> PlanningState<'s> {
         plugin: &'static str,
         reason: String,
     ) -> Result<(), EvictError> {
-        let node = self.ledger.admit(pod)?;
-        self.ledger.admit_by_budgets(&[pod], profile, plugin)?;
-        let prediction = self.placement.evict(pod);
-        self.journal.chosen(pod);
-        let (destination, alternatives) =
-            prediction.map_or((None, Vec::new()), |p| (Some(p.node), p.alternatives));
-        self.ledger.record(PlannedEviction {
-            pod,
-            node,
-            profile: profile.to_string(),
-            plugin,
-            reason,
-            destination,
-            alternatives,
-            gang: None,
-            budgets: Vec::new(),
-            mechanism: Mechanism::Evict,
-        });
-        Ok(())
+        self.plan_move(pod, profile, plugin, reason, Mechanism::Evict)
     }
 
     /// Plans a surge of `pod`'s Deployment (`deployment`, [`crate::framework::surge`]):
@@ -342,9 +324,34 @@ impl<'s> PlanningState<'s> {
         reason: String,
         deployment: String,
     ) -> Result<(), EvictError> {
-        let node = self.ledger.admit_surge(pod)?;
+        self.plan_move(
+            pod,
+            profile,
+            plugin,
+            reason,
+            Mechanism::Surge { deployment },
+        )
+    }
+
+    /// One pod's move by `mechanism`: admitted as that mechanism is, its destination
+    /// predicted as it goes, then recorded in every part.
+    fn plan_move(
+        &mut self,
+        pod: PodId,
+        profile: &str,
+        plugin: &'static str,
+        reason: String,
+        mechanism: Mechanism,
+    ) -> Result<(), EvictError> {
+        let node = match mechanism {
+            Mechanism::Evict => self.ledger.admit(pod)?,
+            Mechanism::Surge { .. } => self.ledger.admit_surge(pod)?,
+        };
         self.ledger.admit_by_budgets(&[pod], profile, plugin)?;
-        let prediction = self.placement.surge(pod);
+        let prediction = match mechanism {
+            Mechanism::Evict => self.placement.evict(pod),
+            Mechanism::Surge { .. } => self.placement.surge(pod),
+        };
         self.journal.chosen(pod);
         let (destination, alternatives) =
             prediction.map_or((None, Vec::new()), |p| (Some(p.node), p.alternatives));
@@ -358,7 +365,7 @@ impl<'s> PlanningState<'s> {
             alternatives,
             gang: None,
             budgets: Vec::new(),
-            mechanism: Mechanism::Surge { deployment },
+            mechanism,
         });
         Ok(())
     }
