@@ -526,45 +526,26 @@ impl LiveExecutor {
                     (EventType::Normal, "Surged", format!("pod moved from node {node} by a surge of Deployment {deployment} (new pod {new_pod} Ready on {landed}) by {}/{}: {}", e.profile, e.plugin, e.reason)),
                 )
             }
-            SurgeEnd::RolledBack(why) => {
-                tracing::warn!(pod = %pod.key(), deployment, %why, "surge rolled back");
-                (
-                    Outcome::SurgeRolledBack,
-                    None,
-                    (
+            SurgeEnd::RolledBack(why) | SurgeEnd::NotStarted(why) | SurgeEnd::Failed(why) => {
+                let (outcome, type_, reason, what) = match &end {
+                    SurgeEnd::RolledBack(_) => (
+                        Outcome::SurgeRolledBack,
                         EventType::Warning,
                         "SurgeRolledBack",
-                        format!(
-                            "surge of Deployment {deployment} to move this pod rolled back: {why}"
-                        ),
+                        "rolled back",
                     ),
-                )
-            }
-            SurgeEnd::NotStarted(why) => {
-                tracing::info!(pod = %pod.key(), deployment, %why, "surge not started");
-                (
-                    Outcome::NoLongerEvictable,
-                    None,
-                    (
+                    SurgeEnd::NotStarted(_) => (
+                        Outcome::NoLongerEvictable,
                         EventType::Normal,
                         "SurgeNotStarted",
-                        format!(
-                            "surge of Deployment {deployment} to move this pod not started: {why}"
-                        ),
+                        "not started",
                     ),
-                )
-            }
-            SurgeEnd::Failed(why) => {
-                tracing::error!(pod = %pod.key(), deployment, %why, "surge failed");
-                (
-                    Outcome::Failed,
-                    None,
-                    (
-                        EventType::Warning,
-                        "SurgeFailed",
-                        format!("surge of Deployment {deployment} to move this pod failed: {why}"),
-                    ),
-                )
+                    _ => (Outcome::Failed, EventType::Warning, "SurgeFailed", "failed"),
+                };
+                tracing::warn!(pod = %pod.key(), deployment, %why, "surge {what}");
+                let note =
+                    format!("surge of Deployment {deployment} to move this pod {what}: {why}");
+                (outcome, None, (type_, reason, note))
             }
         };
         let (type_, reason, note) = event;
