@@ -175,6 +175,10 @@ struct Workload {
     counts: HashMap<usize, i64>,
     total: i64,
     spread: Vec<SpreadRule>,
+    /// The most one of its pods requests of each threshold resource.
+    request: Vec<i64>,
+    /// Whether a pod of it is above the target of every planning node on its own.
+    oversized: bool,
 }
 
 /// The distance of the cluster to the policy's outcome, kept as moves are planned.
@@ -194,13 +198,39 @@ struct Model<'s> {
     /// The fair share per node a duplicate counts above (None: duplicates not counted).
     duplicates: bool,
     schedulable_nodes: i64,
+    /// Per resource, the largest target amount among the planning nodes: a pod requesting
+    /// more is above the target wherever it runs ([`Model::is_oversized`]).
+    roomiest: Vec<i64>,
+    /// Per node, how many of its pods are above the target on their own: the node is over
+    /// for as long as it holds one, whatever else leaves it.
+    oversized: Vec<i64>,
+    /// Per node and resource, the most it could still receive without a workload going
+    /// above its fair share there (None: duplicates not counted, no bound).
+    receivable: Option<Vec<Vec<i64>>>,
+}
+
+/// What a node holds, as the standing against the thresholds reads it.
+struct Holding<'a> {
+    load: &'a [i64],
+    /// Pods above the target on their own.
+    oversized: i64,
+    /// What it could still receive within its workloads' fair shares (None: no bound).
+    receivable: Option<&'a [i64]>,
 }
 
 /// How a node stands against the thresholds.
+///
+/// The percentage points outside are a node's way in, counted only where there is one: a node
+/// over for good (it holds a pod above the target on its own, which would put any node it
+/// moved to over) or under for good (every workload's fair share there would still leave it at
+/// or below its thresholds) counts as outside, without points. A move that only closes such
+/// points would bring no node inside, however many followed it.
 struct Standing {
     over: bool,
     under: bool,
     distance: f64,
+    /// Outside with no way in.
+    for_good: bool,
 }
 
 impl Standing {
@@ -217,8 +247,18 @@ impl Standing {
 }
 
 impl<'s> Model<'s> {
-    fn standing(&self, i: usize, load: &[i64]) -> Standing {
+    /// What node `i` holds as the plan stands.
+    fn holding(&self, i: usize) -> Holding<'_> {
+        Holding {
+            load: &self.load[i],
+            oversized: self.oversized[i],
+            receivable: self.receivable.as_ref().map(|r| r[i].as_slice()),
+        }
+    }
+
+    fn standing(&self, i: usize, h: &Holding<'_>) -> Standing {
         let cap = &self.capacity[i];
+        let load = h.load;
         let mut over = false;
         let mut distance = 0.0;
         for r in 0..self.resources.len() {
@@ -228,9 +268,16 @@ impl<'s> Model<'s> {
                 distance += p - self.high[r];
             }
         }
+        if h.oversized > 0 {
+            // Over for good: no way in to count.
+            distance = 0.0;
+        }
         let under = self.schedulable[i]
             && (0..self.resources.len()).all(|r| at_or_below(load[r], cap[r], self.low[r]));
-        if under {
+        let for_good = h.receivable.is_some_and(|recv| {
+            (0..self.resources.len()).all(|r| at_or_below(load[r] + recv[r], cap[r], self.low[r]))
+        });
+        if under && !for_good {
             for r in 0..self.resources.len() {
                 distance += (self.low[r] - pct(load[r], cap[r])).max(0.0);
             }
@@ -239,11 +286,40 @@ impl<'s> Model<'s> {
             over,
             under,
             distance,
+            for_good: (over && h.oversized > 0) || (under && for_good),
         }
     }
 
+    /// Whether `i` is outside the thresholds as the plan stands.
+    fn is_outside(&self, i: usize) -> bool {
+        self.standing(i, &self.holding(i)).outside()
+    }
+
+    /// The nodes outside the thresholds with no way in as the plan stands: over for good (a
+    /// pod above the target on its own), under for good (too little to take within fair
+    /// shares).
+    fn outside_for_good(&self) -> (usize, usize) {
+        let mut n = (0, 0);
+        for i in 0..self.nodes.len() {
+            let s = self.standing(i, &self.holding(i));
+            if s.for_good {
+                if s.over {
+                    n.0 += 1;
+                } else {
+                    n.1 += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// Whether `i` is over its targets as the plan stands.
+    fn is_over(&self, i: usize) -> bool {
+        self.standing(i, &self.holding(i)).over
+    }
+
     fn node_badness(&self, i: usize) -> f64 {
-        self.standing(i, &self.load[i]).badness()
+        self.standing(i, &self.holding(i)).badness()
     }
 
     /// The node's badness with `pod` added (`sign` 1) or taken off (-1).
@@ -255,7 +331,71 @@ impl<'s> Model<'s> {
             .zip(&self.load[i])
             .map(|(r, l)| l + sign * req.get(r))
             .collect();
-        self.standing(i, &load).badness()
+        let oversized = self.oversized[i] + if self.is_oversized(pod) { sign } else { 0 };
+        let receivable = self.receivable.as_ref().map(|recv| {
+            let mut recv = recv[i].clone();
+            if let Some(&wi) = self.workload_of.get(&pod) {
+                let w = &self.workloads[wi];
+                let c = w.counts.get(&i).copied().unwrap_or(0);
+                let room = self.room(w, c + sign) - self.room(w, c);
+                for (v, q) in recv.iter_mut().zip(&w.request) {
+                    *v += room * q;
+                }
+            }
+            recv
+        });
+        self.standing(
+            i,
+            &Holding {
+                load: &load,
+                oversized,
+                receivable: receivable.as_deref(),
+            },
+        )
+        .badness()
+    }
+
+    /// Whether `pod` requests more of a threshold resource than the roomiest planning node's
+    /// target: it is above the target wherever it runs.
+    fn is_oversized(&self, pod: PodId) -> bool {
+        let req = &self.snap.pod(pod).requests;
+        self.resources
+            .iter()
+            .zip(&self.roomiest)
+            .any(|(r, &most)| req.get(r) > most)
+    }
+
+    /// How many more pods of `w` a node holding `count` of them may take within its fair
+    /// share (none for a workload whose pods are above the target on their own: they bring
+    /// no node inside).
+    fn room(&self, w: &Workload, count: i64) -> i64 {
+        if w.oversized {
+            0
+        } else {
+            (self.fair_share(w).max(1) - count).max(0)
+        }
+    }
+
+    /// Per node and resource, what it could still receive within every workload's fair share:
+    /// the sum over workloads of their room there times their request.
+    fn receivable_per_node(&self) -> Vec<Vec<i64>> {
+        let mut all = vec![0i64; self.resources.len()];
+        for w in &self.workloads {
+            let room = self.room(w, 0);
+            for (v, q) in all.iter_mut().zip(&w.request) {
+                *v += room * q;
+            }
+        }
+        let mut per = vec![all; self.nodes.len()];
+        for w in &self.workloads {
+            for (&i, &c) in &w.counts {
+                let taken = self.room(w, 0) - self.room(w, c);
+                for (v, q) in per[i].iter_mut().zip(&w.request) {
+                    *v -= taken * q;
+                }
+            }
+        }
+        per
     }
 
     fn fair_share(&self, w: &Workload) -> i64 {
@@ -349,6 +489,10 @@ impl<'s> Model<'s> {
     /// on the distance alone spreads moves over every hot node, each closing a few points;
     /// this ranks first the moves that bring one node inside with the fewest evictions.
     fn credit(&self, pod: PodId, from: usize) -> f64 {
+        if self.oversized[from] > i64::from(self.is_oversized(pod)) {
+            // Over for good, whatever else leaves it.
+            return 0.0;
+        }
         let req = &self.snap.pod(pod).requests;
         let mut needed = 0i64;
         for (r, name) in self.resources.iter().enumerate() {
@@ -373,7 +517,7 @@ impl<'s> Model<'s> {
 
     fn totals(&self) -> (usize, i64, i64) {
         let outside = (0..self.nodes.len())
-            .filter(|&i| self.standing(i, &self.load[i]).outside())
+            .filter(|&i| self.is_outside(i))
             .count();
         let spread = self
             .workloads
@@ -391,7 +535,7 @@ impl<'s> Model<'s> {
     /// Why a move is planned: what it improves.
     fn describe(&self, pod: PodId, from: usize, to: Option<usize>) -> String {
         let mut parts = Vec::new();
-        let s = self.standing(from, &self.load[from]);
+        let s = self.standing(from, &self.holding(from));
         let name = |i: usize| self.snap.node(self.nodes[i]).name.to_string();
         let usage = |i: usize| {
             self.resources
@@ -409,7 +553,7 @@ impl<'s> Model<'s> {
             ));
         }
         if let Some(t) = to {
-            if self.standing(t, &self.load[t]).under {
+            if self.standing(t, &self.holding(t)).under {
                 parts.push(format!("{} is underutilized ({})", name(t), usage(t)));
             }
         }
@@ -479,13 +623,27 @@ impl<'s> Model<'s> {
                 self.load[i] = self.resources.iter().map(|r| l.get(r)).collect();
             }
         }
-        if let Some(&wi) = self.workload_of.get(&pod) {
-            let w = &mut self.workloads[wi];
-            if let Some(&i) = self.position.get(&node) {
-                *w.counts.entry(i).or_default() -= 1;
+        let from = self.position.get(&node).copied();
+        let dest = to.and_then(|t| self.position.get(&t).copied());
+        if self.is_oversized(pod) {
+            for (i, sign) in [(from, -1), (dest, 1)] {
+                if let Some(i) = i {
+                    self.oversized[i] += sign;
+                }
             }
-            if let Some(&t) = to.and_then(|t| self.position.get(&t)) {
-                *w.counts.entry(t).or_default() += 1;
+        }
+        if let Some(&wi) = self.workload_of.get(&pod) {
+            for (i, sign) in [(from, -1), (dest, 1)] {
+                let Some(i) = i else { continue };
+                let c = self.workloads[wi].counts.get(&i).copied().unwrap_or(0);
+                let room =
+                    self.room(&self.workloads[wi], c + sign) - self.room(&self.workloads[wi], c);
+                if let Some(recv) = self.receivable.as_mut() {
+                    for (v, q) in recv[i].iter_mut().zip(&self.workloads[wi].request) {
+                        *v += room * q;
+                    }
+                }
+                *self.workloads[wi].counts.entry(i).or_default() += sign;
             }
         }
     }
@@ -539,7 +697,7 @@ impl OutcomeBalance {
         let position: HashMap<NodeId, usize> =
             nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
         let schedulable: Vec<bool> = nodes.iter().map(|&n| !snap.node(n).unschedulable).collect();
-        let capacity = nodes
+        let capacity: Vec<Vec<i64>> = nodes
             .iter()
             .map(|&n| {
                 self.resources
@@ -555,11 +713,30 @@ impl OutcomeBalance {
                 self.resources.iter().map(|r| l.get(r)).collect()
             })
             .collect();
+        let roomiest: Vec<i64> = (0..self.resources.len())
+            .map(|r| {
+                capacity
+                    .iter()
+                    .map(|cap| amount(cap[r], self.high[r]))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let oversized_pod = |p: PodId| {
+            let req = &snap.pod(p).requests;
+            self.resources
+                .iter()
+                .zip(&roomiest)
+                .any(|(r, &most)| req.get(r) > most)
+        };
         let mut workloads: Vec<Workload> = Vec::new();
         let mut by_uid: HashMap<&str, usize> = HashMap::new();
         let mut workload_of = HashMap::new();
+        let mut oversized = vec![0i64; nodes.len()];
         for (i, &n) in nodes.iter().enumerate() {
             for p in sim.pods_on(n) {
+                let big = oversized_pod(p);
+                oversized[i] += i64::from(big);
                 let pod = snap.pod(p);
                 let Some(owner) = pod.controller() else {
                     continue;
@@ -577,16 +754,23 @@ impl OutcomeBalance {
                         } else {
                             Vec::new()
                         },
+                        request: vec![0; self.resources.len()],
+                        oversized: false,
                     });
                     workloads.len() - 1
                 });
-                workloads[wi].total += 1;
-                *workloads[wi].counts.entry(i).or_default() += 1;
+                let w = &mut workloads[wi];
+                w.total += 1;
+                *w.counts.entry(i).or_default() += 1;
+                w.oversized |= big;
+                for (q, r) in w.request.iter_mut().zip(&self.resources) {
+                    *q = (*q).max(pod.requests.get(r));
+                }
                 workload_of.insert(p, wi);
             }
         }
         let schedulable_nodes = schedulable.iter().filter(|s| **s).count() as i64;
-        Model {
+        let mut model = Model {
             snap,
             nodes: nodes.to_vec(),
             position,
@@ -600,7 +784,14 @@ impl OutcomeBalance {
             workload_of,
             duplicates: self.args.duplicates,
             schedulable_nodes,
+            roomiest,
+            oversized,
+            receivable: None,
+        };
+        if model.duplicates {
+            model.receivable = Some(model.receivable_per_node());
         }
+        model
     }
 }
 
@@ -671,12 +862,12 @@ impl OutcomeBalance {
                     .enumerate()
                     .map(|(r, name)| (name.clone(), amount(model.capacity[i][r], self.high[r])))
                     .collect(),
-                wanted: !model.standing(i, &model.load[i]).over,
+                wanted: !model.is_over(i),
             })
             .collect();
         cx.set_placement_targets(targets);
         let over: Vec<String> = (0..model.nodes.len())
-            .filter(|&i| model.standing(i, &model.load[i]).over)
+            .filter(|&i| model.is_over(i))
             .map(|i| snap.node(model.nodes[i]).name.to_string())
             .collect();
         cx.report(Overutilized(over));
@@ -772,7 +963,7 @@ struct Search {
 /// The worst badness among the nodes under their low thresholds.
 fn most_under(model: &Model<'_>) -> f64 {
     (0..model.nodes.len())
-        .filter(|&i| model.standing(i, &model.load[i]).under)
+        .filter(|&i| model.standing(i, &model.holding(i)).under)
         .map(|i| model.node_badness(i))
         .fold(0.0, f64::max)
 }
@@ -1039,6 +1230,7 @@ impl Plugin for OutcomeBalance {
         }
         let mut model = self.model(cx, nodes);
         let before = model.totals();
+        let for_good = model.outside_for_good();
         self.publish_targets(cx, &model);
         let (classes, whole) = self.candidates(cx, &model);
         if whole > 0 {
@@ -1059,6 +1251,18 @@ impl Plugin for OutcomeBalance {
                 format!(
                     "stopped after {} simulated placements (maxEvaluations); the {planned} moves planned so far stand",
                     self.args.max_evaluations
+                ),
+            );
+        }
+        if for_good != (0, 0) {
+            cx.note(
+                None,
+                format!(
+                    "{} of the {} nodes outside the thresholds cannot come inside, and no move is planned for their percentage points alone: {} hold a pod above the target on its own (it would put any node over), {} would stay under with every workload at its fair share there",
+                    for_good.0 + for_good.1,
+                    before.0,
+                    for_good.0,
+                    for_good.1
                 ),
             );
         }

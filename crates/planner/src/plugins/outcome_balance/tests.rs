@@ -375,6 +375,87 @@ fn a_duplicate_is_repaired_even_where_it_leaves_a_node_outside_the_thresholds() 
     );
 }
 
+/// Upstream #1695: a pod above the target on its own (2,200m of a 4-cpu node, 50% target)
+/// puts whichever node holds it over, and the joined nodes cannot reach their low threshold
+/// with every workload at its fair share there (a node could take 2 `sx`, 1 `sy`, 1 `sz`:
+/// 450m, 11%). No node can come inside, so the only moves worth an eviction are the
+/// duplicates (`sx`, 4 pods on each of a and b, a share of 2): moving `sy` and `sz` would
+/// close percentage points toward thresholds no node can reach, and moving a big pod would
+/// only carry its node's overload to another. The plan repairs the duplicates and says why
+/// it stops there.
+#[test]
+fn nodes_that_cannot_come_inside_are_not_moved_for_their_percentage_points() {
+    let mut all = pods("big", "a", 1, 2200);
+    all.extend(pods("big", "b", 1, 2200));
+    for n in ["a", "b"] {
+        all.extend(pods("sx", n, 4, 100));
+        all.extend(pods("sy", n, 1, 100));
+        all.extend(pods("sz", n, 1, 150));
+    }
+    let snap = snapshot(
+        vec![
+            node("a").cpu(4000).build(),
+            node("b").cpu(4000).build(),
+            node("c").cpu(4000).build(),
+            node("d").cpu(4000).build(),
+        ],
+        all,
+    );
+    assert_eq!(outside_after(&snap, &[], 20.0, 50.0), 4);
+    assert_eq!(duplicates_after(&snap, &[]), 4);
+    let mut state = PlanningState::new(&snap, Limits::default());
+    let nodes = snap.ready_nodes(&Default::default());
+    run_on(
+        &plugin(cpu_args(20.0, 50.0)),
+        &mut state,
+        &node_fit(),
+        &nodes,
+        0,
+    );
+    let out = state.into_output();
+    let plan = &out.evictions;
+    assert_eq!(duplicates_after(&snap, plan), 0, "{plan:#?}");
+    assert_eq!(plan.len(), 4, "only the duplicates move: {plan:#?}");
+    for e in plan {
+        assert!(snap.pod(e.pod).name.starts_with("sx-"), "{plan:#?}");
+        assert!(
+            e.reason.contains("above its share of 2 per node"),
+            "{}",
+            e.reason
+        );
+    }
+    assert_eq!(outside_after(&snap, plan, 20.0, 50.0), 4);
+    assert!(
+        out.notes.iter().any(|n| n.message.contains(
+            "4 of the 4 nodes outside the thresholds cannot come inside, and no move is planned for their percentage points alone: 2 hold a pod above the target on its own"
+        )),
+        "{:#?}",
+        out.notes
+    );
+}
+
+/// A move that repairs nothing is still held to its destination's target: `solo` (one
+/// replica, no duplicate) would take n2 over, so n1 stays over rather than trade places.
+#[test]
+fn a_move_that_repairs_nothing_never_takes_a_node_over_its_target() {
+    let mut all = pods("solo", "n1", 1, 1200);
+    all.extend(pods("base", "n1", 1, 1000));
+    all.extend(pods("other", "n2", 1, 1700));
+    let snap = snapshot(
+        vec![node("n1").cpu(4000).build(), node("n2").cpu(4000).build()],
+        all,
+    );
+    assert_eq!(outside_after(&snap, &[], 20.0, 50.0), 1, "n1 starts over");
+    let plan = run_alone(
+        &plugin(cpu_args(20.0, 50.0)),
+        &snap,
+        &node_fit(),
+        Limits::default(),
+        0,
+    );
+    assert!(plan.is_empty(), "{plan:#?}");
+}
+
 /// A PodDisruptionBudget that allows one disruption lets one move through; the others are
 /// candidates not chosen, and the search goes on with other workloads.
 #[test]
