@@ -76,6 +76,29 @@ fn a_pod_above_the_high_threshold_on_its_own_stays_outside_wherever_it_goes() {
 }
 
 #[test]
+fn a_node_exactly_on_its_low_threshold_is_under() {
+    // 6 pods of 0.4 cpu on a 4-cpu node (60%), an empty one; 20/50 on cpu. Two pods (20%)
+    // leave the second node on its low threshold, which LowNodeUtilization reads as
+    // underutilized: it takes three (30%), and the first keeps three (30%).
+    let model = Model {
+        nodes: vec![node("a", 4.0), node("a", 4.0)],
+        workloads: vec![workload("w", 0.4, 0.0, &[6, 0])],
+        thresholds: Thresholds::cpu(20.0, 50.0),
+        duplicates: false,
+    };
+    assert_eq!(solve(&model), (3.0, 0.0));
+    let t = Thresholds::cpu(20.0, 50.0);
+    assert!(
+        t.under(&[100.0 * 0.8 / 4.0, 0.0]),
+        "800m of 4 cpu is on 20%"
+    );
+    assert!(
+        !t.over(&[100.0 * 2.0 / 4.0, 0.0]),
+        "2 cpu of 4 is on 50%, not over"
+    );
+}
+
+#[test]
 fn on_two_resources_a_node_under_on_one_only_is_within() {
     // cpu 30%, memory 10% of allocatable with 20/50 on both: not under (cpu reaches 20), not
     // over: nothing to move. Another node at 10% cpu, 5% memory is under on both.
@@ -185,13 +208,13 @@ fn rand_suffix() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A "new nodes" state of `seed` (nodes filled above the high threshold, then empty ones
-/// join) run by `binary` in continuous mode for three 5-second cycles; the run, with a
-/// description of it for the assertions, after the state is discarded.
-async fn new_nodes_three_cycles(seed: u64, binary: Binary) -> (RunOutcome, String) {
+/// A state of `scenario` and `seed` (new nodes: nodes filled above the high threshold, then
+/// empty ones join) run by `binary` in continuous mode for three 5-second cycles; the run,
+/// with a description of it for the assertions, after the state is discarded.
+async fn three_cycles(scenario: Scenario, seed: u64, binary: Binary) -> (RunOutcome, String) {
     let cluster = support::shared_realistic();
     let client = cluster.client();
-    let built = Scenario::NewNodes.build(&client, seed).await;
+    let built = scenario.build(&client, seed).await;
     let cfg = RunConfig {
         cycles: 3,
         interval: Duration::from_secs(5),
@@ -232,7 +255,7 @@ fn assert_moved_safely(o: &RunOutcome, what: &str) {
 /// One small "new nodes" state (seed 1), our binary with the upstream plugins.
 #[tokio::test(flavor = "multi_thread")]
 async fn new_nodes_three_cycles_of_ours() {
-    let (o, what) = new_nodes_three_cycles(1, Binary::Ours).await;
+    let (o, what) = three_cycles(Scenario::NewNodes, 1, Binary::Ours).await;
     assert_moved_safely(&o, &what);
     assert!(o.end.outside <= o.start.outside, "{what}");
     assert!(o.end.cpu_sd < o.start.cpu_sd, "{what}");
@@ -252,13 +275,28 @@ async fn new_nodes_three_cycles_of_ours() {
 /// within one node of the best possible with at most 1.25x its moves.
 #[tokio::test(flavor = "multi_thread")]
 async fn new_nodes_three_cycles_of_the_outcome_planner() {
-    let (o, what) = new_nodes_three_cycles(7, Binary::OursOutcome).await;
+    let (o, what) = three_cycles(Scenario::NewNodes, 7, Binary::OursOutcome).await;
     assert_moved_safely(&o, &what);
     assert!(o.end.outside < o.start.outside, "{what}");
     assert!(o.end.cpu_sd < o.start.cpu_sd, "{what}");
     // The targets against the best possible: within one node of its nodes outside,
     // at most 1.25x its moves. The evictions of one cycle are still terminating when the next
     // reads the cluster; counted as staying, they would be moved for again.
+    assert!(o.bound.optimal, "{what}");
+    assert!(o.end.outside as f64 <= o.bound.outside + 1.0, "{what}");
+    assert!(o.evictions as f64 <= 1.25 * o.bound.moves, "{what}");
+}
+
+/// A "big pods" state (seed 17, upstream #1695: pods above the high threshold on their own,
+/// and joined nodes that cannot reach the low threshold within their workloads' fair shares)
+/// with the outcome planner: no node can come inside, so it repairs the duplicates and evicts
+/// nothing only to close percentage points; within one node of the best possible's nodes
+/// outside, at most 1.25x its moves.
+#[tokio::test(flavor = "multi_thread")]
+async fn big_pods_three_cycles_of_the_outcome_planner() {
+    let (o, what) = three_cycles(Scenario::BigPods, 17, Binary::OursOutcome).await;
+    assert_moved_safely(&o, &what);
+    assert_eq!(o.end.duplicates_excess, 0, "{what}");
     assert!(o.bound.optimal, "{what}");
     assert!(o.end.outside as f64 <= o.bound.outside + 1.0, "{what}");
     assert!(o.evictions as f64 <= 1.25 * o.bound.moves, "{what}");

@@ -57,6 +57,20 @@ pub fn quantity(s: &str) -> f64 {
 // ---------------------------------------------------------------------------------------------
 // Thresholds
 
+/// What a percentage computed from quantities in floating point may be off by (800m of 4 cpu
+/// is 20%, not 20.000000000000004%).
+const PERCENT_NOISE: f64 = 1e-9;
+
+/// The least a request of resource `r` exceeds a threshold by when it exceeds it: a
+/// millicore, a byte.
+fn least_unit(r: usize) -> f64 {
+    if r == CPU {
+        1e-3
+    } else {
+        1.0
+    }
+}
+
 /// LowNodeUtilization's thresholds, in percent of allocatable, per resource (None: not named).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Thresholds {
@@ -86,15 +100,21 @@ impl Thresholds {
             .collect()
     }
 
-    /// Above the high threshold on any resource.
+    /// Above the high threshold on any resource (LowNodeUtilization's overutilized).
     pub fn over(&self, percent: &Res) -> bool {
-        self.named().iter().any(|(r, _, high)| percent[*r] > *high)
+        self.named()
+            .iter()
+            .any(|(r, _, high)| percent[*r] > *high + PERCENT_NOISE)
     }
 
-    /// Below the low threshold on every resource.
+    /// At or below the low threshold on every resource (LowNodeUtilization's
+    /// underutilized: a node exactly on its threshold is under).
     pub fn under(&self, percent: &Res) -> bool {
         let named = self.named();
-        !named.is_empty() && named.iter().all(|(r, low, _)| percent[*r] < *low)
+        !named.is_empty()
+            && named
+                .iter()
+                .all(|(r, low, _)| percent[*r] <= *low + PERCENT_NOISE)
     }
 
     /// Outside the thresholds: over or under.
@@ -805,21 +825,21 @@ impl Model {
                 problem = problem.with(constraint!(on(Some(r)) <= node.alloc[r]));
             }
             problem = problem.with(constraint!(on(None) <= node.max_pods));
-            // Within the thresholds unless o[n]: at most high on every named resource, and at
-            // least low on one of them.
+            // Within the thresholds unless o[n]: at most high on every named resource, and
+            // above low on one of them (LowNodeUtilization: a node at or below its low
+            // thresholds on every resource is underutilized), by the least unit a request
+            // exceeds it by.
             for (k, (r, low, high)) in named.iter().enumerate() {
                 let cap = node.alloc[*r];
+                let above_low = cap * low / 100.0 + least_unit(*r);
                 problem = problem.with(constraint!(
                     on(Some(*r)) - cap * (100.0 - high) / 100.0 * o[n] <= cap * high / 100.0
                 ));
                 if named.len() == 1 {
-                    problem = problem.with(constraint!(
-                        on(Some(*r)) + cap * low / 100.0 * o[n] >= cap * low / 100.0
-                    ));
+                    problem =
+                        problem.with(constraint!(on(Some(*r)) + above_low * o[n] >= above_low));
                 } else {
-                    problem = problem.with(constraint!(
-                        on(Some(*r)) - cap * low / 100.0 * z[n][k] >= 0.0
-                    ));
+                    problem = problem.with(constraint!(on(Some(*r)) - above_low * z[n][k] >= 0.0));
                 }
             }
             if named.len() > 1 {
@@ -853,7 +873,7 @@ impl Model {
                     hint.push((o[n], f64::from(u8::from(out))));
                     if named.len() > 1 {
                         for (k, (r, low, _)) in named.iter().enumerate() {
-                            let reached = pct[*r] >= *low;
+                            let reached = pct[*r] > *low + PERCENT_NOISE;
                             hint.push((z[n][k], f64::from(u8::from(reached))));
                         }
                     }
