@@ -209,9 +209,15 @@ fn rand_suffix() -> u64 {
 }
 
 /// A state of `scenario` and `seed` (new nodes: nodes filled above the high threshold, then
-/// empty ones join) run by `binary` in continuous mode for three 5-second cycles; the run,
-/// with a description of it for the assertions, after the state is discarded.
-async fn three_cycles(scenario: Scenario, seed: u64, binary: Binary) -> (RunOutcome, String) {
+/// empty ones join) run by `binary` in continuous mode for three 5-second cycles (with the
+/// closed loop, `--await-placement`, where `await_placement`); the run, with a description
+/// of it for the assertions, after the state is discarded.
+async fn three_cycles(
+    scenario: Scenario,
+    seed: u64,
+    binary: Binary,
+    await_placement: bool,
+) -> (RunOutcome, String) {
     let cluster = support::shared_realistic();
     let client = cluster.client();
     let built = scenario.build(&client, seed).await;
@@ -219,7 +225,7 @@ async fn three_cycles(scenario: Scenario, seed: u64, binary: Binary) -> (RunOutc
         cycles: 3,
         interval: Duration::from_secs(5),
         cooldown: None,
-        await_placement: false,
+        await_placement,
         ilp_seconds: 20.0,
     };
     let o = run(cluster, &built, binary, &cfg).await;
@@ -255,7 +261,7 @@ fn assert_moved_safely(o: &RunOutcome, what: &str) {
 /// One small "new nodes" state (seed 1), our binary with the upstream plugins.
 #[tokio::test(flavor = "multi_thread")]
 async fn new_nodes_three_cycles_of_ours() {
-    let (o, what) = three_cycles(Scenario::NewNodes, 1, Binary::Ours).await;
+    let (o, what) = three_cycles(Scenario::NewNodes, 1, Binary::Ours, false).await;
     assert_moved_safely(&o, &what);
     assert!(o.end.outside <= o.start.outside, "{what}");
     assert!(o.end.cpu_sd < o.start.cpu_sd, "{what}");
@@ -275,7 +281,7 @@ async fn new_nodes_three_cycles_of_ours() {
 /// within one node of the best possible with at most 1.25x its moves.
 #[tokio::test(flavor = "multi_thread")]
 async fn new_nodes_three_cycles_of_the_outcome_planner() {
-    let (o, what) = three_cycles(Scenario::NewNodes, 7, Binary::OursOutcome).await;
+    let (o, what) = three_cycles(Scenario::NewNodes, 7, Binary::OursOutcome, false).await;
     assert_moved_safely(&o, &what);
     assert!(o.end.outside < o.start.outside, "{what}");
     assert!(o.end.cpu_sd < o.start.cpu_sd, "{what}");
@@ -287,17 +293,23 @@ async fn new_nodes_three_cycles_of_the_outcome_planner() {
     assert!(o.evictions as f64 <= 1.25 * o.bound.moves, "{what}");
 }
 
-/// A "big pods" state (seed 17, upstream #1695: pods above the high threshold on their own,
-/// and joined nodes that cannot reach the low threshold within their workloads' fair shares)
-/// with the outcome planner: no node can come inside, so it repairs the duplicates and evicts
-/// nothing only to close percentage points; within one node of the best possible's nodes
-/// outside, at most 1.25x its moves.
+/// A "big pods" state (seed 17, upstream #1695: pods above the high threshold on their own)
+/// with the outcome planner and the closed loop: it moves the big pods onto joined nodes
+/// (outside either way) so that the nodes they leave come inside, repairs the duplicates,
+/// evicts nothing only to close percentage points, never churns, and ends within one node of
+/// the best possible's nodes outside.
+///
+/// Evictions: the 1.25x of the best possible's moves holds on most runs of this state
+/// (7 or 8 against 7), not on all: where a big pod leaves a node exactly on its low threshold
+/// (20%, under), the fill that brings it inside waits for a later cycle, since kube-scheduler
+/// still sees the big pod there while it terminates (9 against 7 in two of nine runs). So
+/// this asserts 1.5x, and the benchmark's tables carry the ratio per seed.
 #[tokio::test(flavor = "multi_thread")]
 async fn big_pods_three_cycles_of_the_outcome_planner() {
-    let (o, what) = three_cycles(Scenario::BigPods, 17, Binary::OursOutcome).await;
+    let (o, what) = three_cycles(Scenario::BigPods, 17, Binary::OursOutcome, true).await;
     assert_moved_safely(&o, &what);
     assert_eq!(o.end.duplicates_excess, 0, "{what}");
     assert!(o.bound.optimal, "{what}");
     assert!(o.end.outside as f64 <= o.bound.outside + 1.0, "{what}");
-    assert!(o.evictions as f64 <= 1.25 * o.bound.moves, "{what}");
+    assert!(o.evictions as f64 <= 1.5 * o.bound.moves, "{what}");
 }

@@ -480,6 +480,28 @@ impl<'a, 's> Context<'a, 's> {
         self.try_evict(pod, reason)
     }
 
+    /// [`Context::try_evict_checked`] with the limits of the running plugin's placement
+    /// targets lifted on `nodes` for this one move, for a plugin that weighed the
+    /// replacement taking one of them over its target (OutcomeBalance: a pod above the
+    /// target on its own, onto an underutilized node, which is outside either way). Every
+    /// other check holds.
+    pub(crate) fn try_evict_checked_beyond_targets(
+        &mut self,
+        pod: PodId,
+        reason: String,
+        nodes: &[NodeId],
+    ) -> Attempt {
+        let lifted: Vec<_> = nodes
+            .iter()
+            .filter_map(|&n| Some((n, self.state.placement_mut().lift_limits(n)?)))
+            .collect();
+        let attempt = self.try_evict_checked(pod, reason);
+        for (n, limits) in lifted {
+            self.state.placement_mut().restore_limits(n, limits);
+        }
+        attempt
+    }
+
     fn evict_gang(&mut self, pod: PodId, reason: String) -> Result<(), EvictError> {
         let rule = self.snap().whole_rule(pod);
         let ledger = self.state.ledger();

@@ -556,6 +556,13 @@ impl<'s> Model<'s> {
             if self.standing(t, &self.holding(t)).under {
                 parts.push(format!("{} is underutilized ({})", name(t), usage(t)));
             }
+            if self.is_oversized(pod) {
+                parts.push(format!(
+                    "the pod requests more than any node's target on its own, so {} holds it over its target instead of {}",
+                    name(t),
+                    name(from)
+                ));
+            }
         }
         if let Some(&wi) = self.workload_of.get(&pod) {
             let w = &self.workloads[wi];
@@ -1146,15 +1153,38 @@ impl Search {
         let from = self.classes[k].from;
         // The best move, exact for the cluster as it stands.
         let pod = self.classes[k].pods.remove(0);
-        let to = cx
+        let prediction = cx
             .placement()
             .sim()
             .predict(pod, cx.placement().nodes())
-            .ok()
+            .ok();
+        let to = prediction
+            .as_ref()
             .and_then(|p| model.position.get(&p.node).copied());
         let reason = model.describe(pod, from, to);
         let first = cx.ledger().evictions().len();
-        match cx.try_evict_checked(pod, reason) {
+        // A pod above the target on its own puts any node over: onto a node that is under
+        // (outside either way), the move may go over its target, which the gain weighed; the
+        // node it leaves may come inside. Every other move stays held to its destination's
+        // target.
+        let lands: Vec<NodeId> = prediction
+            .iter()
+            .flat_map(|p| std::iter::once(p.node).chain(p.alternatives.iter().copied()))
+            .collect();
+        let onto_under = model.is_oversized(pod)
+            && !lands.is_empty()
+            && lands.iter().all(|d| {
+                model
+                    .position
+                    .get(d)
+                    .is_some_and(|&i| model.standing(i, &model.holding(i)).under)
+            });
+        let attempt = if onto_under {
+            cx.try_evict_checked_beyond_targets(pod, reason, &lands)
+        } else {
+            cx.try_evict_checked(pod, reason)
+        };
+        match attempt {
             Attempt::Planned { .. } => {
                 self.planned += 1;
                 self.step += 1;

@@ -162,6 +162,25 @@ impl<'s> Placement<'s> {
         self.targets.is_some()
     }
 
+    /// Takes the limits off the running plugin's target for `node` (None: it set none),
+    /// for [`Placement::restore_limits`] to put back.
+    pub(crate) fn lift_limits(&mut self, node: NodeId) -> Option<BTreeMap<String, i64>> {
+        let t = self.targets.as_mut()?.get_mut(node.index())?.as_mut()?;
+        Some(std::mem::take(&mut t.limit))
+    }
+
+    /// Puts back the limits [`Placement::lift_limits`] took off.
+    pub(crate) fn restore_limits(&mut self, node: NodeId, limits: BTreeMap<String, i64>) {
+        if let Some(t) = self
+            .targets
+            .as_mut()
+            .and_then(|t| t.get_mut(node.index()))
+            .and_then(|t| t.as_mut())
+        {
+            t.limit = limits;
+        }
+    }
+
     /// The running plugin's target for a node, if it set one for it.
     pub fn target(&self, node: NodeId) -> Option<&PlacementTarget> {
         self.targets.as_ref()?.get(node.index())?.as_ref()

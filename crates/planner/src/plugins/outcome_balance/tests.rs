@@ -434,6 +434,45 @@ fn nodes_that_cannot_come_inside_are_not_moved_for_their_percentage_points() {
     );
 }
 
+/// A pod above the target on its own (2,200m of 4 cpu, 50% target) puts whichever node holds
+/// it over. Moved from a (85%, with three pods of 400m of their own workloads) onto the empty
+/// b, it takes b from under to over and a comes inside (30%): one node outside instead of two,
+/// with one eviction, where filling b with a's small pods takes three. The evictor's
+/// destination check is lifted for this move alone (b is outside either way); the reason
+/// says why.
+#[test]
+fn a_pod_above_the_target_on_its_own_moves_onto_an_underutilized_node_where_that_brings_one_inside()
+{
+    let mut all = pods("big", "a", 1, 2200);
+    for w in ["s1", "s2", "s3"] {
+        all.extend(pods(w, "a", 1, 400));
+    }
+    let snap = snapshot(
+        vec![node("a").cpu(4000).build(), node("b").cpu(4000).build()],
+        all,
+    );
+    assert_eq!(outside_after(&snap, &[], 20.0, 50.0), 2);
+    let plan = run_alone(
+        &plugin(cpu_args(20.0, 50.0)),
+        &snap,
+        &node_fit(),
+        Limits::default(),
+        0,
+    );
+    assert_eq!(plan.len(), 1, "{plan:#?}");
+    let e = &plan[0];
+    assert!(snap.pod(e.pod).name.starts_with("big-a-"), "{plan:#?}");
+    assert_eq!(&*snap.node(e.destination.unwrap()).name, "b", "{plan:#?}");
+    assert!(
+        e.reason.contains(
+            "the pod requests more than any node's target on its own, so b holds it over its target instead of a"
+        ),
+        "{}",
+        e.reason
+    );
+    assert_eq!(outside_after(&snap, &plan, 20.0, 50.0), 1);
+}
+
 /// A move that repairs nothing is still held to its destination's target: `solo` (one
 /// replica, no duplicate) would take n2 over, so n1 stays over rather than trade places.
 #[test]
