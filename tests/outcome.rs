@@ -302,7 +302,7 @@ async fn new_nodes_three_cycles_of_the_outcome_planner() {
 /// Evictions: the 1.25x of the best possible's moves holds on most runs of this state
 /// (7 or 8 against 7), not on all: where a big pod leaves a node exactly on its low threshold
 /// (20%, under), the fill that brings it inside waits for a later cycle, since kube-scheduler
-/// still sees the big pod there while it terminates (9 against 7 in two of nine runs). So
+/// still sees the big pod there while it terminates (9 against 7 in two of six runs). So
 /// this asserts 1.5x, and the benchmark's tables carry the ratio per seed.
 #[tokio::test(flavor = "multi_thread")]
 async fn big_pods_three_cycles_of_the_outcome_planner() {
