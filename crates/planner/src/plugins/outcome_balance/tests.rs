@@ -19,6 +19,21 @@ fn node_fit() -> DefaultEvictor {
     DefaultEvictor::from_json(&json!({"nodeFit": true})).expect("valid evictor args")
 }
 
+/// The plugin with thresholds 20/50 on cpu under `nodeFit`, without limits: the plan and its
+/// notes.
+fn plan_20_50(snap: &ClusterSnapshot) -> crate::framework::PlanningOutput {
+    let mut state = PlanningState::new(snap, Limits::default());
+    let nodes = snap.ready_nodes(&Default::default());
+    run_on(
+        &plugin(cpu_args(20.0, 50.0)),
+        &mut state,
+        &node_fit(),
+        &nodes,
+        0,
+    );
+    state.into_output()
+}
+
 /// The pods of workload `w` (a ReplicaSet of its own): `n` of `milli` on `node`.
 fn pods(w: &str, node_name: &str, n: usize, milli: i64) -> Vec<Pod> {
     (0..n)
@@ -241,13 +256,7 @@ fn a_cluster_inside_its_thresholds_is_left_alone() {
         vec![node("a").cpu(4000).build(), node("b").cpu(4000).build()],
         all,
     );
-    let plan = run_alone(
-        &plugin(cpu_args(20.0, 50.0)),
-        &snap,
-        &node_fit(),
-        Limits::default(),
-        0,
-    );
+    let plan = plan_20_50(&snap).evictions;
     assert!(plan.is_empty(), "{plan:#?}");
 }
 
@@ -352,13 +361,7 @@ fn a_duplicate_is_repaired_even_where_it_leaves_a_node_outside_the_thresholds() 
     );
     let before = outside_after(&snap, &[], 20.0, 50.0);
     assert_eq!(before, 0, "both nodes start inside the band");
-    let plan = run_alone(
-        &plugin(cpu_args(20.0, 50.0)),
-        &snap,
-        &node_fit(),
-        Limits::default(),
-        0,
-    );
+    let plan = plan_20_50(&snap).evictions;
     assert_eq!(plan.len(), 1, "{plan:#?}");
     let e = &plan[0];
     assert!(snap.pod(e.pod).name.starts_with("web-n1-"), "{plan:#?}");
@@ -403,16 +406,7 @@ fn nodes_that_cannot_come_inside_are_not_moved_for_their_percentage_points() {
     );
     assert_eq!(outside_after(&snap, &[], 20.0, 50.0), 4);
     assert_eq!(duplicates_after(&snap, &[]), 4);
-    let mut state = PlanningState::new(&snap, Limits::default());
-    let nodes = snap.ready_nodes(&Default::default());
-    run_on(
-        &plugin(cpu_args(20.0, 50.0)),
-        &mut state,
-        &node_fit(),
-        &nodes,
-        0,
-    );
-    let out = state.into_output();
+    let out = plan_20_50(&snap);
     let plan = &out.evictions;
     assert_eq!(duplicates_after(&snap, plan), 0, "{plan:#?}");
     assert_eq!(plan.len(), 4, "only the duplicates move: {plan:#?}");
@@ -452,13 +446,7 @@ fn a_pod_above_the_target_on_its_own_moves_onto_an_underutilized_node_where_that
         all,
     );
     assert_eq!(outside_after(&snap, &[], 20.0, 50.0), 2);
-    let plan = run_alone(
-        &plugin(cpu_args(20.0, 50.0)),
-        &snap,
-        &node_fit(),
-        Limits::default(),
-        0,
-    );
+    let plan = plan_20_50(&snap).evictions;
     assert_eq!(plan.len(), 1, "{plan:#?}");
     let e = &plan[0];
     assert!(snap.pod(e.pod).name.starts_with("big-a-"), "{plan:#?}");
@@ -485,13 +473,7 @@ fn a_move_that_repairs_nothing_never_takes_a_node_over_its_target() {
         all,
     );
     assert_eq!(outside_after(&snap, &[], 20.0, 50.0), 1, "n1 starts over");
-    let plan = run_alone(
-        &plugin(cpu_args(20.0, 50.0)),
-        &snap,
-        &node_fit(),
-        Limits::default(),
-        0,
-    );
+    let plan = plan_20_50(&snap).evictions;
     assert!(plan.is_empty(), "{plan:#?}");
 }
 
@@ -511,16 +493,7 @@ fn a_disruption_budget_holds_moves_back_and_the_search_goes_on() {
         pdbs: vec![pdb("d", "web", "app", "web", 1)],
         ..Default::default()
     });
-    let mut state = PlanningState::new(&snap, Limits::default());
-    let nodes = snap.ready_nodes(&Default::default());
-    run_on(
-        &plugin(cpu_args(20.0, 50.0)),
-        &mut state,
-        &node_fit(),
-        &nodes,
-        0,
-    );
-    let out = state.into_output();
+    let out = plan_20_50(&snap);
     let web = out
         .evictions
         .iter()
