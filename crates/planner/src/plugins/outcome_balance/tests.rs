@@ -34,6 +34,11 @@ fn plan_20_50(snap: &ClusterSnapshot) -> crate::framework::PlanningOutput {
     state.into_output()
 }
 
+/// Nodes of `milli` cpu each, by name.
+fn nodes_of(names: &[&str], milli: i64) -> Vec<crate::snapshot::Node> {
+    names.iter().map(|n| node(n).cpu(milli).build()).collect()
+}
+
 /// The pods of workload `w` (a ReplicaSet of its own): `n` of `milli` on `node`.
 fn pods(w: &str, node_name: &str, n: usize, milli: i64) -> Vec<Pod> {
     (0..n)
@@ -118,15 +123,7 @@ fn new_nodes_end_inside_the_band_with_fewer_evictions_than_low_node_utilization(
     all.extend(pods("big", "a", 1, 1600));
     all.extend(pods("small2", "b", 2, 500));
     all.extend(pods("big2", "b", 2, 1100));
-    let snap = snapshot(
-        vec![
-            node("a").cpu(4000).build(),
-            node("b").cpu(4000).build(),
-            node("c").cpu(4000).build(),
-            node("d").cpu(4000).build(),
-        ],
-        all,
-    );
+    let snap = snapshot(nodes_of(&["a", "b", "c", "d"], 4000), all);
     // Against LowNodeUtilization, which knows nothing of duplicates: the thresholds alone.
     let ours = run_alone(
         &plugin(
@@ -395,15 +392,7 @@ fn nodes_that_cannot_come_inside_are_not_moved_for_their_percentage_points() {
         all.extend(pods("sy", n, 1, 100));
         all.extend(pods("sz", n, 1, 150));
     }
-    let snap = snapshot(
-        vec![
-            node("a").cpu(4000).build(),
-            node("b").cpu(4000).build(),
-            node("c").cpu(4000).build(),
-            node("d").cpu(4000).build(),
-        ],
-        all,
-    );
+    let snap = snapshot(nodes_of(&["a", "b", "c", "d"], 4000), all);
     assert_eq!(outside_after(&snap, &[], 20.0, 50.0), 4);
     assert_eq!(duplicates_after(&snap, &[]), 4);
     let out = plan_20_50(&snap);
@@ -522,15 +511,7 @@ fn a_disruption_budget_holds_moves_back_and_the_search_goes_on() {
 fn the_evaluation_bound_stops_the_search_and_says_so() {
     let mut all = pods("web", "a", 8, 500);
     all.extend(pods("api", "b", 8, 500));
-    let snap = snapshot(
-        vec![
-            node("a").cpu(4000).build(),
-            node("b").cpu(4000).build(),
-            node("c").cpu(4000).build(),
-            node("d").cpu(4000).build(),
-        ],
-        all,
-    );
+    let snap = snapshot(nodes_of(&["a", "b", "c", "d"], 4000), all);
     let mut args = cpu_args(20.0, 50.0);
     args["maxEvaluations"] = json!(2);
     let mut state = PlanningState::new(&snap, Limits::default());
