@@ -263,6 +263,27 @@ fn assert_moved_safely(o: &RunOutcome, what: &str) {
     assert_eq!(o.pending, 0, "{what}");
 }
 
+/// Within one node of the best possible's nodes outside, with at most `ratio` times its
+/// moves. The integer program proves its optimum on most of these states in well under a
+/// second; on some (the state kube-scheduler built differs from run to run) its branch and
+/// bound does not close within the time bound on a loaded machine, and the bound is the LP
+/// relaxation's. The relaxation minimises the same weighted objective (a node outside weighs
+/// more than every move), so its moves are a lower bound on the optimum's only where the
+/// optimum leaves no node outside. An end state with no node outside, no duplicate and no
+/// spread excess is a placement the program allows, so it proves that; then the comparisons
+/// against the relaxation are at least as strict. Otherwise an unproven bound fails the test.
+fn assert_near_the_best_possible(o: &RunOutcome, what: &str, ratio: f64) {
+    if !o.bound.optimal {
+        assert!(o.bound.relaxed, "{what}");
+        assert!(
+            o.end.outside == 0 && o.end.duplicates_excess == 0 && o.end.spread_excess == 0,
+            "an unproven bound compares only against an end state with nothing outside: {what}"
+        );
+    }
+    assert!(o.end.outside as f64 <= o.bound.outside + 1.0, "{what}");
+    assert!(o.evictions as f64 <= ratio * o.bound.moves, "{what}");
+}
+
 /// One small "new nodes" state (seed 1), our binary with the upstream plugins.
 #[tokio::test(flavor = "multi_thread")]
 async fn new_nodes_three_cycles_of_ours() {
@@ -293,9 +314,7 @@ async fn new_nodes_three_cycles_of_the_outcome_planner() {
     // The targets against the best possible: within one node of its nodes outside,
     // at most 1.25x its moves. The evictions of one cycle are still terminating when the next
     // reads the cluster; counted as staying, they would be moved for again.
-    assert!(o.bound.optimal, "{what}");
-    assert!(o.end.outside as f64 <= o.bound.outside + 1.0, "{what}");
-    assert!(o.evictions as f64 <= 1.25 * o.bound.moves, "{what}");
+    assert_near_the_best_possible(&o, &what, 1.25);
 }
 
 /// A "big pods" state (seed 17, upstream #1695: pods above the high threshold on their own)
@@ -314,7 +333,5 @@ async fn big_pods_three_cycles_of_the_outcome_planner() {
     let (o, what) = three_cycles(Scenario::BigPods, 17, Binary::OursOutcome, true).await;
     assert_moved_safely(&o, &what);
     assert_eq!(o.end.duplicates_excess, 0, "{what}");
-    assert!(o.bound.optimal, "{what}");
-    assert!(o.end.outside as f64 <= o.bound.outside + 1.0, "{what}");
-    assert!(o.evictions as f64 <= 1.5 * o.bound.moves, "{what}");
+    assert_near_the_best_possible(&o, &what, 1.5);
 }
