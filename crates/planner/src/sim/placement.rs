@@ -1115,6 +1115,30 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
             .chain(placed)
     }
 
+    fn controller_pods(&self, ns: &str, uid: &str) -> impl Iterator<Item = (PodId, NodeId)> {
+        let range = self.snap.pods_in_namespace(ns);
+        let of_controller = move |q: PodId| {
+            self.snap
+                .pod(q)
+                .owners
+                .iter()
+                .any(|o| o.controller && &*o.uid == uid)
+        };
+        let placed = self
+            .placed_all
+            .iter()
+            .copied()
+            .filter(move |&(q, _)| range.contains(&q) && of_controller(q));
+        let range = self.snap.pods_in_namespace(ns);
+        self.snap
+            .pods_of_owner(uid)
+            .iter()
+            .copied()
+            .filter(move |&q| range.contains(&q) && of_controller(q))
+            .filter_map(|q| self.present(q).map(|n| (q, n)))
+            .chain(placed)
+    }
+
     /// The pods with pod (anti-)affinity terms as kube-scheduler sees them while it
     /// schedules `subject` ([`Simulation::seen`]), and the replacements placed but
     /// `subject`'s.

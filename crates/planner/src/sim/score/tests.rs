@@ -685,3 +685,58 @@ fn default_spreading_spreads_a_replica_set_over_new_nodes() {
     got.sort();
     assert_eq!(got, [1, 2, 3].map(NodeId::new));
 }
+
+#[test]
+fn default_spreading_counts_the_controllers_pods_of_the_namespace_where_the_plan_leaves_them() {
+    // Each half weighs the resources against the spreading: the node with more requests must
+    // win on spreading alone.
+    let nodes = || {
+        vec![
+            node("a").cpu(64_000).memory(256 << 30).build(),
+            node("b").cpu(64_000).memory(256 << 30).build(),
+        ]
+    };
+    let of = |ns: &str, name: &str, owner: &str, on: &str, cpu: i64| {
+        pod(ns, name)
+            .node(on)
+            .cpu(cpu)
+            .memory(16 << 20)
+            .owner("ReplicaSet", owner)
+            .build()
+    };
+    let both = [NodeId::new(0), NodeId::new(1)];
+    // The incoming pod's ReplicaSet `web` (namespace d) has one pod on a. On b, with more
+    // requests: pods of another ReplicaSet of d and of a `web` of namespace e. Neither
+    // counts, so b is the emptier domain.
+    let mut pods = vec![
+        of("d", "incoming", "web", "a", 10),
+        of("d", "w1", "web", "a", 10),
+    ];
+    for i in 0..3 {
+        pods.push(of("d", &format!("o{i}"), "other", "b", 1000));
+        pods.push(of("e", &format!("w{i}"), "web", "b", 1000));
+    }
+    let s = snapshot(nodes(), pods);
+    let incoming = s.pod_id("d", "incoming").unwrap();
+    let mut sim = Simulation::new(&s);
+    sim.remove(incoming);
+    assert_eq!(sim.predict(incoming, &both).unwrap().node, NodeId::new(1));
+    // Two `web` pods on a, with more requests there; the plan moves both to b: they count
+    // where the plan leaves them, and a is preferred.
+    let pods = vec![
+        of("d", "incoming", "web", "a", 10),
+        of("d", "w1", "web", "a", 10),
+        of("d", "w2", "web", "a", 10),
+        of("d", "heavy", "other", "a", 6000),
+    ];
+    let s = snapshot(nodes(), pods);
+    let incoming = s.pod_id("d", "incoming").unwrap();
+    let mut sim = Simulation::new(&s);
+    sim.remove(incoming);
+    for name in ["w1", "w2"] {
+        let w = s.pod_id("d", name).unwrap();
+        sim.remove(w);
+        assert_eq!(sim.schedule(w, &[NodeId::new(1)]).unwrap(), NodeId::new(1));
+    }
+    assert_eq!(sim.predict(incoming, &both).unwrap().node, NodeId::new(0));
+}
