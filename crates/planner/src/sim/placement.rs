@@ -107,6 +107,12 @@ pub fn queue_order(snap: &ClusterSnapshot, pods: &mut [PodId]) {
 /// controller, constraint).
 type SpreadDomains<'s> = FxHashMap<(Option<&'s str>, PodId, usize), Arc<TopologyDomains<'s>>>;
 
+/// The pods a topology spread selector picks in a namespace (not terminating, sorted), by
+/// (namespace, the selector and its matchLabelKeys values written out): the same for every
+/// pod of a template, and computed once per plan instead of walking the namespace for every
+/// placement.
+type SelectedPods<'s> = FxHashMap<(&'s str, String), Arc<[PodId]>>;
+
 /// The taint kube-scheduler's NodeUnschedulable filter lets a pod tolerate.
 pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
@@ -177,6 +183,8 @@ pub struct Simulation<'s> {
     /// Each pod template's topology spread domains (the nodes counted for each DoNotSchedule
     /// constraint, by their value of its key).
     domains: Cache<SpreadDomains<'s>>,
+    /// The pods each topology spread selector picks ([`SelectedPods`]).
+    selected: Cache<SelectedPods<'s>>,
     /// The snapshot's bound pods with required pod anti-affinity (the only ones that can
     /// refuse an incoming pod).
     anti_holders: Vec<PodId>,
@@ -353,6 +361,7 @@ impl<'s> Simulation<'s> {
             placed_anti: Vec::new(),
             next_start: 0,
             domains: Default::default(),
+            selected: Default::default(),
             anti_holders: snap
                 .pod_ids()
                 .filter(|&p| {
@@ -938,11 +947,11 @@ impl<'s> Simulation<'s> {
             );
             let eligible = self.domains.lock().entry(key).or_insert_with(build).clone();
             // the matching pods of the pod's namespace, where the plan leaves them
-            let counts =
-                eligible.count(self.namespace_pods(&pod.namespace).filter_map(|(q, n)| {
-                    let qp = snap.pod(q);
-                    (q != id && !qp.terminating && selects(qp)).then_some(n)
-                }));
+            let key = format!("{:?} {match_labels:?}", c.label_selector);
+            let counts = eligible.count(
+                self.selected_pods(id, key, selects)
+                    .filter_map(|(q, n)| (q != id).then_some(n)),
+            );
             let mut min = counts.iter().copied().min().map_or(0, i64::from);
             if c.min_domains
                 .is_some_and(|m| (counts.len() as i64) < i64::from(m))
@@ -1101,17 +1110,35 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
         (c, m)
     }
 
-    /// The pods of a namespace where the plan leaves them (each with its node).
-    fn namespace_pods(&self, ns: &str) -> impl Iterator<Item = (PodId, NodeId)> {
-        let range = self.snap.pods_in_namespace(ns);
-        let placed = self
+    fn selected_pods(
+        &self,
+        pod: PodId,
+        key: String,
+        selects: impl Fn(&Pod) -> bool,
+    ) -> impl Iterator<Item = (PodId, NodeId)> {
+        let snap = self.snap;
+        let ns: &'s str = &snap.pod(pod).namespace;
+        let members = self
+            .selected
+            .lock()
+            .entry((ns, key))
+            .or_insert_with(|| {
+                snap.pods_in_namespace(ns)
+                    .filter(|&q| {
+                        let qp = snap.pod(q);
+                        !qp.terminating && selects(qp)
+                    })
+                    .collect()
+            })
+            .clone();
+        let placed: Vec<(PodId, NodeId)> = self
             .placed_all
             .iter()
             .copied()
-            .filter(move |&(q, _)| range.contains(&q));
-        self.snap
-            .pods_in_namespace(ns)
-            .filter_map(|q| self.present(q).map(|n| (q, n)))
+            .filter(|(q, _)| members.binary_search(q).is_ok())
+            .collect();
+        (0..members.len())
+            .filter_map(move |i| self.present(members[i]).map(|n| (members[i], n)))
             .chain(placed)
     }
 

@@ -420,11 +420,18 @@ pub(crate) trait ClusterView<'s> {
     /// The node's cpu and memory requests as scoring counts them (non-zero defaults), as
     /// [`ClusterView::load_without`] counts pods.
     fn non_zero_without(&self, pod: PodId, node: NodeId) -> (i64, i64);
-    /// The pods of a namespace, each with its node.
-    fn namespace_pods(&self, ns: &str) -> impl Iterator<Item = (PodId, NodeId)>;
     /// The pods of a namespace that name `uid` as their controller, each with its node: the
     /// pods a default spread constraint counts, without walking the whole namespace.
     fn controller_pods(&self, ns: &str, uid: &str) -> impl Iterator<Item = (PodId, NodeId)>;
+    /// The pods of `pod`'s namespace, not terminating, that `selects` picks, each with its
+    /// node; `key` names the selection (the same key, the same selection: it is computed
+    /// once per simulation).
+    fn selected_pods(
+        &self,
+        pod: PodId,
+        key: String,
+        selects: impl Fn(&Pod) -> bool,
+    ) -> impl Iterator<Item = (PodId, NodeId)>;
     /// The pods with pod (anti-)affinity terms seen while `subject` is scheduled.
     fn affinity_pods(&self, subject: PodId) -> impl Iterator<Item = (PodId, NodeId)>;
     /// Every (pod, node) seen while `subject` is scheduled.
@@ -879,23 +886,24 @@ fn spread_scores<'s>(
     // nodes holding some are kept, so a call costs the namespace's pods, not the cluster's
     // nodes
     let mut per_node: Vec<FxHashMap<NodeId, i64>> = vec![FxHashMap::default(); cs.len()];
-    let count = |(q, n): (PodId, NodeId)| {
-        let qp = snap.pod(q);
-        if q == pod || qp.terminating {
-            return;
-        }
-        for (i, c) in cs.iter().enumerate() {
-            if c.selects.matches(qp) {
+    for (i, c) in cs.iter().enumerate() {
+        let count = |(q, n): (PodId, NodeId)| {
+            if q != pod && !snap.pod(q).terminating && c.selects.matches(snap.pod(q)) {
                 *per_node[i].entry(n).or_insert(0) += 1;
             }
+        };
+        // default constraints select the pod's controller's pods: those, from the snapshot's
+        // index by owner; a selector's pods are picked from the namespace once per
+        // simulation. Either way not the whole namespace per call (one namespace of 30,000
+        // pods made that walk most of a plan's time).
+        match &c.selects {
+            Selects::Controller(uid) => sim.controller_pods(&spec.namespace, uid).for_each(count),
+            Selects::Labels(sel, keys) => {
+                let key = format!("{sel:?} {keys:?}");
+                sim.selected_pods(pod, key, |q| c.selects.matches(q))
+                    .for_each(count)
+            }
         }
-    };
-    // default constraints select the pod's controller's pods: those, from the snapshot's
-    // index by owner, rather than every pod of the namespace (one namespace of 30,000 pods
-    // made this walk most of a plan's time)
-    match cs.first().map(|c| &c.selects) {
-        Some(Selects::Controller(uid)) => sim.controller_pods(&spec.namespace, uid).for_each(count),
-        _ => sim.namespace_pods(&spec.namespace).for_each(count),
     }
     // each domain's count, over every node the constraint counts (a node without matching
     // pods adds nothing)
