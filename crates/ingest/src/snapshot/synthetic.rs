@@ -42,6 +42,10 @@ pub struct Config {
     /// metadata, spec and status fields that matter, and no more. See the module
     /// documentation for the sizes this gives.
     pub full_percent: u8,
+    /// How many namespaces the workloads share (beside kube-system, monitoring and default);
+    /// None: one per 750 pods, between 3 and 400. One namespace is what large batch and AI
+    /// clusters often have.
+    pub namespaces: Option<usize>,
 }
 
 impl Config {
@@ -53,6 +57,7 @@ impl Config {
             pods,
             seed,
             full_percent: Self::DEFAULT_FULL_PERCENT,
+            namespaces: None,
         }
     }
 }
@@ -383,7 +388,10 @@ impl Picker {
 fn plan_layout(cfg: &Config, rng: &mut Rng) -> Layout {
     let mut nodes = plan_nodes(cfg, rng);
     let picker = Picker::new(&nodes);
-    let namespace_count = (cfg.pods / 750).clamp(3, 400);
+    let namespace_count = cfg
+        .namespaces
+        .unwrap_or((cfg.pods / 750).clamp(3, 400))
+        .max(1);
     let mut namespaces: Vec<String> = ["kube-system", "monitoring", "default"]
         .iter()
         .map(|s| s.to_string())
@@ -1427,6 +1435,25 @@ mod tests {
             assert!(req.cpu <= node.allocatable.cpu, "{}", node.name);
             assert!(req.memory <= node.allocatable.memory, "{}", node.name);
         }
+    }
+
+    #[test]
+    fn one_namespace_holds_every_workload_when_asked() {
+        let namespaces = |cfg: &Config| -> std::collections::BTreeSet<String> {
+            snapshot(cfg)
+                .pods
+                .iter()
+                .map(|p| p.namespace.to_string())
+                .filter(|ns| ns.starts_with("team-"))
+                .collect()
+        };
+        assert!(namespaces(&Config::new(30, 3000, 3)).len() > 1);
+        let one = Config {
+            namespaces: Some(1),
+            ..Config::new(30, 3000, 3)
+        };
+        assert_eq!(namespaces(&one).into_iter().collect::<Vec<_>>(), ["team-000"]);
+        assert_eq!(snapshot(&one).pods.len(), 3000);
     }
 
     #[test]
