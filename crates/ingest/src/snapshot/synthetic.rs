@@ -1452,7 +1452,10 @@ mod tests {
             namespaces: Some(1),
             ..Config::new(30, 3000, 3)
         };
-        assert_eq!(namespaces(&one).into_iter().collect::<Vec<_>>(), ["team-000"]);
+        assert_eq!(
+            namespaces(&one).into_iter().collect::<Vec<_>>(),
+            ["team-000"]
+        );
         assert_eq!(snapshot(&one).pods.len(), 3000);
     }
 
