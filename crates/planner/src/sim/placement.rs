@@ -175,6 +175,9 @@ pub struct Simulation<'s> {
     beside: Flag,
     /// Every placement, in order.
     placed_all: Vec<(PodId, NodeId)>,
+    /// Every placement, by pod: where a pod's replacements were put (a surge's new pod beside
+    /// the pod itself).
+    placed_of: FxHashMap<PodId, Vec<NodeId>>,
     /// The placements of pods with required pod anti-affinity.
     placed_anti: Vec<(PodId, NodeId)>,
     /// Where the next search for a destination starts (kube-scheduler's
@@ -358,6 +361,7 @@ impl<'s> Simulation<'s> {
             see_lingering: Flag::new(true),
             beside: Flag::new(false),
             placed_all: Vec::new(),
+            placed_of: FxHashMap::default(),
             placed_anti: Vec::new(),
             next_start: 0,
             domains: Default::default(),
@@ -451,6 +455,15 @@ impl<'s> Simulation<'s> {
             return None;
         }
         self.snap.pod_node(pod)
+    }
+
+    /// The pod where the plan leaves it, with its node: on its own node while present, and
+    /// wherever its replacements were placed.
+    fn where_the_plan_leaves(&self, pod: PodId) -> impl Iterator<Item = (PodId, NodeId)> + '_ {
+        self.present(pod)
+            .into_iter()
+            .chain(self.placed_of.get(&pod).into_iter().flatten().copied())
+            .map(move |n| (pod, n))
     }
 
     /// Whether kube-scheduler sees the snapshot pod `pod` on its node while it schedules the
@@ -560,6 +573,7 @@ impl<'s> Simulation<'s> {
         self.forget_pick();
         self.placed[node].push(pod);
         self.placed_all.push((pod, node));
+        self.placed_of.entry(pod).or_default().push(node);
         if self
             .snap
             .pod(pod)
@@ -1131,39 +1145,25 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
                     .collect()
             })
             .clone();
-        let placed: Vec<(PodId, NodeId)> = self
-            .placed_all
-            .iter()
-            .copied()
-            .filter(|(q, _)| members.binary_search(q).is_ok())
-            .collect();
-        (0..members.len())
-            .filter_map(move |i| self.present(members[i]).map(|n| (members[i], n)))
-            .chain(placed)
+        (0..members.len()).flat_map(move |i| self.where_the_plan_leaves(members[i]))
     }
 
     fn controller_pods(&self, ns: &str, uid: &str) -> impl Iterator<Item = (PodId, NodeId)> {
-        let range = self.snap.pods_in_namespace(ns);
-        let of_controller = move |q: PodId| {
-            self.snap
-                .pod(q)
-                .owners
-                .iter()
-                .any(|o| o.controller && &*o.uid == uid)
-        };
-        let placed = self
-            .placed_all
-            .iter()
-            .copied()
-            .filter(move |&(q, _)| range.contains(&q) && of_controller(q));
         let range = self.snap.pods_in_namespace(ns);
         self.snap
             .pods_of_owner(uid)
             .iter()
             .copied()
-            .filter(move |&q| range.contains(&q) && of_controller(q))
-            .filter_map(|q| self.present(q).map(|n| (q, n)))
-            .chain(placed)
+            .filter(move |&q| {
+                range.contains(&q)
+                    && self
+                        .snap
+                        .pod(q)
+                        .owners
+                        .iter()
+                        .any(|o| o.controller && &*o.uid == uid)
+            })
+            .flat_map(|q| self.where_the_plan_leaves(q))
     }
 
     /// The pods with pod (anti-)affinity terms as kube-scheduler sees them while it
