@@ -173,13 +173,13 @@ pub struct Simulation<'s> {
     /// Whether the pod being placed is a surge's new pod, placed while the pod it replaces
     /// still runs ([`Simulation::surge`]): that pod counts as any other then.
     beside: Flag,
-    /// Every placement, in order.
-    placed_all: Vec<(PodId, NodeId)>,
     /// Every placement, by pod: where a pod's replacements were put (a surge's new pod beside
     /// the pod itself).
     placed_of: FxHashMap<PodId, Vec<NodeId>>,
     /// The placements of pods with required pod anti-affinity.
     placed_anti: Vec<(PodId, NodeId)>,
+    /// The placements of pods with any pod (anti-)affinity term.
+    placed_affinity: Vec<(PodId, NodeId)>,
     /// Where the next search for a destination starts (kube-scheduler's
     /// `nextStartNodeIndex`).
     next_start: usize,
@@ -360,9 +360,9 @@ impl<'s> Simulation<'s> {
             linger_non_zero: IdVec::filled((0, 0), snap.nodes.len()),
             see_lingering: Flag::new(true),
             beside: Flag::new(false),
-            placed_all: Vec::new(),
             placed_of: FxHashMap::default(),
             placed_anti: Vec::new(),
+            placed_affinity: Vec::new(),
             next_start: 0,
             domains: Default::default(),
             selected: Default::default(),
@@ -572,8 +572,10 @@ impl<'s> Simulation<'s> {
     pub fn place(&mut self, pod: PodId, node: NodeId) {
         self.forget_pick();
         self.placed[node].push(pod);
-        self.placed_all.push((pod, node));
         self.placed_of.entry(pod).or_default().push(node);
+        if has_pod_affinity(self.snap.pod(pod)) {
+            self.placed_affinity.push((pod, node));
+        }
         if self
             .snap
             .pod(pod)
@@ -1174,10 +1176,10 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
             .iter()
             .filter_map(move |&e| self.seen_at(e, subject).map(|n| (e, n)))
             .chain(
-                self.placed_all
+                self.placed_affinity
                     .iter()
                     .copied()
-                    .filter(move |&(p, _)| p != subject && has_pod_affinity(self.snap.pod(p))),
+                    .filter(move |&(p, _)| p != subject),
             )
     }
 

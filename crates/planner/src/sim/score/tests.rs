@@ -740,3 +740,36 @@ fn default_spreading_counts_the_controllers_pods_of_the_namespace_where_the_plan
     }
     assert_eq!(sim.predict(incoming, &both).unwrap().node, NodeId::new(0));
 }
+
+#[test]
+fn a_placed_replacements_preferred_anti_affinity_scores_where_the_plan_put_it() {
+    // `guard` prefers to be away from `web` pods within a node; it starts on b and the plan
+    // moves it to a: an incoming `web` pod, which has no terms of its own, is scored by the
+    // guard's term where the guard now is, and goes to b
+    let away_from_web = Affinity {
+        pod_anti_affinity_preferred: vec![preferred(100, LABEL_HOSTNAME, "app", "web")],
+        ..Default::default()
+    };
+    let host = |n: &str| node(n).label(LABEL_HOSTNAME, n).build();
+    let s = snapshot(
+        vec![host("a"), host("b")],
+        vec![
+            pod("d", "guard").node("b").affinity(away_from_web).build(),
+            pod("d", "web").node("a").label("app", "web").build(),
+        ],
+    );
+    let (guard, web) = (
+        s.pod_id("d", "guard").unwrap(),
+        s.pod_id("d", "web").unwrap(),
+    );
+    let both = [NodeId::new(0), NodeId::new(1)];
+    let mut sim = Simulation::new(&s);
+    sim.remove(web);
+    assert_eq!(sim.predict(web, &both).unwrap().node, NodeId::new(0));
+    sim.remove(guard);
+    assert_eq!(
+        sim.schedule(guard, &[NodeId::new(0)]).unwrap(),
+        NodeId::new(0)
+    );
+    assert_eq!(sim.predict(web, &both).unwrap().node, NodeId::new(1));
+}
