@@ -189,6 +189,19 @@ pub(crate) fn term_matches_pod(
         && term_covers_namespace(term, owner_namespace, &pod.namespace, namespace_labels)
 }
 
+/// Whether a topology spread constraint counts pod `q`: its labelSelector (None: no pod)
+/// matches, and `q` has the incoming pod's values of the constraint's matchLabelKeys.
+pub(crate) fn spread_selects(
+    selector: Option<&crate::labels::Selector>,
+    match_labels: &[(&str, &str)],
+    q: &Pod,
+) -> bool {
+    selector.is_some_and(|s| s.matches(&q.labels))
+        && match_labels
+            .iter()
+            .all(|(k, v)| q.labels.get(k) == Some(*v))
+}
+
 /// The score a pod's preferred node affinity gives a node: the sum of the weights of the
 /// `preferredDuringSchedulingIgnoredDuringExecution` terms the node matches (an empty term
 /// matches no node), as upstream's `GetNodeWeightGivenPodPreferredAffinity`.

@@ -51,7 +51,7 @@
 
 use super::domains::{Inclusion, TopologyDomains};
 use super::score::{self, ClusterView, Ranking, ScoreProfile};
-use super::{matches_node_selector, term_matches_pod, tolerated};
+use super::{matches_node_selector, spread_selects, term_matches_pod, tolerated};
 use crate::snapshot::{
     ClusterSnapshot, IdVec, Node, NodeId, Pod, PodAffinityTerm, PodId, Resources, Taint,
     TaintEffect, WhenUnsatisfiable,
@@ -932,14 +932,7 @@ impl<'s> Simulation<'s> {
                 .iter()
                 .filter_map(|k| pod.labels.get(k).map(|v| (&**k, v)))
                 .collect();
-            let selects = |q: &Pod| {
-                c.label_selector
-                    .as_ref()
-                    .is_some_and(|s| s.matches(&q.labels))
-                    && match_labels
-                        .iter()
-                        .all(|(k, v)| q.labels.get(k) == Some(*v))
-            };
+            let selects = |q: &Pod| spread_selects(c.label_selector.as_ref(), &match_labels, q);
             // the domains: every node that has all the constraints' keys and passes the
             // inclusion policies (whatever its readiness, as kube-scheduler counts them)
             let build = || {
@@ -963,9 +956,8 @@ impl<'s> Simulation<'s> {
             );
             let eligible = self.domains.lock().entry(key).or_insert_with(build).clone();
             // the matching pods of the pod's namespace, where the plan leaves them
-            let key = format!("{:?} {match_labels:?}", c.label_selector);
             let counts = eligible.count(
-                self.selected_pods(id, key, selects)
+                self.selected_pods(id, c.label_selector.as_ref(), &match_labels)
                     .filter_map(|(q, n)| (q != id).then_some(n)),
             );
             let mut min = counts.iter().copied().min().map_or(0, i64::from);
@@ -1129,11 +1121,14 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
     fn selected_pods(
         &self,
         pod: PodId,
-        key: String,
-        selects: impl Fn(&Pod) -> bool,
+        selector: Option<&crate::labels::Selector>,
+        match_labels: &[(&str, &str)],
     ) -> impl Iterator<Item = (PodId, NodeId)> {
         let snap = self.snap;
         let ns: &'s str = &snap.pod(pod).namespace;
+        // the selection written out: the same text, the same selection
+        let key = format!("{selector:?} {match_labels:?}");
+        let selects = |q: &Pod| spread_selects(selector, match_labels, q);
         let members = self
             .selected
             .lock()

@@ -423,14 +423,14 @@ pub(crate) trait ClusterView<'s> {
     /// The pods of a namespace that name `uid` as their controller, each with its node: the
     /// pods a default spread constraint counts, without walking the whole namespace.
     fn controller_pods(&self, ns: &str, uid: &str) -> impl Iterator<Item = (PodId, NodeId)>;
-    /// The pods of `pod`'s namespace, not terminating, that `selects` picks, each with its
-    /// node; `key` names the selection (the same key, the same selection: it is computed
-    /// once per simulation).
+    /// The pods of `pod`'s namespace, not terminating, that a spread constraint with
+    /// `selector` and the matchLabelKeys values `match_labels` counts
+    /// ([`super::spread_selects`]), each with its node; picked once per simulation.
     fn selected_pods(
         &self,
         pod: PodId,
-        key: String,
-        selects: impl Fn(&Pod) -> bool,
+        selector: Option<&crate::labels::Selector>,
+        match_labels: &[(&str, &str)],
     ) -> impl Iterator<Item = (PodId, NodeId)>;
     /// The pods with pod (anti-)affinity terms seen while `subject` is scheduled.
     fn affinity_pods(&self, subject: PodId) -> impl Iterator<Item = (PodId, NodeId)>;
@@ -762,10 +762,7 @@ enum Selects<'a> {
 impl Selects<'_> {
     fn matches(&self, q: &Pod) -> bool {
         match self {
-            Selects::Labels(sel, keys) => {
-                sel.is_some_and(|s| s.matches(&q.labels))
-                    && keys.iter().all(|(k, v)| q.labels.get(k) == Some(*v))
-            }
+            Selects::Labels(sel, keys) => super::spread_selects(*sel, keys, q),
             Selects::Controller(uid) => q.owners.iter().any(|o| o.controller && &*o.uid == *uid),
         }
     }
@@ -883,7 +880,7 @@ fn spread_scores<'s>(
         })
         .collect();
     // matching pods per node, per constraint (the pod's namespace, not terminating); only
-    // nodes holding some are kept, so a call costs the namespace's pods, not the cluster's
+    // nodes holding some are kept, so a call costs the matching pods, not the cluster's
     // nodes
     let mut per_node: Vec<FxHashMap<NodeId, i64>> = vec![FxHashMap::default(); cs.len()];
     for (i, c) in cs.iter().enumerate() {
@@ -898,11 +895,7 @@ fn spread_scores<'s>(
         // pods made that walk most of a plan's time).
         match &c.selects {
             Selects::Controller(uid) => sim.controller_pods(&spec.namespace, uid).for_each(count),
-            Selects::Labels(sel, keys) => {
-                let key = format!("{sel:?} {keys:?}");
-                sim.selected_pods(pod, key, |q| c.selects.matches(q))
-                    .for_each(count)
-            }
+            Selects::Labels(sel, keys) => sim.selected_pods(pod, *sel, keys).for_each(count),
         }
     }
     // each domain's count, over every node the constraint counts (a node without matching
