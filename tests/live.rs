@@ -536,6 +536,20 @@ async fn continuous_mode_serves_metrics_and_stops_cleanly_on_sigterm() {
         metrics.contains("descheduler_build_info{version="),
         "{metrics}"
     );
+    // The live heap: the allocator's count, more than the model of a cluster needs and no
+    // more than the process holds resident.
+    let heap: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("descheduler_heap_live_bytes "))
+        .unwrap_or_else(|| panic!("no descheduler_heap_live_bytes in:\n{metrics}"))
+        .trim()
+        .parse()
+        .unwrap();
+    let (rss_kib, _) = support::soak::resources(p.pid().unwrap()).unwrap();
+    assert!(
+        (1 << 20..=rss_kib * 1024).contains(&heap),
+        "live heap {heap} bytes, resident {rss_kib} KiB"
+    );
     // Several cycles ran (the watch caches feed each one).
     assert!(
         wait_until(WAIT, || async {

@@ -27,7 +27,8 @@
 //! | `SOAK_IDLE_CYCLES` | 1 | cycles after each checkpoint with the churn stopped (idle cycles) |
 //! | `SOAK_WARMUP` | 20 | cycles before memory growth is measured |
 //! | `SOAK_MAX_RSS_GROWTH` | unset | fail when resident memory grew more than this (percent) after warm-up |
-//! | `SOAK_SAMPLES` | unset | a CSV file for the per-cycle samples (cycle, resident KiB, CPU ticks, changes done, idle) |
+//! | `SOAK_MAX_HEAP_GROWTH` | unset | fail when the live heap grew more than this (percent) after warm-up |
+//! | `SOAK_SAMPLES` | unset | a CSV file for the per-cycle samples (cycle, resident KiB, live heap KiB, CPU ticks, changes done, idle) |
 //! | `SOAK_DIR` | `target/soak/seed-<seed>-<time>` | where checkpoints keep what differed |
 
 mod support;
@@ -87,10 +88,14 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
     let workers: usize = env("SOAK_WORKERS", 16);
     let warmup: usize = env("SOAK_WARMUP", 20);
     let idle_cycles: usize = env("SOAK_IDLE_CYCLES", 1);
-    let max_growth: Option<f64> = std::env::var("SOAK_MAX_RSS_GROWTH")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .map(|v| v.parse().expect("SOAK_MAX_RSS_GROWTH: a number (percent)"));
+    let percent = |name: &str| -> Option<f64> {
+        std::env::var(name).ok().filter(|v| !v.is_empty()).map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}: a number (percent)"))
+        })
+    };
+    let max_growth = percent("SOAK_MAX_RSS_GROWTH");
+    let max_heap_growth = percent("SOAK_MAX_HEAP_GROWTH");
     eprintln!(
         "soak: seed {seed} (SOAK_SEED={seed} replays it); {nodes} nodes, {pods} pods, {seconds} s of churn at {rate}/s, bursts of {burst} ({burst_percent}% a second), {workers} changes in flight at most, {checkpoints} checkpoints, {idle_cycles} idle cycles after each"
     );
@@ -191,13 +196,13 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
         "{stale}"
     );
     soak.assert_alive("the end");
-    let (resources, growth) = resource_summary(&soak.samples(), warmup);
+    let resources = resource_summary(&soak.samples(), warmup);
     if let Some(path) = std::env::var_os("SOAK_SAMPLES").filter(|p| !p.is_empty()) {
         soak.write_samples(std::path::Path::new(&path));
     }
     let stderr = soak.stop().await;
     assert!(!stderr.contains("panicked"), "{stderr}");
-    eprintln!("soak: {resources}");
+    eprintln!("soak: {}", resources.line);
     eprintln!(
         "soak: seed {seed}: {} changes applied in {:.1?} (at most {} in flight; {}), {} checkpoints, {total_evictions} planned evictions compared, 0 differences",
         churn.total(),
@@ -218,10 +223,21 @@ async fn the_watch_fed_model_equals_a_fresh_list_under_churn() {
         "only {kinds} kinds of change applied: {:?}",
         churn.applied
     );
-    if let (Some(max), Some(growth)) = (max_growth, growth) {
+    if let (Some(max), Some(growth)) = (max_growth, resources.rss_growth) {
         assert!(
             growth <= max,
-            "resident memory grew {growth:.1}% after warm-up (at most {max}%): {resources}"
+            "resident memory grew {growth:.1}% after warm-up (at most {max}%): {}",
+            resources.line
+        );
+    }
+    if let Some(max) = max_heap_growth {
+        let growth = resources
+            .heap_growth
+            .unwrap_or_else(|| panic!("the live heap was not sampled: {}", resources.line));
+        assert!(
+            growth <= max,
+            "the live heap grew {growth:.1}% after warm-up (at most {max}%): {}",
+            resources.line
         );
     }
     let _ = std::fs::remove_dir_all(&work);

@@ -7,7 +7,8 @@
 //! difference saves all of them to a folder the failure names.
 //!
 //! Meanwhile the process's resident memory and CPU time are sampled after every cycle (from
-//! `/proc/<pid>/status` and `/proc/<pid>/stat`), with the churn's counts of changes started
+//! `/proc/<pid>/status` and `/proc/<pid>/stat`), its live heap (`descheduler_heap_live_bytes`
+//! from its `--metrics-bind-address`), with the churn's counts of changes started
 //! and done: a cycle during which none started or was in flight (nor during the cycle before
 //! it, so no watch event of a change was still arriving) is idle.
 
@@ -27,6 +28,8 @@ pub struct Sample {
     /// Cycles recorded so far.
     pub cycle: usize,
     pub rss_kib: u64,
+    /// The live heap (bytes allocated and not freed), when the metric answered.
+    pub heap_bytes: Option<u64>,
     /// User + system time, in clock ticks.
     pub cpu_ticks: u64,
     /// The churn's changes started and done when the sample was taken.
@@ -125,6 +128,19 @@ pub fn resources(pid: u32) -> Option<(u64, u64)> {
     Some((rss, ticks))
 }
 
+/// `descheduler_heap_live_bytes` from the process's plain-HTTP metrics.
+async fn live_heap(addr: &str) -> Option<u64> {
+    let (code, body) = super::http_get(addr, "/metrics").await?;
+    if code != 200 {
+        return None;
+    }
+    body.lines()
+        .find_map(|l| l.strip_prefix("descheduler_heap_live_bytes "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// A gzip-compressed snapshot as JSON, its items sorted by kind, namespace and name.
 fn snapshot(path: &Path) -> Value {
     let mut text = String::new();
@@ -196,7 +212,10 @@ impl Soak {
         activity: Arc<Activity>,
     ) -> Soak {
         let log = work.join("decision-log");
+        let metrics = format!("127.0.0.1:{}", super::free_port());
         let d = Descheduler::spawn(&[
+            "--metrics-bind-address",
+            &metrics,
             "--policy-config-file",
             policy.to_str().unwrap(),
             "--kubeconfig",
@@ -238,10 +257,12 @@ impl Soak {
                     // Done first: a change that ends in between counts as in flight.
                     let done = activity.done.load(std::sync::atomic::Ordering::SeqCst);
                     let started = activity.started.load(std::sync::atomic::Ordering::SeqCst);
+                    let heap_bytes = live_heap(&metrics).await;
                     match resources(pid) {
                         Some((rss_kib, cpu_ticks)) => s.lock().unwrap().push(Sample {
                             cycle,
                             rss_kib,
+                            heap_bytes,
                             cpu_ticks,
                             started,
                             done,
@@ -281,16 +302,19 @@ impl Soak {
         );
     }
 
-    /// Writes the samples taken so far as CSV (cycle, resident KiB, CPU ticks, changes done,
-    /// whether the cycle was idle).
+    /// Writes the samples taken so far as CSV (cycle, resident KiB, live heap KiB (empty when
+    /// the metric did not answer), CPU ticks, changes done, whether the cycle was idle).
     pub fn write_samples(&self, path: &Path) {
         let samples = self.samples();
-        let mut csv = String::from("cycle,rss_kib,cpu_ticks,changes,idle\n");
+        let mut csv = String::from("cycle,rss_kib,heap_kib,cpu_ticks,changes,idle\n");
         for (i, s) in samples.iter().enumerate() {
             csv.push_str(&format!(
-                "{},{},{},{},{}\n",
+                "{},{},{},{},{},{}\n",
                 s.cycle,
                 s.rss_kib,
+                s.heap_bytes
+                    .map(|b| (b / 1024).to_string())
+                    .unwrap_or_default(),
                 s.cpu_ticks,
                 s.done,
                 u8::from(idle(&samples, i))
@@ -511,29 +535,61 @@ impl Soak {
     }
 }
 
-/// Resident memory and CPU per cycle after `warmup` cycles: a line for the log, and the
-/// growth of resident memory (percent) from the first to the last fifth of the samples after
-/// warm-up (medians, so a single sample taken mid-cycle does not count).
-pub fn resource_summary(samples: &[Sample], warmup: usize) -> (String, Option<f64>) {
+/// What the samples after warm-up say: a line for the log, and the growth (percent) of
+/// resident memory and of the live heap.
+pub struct Resources {
+    pub line: String,
+    pub rss_growth: Option<f64>,
+    pub heap_growth: Option<f64>,
+}
+
+/// The median of `xs` (not empty).
+fn median(mut xs: Vec<u64>) -> u64 {
+    xs.sort_unstable();
+    xs[xs.len() / 2]
+}
+
+/// From the first to the last fifth (at least 3 samples each) of `xs`: the medians and the
+/// growth in percent (medians, so a single sample taken mid-cycle does not count).
+fn fifths(xs: &[u64]) -> (u64, u64, f64) {
+    let fifth = (xs.len() / 5).max(3);
+    let first = median(xs[..fifth].to_vec());
+    let last = median(xs[xs.len() - fifth..].to_vec());
+    (
+        first,
+        last,
+        (last as f64 - first as f64) * 100.0 / first.max(1) as f64,
+    )
+}
+
+/// The least-squares slope of `ys` over `xs`.
+fn slope(xs: &[f64], ys: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let cov: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let var: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    if var == 0.0 {
+        0.0
+    } else {
+        cov / var
+    }
+}
+
+/// Resident memory, the live heap and CPU per cycle after `warmup` cycles: growth from the
+/// first to the last fifth of the samples after warm-up, and the live heap's linear trend.
+pub fn resource_summary(samples: &[Sample], warmup: usize) -> Resources {
     let after: Vec<&Sample> = samples.iter().filter(|s| s.cycle > warmup).collect();
     if after.len() < 10 {
-        return (
-            format!(
+        return Resources {
+            line: format!(
                 "resources: {} cycles sampled, too few after a warm-up of {warmup}",
                 samples.len()
             ),
-            None,
-        );
+            rss_growth: None,
+            heap_growth: None,
+        };
     }
-    let median = |xs: &[&Sample]| {
-        let mut v: Vec<u64> = xs.iter().map(|s| s.rss_kib).collect();
-        v.sort_unstable();
-        v[v.len() / 2]
-    };
-    let fifth = (after.len() / 5).max(3);
-    let first = median(&after[..fifth]);
-    let last = median(&after[after.len() - fifth..]);
-    let growth = (last as f64 - first as f64) * 100.0 / first as f64;
+    let (first, last, growth) = fifths(&after.iter().map(|s| s.rss_kib).collect::<Vec<_>>());
     let (a, b) = (after[0], after[after.len() - 1]);
     let ms_per_cycle = (b.cpu_ticks - a.cpu_ticks) as f64 * 1000.0
         / clock_ticks() as f64
@@ -555,16 +611,45 @@ pub fn resource_summary(samples: &[Sample], warmup: usize) -> (String, Option<f6
                 / idle_ticks.len() as f64
         )
     };
-    (
-        format!(
-            "resources: {} cycles sampled; after {warmup} cycles of warm-up: RSS {:.1} MiB -> {:.1} MiB ({growth:+.1}%), peak {:.1} MiB; CPU {ms_per_cycle:.1} ms per cycle; {idle_line}",
+    let heap: Vec<(usize, u64)> = after
+        .iter()
+        .filter_map(|s| Some((s.cycle, s.heap_bytes?)))
+        .collect();
+    let (heap_line, heap_growth) = if heap.len() < 10 {
+        (
+            format!("live heap sampled {} times, too few", heap.len()),
+            None,
+        )
+    } else {
+        let bytes: Vec<u64> = heap.iter().map(|h| h.1).collect();
+        let (first, last, growth) = fifths(&bytes);
+        let trend = slope(
+            &heap.iter().map(|h| h.0 as f64).collect::<Vec<_>>(),
+            &bytes.iter().map(|&b| b as f64).collect::<Vec<_>>(),
+        );
+        let mib = |b: f64| b / (1 << 20) as f64;
+        (
+            format!(
+                "live heap {:.1} MiB -> {:.1} MiB ({growth:+.1}%), trend {:+.1} KiB per cycle ({} samples)",
+                mib(first as f64),
+                mib(last as f64),
+                trend / 1024.0,
+                heap.len()
+            ),
+            Some(growth),
+        )
+    };
+    Resources {
+        line: format!(
+            "resources: {} cycles sampled; after {warmup} cycles of warm-up: RSS {:.1} MiB -> {:.1} MiB ({growth:+.1}%), peak {:.1} MiB; {heap_line}; CPU {ms_per_cycle:.1} ms per cycle; {idle_line}",
             samples.len(),
             first as f64 / 1024.0,
             last as f64 / 1024.0,
             peak as f64 / 1024.0,
         ),
-        Some(growth),
-    )
+        rss_growth: Some(growth),
+        heap_growth,
+    }
 }
 
 fn last_lines(text: &str, n: usize) -> String {
