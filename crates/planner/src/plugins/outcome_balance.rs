@@ -38,9 +38,11 @@ use crate::plugins::node_utilization::{
     amount, at_or_below, capacity, fmt_pct, pct, validate_threshold_pair,
 };
 use crate::plugins::shared::Namespaces;
+use crate::sim::Prediction;
 use crate::snapshot::{ClusterSnapshot, NodeId, PodId, WhenUnsatisfiable};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::fmt::Write as _;
 
 /// The plugin's name in a policy.
 pub const NAME: &str = "OutcomeBalance";
@@ -182,6 +184,7 @@ struct Workload {
 }
 
 /// The distance of the cluster to the policy's outcome, kept as moves are planned.
+#[derive(Clone)]
 struct Model<'s> {
     snap: &'s ClusterSnapshot,
     /// The planning nodes; a node's position here is its index in the vectors below.
@@ -318,6 +321,15 @@ impl<'s> Model<'s> {
         self.standing(i, &self.holding(i)).over
     }
 
+    /// Whether `i` is over its targets with `pod` added (`sign` 1) or taken off (-1).
+    fn over_with(&self, i: usize, pod: PodId, sign: i64) -> bool {
+        let req = &self.snap.pod(pod).requests;
+        self.resources.iter().enumerate().any(|(r, name)| {
+            let (load, cap) = (self.load[i][r] + sign * req.get(name), self.capacity[i][r]);
+            pct(load, cap) > self.high[r] && load > amount(cap, self.high[r])
+        })
+    }
+
     fn node_badness(&self, i: usize) -> f64 {
         self.standing(i, &self.holding(i)).badness()
     }
@@ -447,16 +459,22 @@ impl<'s> Model<'s> {
         if let Some(t) = to {
             gain += self.node_badness(t) - self.node_badness_with(t, pod, 1);
         }
-        if let Some(&wi) = self.workload_of.get(&pod) {
-            let w = &self.workloads[wi];
-            let mut after = w.counts.clone();
-            *after.entry(from).or_default() -= 1;
-            if let Some(t) = to {
-                *after.entry(t).or_default() += 1;
-            }
-            gain += self.workload_badness(w, &w.counts) - self.workload_badness(w, &after);
+        gain + self.workload_gain(pod, from, to)
+    }
+
+    /// What moving `pod` from `from` to `to` lowers its workload's spread and duplicate
+    /// excess by (weighed); 0 for a pod of no workload.
+    fn workload_gain(&self, pod: PodId, from: usize, to: Option<usize>) -> f64 {
+        let Some(&wi) = self.workload_of.get(&pod) else {
+            return 0.0;
+        };
+        let w = &self.workloads[wi];
+        let mut after = w.counts.clone();
+        *after.entry(from).or_default() -= 1;
+        if let Some(t) = to {
+            *after.entry(t).or_default() += 1;
         }
-        gain
+        self.workload_badness(w, &w.counts) - self.workload_badness(w, &after)
     }
 
     /// The most any destination could gain from receiving `pod`, before the cap of the
@@ -1063,7 +1081,7 @@ impl Search {
             };
             self.step_evaluations = 0;
             self.step_best = None;
-            if !self.plan(cx, model, k) {
+            if !self.plan(max_evaluations, cx, model, k) {
                 break;
             }
         }
@@ -1149,7 +1167,13 @@ impl Search {
 
     /// Plans class `k`'s best move, exact for the cluster as it stands, and gives the classes
     /// it changes fresh bounds; false when the cycle's total limit is reached.
-    fn plan(&mut self, cx: &mut Context<'_, '_>, model: &mut Model<'_>, k: usize) -> bool {
+    fn plan(
+        &mut self,
+        max_evaluations: u32,
+        cx: &mut Context<'_, '_>,
+        model: &mut Model<'_>,
+        k: usize,
+    ) -> bool {
         let from = self.classes[k].from;
         // The best move, exact for the cluster as it stands.
         let pod = self.classes[k].pods.remove(0);
@@ -1161,12 +1185,13 @@ impl Search {
         let to = prediction
             .as_ref()
             .and_then(|p| model.position.get(&p.node).copied());
-        let reason = model.describe(pod, from, to);
+        let mut reason = model.describe(pod, from, to);
         let first = cx.ledger().evictions().len();
         // A pod above the target on its own puts any node over: onto a node that is under
         // (outside either way), the move may go over its target, which the gain weighed; the
-        // node it leaves may come inside. Every other move stays held to its destination's
-        // target.
+        // node it leaves may come inside. A repair whose replacement would take an inside
+        // node over goes there only with a second move that brings that node back inside
+        // ([`Search::room_on`]). Every other move stays held to its destination's target.
         let lands: Vec<NodeId> = prediction
             .iter()
             .flat_map(|p| std::iter::once(p.node).chain(p.alternatives.iter().copied()))
@@ -1179,11 +1204,62 @@ impl Search {
                     .get(d)
                     .is_some_and(|&i| model.standing(i, &model.holding(i)).under)
             });
+        let room = match (onto_under, &prediction) {
+            (false, Some(p)) => self.room_on(max_evaluations, cx, model, pod, from, p),
+            _ => None,
+        };
         let attempt = if onto_under {
             cx.try_evict_checked_beyond_targets(pod, reason, &lands)
+        } else if let Some(r) = &room {
+            let _ = write!(
+                reason,
+                "; {} goes over its target with it until {} leaves it",
+                model.snap.node(r.node).name,
+                model.snap.pod(r.pod).key()
+            );
+            cx.try_evict_checked_beyond_targets(pod, reason, &[r.node])
         } else {
             cx.try_evict_checked(pod, reason)
         };
+        if !self.settle(attempt, cx, model, k, first) {
+            return false;
+        }
+        let Some(r) = room.filter(|_| self.planned_at(cx, first, pod)) else {
+            return true;
+        };
+        // The second move: the pod that makes room where the repair's replacement went.
+        let from = self.classes[r.class].from;
+        self.classes[r.class].pods.retain(|&p| p != r.pod);
+        let to = model.position.get(&r.to).copied();
+        let reason = format!(
+            "{}; makes room on {} for {}, moved there to repair its workload",
+            model.describe(r.pod, from, to),
+            model.snap.node(r.node).name,
+            model.snap.pod(pod).key()
+        );
+        let first = cx.ledger().evictions().len();
+        let attempt = cx.try_evict_checked(r.pod, reason);
+        self.settle(attempt, cx, model, r.class, first)
+    }
+
+    /// Whether `pod` is among the evictions planned since `first`.
+    fn planned_at(&self, cx: &Context<'_, '_>, first: usize, pod: PodId) -> bool {
+        cx.ledger().evictions()[first..]
+            .iter()
+            .any(|e| e.pod == pod)
+    }
+
+    /// Takes an attempt of class `k`'s pod into the search (`first`: the ledger's evictions
+    /// before it); false when the cycle's total limit is reached.
+    fn settle(
+        &mut self,
+        attempt: Attempt,
+        cx: &mut Context<'_, '_>,
+        model: &mut Model<'_>,
+        k: usize,
+        first: usize,
+    ) -> bool {
+        let from = self.classes[k].from;
         match attempt {
             Attempt::Planned { .. } => {
                 self.planned += 1;
@@ -1215,8 +1291,6 @@ impl Search {
                         dirty.extend(w);
                     }
                 }
-                dirty.sort_unstable();
-                dirty.dedup();
                 // The class itself goes on with its next pod.
                 dirty.push(k);
                 dirty.sort_unstable();
@@ -1236,6 +1310,109 @@ impl Search {
         }
         true
     }
+
+    /// For a move of `pod` that repairs its workload's spread or duplicates but whose
+    /// replacement, predicted on one node with no tie, would take that node over its
+    /// target: the best pod on that node to move next, whose own replacement (predicted
+    /// with the repair's in place) lands inside the thresholds elsewhere and which brings
+    /// the node back inside, where the pair lowers the distance. A node inside can take
+    /// the repair's replacement only once something leaves it, and kube-scheduler puts the
+    /// pod that leaves first back on the node it emptied; in this order the node is fuller
+    /// than another when that pod is placed. Each pod asked about counts toward
+    /// `maxEvaluations`.
+    fn room_on(
+        &mut self,
+        max_evaluations: u32,
+        cx: &Context<'_, '_>,
+        model: &Model<'_>,
+        pod: PodId,
+        from: usize,
+        prediction: &Prediction,
+    ) -> Option<Room> {
+        let t = *model.position.get(&prediction.node)?;
+        if !prediction.alternatives.is_empty()
+            || model.is_over(t)
+            || !model.over_with(t, pod, 1)
+            || model.workload_gain(pod, from, Some(t)) <= MIN_GAIN
+        {
+            return None;
+        }
+        let workload = model.workload_of.get(&pod).copied();
+        let candidates: Vec<(usize, PodId)> = self.by_node[t]
+            .iter()
+            .filter_map(|&j| Some((j, *self.classes[j].pods.first()?)))
+            .filter(|&(_, q)| model.workload_of.get(&q).copied() != workload)
+            .collect();
+        if candidates.is_empty() || self.evaluations >= max_evaluations {
+            return None;
+        }
+        // The repair's replacement in place, on copies.
+        let nodes = cx.placement().nodes();
+        let mut sim = cx.placement().sim().clone();
+        let placed = sim.replace(pod, nodes).ok()?;
+        if placed.node != prediction.node || !placed.alternatives.is_empty() {
+            return None;
+        }
+        let mut after = model.clone();
+        after.absorb(&sim, pod, model.nodes[from], Some(prediction.node));
+        let repair = model.gain(pod, from, Some(t));
+        let mut best: Option<(f64, Room)> = None;
+        for (j, q) in candidates {
+            if self.evaluations >= max_evaluations {
+                break;
+            }
+            let wq = after.workload_of.get(&q).copied();
+            if after.over_with(t, q, -1)
+                || wq.is_some_and(|w| self.arrived.contains(&(w, t)))
+                || cx.ledger().admit(q).is_err()
+                || cx.cooldown(q).is_err()
+            {
+                continue;
+            }
+            self.evaluations += 1;
+            let Ok(p) = sim.predict(q, nodes) else {
+                continue;
+            };
+            let lands: Option<Vec<usize>> = std::iter::once(p.node)
+                .chain(p.alternatives.iter().copied())
+                .map(|d| after.position.get(&d).copied())
+                .collect();
+            let Some(lands) = lands else { continue };
+            if lands.iter().any(|&u| {
+                u == t
+                    || after.over_with(u, q, 1)
+                    || wq.is_some_and(|w| self.left.contains(&(w, u)))
+            }) {
+                continue;
+            }
+            let gain = repair
+                + lands
+                    .iter()
+                    .map(|&u| after.gain(q, t, Some(u)))
+                    .fold(f64::INFINITY, f64::min);
+            if gain > MIN_GAIN && best.as_ref().is_none_or(|(g, _)| gain > *g) {
+                best = Some((
+                    gain,
+                    Room {
+                        node: prediction.node,
+                        pod: q,
+                        class: j,
+                        to: p.node,
+                    },
+                ));
+            }
+        }
+        best.map(|(_, r)| r)
+    }
+}
+
+/// The second move of a repair whose replacement takes a node over its target: `pod` (of
+/// class `class`) leaves `node` for `to`.
+struct Room {
+    node: NodeId,
+    pod: PodId,
+    class: usize,
+    to: NodeId,
 }
 
 impl Plugin for OutcomeBalance {

@@ -375,6 +375,74 @@ fn a_duplicate_is_repaired_even_where_it_leaves_a_node_outside_the_thresholds() 
     );
 }
 
+/// A duplicate whose replacement would take an inside node over its target is repaired
+/// with a second move that brings that node back inside. `web` has both its pods on n1 (a
+/// share of 1 over four nodes); kube-scheduler would put the replacement on n2, the
+/// emptiest (40% + 12.5% = 52.5%, target 50%; n3 is at 47.5%, n4 at 45%). Moving `s`
+/// (200m) off n2 first would not do: its replacement would come back to n2, then the
+/// emptiest. In the other order `s` goes to n4 (n1 still holds the evicted `web` pod while
+/// it terminates): n1 35%, n2 47.5%, n3 47.5%, n4 50%, every node inside and no duplicate,
+/// with two evictions.
+#[test]
+fn a_duplicate_is_repaired_with_a_second_move_where_its_replacement_would_take_a_node_over() {
+    let mut all = pods("web", "n1", 2, 500);
+    all.extend(pods("base", "n1", 1, 900));
+    all.extend(pods("x", "n2", 1, 1400));
+    all.extend(pods("s", "n2", 1, 200));
+    all.extend(pods("z", "n3", 1, 1900));
+    all.extend(pods("y", "n4", 1, 1800));
+    let snap = snapshot(nodes_of(&["n1", "n2", "n3", "n4"], 4000), all);
+    assert_eq!(outside_after(&snap, &[], 20.0, 50.0), 0);
+    assert_eq!(duplicates_after(&snap, &[]), 1);
+    let plan = plan_20_50(&snap).evictions;
+    let moves: Vec<(String, String)> = plan
+        .iter()
+        .map(|e| {
+            (
+                snap.pod(e.pod).name.split('-').next().unwrap().to_string(),
+                snap.node(e.destination.unwrap()).name.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            ("web".to_string(), "n2".to_string()),
+            ("s".to_string(), "n4".to_string())
+        ],
+        "{plan:#?}"
+    );
+    assert!(
+        plan[0]
+            .reason
+            .contains("n2 goes over its target with it until d/s-n2-0 leaves it"),
+        "{}",
+        plan[0].reason
+    );
+    assert!(
+        plan[1].reason.contains("makes room on n2 for d/web-n1-"),
+        "{}",
+        plan[1].reason
+    );
+    assert_eq!(duplicates_after(&snap, &plan), 0);
+    assert_eq!(outside_after(&snap, &plan, 20.0, 50.0), 0);
+}
+
+/// Where no second move brings the node back inside (every pod on n2 would take whichever
+/// node it went to over), the repair is not planned: n2 is held to its target.
+#[test]
+fn a_repair_without_a_second_move_never_takes_an_inside_node_over() {
+    let mut all = pods("web", "n1", 2, 500);
+    all.extend(pods("base", "n1", 1, 900));
+    all.extend(pods("x", "n2", 1, 1600));
+    all.extend(pods("z", "n3", 1, 1900));
+    all.extend(pods("y", "n4", 1, 1800));
+    let snap = snapshot(nodes_of(&["n1", "n2", "n3", "n4"], 4000), all);
+    let plan = plan_20_50(&snap).evictions;
+    assert!(plan.is_empty(), "{plan:#?}");
+    assert_eq!(duplicates_after(&snap, &plan), 1);
+}
+
 /// Upstream #1695: a pod above the target on its own (2,200m of a 4-cpu node, 50% target)
 /// puts whichever node holds it over, and the joined nodes cannot reach their low threshold
 /// with every workload at its fair share there (a node could take 2 `sx`, 1 `sy`, 1 `sz`:
