@@ -21,7 +21,9 @@
 //!   share, the nodes outside the thresholds, then the percentage points outside: a hard
 //!   spread repair or a duplicate repair may leave one more node outside (availability before
 //!   balance). Moves are ranked with a credit toward finishing a node (see [`Model::credit`]);
-//!   within one plan no workload loses a pod from a node it gains one on.
+//!   within one plan no workload loses a pod from a node it gains one on. A repair whose
+//!   replacement would take an inside node over its target goes only with a second move
+//!   that brings that node back inside ([`Search::room_on`]).
 //!   Candidates are bounded from above without the simulator (what leaving their node gains,
 //!   plus the most any destination could); the simulator is asked in that order until no
 //!   bound can beat the best move found. Pods of one workload on one node with the same
