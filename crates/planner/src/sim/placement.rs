@@ -113,6 +113,15 @@ type SpreadDomains<'s> = FxHashMap<(Option<&'s str>, PodId, usize), Arc<Topology
 /// placement.
 type SelectedPods<'s> = FxHashMap<(&'s str, String), Arc<[PodId]>>;
 
+/// The pods of a large namespace by label (key and value), in id order: a selector with an
+/// equality requirement is matched against the pods carrying its rarest pair instead of the
+/// whole namespace ([`Simulation::selected_pods`]). Built once per plan and namespace.
+type LabelIndex<'s> = FxHashMap<&'s str, Arc<FxHashMap<(&'s str, &'s str), Vec<PodId>>>>;
+
+/// The namespace size from which a selector's pods are found through the label index: below
+/// it, walking the namespace costs less than building the index.
+const INDEXED_NAMESPACE: usize = 2048;
+
 /// The taint kube-scheduler's NodeUnschedulable filter lets a pod tolerate.
 pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
@@ -188,6 +197,8 @@ pub struct Simulation<'s> {
     domains: Cache<SpreadDomains<'s>>,
     /// The pods each topology spread selector picks ([`SelectedPods`]).
     selected: Cache<SelectedPods<'s>>,
+    /// Large namespaces' pods by label ([`LabelIndex`]).
+    labelled: Cache<LabelIndex<'s>>,
     /// The snapshot's bound pods with required pod anti-affinity (the only ones that can
     /// refuse an incoming pod).
     anti_holders: Vec<PodId>,
@@ -366,6 +377,7 @@ impl<'s> Simulation<'s> {
             next_start: 0,
             domains: Default::default(),
             selected: Default::default(),
+            labelled: Default::default(),
             anti_holders: snap
                 .pod_ids()
                 .filter(|&p| {
@@ -1134,12 +1146,17 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
             .lock()
             .entry((ns, key))
             .or_insert_with(|| {
-                snap.pods_in_namespace(ns)
-                    .filter(|&q| {
-                        let qp = snap.pod(q);
-                        !qp.terminating && selects(qp)
-                    })
-                    .collect()
+                let keep = |&q: &PodId| {
+                    let qp = snap.pod(q);
+                    !qp.terminating && selects(qp)
+                };
+                let range = snap.pods_in_namespace(ns);
+                if range.end.index() - range.start.index() >= INDEXED_NAMESPACE {
+                    if let Some(narrow) = self.narrowest(ns, selector, match_labels) {
+                        return narrow.into_iter().filter(keep).collect();
+                    }
+                }
+                range.filter(keep).collect()
             })
             .clone();
         (0..members.len()).flat_map(move |i| self.where_the_plan_leaves(members[i]))
@@ -1189,3 +1206,53 @@ impl<'s> ClusterView<'s> for Simulation<'s> {
 
 #[cfg(test)]
 mod tests;
+
+impl<'s> Simulation<'s> {
+    /// The pods of namespace `ns` (a large one) carrying the rarest label pair that a pod
+    /// must carry to be selected (a matchLabelKeys pair, or a selector's `In` with one value),
+    /// in id order: a superset of the selection. None when the selection requires no pair.
+    fn narrowest(
+        &self,
+        ns: &'s str,
+        selector: Option<&crate::labels::Selector>,
+        match_labels: &[(&str, &str)],
+    ) -> Option<Vec<PodId>> {
+        let required: Vec<(&str, &str)> = match_labels
+            .iter()
+            .copied()
+            .chain(
+                selector
+                    .into_iter()
+                    .flat_map(|s| s.requirements())
+                    .filter_map(|r| match r {
+                        crate::labels::Requirement::In(k, v) if v.len() == 1 => {
+                            Some((&**k, &*v[0]))
+                        }
+                        _ => None,
+                    }),
+            )
+            .collect();
+        if required.is_empty() {
+            return None;
+        }
+        let index = self
+            .labelled
+            .lock()
+            .entry(ns)
+            .or_insert_with(|| {
+                let mut by: FxHashMap<(&'s str, &'s str), Vec<PodId>> = FxHashMap::default();
+                for q in self.snap.pods_in_namespace(ns) {
+                    for (k, v) in self.snap.pod(q).labels.iter() {
+                        by.entry((k, v)).or_default().push(q);
+                    }
+                }
+                Arc::new(by)
+            })
+            .clone();
+        let rarest = required
+            .iter()
+            .map(|pair| index.get(pair).map_or(&[][..], Vec::as_slice))
+            .min_by_key(|pods| pods.len())?;
+        Some(rarest.to_vec())
+    }
+}

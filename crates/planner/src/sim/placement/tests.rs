@@ -901,3 +901,61 @@ mod properties {
         }
     }
 }
+
+/// In a namespace large enough for the label index, every selection is the one walking the
+/// namespace gives: the pods carrying the rarest required pair, filtered by the whole
+/// selector; selectors with no pair to narrow by (several values, NotIn, Exists) walk it.
+#[test]
+fn a_large_namespaces_selections_through_the_label_index_are_the_walks() {
+    use super::super::score::ClusterView;
+    let nodes: Vec<_> = (0..4).map(|i| node(&format!("n{i}")).build()).collect();
+    let pods: Vec<_> = (0..INDEXED_NAMESPACE + 500)
+        .map(|i| {
+            let mut p = pod("big", &format!("p{i:05}"))
+                .label("app", &format!("a{}", i % 7))
+                .label("tier", if i % 3 == 0 { "web" } else { "db" })
+                .node(&format!("n{}", i % 4));
+            if i % 5 == 0 {
+                p = p.label("canary", "yes");
+            }
+            if i % 11 == 0 {
+                p = p.terminating();
+            }
+            p.build()
+        })
+        .collect();
+    let snap = snapshot(nodes, pods);
+    let sim = Simulation::new(&snap);
+    let someone = snap.pod_id("big", "p00000").unwrap();
+    for (text, keys) in [
+        ("app=a3", vec![]),
+        ("app=a3,tier=web", vec![]),
+        ("tier=web", vec![("canary", "yes")]),
+        ("app in (a1,a2)", vec![]),
+        ("app in (a1,a2)", vec![("tier", "db")]),
+        ("tier notin (web)", vec![]),
+        ("canary", vec![]),
+        ("app=nowhere", vec![]),
+        ("", vec![("app", "a6")]),
+    ] {
+        let selector = crate::labels::Selector::parse(text).unwrap();
+        let got: Vec<PodId> = sim
+            .selected_pods(someone, Some(&selector), &keys)
+            .map(|(p, _)| p)
+            .collect();
+        let want: Vec<PodId> = snap
+            .pods_in_namespace("big")
+            .filter(|&q| {
+                let qp = snap.pod(q);
+                !qp.terminating && super::super::spread_selects(Some(&selector), &keys, qp)
+            })
+            .collect();
+        assert_eq!(got, want, "{text} {keys:?}");
+        if text == "app=nowhere" {
+            assert!(got.is_empty());
+        } else {
+            assert!(!got.is_empty(), "{text} {keys:?} selects some pods");
+        }
+    }
+    assert_eq!(sim.labelled.lock().len(), 1, "one namespace indexed, once");
+}
