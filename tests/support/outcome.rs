@@ -8,7 +8,7 @@
 //! PodDisruptionBudgets while it runs (both binaries are measured the same way: by the pods
 //! deleted, never by their own logs), stops it, waits for the Deployments to settle and
 //! measures the end state ([`Figures`]). [`Model::solve`] is the lower bound: an integer program
-//! (good_lp with the CBC solver) for the fewest moves that reach the policy's thresholds from the start
+//! (good_lp with microlp) for the fewest moves that reach the policy's thresholds from the start
 //! state.
 
 use super::process::NO_SECURE_PORT;
@@ -16,7 +16,7 @@ use super::states::{app_of, node_of, Rng, Workload, GROUP_LABEL, ZONE};
 use super::*;
 use good_lp::{
     constraint, variable, Expression, ProblemVariables, ResolutionError, Solution, SolutionStatus,
-    SolverModel, Variable, WithTimeLimit,
+    SolverModel, Variable, WithInitialSolution, WithTimeLimit,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -539,6 +539,174 @@ impl Model {
         bound
     }
 
+    /// Per node, how far outside the thresholds a placement leaves it: (outside, distance in
+    /// points), for the local search of [`Model::heuristic`].
+    fn badness(&self, n: usize, load: &[f64; 3]) -> (i64, f64) {
+        let node = &self.nodes[n];
+        let pct = [
+            100.0 * load[CPU] / node.alloc[CPU].max(1e-9),
+            100.0 * load[MEMORY] / node.alloc[MEMORY].max(1e-9),
+        ];
+        let named = self.thresholds.named();
+        let over: f64 = named.iter().map(|(r, _, h)| (pct[*r] - h).max(0.0)).sum();
+        let under = if self.thresholds.under(&pct) {
+            named
+                .iter()
+                .map(|(r, l, _)| l - pct[*r])
+                .fold(f64::INFINITY, f64::min)
+        } else {
+            0.0
+        };
+        (i64::from(self.thresholds.outside(&pct)), over + under)
+    }
+
+    /// A placement honouring capacity, feasibility and (with `limits`) the duplicate and spread
+    /// limits, found by repairing the start placement and then moving single pods while that
+    /// lowers (nodes outside, distance outside): an incumbent for the branch and bound. None
+    /// if the repair fails.
+    pub fn heuristic(&self, limits: bool) -> Option<Vec<Vec<i64>>> {
+        let nn = self.nodes.len();
+        let mut y: Vec<Vec<i64>> = self.workloads.iter().map(|w| w.start.clone()).collect();
+        let mut load = vec![[0.0f64; 3]; nn];
+        for (wi, w) in self.workloads.iter().enumerate() {
+            for n in 0..nn {
+                let c = y[wi][n] as f64;
+                load[n][CPU] += c * w.requests[CPU];
+                load[n][MEMORY] += c * w.requests[MEMORY];
+                load[n][2] += c;
+            }
+        }
+        let limit: Vec<i64> = self
+            .workloads
+            .iter()
+            .map(|w| {
+                let feasible = w.feasible.iter().filter(|f| **f).count() as i64;
+                if limits && self.duplicates && feasible > 0 {
+                    (w.replicas() + feasible - 1) / feasible
+                } else {
+                    i64::MAX
+                }
+            })
+            .collect();
+        let fits = |load: &[[f64; 3]], wi: usize, m: usize| {
+            let w = &self.workloads[wi];
+            let node = &self.nodes[m];
+            w.feasible[m]
+                && load[m][CPU] + w.requests[CPU] <= node.alloc[CPU] + 1e-9
+                && load[m][MEMORY] + w.requests[MEMORY] <= node.alloc[MEMORY] + 1e-9
+                && load[m][2] + 1.0 <= node.max_pods
+        };
+        let shift =
+            |y: &mut Vec<Vec<i64>>, load: &mut Vec<[f64; 3]>, wi: usize, from: usize, to: usize| {
+                let w = &self.workloads[wi];
+                y[wi][from] -= 1;
+                y[wi][to] += 1;
+                for (r, sign) in [(from, -1.0), (to, 1.0)] {
+                    load[r][CPU] += sign * w.requests[CPU];
+                    load[r][MEMORY] += sign * w.requests[MEMORY];
+                    load[r][2] += sign;
+                }
+            };
+        let zone_counts = |y: &Vec<Vec<i64>>, wi: usize| -> BTreeMap<&str, i64> {
+            let w = &self.workloads[wi];
+            let mut c: BTreeMap<&str, i64> = (0..nn)
+                .filter(|n| w.feasible[*n])
+                .map(|n| (self.nodes[n].zone.as_str(), 0))
+                .collect();
+            for (node, count) in self.nodes.iter().zip(&y[wi]) {
+                if let Some(v) = c.get_mut(node.zone.as_str()) {
+                    *v += count;
+                }
+            }
+            c
+        };
+        // Repair: duplicates, then spread.
+        for wi in 0..self.workloads.len() {
+            for _ in 0..1000 {
+                let Some(from) = (0..nn).find(|n| y[wi][*n] > limit[wi]) else {
+                    break;
+                };
+                let to = (0..nn)
+                    .filter(|m| y[wi][*m] < limit[wi] && fits(&load, wi, *m))
+                    .min_by(|a, b| load[*a][CPU].total_cmp(&load[*b][CPU]))?;
+                shift(&mut y, &mut load, wi, from, to);
+            }
+            if let (true, Some(skew)) = (limits, self.workloads[wi].zone_skew) {
+                for _ in 0..1000 {
+                    let counts = zone_counts(&y, wi);
+                    let (Some((zmax, cmax)), Some((zmin, cmin))) = (
+                        counts.iter().max_by_key(|(_, c)| **c),
+                        counts.iter().min_by_key(|(_, c)| **c),
+                    ) else {
+                        break;
+                    };
+                    if cmax - cmin <= skew {
+                        break;
+                    }
+                    let (zmax, zmin) = (zmax.to_string(), zmin.to_string());
+                    let from = (0..nn).find(|n| self.nodes[*n].zone == zmax && y[wi][*n] > 0)?;
+                    let to = (0..nn)
+                        .filter(|m| self.nodes[*m].zone == zmin)
+                        .filter(|m| y[wi][*m] < limit[wi] && fits(&load, wi, *m))
+                        .min_by(|a, b| load[*a][CPU].total_cmp(&load[*b][CPU]))?;
+                    shift(&mut y, &mut load, wi, from, to);
+                }
+            }
+        }
+        // Local search: single moves that lower (outside, distance) of the two nodes.
+        for _ in 0..2000 {
+            let mut best: Option<((i64, f64), usize, usize, usize)> = None;
+            for from in 0..nn {
+                let before_from = self.badness(from, &load[from]);
+                for wi in 0..self.workloads.len() {
+                    if y[wi][from] == 0 {
+                        continue;
+                    }
+                    let w = &self.workloads[wi];
+                    let mut lf = load[from];
+                    lf[CPU] -= w.requests[CPU];
+                    lf[MEMORY] -= w.requests[MEMORY];
+                    lf[2] -= 1.0;
+                    let after_from = self.badness(from, &lf);
+                    for to in 0..nn {
+                        if to == from || y[wi][to] >= limit[wi] || !fits(&load, wi, to) {
+                            continue;
+                        }
+                        if limits
+                            && w.zone_skew.is_some()
+                            && self.nodes[to].zone != self.nodes[from].zone
+                        {
+                            continue;
+                        }
+                        let before_to = self.badness(to, &load[to]);
+                        let mut lt = load[to];
+                        lt[CPU] += w.requests[CPU];
+                        lt[MEMORY] += w.requests[MEMORY];
+                        lt[2] += 1.0;
+                        let after_to = self.badness(to, &lt);
+                        let delta = (
+                            after_from.0 + after_to.0 - before_from.0 - before_to.0,
+                            after_from.1 + after_to.1 - before_from.1 - before_to.1,
+                        );
+                        let better = delta.0 < 0 || (delta.0 == 0 && delta.1 < -1e-9);
+                        if better
+                            && best.is_none_or(|b| {
+                                delta.0 < b.0 .0 || (delta.0 == b.0 .0 && delta.1 < b.0 .1)
+                            })
+                        {
+                            best = Some((delta, wi, from, to));
+                        }
+                    }
+                }
+            }
+            let Some((_, wi, from, to)) = best else {
+                break;
+            };
+            shift(&mut y, &mut load, wi, from, to);
+        }
+        Some(y)
+    }
+
     fn failed(&self, e: ResolutionError, started: Instant) -> Bound {
         Bound {
             moves: f64::NAN,
@@ -601,7 +769,7 @@ impl Model {
         let objective = outside.clone() * (total_pods + 1) as f64 + moves.clone();
         let mut problem = vars
             .minimise(objective)
-            .using(good_lp::coin_cbc)
+            .using(good_lp::microlp)
             .with_time_limit(time_limit);
         for (wi, w) in self.workloads.iter().enumerate() {
             let placed: Expression = y[wi].iter().flatten().copied().sum();
@@ -679,24 +847,41 @@ impl Model {
                 problem = problem.with(constraint!(reached + o[n] >= 1.0));
             }
         }
-        let solution = problem.solve()?;
-        // A solver's word is checked: an integer solution has integer pods and moves (CBC
-        // 2.10 given a MIP start through its C interface answers "optimal" with a fractional
-        // one; none is given).
         if integer {
-            let fractional = y
-                .iter()
-                .chain(&d)
-                .flatten()
-                .flatten()
-                .map(|&v| solution.value(v))
-                .find(|v| (v - v.round()).abs() > 1e-6);
-            if let Some(v) = fractional {
-                return Err(ResolutionError::Str(format!(
-                    "the solver answered a fractional value ({v}) for an integer variable"
-                )));
+            if let Some(h) = self.heuristic(limits) {
+                let mut hint: Vec<(Variable, f64)> = Vec::new();
+                let mut load = vec![[0.0f64; 3]; nn];
+                for (wi, w) in self.workloads.iter().enumerate() {
+                    for n in 0..nn {
+                        if let Some(v) = y[wi][n] {
+                            hint.push((v, h[wi][n] as f64));
+                        }
+                        if let Some(v) = d[wi][n] {
+                            hint.push((v, (w.start[n] - h[wi][n]).max(0) as f64));
+                        }
+                        load[n][CPU] += h[wi][n] as f64 * w.requests[CPU];
+                        load[n][MEMORY] += h[wi][n] as f64 * w.requests[MEMORY];
+                    }
+                }
+                for n in 0..nn {
+                    let node = &self.nodes[n];
+                    let pct = [
+                        100.0 * load[n][CPU] / node.alloc[CPU].max(1e-9),
+                        100.0 * load[n][MEMORY] / node.alloc[MEMORY].max(1e-9),
+                    ];
+                    let out = self.thresholds.outside(&pct);
+                    hint.push((o[n], f64::from(u8::from(out))));
+                    if named.len() > 1 {
+                        for (k, (r, low, _)) in named.iter().enumerate() {
+                            let reached = pct[*r] > *low + PERCENT_NOISE;
+                            hint.push((z[n][k], f64::from(u8::from(reached))));
+                        }
+                    }
+                }
+                problem = problem.with_initial_solution(hint);
             }
         }
+        let solution = problem.solve()?;
         let optimal = integer && matches!(solution.status(), SolutionStatus::Optimal);
         Ok(Bound {
             moves: solution.eval(&moves),
