@@ -118,9 +118,15 @@ fn bound_cell(b: &Bound) -> String {
         return format!("none ({})", b.note);
     }
     if b.relaxed {
-        format!(">= {:.1} moves (LP), {:.1} outside", b.moves, b.outside)
+        format!(
+            ">= {:.1} moves (LP, {}), {:.1} outside",
+            b.moves, b.solver, b.outside
+        )
     } else if b.optimal {
-        format!("{:.0} moves, {:.0} outside", b.moves, b.outside)
+        format!(
+            "{:.0} moves, {:.0} outside (proven by {})",
+            b.moves, b.outside, b.solver
+        )
     } else {
         format!(
             "{:.0} moves, {:.0} outside (not proven)",
@@ -201,6 +207,7 @@ fn row_json(r: &Row) -> serde_json::Value {
             v["bound"] = serde_json::json!({
                 "moves": o.bound.moves, "outside": o.bound.outside, "optimal": o.bound.optimal,
                 "relaxed": o.bound.relaxed, "seconds": o.bound.seconds, "note": o.bound.note,
+                "solver": o.bound.solver,
             });
             v["notes"] = o.notes.clone().into();
             v["seconds"] = o.seconds.into();

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 use support::outcome::{
-    figures, run, Binary, Model, ModelNode, ModelWorkload, NodeInfo, PodInfo, RunConfig,
+    figures, run, Binary, IlpSolver, Model, ModelNode, ModelWorkload, NodeInfo, PodInfo, RunConfig,
     RunOutcome, Scenario, Thresholds, CPU,
 };
 
@@ -31,10 +31,45 @@ fn workload(name: &str, cpu: f64, memory: f64, start: &[i64]) -> ModelWorkload {
     }
 }
 
+/// The fewest moves and nodes outside, proven by CBC and by microlp alike.
 fn solve(model: &Model) -> (f64, f64) {
-    let b = model.solve(30.0);
-    assert!(b.optimal, "not proven optimal: {b:?}");
-    (b.moves.round(), b.outside.round())
+    let answers: Vec<(f64, f64)> = [IlpSolver::cbc(), IlpSolver::Microlp]
+        .iter()
+        .map(|solver| {
+            let b = model.solve_using(solver, 30.0);
+            assert!(b.optimal, "{}: not proven optimal: {b:?}", solver.name());
+            (b.moves.round(), b.outside.round())
+        })
+        .collect();
+    assert_eq!(answers[0], answers[1], "CBC and microlp disagree");
+    answers[0]
+}
+
+#[test]
+fn a_solver_that_runs_past_its_deadline_is_killed_and_nothing_is_claimed() {
+    // A `cbc` that never answers: the solve must come back soon after its limit (1 s here,
+    // plus the grace), with no bound claimed.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cbc = dir.path().join("cbc");
+    std::fs::write(&cbc, "#!/bin/sh\nexec sleep 120\n").expect("write");
+    std::fs::set_permissions(&cbc, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let model = Model {
+        nodes: vec![node("a", 10.0), node("a", 10.0)],
+        workloads: vec![workload("w", 1.0, 0.0, &[9, 0])],
+        thresholds: Thresholds::cpu(20.0, 50.0),
+        duplicates: false,
+    };
+    let started = std::time::Instant::now();
+    let b = model.solve_using(&IlpSolver::Cbc(cbc), 1.0);
+    let took = started.elapsed();
+    assert!(
+        !b.optimal && !b.moves.is_finite(),
+        "a bound was claimed: {b:?}"
+    );
+    assert!(b.note.contains("was killed"), "{}", b.note);
+    // Two solves (the integer program, then its relaxation), each killed at 1 s + 5 s.
+    assert!(took < Duration::from_secs(20), "took {took:?}");
 }
 
 #[test]

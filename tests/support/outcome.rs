@@ -8,16 +8,18 @@
 //! PodDisruptionBudgets while it runs (both binaries are measured the same way: by the pods
 //! deleted, never by their own logs), stops it, waits for the Deployments to settle and
 //! measures the end state ([`Figures`]). [`Model::solve`] is the lower bound: an integer program
-//! (good_lp with microlp) for the fewest moves that reach the policy's thresholds from the start
+//! (good_lp; COIN-OR CBC's program, or microlp where it is missing) for the fewest moves that reach the policy's thresholds from the start
 //! state.
 
 use super::process::NO_SECURE_PORT;
 use super::states::{app_of, node_of, Rng, Workload, GROUP_LABEL, ZONE};
 use super::*;
 use good_lp::{
-    constraint, variable, Expression, ProblemVariables, ResolutionError, Solution, SolutionStatus,
-    SolverModel, Variable, WithInitialSolution, WithTimeLimit,
+    constraint, variable, Constraint, Expression, ProblemVariables, ResolutionError, Solution,
+    SolutionStatus, SolverModel, Variable, WithInitialSolution, WithTimeLimit,
 };
+use lp_solvers::lp_format::LpProblem;
+use lp_solvers::solvers::{CbcSolver, SolverProgram, SolverWithSolutionParsing, WithMaxSeconds};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use tokio::io::AsyncBufReadExt;
@@ -416,6 +418,8 @@ pub struct Bound {
     pub seconds: f64,
     /// What was dropped or went wrong, if anything.
     pub note: String,
+    /// The solver ([`IlpSolver::name`]).
+    pub solver: &'static str,
 }
 
 impl Bound {
@@ -428,13 +432,13 @@ impl Bound {
             "not proven"
         };
         let mut s = format!(
-            "best possible: {:.0} moves, {:.0} outside ({kind}, {:.1} s)",
-            self.moves, self.outside, self.seconds
+            "best possible: {:.0} moves, {:.0} outside ({kind} by {}, {:.1} s)",
+            self.moves, self.outside, self.solver, self.seconds
         );
         if self.relaxed {
             s = format!(
-                "lower bound: {:.1} moves, {:.1} outside ({kind}, {:.1} s)",
-                self.moves, self.outside, self.seconds
+                "lower bound: {:.1} moves, {:.1} outside ({kind}, by {}, {:.1} s)",
+                self.moves, self.outside, self.solver, self.seconds
             );
         }
         if !self.note.is_empty() {
@@ -498,10 +502,22 @@ impl Model {
     /// optimum, the LP relaxation's figures instead (a lower bound). If the limits (spread,
     /// duplicates) leave no feasible placement, solved again without them, and said so.
     pub fn solve(&self, time_limit: f64) -> Bound {
+        self.solve_using(&IlpSolver::detect(), time_limit)
+    }
+
+    /// [`Model::solve`] with the given solver.
+    pub fn solve_using(&self, solver: &IlpSolver, time_limit: f64) -> Bound {
+        Bound {
+            solver: solver.name(),
+            ..self.bound_using(solver, time_limit)
+        }
+    }
+
+    fn bound_using(&self, solver: &IlpSolver, time_limit: f64) -> Bound {
         let started = Instant::now();
-        let (result, mut note) = match self.solve_with(true, time_limit, true) {
+        let (result, mut note) = match self.solve_with(solver, true, time_limit, true) {
             Err(ResolutionError::Infeasible) => (
-                self.solve_with(true, time_limit, false),
+                self.solve_with(solver, true, time_limit, false),
                 "infeasible with the spread and duplicate limits: without them".to_string(),
             ),
             r => (r, String::new()),
@@ -513,24 +529,31 @@ impl Model {
                 b.seconds = started.elapsed().as_secs_f64();
                 return b;
             }
-            Ok(b) => Some(b),
+            Ok(b) => {
+                if !b.note.is_empty() {
+                    note = join(&note, &b.note);
+                }
+                Some(b)
+            }
             Err(ResolutionError::Infeasible) => {
                 return self.failed(ResolutionError::Infeasible, started)
             }
-            Err(_) => None,
+            Err(e) => {
+                note = join(&note, &format!("integer program: {e}"));
+                None
+            }
         };
-        let mut bound = match self.solve_with(false, time_limit, limits) {
+        let mut bound = match self.solve_with(solver, false, time_limit, limits) {
             Ok(b) => b,
             Err(e) => return self.failed(e, started),
         };
-        if let Some(i) = incumbent {
-            if !note.is_empty() {
-                note.push_str("; ");
-            }
-            let _ = write!(
-                note,
-                "integer incumbent {:.0} moves, {:.0} outside",
-                i.moves, i.outside
+        if let Some(i) = incumbent.filter(|i| i.moves.is_finite()) {
+            note = join(
+                &note,
+                &format!(
+                    "integer incumbent {:.0} moves, {:.0} outside",
+                    i.moves, i.outside
+                ),
             );
         }
         bound.relaxed = true;
@@ -715,16 +738,19 @@ impl Model {
             relaxed: false,
             seconds: started.elapsed().as_secs_f64(),
             note: format!("solver failed: {e}"),
+            solver: "",
         }
     }
 
     fn solve_with(
         &self,
+        solver: &IlpSolver,
         integer: bool,
         time_limit: f64,
         limits: bool,
     ) -> Result<Bound, ResolutionError> {
         let nn = self.nodes.len();
+        let units = self.units();
         let total_pods: i64 = self.workloads.iter().map(|w| w.replicas()).sum();
         let named = self.thresholds.named();
         let mut vars = ProblemVariables::new();
@@ -767,18 +793,15 @@ impl Model {
         let moves: Expression = d.iter().flatten().flatten().copied().sum();
         let outside: Expression = o.iter().copied().sum();
         let objective = outside.clone() * (total_pods + 1) as f64 + moves.clone();
-        let mut problem = vars
-            .minimise(objective)
-            .using(good_lp::microlp)
-            .with_time_limit(time_limit);
+        let mut constraints: Vec<Constraint> = Vec::new();
         for (wi, w) in self.workloads.iter().enumerate() {
             let placed: Expression = y[wi].iter().flatten().copied().sum();
-            problem = problem.with(constraint!(placed == w.replicas() as f64));
+            constraints.push(constraint!(placed == w.replicas() as f64));
             for n in 0..nn {
                 if let (Some(dv), Some(yv)) = (d[wi][n], y[wi][n]) {
-                    problem = problem.with(constraint!(dv + yv >= w.start[n] as f64));
+                    constraints.push(constraint!(dv + yv >= w.start[n] as f64));
                 } else if let Some(dv) = d[wi][n] {
-                    problem = problem.with(constraint!(dv >= w.start[n] as f64));
+                    constraints.push(constraint!(dv >= w.start[n] as f64));
                 }
             }
             if limits && self.duplicates {
@@ -786,7 +809,7 @@ impl Model {
                 if feasible > 0 {
                     let limit = ((w.replicas() + feasible - 1) / feasible) as f64;
                     for yv in y[wi].iter().flatten() {
-                        problem = problem.with(constraint!(*yv <= limit));
+                        constraints.push(constraint!(*yv <= limit));
                     }
                 }
             }
@@ -804,52 +827,53 @@ impl Model {
                 for a in &zones {
                     for b in &zones {
                         if a != b {
-                            problem =
-                                problem.with(constraint!(in_zone(a) - in_zone(b) <= skew as f64));
+                            constraints.push(constraint!(in_zone(a) - in_zone(b) <= skew as f64));
                         }
                     }
                 }
             }
         }
         for (n, node) in self.nodes.iter().enumerate() {
+            // Requests in whole units of the resource (`units`), so every amount below is an
+            // integer: a node's load is a sum of its pods' requests.
             let on = |r: Option<usize>| -> Expression {
                 self.workloads
                     .iter()
                     .enumerate()
                     .filter_map(|(wi, w)| {
-                        y[wi][n].map(|v| v * r.map(|r| w.requests[r]).unwrap_or(1.0))
+                        y[wi][n].map(|v| v * r.map(|r| units.of(r, w.requests[r])).unwrap_or(1.0))
                     })
                     .sum()
             };
             for r in [CPU, MEMORY] {
-                problem = problem.with(constraint!(on(Some(r)) <= node.alloc[r]));
+                constraints.push(constraint!(on(Some(r)) <= units.floor(r, node.alloc[r])));
             }
-            problem = problem.with(constraint!(on(None) <= node.max_pods));
+            constraints.push(constraint!(on(None) <= node.max_pods));
             // Within the thresholds unless o[n]: at most high on every named resource, and
             // above low on one of them (LowNodeUtilization: a node at or below its low
-            // thresholds on every resource is underutilized), by the least unit a request
-            // exceeds it by.
+            // thresholds on every resource is underutilized): in whole units, at most the
+            // last unit within high, at least the first above low.
             for (k, (r, low, high)) in named.iter().enumerate() {
-                let cap = node.alloc[*r];
-                let above_low = cap * low / 100.0 + least_unit(*r);
-                problem = problem.with(constraint!(
-                    on(Some(*r)) - cap * (100.0 - high) / 100.0 * o[n] <= cap * high / 100.0
+                let cap = units.floor(*r, node.alloc[*r]);
+                let within_high = units.floor(*r, node.alloc[*r] * high / 100.0);
+                let above_low = units.floor(*r, node.alloc[*r] * low / 100.0) + 1.0;
+                constraints.push(constraint!(
+                    on(Some(*r)) - (cap - within_high).max(0.0) * o[n] <= within_high
                 ));
                 if named.len() == 1 {
-                    problem =
-                        problem.with(constraint!(on(Some(*r)) + above_low * o[n] >= above_low));
+                    constraints.push(constraint!(on(Some(*r)) + above_low * o[n] >= above_low));
                 } else {
-                    problem = problem.with(constraint!(on(Some(*r)) - above_low * z[n][k] >= 0.0));
+                    constraints.push(constraint!(on(Some(*r)) - above_low * z[n][k] >= 0.0));
                 }
             }
             if named.len() > 1 {
                 let reached: Expression = z[n].iter().copied().sum();
-                problem = problem.with(constraint!(reached + o[n] >= 1.0));
+                constraints.push(constraint!(reached + o[n] >= 1.0));
             }
         }
-        if integer {
+        let mut hint: Vec<(Variable, f64)> = Vec::new();
+        if integer && *solver == IlpSolver::Microlp {
             if let Some(h) = self.heuristic(limits) {
-                let mut hint: Vec<(Variable, f64)> = Vec::new();
                 let mut load = vec![[0.0f64; 3]; nn];
                 for (wi, w) in self.workloads.iter().enumerate() {
                     for n in 0..nn {
@@ -878,19 +902,247 @@ impl Model {
                         }
                     }
                 }
-                problem = problem.with_initial_solution(hint);
             }
         }
-        let solution = problem.solve()?;
-        let optimal = integer && matches!(solution.status(), SolutionStatus::Optimal);
-        Ok(Bound {
-            moves: solution.eval(&moves),
-            outside: solution.eval(&outside),
-            optimal,
-            relaxed: !integer,
-            seconds: 0.0,
-            note: String::new(),
-        })
+        let integers: Vec<Variable> = y
+            .iter()
+            .chain(&d)
+            .flatten()
+            .flatten()
+            .chain(&o)
+            .chain(z.iter().flatten())
+            .copied()
+            .collect();
+        let move_vars: Vec<Variable> = d.iter().flatten().flatten().copied().collect();
+        let answer = |solution: &dyn Solution, optimal: bool| {
+            // An integer program's answer is whole pods and whole nodes, or it is not one.
+            let fractional = integers
+                .iter()
+                .filter(|&&v| (solution.value(v) - solution.value(v).round()).abs() > 1e-6)
+                .count();
+            let refused = integer && fractional > 0;
+            Bound {
+                moves: move_vars.iter().map(|&v| solution.value(v)).sum(),
+                outside: o.iter().map(|&v| solution.value(v)).sum(),
+                optimal: integer && optimal && !refused,
+                relaxed: !integer,
+                seconds: 0.0,
+                note: if refused {
+                    format!("the solver's answer has {fractional} fractional values: refused")
+                } else {
+                    String::new()
+                },
+                solver: solver.name(),
+            }
+        };
+        match solver {
+            IlpSolver::Microlp => {
+                let mut problem = vars
+                    .minimise(objective)
+                    .using(good_lp::microlp)
+                    .with_time_limit(time_limit);
+                for c in constraints {
+                    problem.add_constraint(c);
+                }
+                if !hint.is_empty() {
+                    problem = problem.with_initial_solution(hint);
+                }
+                let solution = problem.solve()?;
+                let optimal = matches!(solution.status(), SolutionStatus::Optimal);
+                Ok(answer(&solution, optimal))
+            }
+            IlpSolver::Cbc(program) => {
+                let cbc = DeadlineCbc::new(program, time_limit);
+                let mut problem = vars
+                    .minimise(objective)
+                    .using(good_lp::LpSolver(cbc.clone()));
+                for c in constraints {
+                    problem.add_constraint(c);
+                }
+                let solution = problem.solve()?;
+                let optimal = cbc.status() == Some(lp_solvers::solvers::Status::Optimal);
+                Ok(answer(&solution, optimal))
+            }
+        }
+    }
+
+    /// The units the program counts each resource in: the largest that divides every
+    /// workload's request (a millicore and a byte at least), so that loads, capacities and
+    /// thresholds are whole numbers of similar size for cpu and memory (bytes alone run to
+    /// 1e10 against millicores' 1e4, which the solver's tolerances do not take well).
+    fn units(&self) -> Units {
+        let mut unit = [0i64; 2];
+        for w in &self.workloads {
+            for r in [CPU, MEMORY] {
+                let q = (w.requests[r] / least_unit(r)).round() as i64;
+                if q > 0 {
+                    unit[r] = gcd(unit[r], q);
+                }
+            }
+        }
+        Units {
+            of: [CPU, MEMORY].map(|r| unit[r].max(1) as f64 * least_unit(r)),
+        }
+    }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn join(a: &str, b: &str) -> String {
+    if a.is_empty() {
+        b.to_string()
+    } else {
+        format!("{a}; {b}")
+    }
+}
+
+/// Each resource's unit in the integer program, in its quantity (cores, bytes).
+struct Units {
+    of: [f64; 2],
+}
+
+impl Units {
+    /// A request in whole units.
+    fn of(&self, r: usize, quantity: f64) -> f64 {
+        (quantity / self.of[r]).round()
+    }
+
+    /// The whole units within `quantity` (a capacity or a threshold's amount).
+    fn floor(&self, r: usize, quantity: f64) -> f64 {
+        let x = quantity / self.of[r];
+        (x + PERCENT_NOISE * x.abs().max(1.0)).floor()
+    }
+}
+
+/// The solver of the integer program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IlpSolver {
+    /// COIN-OR CBC's command-line program (Debian's `coinor-cbc`), given the program as an LP
+    /// file and run as a child process, killed at its deadline ([`DeadlineCbc`]).
+    Cbc(PathBuf),
+    /// good_lp's pure-Rust microlp, in process.
+    Microlp,
+}
+
+impl IlpSolver {
+    /// `OUTCOME_SOLVER=microlp` or `OUTCOME_SOLVER=cbc` (or a path to a `cbc`); otherwise
+    /// CBC when `cbc` is on PATH, microlp when it is not.
+    pub fn detect() -> IlpSolver {
+        match std::env::var("OUTCOME_SOLVER").ok().as_deref() {
+            Some("microlp") => IlpSolver::Microlp,
+            Some("cbc") | None => match which("cbc") {
+                Some(p) => IlpSolver::Cbc(p),
+                None => IlpSolver::Microlp,
+            },
+            Some(path) => IlpSolver::Cbc(PathBuf::from(path)),
+        }
+    }
+
+    /// CBC, which must be installed (`scripts/install-cbc`).
+    pub fn cbc() -> IlpSolver {
+        IlpSolver::Cbc(which("cbc").expect(
+            "cbc is not on PATH: install COIN-OR CBC's program (scripts/install-cbc: Debian's coinor-cbc)",
+        ))
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            IlpSolver::Cbc(_) => "CBC",
+            IlpSolver::Microlp => "microlp",
+        }
+    }
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// How long past its own time limit CBC may run before it is killed: its limit is checked
+/// between nodes of the branch and bound, and an LP solve may not return to the check
+/// (Clp has been seen running for minutes past it).
+const CBC_GRACE: Duration = Duration::from_secs(5);
+
+/// CBC's command-line program as lp-solvers runs it (`cbc FILE.lp seconds N solve solution
+/// FILE`), but as a child process with a hard deadline: at `seconds` plus [`CBC_GRACE`] it is
+/// killed and the solve fails. The solution file's status (proven optimal or not) is kept
+/// for the caller, since good_lp's external-solver solutions do not carry it.
+#[derive(Clone)]
+pub struct DeadlineCbc {
+    program: PathBuf,
+    seconds: f64,
+    status: Arc<std::sync::Mutex<Option<lp_solvers::solvers::Status>>>,
+}
+
+impl DeadlineCbc {
+    pub fn new(program: &Path, seconds: f64) -> DeadlineCbc {
+        DeadlineCbc {
+            program: program.to_path_buf(),
+            seconds,
+            status: Default::default(),
+        }
+    }
+
+    /// The status of the last solve (None: it failed).
+    pub fn status(&self) -> Option<lp_solvers::solvers::Status> {
+        self.status.lock().expect("status lock").clone()
+    }
+}
+
+impl lp_solvers::solvers::SolverTrait for DeadlineCbc {
+    fn run<'a, P: LpProblem<'a>>(
+        &self,
+        problem: &'a P,
+    ) -> Result<lp_solvers::solvers::Solution, String> {
+        *self.status.lock().expect("status lock") = None;
+        let cbc = CbcSolver::new().with_max_seconds(self.seconds.ceil().max(1.0) as u32);
+        let lp = problem
+            .to_tmp_file()
+            .map_err(|e| format!("writing the LP file: {e}"))?;
+        let dir = tempfile::tempdir().map_err(|e| format!("a directory for cbc: {e}"))?;
+        let (solution_file, log_file) = (dir.path().join("solution"), dir.path().join("log"));
+        let log = std::fs::File::create(&log_file).map_err(|e| format!("cbc's log: {e}"))?;
+        let mut child = std::process::Command::new(&self.program)
+            .args(cbc.arguments(lp.path(), &solution_file))
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("running {}: {e}", self.program.display()))?;
+        let deadline = Instant::now() + Duration::from_secs_f64(self.seconds) + CBC_GRACE;
+        let exit = loop {
+            match child.try_wait() {
+                Ok(Some(exit)) => break exit,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "cbc ran {:.0} s past its {:.0} s limit and was killed",
+                        CBC_GRACE.as_secs_f64(),
+                        self.seconds
+                    ));
+                }
+                Err(e) => return Err(format!("waiting for cbc: {e}")),
+            }
+        };
+        if !exit.success() {
+            return Err(format!("cbc exited with {exit}"));
+        }
+        let solution = cbc.read_solution_from_path(&solution_file, Some(problem))?;
+        *self.status.lock().expect("status lock") = Some(solution.status.clone());
+        Ok(solution)
     }
 }
 
