@@ -8,6 +8,7 @@ use descheduler::plan::{plan, EvictionPlan};
 use descheduler::policy::Policy;
 use descheduler::snapshot::synthetic::{self, Config};
 use descheduler::snapshot::{ClusterSnapshot, NodeId};
+use std::fmt::Write as _;
 
 /// 2026-12-01T00:00:00Z
 const NOW: i64 = 1_796_083_200;
@@ -187,4 +188,157 @@ fn on_seeded_clusters_the_outcome_planner_ends_better_with_fewer_evictions() {
     }
     eprintln!("{}", rows.join("\n"));
     assert!(evictions.0 <= evictions.1, "{}", rows.join("\n"));
+}
+
+/// The cluster a plan leaves for the next cycle, as kubectl would list it then: each evicted
+/// pod gone, its replacement (a copy named `<pod>-c<cycle>r<k>`, created at `created`) bound
+/// to the node the plan predicted, Pending where it predicted none.
+fn next_cycle(
+    items: &mut Vec<serde_json::Value>,
+    snap: &ClusterSnapshot,
+    plan: &EvictionPlan,
+    cycle: usize,
+    created: &str,
+) {
+    use std::collections::HashMap;
+    let at: HashMap<String, usize> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, it)| it["kind"] == "Pod")
+        .map(|(i, it)| {
+            let m = &it["metadata"];
+            let ns = m["namespace"].as_str().unwrap_or("default");
+            (
+                format!("{ns}/{}", m["name"].as_str().unwrap_or_default()),
+                i,
+            )
+        })
+        .collect();
+    let mut gone = std::collections::HashSet::new();
+    let mut replacements = Vec::new();
+    for (k, e) in plan.evictions.iter().enumerate() {
+        let i = at[&snap.pod(e.pod).key().to_string()];
+        gone.insert(i);
+        let mut pod = items[i].clone();
+        let name = format!("{}-c{cycle}r{k}", pod["metadata"]["name"].as_str().unwrap());
+        pod["metadata"]["name"] = name.clone().into();
+        pod["metadata"]["uid"] = format!("uid-{name}").into();
+        pod["metadata"]["creationTimestamp"] = created.into();
+        pod["status"]["startTime"] = created.into();
+        match e.destination {
+            Some(d) => pod["spec"]["nodeName"] = snap.node(d).name.to_string().into(),
+            None => {
+                pod["spec"].as_object_mut().unwrap().remove("nodeName");
+                pod["status"] = serde_json::json!({"phase": "Pending"});
+            }
+        }
+        replacements.push(pod);
+    }
+    let mut i = 0;
+    items.retain(|_| {
+        i += 1;
+        !gone.contains(&(i - 1))
+    });
+    items.extend(replacements);
+}
+
+/// The DoNotSchedule spread excess the outcome planner's note gives for after its plan.
+fn planned_spread_excess(plan: &EvictionPlan) -> i64 {
+    plan.notes
+        .iter()
+        .find_map(|n| {
+            let (_, tail) = n.message.split_once("spread excess ")?;
+            let (_, after) = tail.split_once(" -> ")?;
+            after.split(',').next()?.trim().parse().ok()
+        })
+        .expect("the outcome planner notes the spread excess")
+}
+
+/// Whether the pod is a replacement an earlier cycle of [`next_cycle`] created.
+fn is_replacement(name: &str) -> bool {
+    name.rsplit_once("-c")
+        .and_then(|(_, tail)| tail.split_once('r'))
+        .is_some_and(|(c, k)| c.parse::<usize>().is_ok() && k.parse::<usize>().is_ok())
+}
+
+/// Planned cycle after cycle, each on the cluster the last one left (replacements where the
+/// plan predicted them), the outcome planner keeps what it reached: nodes outside, spread
+/// and duplicates excess never rise from one cycle to the next, the later cycles evict far
+/// fewer than the first, and few of their evictions move a replacement an earlier cycle
+/// placed (churn).
+#[test]
+fn over_three_cycles_the_outcome_planner_keeps_what_it_reached_with_little_churn() {
+    let ours = pipeline("outcome");
+    let seeds = match std::env::var("OUTCOME_SEEDS") {
+        Ok(v) => {
+            let (a, b) = v.split_once('-').unwrap_or((&v, &v));
+            a.parse().expect("OUTCOME_SEEDS: FIRST-LAST")..=b.parse().expect("OUTCOME_SEEDS")
+        }
+        Err(_) => 1..=6u64,
+    };
+    let mut rows = Vec::new();
+    let (mut evictions, mut churn) = (0usize, 0usize);
+    for seed in seeds {
+        let json = synthetic::generate_json(&Config::new(60, 1_800, seed));
+        let mut list: serde_json::Value = serde_json::from_slice(&json).expect("the list parses");
+        let mut items = std::mem::take(list["items"].as_array_mut().expect("items"));
+        let mut row = format!("seed {seed}:");
+        let mut last: Option<(usize, i64, i64)> = None;
+        let mut per_cycle = Vec::new();
+        for cycle in 0..3usize {
+            list["items"] = items.clone().into();
+            let snap = descheduler::snapshot::decode::load_bytes(
+                "cluster.json",
+                list.to_string().as_bytes(),
+            )
+            .expect("the cluster a plan left loads");
+            let now = NOW + 60 * cycle as i64;
+            let p = plan(&ours, &snap, now).expect("plans");
+            let moved_again = p
+                .evictions
+                .iter()
+                .filter(|e| is_replacement(&snap.pod(e.pod).name))
+                .count();
+            let figures = (
+                outside(&snap, Some(&p)),
+                planned_spread_excess(&p),
+                duplicates(&snap, Some(&p)),
+            );
+            if let Some(before) = last {
+                assert!(
+                    figures.0 <= before.0 && figures.1 <= before.1 && figures.2 <= before.2,
+                    "seed {seed} cycle {}: (outside, spread, duplicates) {before:?} -> {figures:?}\n{row}",
+                    cycle + 1
+                );
+            }
+            let _ = write!(
+                row,
+                " cycle {}: {} evictions ({moved_again} of replacements), outside {}, spread {}, duplicates {};",
+                cycle + 1,
+                p.evictions.len(),
+                figures.0,
+                figures.1,
+                figures.2
+            );
+            per_cycle.push(p.evictions.len());
+            evictions += p.evictions.len();
+            churn += moved_again;
+            last = Some(figures);
+            // NOW is 2026-12-01T00:00:00Z; the replacements come half a minute into the cycle.
+            let created = format!("2026-12-01T00:{cycle:02}:30Z");
+            next_cycle(&mut items, &snap, &p, cycle, &created);
+        }
+        assert!(
+            per_cycle[1] + per_cycle[2] < per_cycle[0] / 2,
+            "seed {seed}: the later cycles evict as much as half the first\n{row}"
+        );
+        rows.push(row);
+    }
+    eprintln!("{}", rows.join("\n"));
+    eprintln!("{churn} of {evictions} evictions moved a replacement an earlier cycle placed");
+    assert!(
+        churn * 10 <= evictions,
+        "churn above a tenth of the evictions: {churn} of {evictions}\n{}",
+        rows.join("\n")
+    );
 }
