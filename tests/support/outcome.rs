@@ -759,7 +759,16 @@ impl Model {
         let mut y: Vec<Vec<Option<Variable>>> = Vec::new();
         // d[w][n] >= start - y: pods of w taken off n.
         let mut d: Vec<Vec<Option<Variable>>> = Vec::new();
-        for w in &self.workloads {
+        // Every variable is named (y W N, d W N, o N, z N K, in letters: an LP file's names
+        // keep only ASCII letters): CBC's start solution names them.
+        let mut names: HashMap<Variable, String> = HashMap::new();
+        let mut add =
+            |vars: &mut ProblemVariables, def: good_lp::VariableDefinition, name: String| {
+                let v = vars.add(def.name(name.clone()));
+                names.insert(v, name);
+                v
+            };
+        for (wi, w) in self.workloads.iter().enumerate() {
             let r = w.replicas() as f64;
             let mut yw = Vec::new();
             let mut dw = Vec::new();
@@ -768,24 +777,32 @@ impl Model {
                 yw.push(allowed.then(|| {
                     let max = if w.feasible[n] { r } else { w.start[n] as f64 };
                     let v = variable().min(0.0).max(max);
-                    vars.add(if integer { v.integer() } else { v })
+                    let v = if integer { v.integer() } else { v };
+                    add(&mut vars, v, lp_name('y', &[wi, n]))
                 }));
-                dw.push(
-                    (w.start[n] > 0).then(|| vars.add(variable().min(0.0).max(w.start[n] as f64))),
-                );
+                dw.push((w.start[n] > 0).then(|| {
+                    let v = variable().min(0.0).max(w.start[n] as f64);
+                    add(&mut vars, v, lp_name('d', &[wi, n]))
+                }));
             }
             y.push(yw);
             d.push(dw);
         }
-        let binary = |vars: &mut ProblemVariables| {
+        let mut binary = |vars: &mut ProblemVariables, name: String| {
             let v = variable().min(0.0).max(1.0);
-            vars.add(if integer { v.integer() } else { v })
+            add(vars, if integer { v.integer() } else { v }, name)
         };
-        let o: Vec<Variable> = (0..nn).map(|_| binary(&mut vars)).collect();
+        let o: Vec<Variable> = (0..nn)
+            .map(|n| binary(&mut vars, lp_name('o', &[n])))
+            .collect();
         // z[n][k]: node n reaches the low threshold of the k-th named resource.
         let z: Vec<Vec<Variable>> = if named.len() > 1 {
             (0..nn)
-                .map(|_| named.iter().map(|_| binary(&mut vars)).collect())
+                .map(|n| {
+                    (0..named.len())
+                        .map(|k| binary(&mut vars, lp_name('z', &[n, k])))
+                        .collect()
+                })
                 .collect()
         } else {
             Vec::new()
@@ -872,7 +889,7 @@ impl Model {
             }
         }
         let mut hint: Vec<(Variable, f64)> = Vec::new();
-        if integer && *solver == IlpSolver::Microlp {
+        if integer {
             if let Some(h) = self.heuristic(limits) {
                 let mut load = vec![[0.0f64; 3]; nn];
                 for (wi, w) in self.workloads.iter().enumerate() {
@@ -952,7 +969,8 @@ impl Model {
                 Ok(answer(&solution, optimal))
             }
             IlpSolver::Cbc(program) => {
-                let cbc = DeadlineCbc::new(program, time_limit);
+                let start = hint.iter().map(|(v, x)| (names[v].clone(), *x)).collect();
+                let cbc = DeadlineCbc::new(program, time_limit).with_start(start);
                 let mut problem = vars
                     .minimise(objective)
                     .using(good_lp::LpSolver(cbc.clone()));
@@ -984,6 +1002,19 @@ impl Model {
             of: [CPU, MEMORY].map(|r| unit[r].max(1) as f64 * least_unit(r)),
         }
     }
+}
+
+/// A variable's name in letters only: `kind`, then each number's digits as the letters a-j,
+/// the numbers separated by q (`lp_name('y', &[12, 3])` is `ybcqd`).
+fn lp_name(kind: char, numbers: &[usize]) -> String {
+    let mut name = String::from(kind);
+    for (i, n) in numbers.iter().enumerate() {
+        if i > 0 {
+            name.push('q');
+        }
+        name.extend(n.to_string().bytes().map(|b| char::from(b - b'0' + b'a')));
+    }
+    name
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -1067,6 +1098,9 @@ fn which(program: &str) -> Option<PathBuf> {
     })
 }
 
+/// Programs kept for `OUTCOME_CBC_KEEP`, numbered.
+static KEPT: AtomicU32 = AtomicU32::new(0);
+
 /// How long past its own time limit CBC may run before it is killed: its limit is checked
 /// between nodes of the branch and bound, and an LP solve may not return to the check
 /// (Clp has been seen running for minutes past it).
@@ -1080,6 +1114,8 @@ const CBC_GRACE: Duration = Duration::from_secs(5);
 pub struct DeadlineCbc {
     program: PathBuf,
     seconds: f64,
+    /// A feasible solution to start from (variable name, value), given to cbc's `mips`.
+    start: Vec<(String, f64)>,
     status: Arc<std::sync::Mutex<Option<lp_solvers::solvers::Status>>>,
 }
 
@@ -1088,8 +1124,15 @@ impl DeadlineCbc {
         DeadlineCbc {
             program: program.to_path_buf(),
             seconds,
+            start: Vec::new(),
             status: Default::default(),
         }
+    }
+
+    /// Starts the branch and bound from a feasible solution (CBC checks it; one that is not
+    /// feasible is dropped).
+    pub fn with_start(self, start: Vec<(String, f64)>) -> DeadlineCbc {
+        DeadlineCbc { start, ..self }
     }
 
     /// The status of the last solve (None: it failed).
@@ -1111,8 +1154,22 @@ impl lp_solvers::solvers::SolverTrait for DeadlineCbc {
         let dir = tempfile::tempdir().map_err(|e| format!("a directory for cbc: {e}"))?;
         let (solution_file, log_file) = (dir.path().join("solution"), dir.path().join("log"));
         let log = std::fs::File::create(&log_file).map_err(|e| format!("cbc's log: {e}"))?;
+        let mut args: Vec<std::ffi::OsString> = vec![lp.path().into()];
+        if !self.start.is_empty() {
+            // cbc reads a start in its own solution format: a status line, then one line per
+            // variable (index, name, value).
+            let mut text = String::from("Stopped on time - objective value 0\n");
+            for (i, (name, value)) in self.start.iter().enumerate() {
+                let _ = writeln!(text, "{i} {name} {value}");
+            }
+            let start_file = dir.path().join("start");
+            std::fs::write(&start_file, text).map_err(|e| format!("cbc's start: {e}"))?;
+            args.extend(["mips".into(), start_file.into()]);
+        }
+        // lp-solvers' own arguments after the file: the time limit, solve, the solution file.
+        args.extend(cbc.arguments(lp.path(), &solution_file).into_iter().skip(1));
         let mut child = std::process::Command::new(&self.program)
-            .args(cbc.arguments(lp.path(), &solution_file))
+            .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(log)
             .stderr(std::process::Stdio::null())
@@ -1137,6 +1194,19 @@ impl lp_solvers::solvers::SolverTrait for DeadlineCbc {
                 Err(e) => return Err(format!("waiting for cbc: {e}")),
             }
         };
+        if let Some(keep) = std::env::var_os("OUTCOME_CBC_KEEP") {
+            // The program, its start and cbc's log, to run again by hand.
+            let keep = PathBuf::from(keep);
+            let stem = format!(
+                "{}-{}",
+                std::process::id(),
+                KEPT.fetch_add(1, Ordering::Relaxed)
+            );
+            let _ = std::fs::create_dir_all(&keep);
+            let _ = std::fs::copy(lp.path(), keep.join(format!("{stem}.lp")));
+            let _ = std::fs::copy(dir.path().join("start"), keep.join(format!("{stem}.start")));
+            let _ = std::fs::copy(&log_file, keep.join(format!("{stem}.log")));
+        }
         if !exit.success() {
             return Err(format!("cbc exited with {exit}"));
         }
