@@ -73,6 +73,33 @@ fn a_solver_that_runs_past_its_deadline_is_killed_and_nothing_is_claimed() {
 }
 
 #[test]
+fn a_fractional_answer_said_optimal_is_refused() {
+    // A `cbc` that answers "Optimal" with half pods (as CBC 2.10 did through its library
+    // given a start): no bound is claimed from it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cbc = dir.path().join("cbc");
+    std::fs::write(
+        &cbc,
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = solution ] && out=\"$2\"; shift; done\n\
+         printf 'Optimal - objective value 4.5\\n 0 yaqa 4.5 0\\n 1 yaqb 4.5 0\\n 2 daqa 4.5 0\\n' > \"$out\"\n",
+    )
+    .expect("write");
+    std::fs::set_permissions(&cbc, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let model = Model {
+        nodes: vec![node("a", 10.0), node("a", 10.0)],
+        workloads: vec![workload("w", 1.0, 0.0, &[9, 0])],
+        thresholds: Thresholds::cpu(20.0, 50.0),
+        duplicates: false,
+    };
+    let b = model.solve_using(&IlpSolver::Cbc(cbc), 5.0);
+    assert!(!b.optimal, "a fractional answer was taken as proven: {b:?}");
+    assert!(b.note.contains("fractional values: refused"), "{}", b.note);
+    // The real answer, for the record: 4 moves, none outside.
+    assert_eq!(solve(&model), (4.0, 0.0));
+}
+
+#[test]
 fn one_node_above_high_needs_exactly_the_pods_above_it() {
     // 9 pods of 1 cpu on a 10-cpu node (90%), an empty 10-cpu node; 20/50 on cpu: the first
     // keeps at most 5 (50%), the second takes the 4 (40%).

@@ -250,6 +250,19 @@ impl<'a, 's> Context<'a, 's> {
         self.state.snap()
     }
 
+    /// The planning state as it stands (what is planned, spent, placed and journaled), to
+    /// go back to with [`Context::restore`]: a plugin that tries more than one plan keeps the
+    /// best. A copy of the state, the placement simulation included.
+    pub(crate) fn checkpoint(&self) -> PlanningState<'s> {
+        self.state.clone()
+    }
+
+    /// Puts back a state taken by [`Context::checkpoint`] in this plugin's run: everything
+    /// planned, spent, placed or journaled since is as if it had not been.
+    pub(crate) fn restore(&mut self, state: PlanningState<'s>) {
+        *self.state = state;
+    }
+
     /// The placement simulation, as the plan so far leaves the cluster.
     pub fn placement(&self) -> &Placement<'s> {
         self.state.placement()

@@ -8,6 +8,7 @@ use crate::policy::EvictionBudget;
 use crate::snapshot::{ClusterSnapshot, PodId};
 
 /// One budget that applies this cycle.
+#[derive(Clone)]
 struct Held<'s> {
     rule: &'s EvictionBudget,
     /// Evictions it allows (its count, or its percentage of the pods in scope).
@@ -17,7 +18,7 @@ struct Held<'s> {
 }
 
 /// The budgets that apply to one cycle, and what is spent of each.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Budgets<'s> {
     /// Every budget of the policy.
     rules: &'s [EvictionBudget],

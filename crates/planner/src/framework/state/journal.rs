@@ -129,6 +129,18 @@ pub struct Journal {
     scarce: BTreeMap<(String, &'static str), (bool, u32)>,
 }
 
+impl Clone for Journal {
+    fn clone(&self) -> Self {
+        Journal {
+            notes: self.notes.clone(),
+            findings: self.findings.clone(),
+            not_chosen: Mutex::new(self.not_chosen.lock().expect("not-chosen lock").clone()),
+            not_chosen_seq: AtomicU64::new(self.not_chosen_seq.load(Ordering::Relaxed)),
+            scarce: self.scarce.clone(),
+        }
+    }
+}
+
 impl Journal {
     /// An empty journal.
     pub fn new() -> Self {

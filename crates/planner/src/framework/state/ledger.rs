@@ -16,6 +16,7 @@ use crate::snapshot::{ClusterSnapshot, GangId, IdVec, NodeId, PodId, Resources};
 use rustc_hash::FxHashMap;
 
 /// What a cycle has planned and spent so far.
+#[derive(Clone)]
 pub struct Ledger<'s> {
     snap: &'s ClusterSnapshot,
     limits: Limits,

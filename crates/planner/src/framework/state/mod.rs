@@ -200,7 +200,9 @@ impl Mechanism {
 /// What earlier cycles left, for a plan that is given none.
 static NO_HISTORY: History = History::EMPTY;
 
-/// The planning state of one cycle: its four parts (see the module's documentation).
+/// The planning state of one cycle: its four parts (see the module's documentation). A
+/// clone is a checkpoint a plugin may go back to ([`crate::framework::Context::checkpoint`]).
+#[derive(Clone)]
 pub struct PlanningState<'s> {
     snap: &'s ClusterSnapshot,
     ledger: Ledger<'s>,

@@ -49,6 +49,7 @@ pub type PlacementTargets = Vec<PlacementTarget>;
 
 /// The placement simulation of one cycle: the cluster as the plan so far leaves it, and where
 /// the running plugin wants evicted pods to go.
+#[derive(Clone)]
 pub struct Placement<'s> {
     snap: &'s ClusterSnapshot,
     /// Whether each planned eviction's replacement is placed by the simulator (its

@@ -707,6 +707,12 @@ fn bad_args_are_clear_errors() {
         json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "maxEvaluations": 0}),
     );
     assert!(e.contains("maxEvaluations"), "{e}");
+    for rounds in [0, 11] {
+        let e = err(
+            json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "rounds": rounds}),
+        );
+        assert!(e.contains("rounds") && e.contains("1 to 10"), "{e}");
+    }
     let e =
         err(json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "spread": true}));
     assert!(e.contains("spread"), "{e}");
