@@ -45,23 +45,34 @@ fn solve(model: &Model) -> (f64, f64) {
     answers[0]
 }
 
-#[test]
-fn a_solver_that_runs_past_its_deadline_is_killed_and_nothing_is_claimed() {
-    // A `cbc` that never answers: the solve must come back soon after its limit (1 s here,
-    // plus the grace), with no bound claimed.
+/// A `cbc` that runs `script` (a shell script's body), in a directory kept while it lives.
+fn fake_cbc(script: &str) -> (tempfile::TempDir, IlpSolver) {
     let dir = tempfile::tempdir().expect("tempdir");
     let cbc = dir.path().join("cbc");
-    std::fs::write(&cbc, "#!/bin/sh\nexec sleep 120\n").expect("write");
+    std::fs::write(&cbc, format!("#!/bin/sh\n{script}")).expect("write");
     std::fs::set_permissions(&cbc, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let model = Model {
+    (dir, IlpSolver::Cbc(cbc))
+}
+
+/// 9 pods of 1 cpu on a 10-cpu node, an empty 10-cpu node, 20/50 on cpu: 4 moves, none
+/// outside.
+fn nine_pods_over_one_node() -> Model {
+    Model {
         nodes: vec![node("a", 10.0), node("a", 10.0)],
         workloads: vec![workload("w", 1.0, 0.0, &[9, 0])],
         thresholds: Thresholds::cpu(20.0, 50.0),
         duplicates: false,
-    };
+    }
+}
+
+#[test]
+fn a_solver_that_runs_past_its_deadline_is_killed_and_nothing_is_claimed() {
+    // A `cbc` that never answers: the solve must come back soon after its limit (1 s here,
+    // plus the grace), with no bound claimed.
+    let (_dir, cbc) = fake_cbc("exec sleep 120\n");
     let started = std::time::Instant::now();
-    let b = model.solve_using(&IlpSolver::Cbc(cbc), 1.0);
+    let b = nine_pods_over_one_node().solve_using(&cbc, 1.0);
     let took = started.elapsed();
     assert!(
         !b.optimal && !b.moves.is_finite(),
@@ -76,40 +87,20 @@ fn a_solver_that_runs_past_its_deadline_is_killed_and_nothing_is_claimed() {
 fn a_fractional_answer_said_optimal_is_refused() {
     // A `cbc` that answers "Optimal" with half pods (as CBC 2.10 did through its library
     // given a start): no bound is claimed from it.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cbc = dir.path().join("cbc");
-    std::fs::write(
-        &cbc,
-        "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = solution ] && out=\"$2\"; shift; done\n\
+    let (_dir, cbc) = fake_cbc(
+        "while [ $# -gt 0 ]; do [ \"$1\" = solution ] && out=\"$2\"; shift; done\n\
          printf 'Optimal - objective value 4.5\\n 0 yaqa 4.5 0\\n 1 yaqb 4.5 0\\n 2 daqa 4.5 0\\n' > \"$out\"\n",
-    )
-    .expect("write");
-    std::fs::set_permissions(&cbc, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    let model = Model {
-        nodes: vec![node("a", 10.0), node("a", 10.0)],
-        workloads: vec![workload("w", 1.0, 0.0, &[9, 0])],
-        thresholds: Thresholds::cpu(20.0, 50.0),
-        duplicates: false,
-    };
-    let b = model.solve_using(&IlpSolver::Cbc(cbc), 5.0);
+    );
+    let b = nine_pods_over_one_node().solve_using(&cbc, 5.0);
     assert!(!b.optimal, "a fractional answer was taken as proven: {b:?}");
     assert!(b.note.contains("fractional values: refused"), "{}", b.note);
-    // The real answer, for the record: 4 moves, none outside.
-    assert_eq!(solve(&model), (4.0, 0.0));
 }
 
 #[test]
 fn one_node_above_high_needs_exactly_the_pods_above_it() {
     // 9 pods of 1 cpu on a 10-cpu node (90%), an empty 10-cpu node; 20/50 on cpu: the first
     // keeps at most 5 (50%), the second takes the 4 (40%).
-    let model = Model {
-        nodes: vec![node("a", 10.0), node("a", 10.0)],
-        workloads: vec![workload("w", 1.0, 0.0, &[9, 0])],
-        thresholds: Thresholds::cpu(20.0, 50.0),
-        duplicates: false,
-    };
-    assert_eq!(solve(&model), (4.0, 0.0));
+    assert_eq!(solve(&nine_pods_over_one_node()), (4.0, 0.0));
 }
 
 #[test]
