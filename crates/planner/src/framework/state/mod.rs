@@ -500,6 +500,45 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpoint_is_independent_and_restoring_it_forgets_what_was_planned_since() {
+        let s = snap();
+        let mut st = PlanningState::new(&s, Limits::default());
+        let n1 = NodeId::new(0);
+        let load = st.placement().sim().load(n1).cpu;
+        let saved = st.clone();
+        assert!(st
+            .plan_eviction(PodId::new(0), "p", "T", "r".into())
+            .is_ok());
+        st.journal_mut().note(PlanNote {
+            profile: "p".into(),
+            plugin: "T",
+            node: None,
+            message: "planned one".into(),
+            kind: NoteKind::Info,
+        });
+        // The copy saw none of it.
+        assert!(!saved.ledger().is_planned(PodId::new(0)));
+        assert_eq!(saved.ledger().requested(n1).cpu, 200);
+        assert_eq!(saved.placement().sim().load(n1).cpu, load);
+        // Restored: nothing planned, spent, placed or noted since.
+        st = saved;
+        assert!(st.ledger().evictions().is_empty());
+        assert_eq!(st.ledger().requested(n1).cpu, 200);
+        assert_eq!(st.placement().sim().load(n1).cpu, load);
+        // The PDB allowing one disruption is whole again: p1 goes, then p0 may not.
+        assert!(st
+            .plan_eviction(PodId::new(1), "p", "T", "r".into())
+            .is_ok());
+        assert!(matches!(
+            st.plan_eviction(PodId::new(0), "p", "T", "r".into()),
+            Err(EvictError::DisruptionBudget(_))
+        ));
+        let out = st.into_output();
+        assert!(out.notes.iter().all(|n| n.message != "planned one"));
+        assert_eq!(out.evictions.len(), 1);
+    }
+
+    #[test]
     fn a_replacement_that_landed_is_placed_where_it_landed() {
         let s = snap();
         let mut st = PlanningState::new(&s, Limits::default());
