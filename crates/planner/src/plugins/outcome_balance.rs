@@ -61,7 +61,8 @@ pub(crate) const DEFAULT_MAX_EVALUATIONS: u32 = 20_000;
 /// out first) spend room that another node needed to come inside. Each later round plans
 /// again from the cycle's start without such moves off the nodes the earlier rounds left over
 /// (repairs still go), within what is left of `maxEvaluations`; a later round is kept only
-/// where it leaves fewer nodes outside and no more spread or duplicate excess.
+/// where it leaves fewer nodes outside and no more spread or duplicate excess. Rounds are
+/// made only where the planning nodes hold fewer pods than half of `maxEvaluations`.
 pub(crate) const DEFAULT_ROUNDS: u32 = 3;
 
 /// The most `rounds` a policy may ask for.
@@ -1551,7 +1552,15 @@ impl Plugin for OutcomeBalance {
         let before = model.totals();
         let for_good = model.outside_for_good();
         // Each round plans from the same start; the best is kept (see [`DEFAULT_ROUNDS`]).
-        let rounds = self.args.rounds as usize;
+        // More than one only where the first plan is likely to leave evaluations for
+        // another: a cluster whose planning nodes hold fewer pods than half the bound (a
+        // larger one plans once, without copying the planning state).
+        let pods: usize = nodes.iter().map(|&n| cx.snap().pods_on_node(n).len()).sum();
+        let rounds = if pods.saturating_mul(2) < self.args.max_evaluations as usize {
+            self.args.rounds as usize
+        } else {
+            1
+        };
         let start = (rounds > 1).then(|| cx.checkpoint());
         let mut excluded: HashSet<usize> = HashSet::new();
         let mut best: Option<(Round, Option<crate::framework::PlanningState<'_>>)> = None;
