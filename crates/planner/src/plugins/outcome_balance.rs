@@ -1480,6 +1480,12 @@ struct Round {
     excluded: usize,
     /// Pods left to the other plugins (they go only with their whole gang).
     whole: usize,
+    /// Nodes outside, spread excess, duplicate excess at the start (every round's).
+    before: (usize, i64, i64),
+    /// Nodes outside with no way in at the start ([`Model::outside_for_good`]).
+    for_good: (usize, usize),
+    /// The planning nodes.
+    nodes: usize,
 }
 
 impl Round {
@@ -1504,6 +1510,7 @@ impl OutcomeBalance {
         budget: u32,
     ) -> Round {
         let mut model = self.model(cx, nodes);
+        let (before, for_good) = (model.totals(), model.outside_for_good());
         self.publish_targets(cx, &model);
         let (classes, whole) = self.candidates(cx, &model);
         let mut search = Search::new(classes, &model);
@@ -1524,6 +1531,9 @@ impl OutcomeBalance {
             wasted,
             excluded: excluded.len(),
             whole,
+            before,
+            for_good,
+            nodes: model.nodes.len(),
         }
     }
 }
@@ -1548,9 +1558,6 @@ impl Plugin for OutcomeBalance {
             cx.note_skipped("skipped this cycle: the placement simulation is off, and every move is checked against it");
             return;
         }
-        let model = self.model(cx, nodes);
-        let before = model.totals();
-        let for_good = model.outside_for_good();
         // Each round plans from the same start; the best is kept (see [`DEFAULT_ROUNDS`]).
         // More than one only where the first plan is likely to leave evaluations for
         // another: a cluster whose planning nodes hold fewer pods than half the bound (a
@@ -1596,6 +1603,7 @@ impl Plugin for OutcomeBalance {
         let Some((chosen, state)) = best else {
             return;
         };
+        let (before, for_good) = (chosen.before, chosen.for_good);
         if let Some(state) = state {
             cx.restore(state);
         }
@@ -1653,7 +1661,7 @@ impl Plugin for OutcomeBalance {
                 chosen.evaluations,
                 before.0,
                 after.0,
-                model.nodes.len(),
+                chosen.nodes,
                 before.1,
                 after.1,
                 before.2,
