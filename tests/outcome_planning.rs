@@ -130,6 +130,18 @@ fn duplicates(snap: &ClusterSnapshot, plan: Option<&EvictionPlan>) -> i64 {
         .sum()
 }
 
+/// The seeds to plan: 1-6, or `OUTCOME_SEEDS=FIRST-LAST` (figures on states the tests were
+/// not written on).
+fn seeds() -> std::ops::RangeInclusive<u64> {
+    match std::env::var("OUTCOME_SEEDS") {
+        Ok(v) => {
+            let (a, b) = v.split_once('-').unwrap_or((&v, &v));
+            a.parse().expect("OUTCOME_SEEDS: FIRST-LAST")..=b.parse().expect("OUTCOME_SEEDS")
+        }
+        Err(_) => 1..=6,
+    }
+}
+
 fn destinations_known(plan: &EvictionPlan) -> bool {
     plan.evictions.iter().all(|e| e.destination.is_some())
 }
@@ -141,14 +153,7 @@ fn on_seeded_clusters_the_outcome_planner_ends_better_with_fewer_evictions() {
     let (ours, theirs) = (pipeline("outcome"), pipeline("upstream"));
     let mut evictions = (0, 0);
     let mut rows = Vec::new();
-    // OUTCOME_SEEDS=7-12 runs other seeds (figures on states the test was not written on).
-    let seeds = match std::env::var("OUTCOME_SEEDS") {
-        Ok(v) => {
-            let (a, b) = v.split_once('-').unwrap_or((&v, &v));
-            a.parse().expect("OUTCOME_SEEDS: FIRST-LAST")..=b.parse().expect("OUTCOME_SEEDS")
-        }
-        Err(_) => 1..=6u64,
-    };
+    let seeds = seeds();
     for seed in seeds {
         let snap = synthetic::snapshot(&Config::new(60, 1_800, seed));
         let a = plan(&ours, &snap, NOW).expect("plans");
@@ -274,13 +279,7 @@ fn is_replacement(name: &str) -> bool {
 #[test]
 fn over_three_cycles_the_outcome_planner_keeps_what_it_reached_with_little_churn() {
     let ours = pipeline("outcome");
-    let seeds = match std::env::var("OUTCOME_SEEDS") {
-        Ok(v) => {
-            let (a, b) = v.split_once('-').unwrap_or((&v, &v));
-            a.parse().expect("OUTCOME_SEEDS: FIRST-LAST")..=b.parse().expect("OUTCOME_SEEDS")
-        }
-        Err(_) => 1..=6u64,
-    };
+    let seeds = seeds();
     let mut rows = Vec::new();
     let (mut evictions, mut churn) = (0usize, 0usize);
     for seed in seeds {
