@@ -50,14 +50,6 @@ pub trait EvictorPlugin: Send + Sync + std::fmt::Debug {
     /// The PreEvictionFilter extension point, checked just before a plugin plans an eviction,
     /// against the cluster as the plan so far leaves it. `Err` says why not.
     fn pre_eviction_filter(&self, placement: &Placement<'_>, pod: PodId) -> Result<(), String>;
-    /// The part of the PreEvictionFilter that asks where the replacement lands (the evictor's
-    /// destination checks: the own-node rule of a relocating plugin, the targets of a plugin
-    /// that sets them), asked again as a pod is evicted by a plugin that listed it before
-    /// its earlier evictions were planned ([`Context::try_evict_relocated`]). Nothing by
-    /// default.
-    fn destination_filter(&self, _placement: &Placement<'_>, _pod: PodId) -> Result<(), String> {
-        Ok(())
-    }
     /// Whether a running member of a gang goes only with its whole gang, all or nothing.
     fn evicts_whole_gangs(&self) -> bool;
     /// Whether the filters rely on the placement simulation.
@@ -129,7 +121,7 @@ pub trait Plugin: Send + Sync + std::fmt::Debug {
         false
     }
     /// Whether the plugin's evictions help only where the replacement lands on another node
-    /// (RemoveDuplicates, the topology spread plugin: a replacement back on its own node
+    /// (the topology spread plugin: a replacement back on its own node
     /// leaves the counts as they were, and the next cycle evicts it again). With
     /// `placementCheck` unset the evictor refuses an eviction whose replacement kube-scheduler
     /// may put back on the pod's node, as under a plugin that sets placement targets. False
@@ -363,34 +355,6 @@ impl<'a, 's> Context<'a, 's> {
             self.not_chosen(pod, why.clone(), SkipReason::Placement);
         }
         r
-    }
-
-    /// The evictor's PreEvictionFilter as a plugin that lists its candidates before it evicts
-    /// any asks it (RemoveDuplicates, as upstream, which counts the duplicates among the pods
-    /// that pass): without the own-node rule of a relocating plugin, since where a
-    /// replacement lands changes with the evictions the plugin plans after the listing; that
-    /// rule is asked as each pod is evicted ([`Context::try_evict_relocated`]). A refusal is
-    /// recorded as a candidate not chosen.
-    pub(crate) fn pre_eviction_filter_listing(&mut self, pod: PodId) -> Result<(), String> {
-        let relocating = self.state.placement().relocating();
-        self.state.placement_mut().set_relocating(false);
-        let r = self.pre_eviction_filter(pod);
-        self.state.placement_mut().set_relocating(relocating);
-        r
-    }
-
-    /// [`Context::try_evict`] after the evictor's destination checks
-    /// ([`EvictorPlugin::destination_filter`]), for a plugin that listed its candidates
-    /// with [`Context::pre_eviction_filter_listing`]: asked now, with the plugin's earlier
-    /// evictions in the plan, a pod whose replacement kube-scheduler may put back on its own
-    /// node is refused (a candidate not chosen, with why) and is [`Attempt::SkipPod`].
-    pub(crate) fn try_evict_relocated(&mut self, pod: PodId, reason: String) -> Attempt {
-        if let Err(why) = self.evictor.destination_filter(self.state.placement(), pod) {
-            tracing::debug!(pod = %self.snap().pod(pod).key(), %why, "refused by the destination check");
-            self.not_chosen(pod, why, SkipReason::Placement);
-            return Attempt::SkipPod;
-        }
-        self.try_evict(pod, reason)
     }
 
     /// The evictor's PreEvictionFilter, asked about a pod the plugin only considers: a refusal

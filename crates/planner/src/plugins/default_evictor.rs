@@ -63,7 +63,7 @@ pub struct DefaultEvictorArgs {
     /// default): under a plugin that moves load to targets (LowNodeUtilization on requests),
     /// an eviction is refused when its replacement may land back on the pod's own node or push
     /// the node it lands on over its target ([`destination_check`]); under a plugin that
-    /// relocates pods (RemoveDuplicates, the topology spread plugin), when it may land back
+    /// relocates pods (the topology spread plugin), when it may land back
     /// on the pod's own node. `true` asks more: a
     /// destination for every pod, another node (for LowNodeUtilization: one of its
     /// underutilized nodes that stays under the target thresholds). `false`: no check, as
@@ -580,13 +580,6 @@ impl DefaultEvictor {
                 return Err(format!("pod does not fit on any other node (nodeFit): {e}"));
             }
         }
-        self.destination_filter(placement, id)
-    }
-
-    /// The destination checks of the PreEvictionFilter ([`destination_check`]):
-    /// `placementCheck: true` asks them of every eviction; unset, of the evictions of a
-    /// plugin that sets placement targets or relocates pods; `false`, of none.
-    pub fn destination_filter(&self, placement: &Placement<'_>, id: PodId) -> Result<(), String> {
         match self.args.placement_check {
             Some(false) => Ok(()),
             Some(true) => destination_check(placement, id, Strictness::PlacementCheck).map(|_| ()),
@@ -622,7 +615,7 @@ pub(crate) enum Strictness {
 /// ([`Placement::set_targets`]; the eviction would make a new hot spot). Unlike upstream,
 /// whose nodeFit asks only whether another node fits: a deliberate difference, on by default,
 /// `placementCheck: false` turns it off. Plugins that relocate pods without targets
-/// (RemoveDuplicates, the topology spread plugin: [`crate::framework::Plugin::relocates`]) are
+/// (the topology spread plugin: [`crate::framework::Plugin::relocates`]) are
 /// held to the own-node rule; plugins that restart pods on purpose (PodLifeTime and the like)
 /// set no targets and are not held to it. Returns the destination (None: no node
 /// fits, refused only with `placementCheck: true`).
@@ -715,9 +708,6 @@ impl EvictorPlugin for DefaultEvictor {
 
     fn pre_eviction_filter(&self, placement: &Placement<'_>, pod: PodId) -> Result<(), String> {
         DefaultEvictor::pre_eviction_filter(self, placement, pod)
-    }
-    fn destination_filter(&self, placement: &Placement<'_>, pod: PodId) -> Result<(), String> {
-        DefaultEvictor::destination_filter(self, placement, pod)
     }
 
     fn evicts_whole_gangs(&self) -> bool {

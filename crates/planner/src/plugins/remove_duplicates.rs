@@ -252,12 +252,6 @@ impl Plugin for RemoveDuplicates {
         NAME
     }
 
-    /// A duplicate restarted on its own node is still a duplicate: the evictor's own-node
-    /// rule holds (`placementCheck` unset), asked as each pod is evicted.
-    fn relocates(&self) -> bool {
-        true
-    }
-
     fn run(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId]) {
         let snap = cx.snap();
         let (interner, mut per_node) = self.candidates(cx, nodes);
@@ -327,7 +321,7 @@ impl Plugin for RemoveDuplicates {
                         "duplicate of {}: {on_node} on node {node_name}, at most {upper_avg} per node (ceil of {total} pods over {targets} nodes)",
                         owner_display(owner)
                     );
-                    match cx.try_evict_relocated(pod, reason) {
+                    match cx.try_evict(pod, reason) {
                         Attempt::SkipNode => continue 'nodes,
                         Attempt::Stop => return,
                         Attempt::Planned { .. } | Attempt::SkipPod => {}
@@ -389,7 +383,7 @@ impl RemoveDuplicates {
 /// equal keys on some node has none after it either. So check those pods only, and drop
 /// the others. False when no owner has duplicates.
 fn keep_owners_with_duplicates(
-    cx: &mut Context<'_, '_>,
+    cx: &Context<'_, '_>,
     interner: &Interner<'_>,
     per_node: &mut [Vec<Candidate>],
 ) -> bool {
@@ -421,7 +415,7 @@ fn keep_owners_with_duplicates(
                 .owners_of(c)
                 .iter()
                 .any(|&o| has_duplicates[o as usize])
-                && cx.pre_eviction_filter_listing(c.pod).is_ok()
+                && cx.pre_eviction_filter(c.pod).is_ok()
         });
     }
 

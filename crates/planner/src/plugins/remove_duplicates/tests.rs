@@ -48,19 +48,6 @@ fn replicas(ns: &str, rs: &str, prefix: &str, node_name: &str, count: usize) -> 
         .collect()
 }
 
-/// Three 100m replicas of ReplicaSet d/rs on n1 (2000m) and `other` on n2 (200m).
-fn three_on_n1_and_on_n2(other: PodBuilder) -> ClusterSnapshot {
-    let mut pods: Vec<PodBuilder> = replicas("d", "rs", "p", "n1", 3)
-        .into_iter()
-        .map(|b| b.cpu(100))
-        .collect();
-    pods.push(other.bare().node("n2"));
-    snap(
-        vec![node("n1").cpu(2000).build(), node("n2").cpu(200).build()],
-        pods,
-    )
-}
-
 /// Pods on nodes n1, n2, n3 as upstream's "(5,3,1)" layout.
 fn spread(counts: &[(&str, usize)]) -> Vec<PodBuilder> {
     let mut pods = Vec::new();
@@ -538,7 +525,17 @@ fn disruption_budgets_block() {
 #[test]
 fn node_fit_drops_pods_that_fit_nowhere_else() {
     // Upstream: n2 has 200m; with 150m requested there, 100m replicas cannot move.
-    let cluster = three_on_n1_and_on_n2;
+    let cluster = |other: PodBuilder| {
+        let mut pods: Vec<PodBuilder> = replicas("d", "rs", "p", "n1", 3)
+            .into_iter()
+            .map(|b| b.cpu(100))
+            .collect();
+        pods.push(other.bare().node("n2"));
+        snap(
+            vec![node("n1").cpu(2000).build(), node("n2").cpu(200).build()],
+            pods,
+        )
+    };
     let fit = json!({"nodeFit": true});
     let s = cluster(pod("o", "eater").cpu(150));
     assert!(run_with(&s, Value::Null, fit.clone(), Limits::default()).is_empty());
@@ -675,56 +672,4 @@ fn pods_planned_earlier_are_not_seen() {
         matches!(&built, Ok(crate::framework::Built::Strategy(p)) if p.name() == NAME),
         "{built:?}"
     );
-}
-
-#[test]
-fn a_duplicate_whose_replacement_would_land_back_on_its_node_is_not_evicted() {
-    // n1 holds three 100m replicas, n2 (200m) holds another pod: 50m free leaves n2 no room
-    // for a replacement, which goes back to n1 once the evicted pod is gone; 150m free
-    // takes one.
-    let cluster = three_on_n1_and_on_n2;
-    // As the pipeline runs it: the plugin relocates pods.
-    let relocating = |s: &ClusterSnapshot, evictor: Value| {
-        let plugin = RemoveDuplicates::from_json(&Value::Null).unwrap();
-        assert!(plugin.relocates());
-        let evictor = DefaultEvictor::from_json(&evictor).unwrap();
-        let nodes = s.ready_nodes(&Selector::default());
-        let mut state = PlanningState::new(s, Limits::default());
-        state.placement_mut().set_relocating(true);
-        crate::framework::testing::run_on(&plugin, &mut state, &evictor, &nodes, T0 + 3600);
-        let evicted: Vec<(String, Option<String>)> = state
-            .ledger()
-            .evictions()
-            .iter()
-            .map(|e| {
-                (
-                    s.pod(e.pod).key(),
-                    e.destination.map(|d| s.node(d).name.to_string()),
-                )
-            })
-            .collect();
-        let refused: Vec<String> = state
-            .into_output()
-            .notes
-            .iter()
-            .filter(|n| n.pod().is_some())
-            .map(|n| n.message.clone())
-            .collect();
-        (evicted, refused)
-    };
-    let full = cluster(pod("o", "eater").cpu(150));
-    let (evicted, refused) = relocating(&full, Value::Null);
-    assert!(evicted.is_empty(), "{evicted:?}");
-    assert_eq!(
-        refused,
-        vec!["its replacement is predicted to land back on its own node n1: the eviction would change nothing (placementCheck unset; false turns it off)"]
-    );
-    // `placementCheck: false`: upstream's behaviour, the eviction goes.
-    let (evicted, refused) = relocating(&full, json!({"placementCheck": false}));
-    assert_eq!(evicted.len(), 1, "{evicted:?}");
-    assert!(refused.is_empty(), "{refused:?}");
-    // Room on n2: the duplicate moves there.
-    let (evicted, _) = relocating(&cluster(pod("o", "saver").cpu(50)), Value::Null);
-    assert_eq!(evicted.len(), 1, "{evicted:?}");
-    assert_eq!(evicted[0].1.as_deref(), Some("n2"));
 }
