@@ -271,78 +271,161 @@ fn is_replacement(name: &str) -> bool {
         .is_some_and(|(c, k)| c.parse::<usize>().is_ok() && k.parse::<usize>().is_ok())
 }
 
-/// Planned cycle after cycle, each on the cluster the last one left (replacements where the
-/// plan predicted them), the outcome planner keeps what it reached: nodes outside, spread
-/// and duplicates excess never rise from one cycle to the next, the later cycles evict far
-/// fewer than the first, and few of their evictions move a replacement an earlier cycle
-/// placed (churn).
+/// What planning three cycles in a row on one seeded cluster did.
+struct ThreeCycles {
+    row: String,
+    per_cycle: Vec<usize>,
+    /// Evictions of a replacement an earlier cycle placed.
+    moved_again: usize,
+    /// Replacements predicted on a node their workload lost a pod from, in an earlier cycle
+    /// or in the same one (restarted where it was just moved off).
+    home: usize,
+}
+
+/// Plans three cycles in a row on seed `seed`'s cluster, each on the cluster the last one
+/// left (replacements where the plan predicted them, a minute apart), the run's memory kept
+/// as a continuous run keeps it with an eviction cooldown of `cooldown` seconds (0: none);
+/// nodes outside, spread and duplicates excess never rise from one cycle to the next.
+fn three_cycles(ours: &Pipeline, seed: u64, cooldown: i64) -> ThreeCycles {
+    use descheduler::framework::{History, Overutilized};
+    use descheduler::plan::{plan_with, CycleMemory};
+    use std::collections::HashSet;
+    let json = synthetic::generate_json(&Config::new(60, 1_800, seed));
+    let mut list: serde_json::Value = serde_json::from_slice(&json).expect("the list parses");
+    let mut items = std::mem::take(list["items"].as_array_mut().expect("items"));
+    let mut out = ThreeCycles {
+        row: format!("seed {seed}:"),
+        per_cycle: Vec::new(),
+        moved_again: 0,
+        home: 0,
+    };
+    let mut history = History::with_cooldown(cooldown);
+    let mut sources: HashSet<(String, String)> = HashSet::new();
+    let mut last: Option<(usize, i64, i64)> = None;
+    for cycle in 0..3usize {
+        list["items"] = items.clone().into();
+        let snap =
+            descheduler::snapshot::decode::load_bytes("cluster.json", list.to_string().as_bytes())
+                .expect("the cluster a plan left loads");
+        let now = NOW + 60 * cycle as i64;
+        history = history.observe(&snap, now);
+        let p = plan_with(
+            ours,
+            &snap,
+            now,
+            &CycleMemory::new(history.clone()),
+            &mut (),
+        )
+        .expect("plans");
+        let workload = |pod: descheduler::snapshot::PodId| {
+            let pod = snap.pod(pod);
+            let owner = pod
+                .controller()
+                .map(|o| o.name.to_string())
+                .unwrap_or_default();
+            format!("{}/{owner}", pod.namespace)
+        };
+        let moved_again = p
+            .evictions
+            .iter()
+            .filter(|e| is_replacement(&snap.pod(e.pod).name))
+            .count();
+        for e in &p.evictions {
+            sources.insert((workload(e.pod), snap.node(e.node).name.to_string()));
+        }
+        let home = p
+            .evictions
+            .iter()
+            .filter(|e| {
+                e.destination.is_some_and(|d| {
+                    sources.contains(&(workload(e.pod), snap.node(d).name.to_string()))
+                })
+            })
+            .count();
+        let figures = (
+            outside(&snap, Some(&p)),
+            planned_spread_excess(&p),
+            duplicates(&snap, Some(&p)),
+        );
+        if let Some(before) = last {
+            assert!(
+                figures.0 <= before.0 && figures.1 <= before.1 && figures.2 <= before.2,
+                "seed {seed} cycle {}: (outside, spread, duplicates) {before:?} -> {figures:?}\n{}",
+                cycle + 1,
+                out.row
+            );
+        }
+        let _ = write!(
+            out.row,
+            " cycle {}: {} evictions ({moved_again} of replacements, {home} back where their workload left), outside {}, spread {}, duplicates {};",
+            cycle + 1,
+            p.evictions.len(),
+            figures.0,
+            figures.1,
+            figures.2
+        );
+        out.per_cycle.push(p.evictions.len());
+        out.moved_again += moved_again;
+        out.home += home;
+        last = Some(figures);
+        let evicted: Vec<_> = p.evictions.iter().map(|e| e.pod).collect();
+        history = history
+            .advance(Overutilized::of(&p.findings))
+            .record_evictions(&snap, &evicted, now);
+        // NOW is 2026-12-01T00:00:00Z; the replacements come half a minute into the cycle.
+        let created = format!("2026-12-01T00:{cycle:02}:30Z");
+        next_cycle(&mut items, &snap, &p, cycle, &created);
+    }
+    assert!(
+        out.per_cycle[1] + out.per_cycle[2] < out.per_cycle[0] / 2,
+        "seed {seed}: the later cycles evict as much as half the first\n{}",
+        out.row
+    );
+    out
+}
+
+/// Planned cycle after cycle with no memory between cycles (a CronJob, or the cooldown
+/// off), the outcome planner keeps what it reached: nodes outside, spread and duplicates
+/// excess never rise from one cycle to the next, the later cycles evict far fewer than the
+/// first, and few of their evictions move a replacement an earlier cycle placed (churn).
 #[test]
 fn over_three_cycles_the_outcome_planner_keeps_what_it_reached_with_little_churn() {
     let ours = pipeline("outcome");
-    let seeds = seeds();
-    let mut rows = Vec::new();
-    let (mut evictions, mut churn) = (0usize, 0usize);
-    for seed in seeds {
-        let json = synthetic::generate_json(&Config::new(60, 1_800, seed));
-        let mut list: serde_json::Value = serde_json::from_slice(&json).expect("the list parses");
-        let mut items = std::mem::take(list["items"].as_array_mut().expect("items"));
-        let mut row = format!("seed {seed}:");
-        let mut last: Option<(usize, i64, i64)> = None;
-        let mut per_cycle = Vec::new();
-        for cycle in 0..3usize {
-            list["items"] = items.clone().into();
-            let snap = descheduler::snapshot::decode::load_bytes(
-                "cluster.json",
-                list.to_string().as_bytes(),
-            )
-            .expect("the cluster a plan left loads");
-            let now = NOW + 60 * cycle as i64;
-            let p = plan(&ours, &snap, now).expect("plans");
-            let moved_again = p
-                .evictions
-                .iter()
-                .filter(|e| is_replacement(&snap.pod(e.pod).name))
-                .count();
-            let figures = (
-                outside(&snap, Some(&p)),
-                planned_spread_excess(&p),
-                duplicates(&snap, Some(&p)),
-            );
-            if let Some(before) = last {
-                assert!(
-                    figures.0 <= before.0 && figures.1 <= before.1 && figures.2 <= before.2,
-                    "seed {seed} cycle {}: (outside, spread, duplicates) {before:?} -> {figures:?}\n{row}",
-                    cycle + 1
-                );
-            }
-            let _ = write!(
-                row,
-                " cycle {}: {} evictions ({moved_again} of replacements), outside {}, spread {}, duplicates {};",
-                cycle + 1,
-                p.evictions.len(),
-                figures.0,
-                figures.1,
-                figures.2
-            );
-            per_cycle.push(p.evictions.len());
-            evictions += p.evictions.len();
-            churn += moved_again;
-            last = Some(figures);
-            // NOW is 2026-12-01T00:00:00Z; the replacements come half a minute into the cycle.
-            let created = format!("2026-12-01T00:{cycle:02}:30Z");
-            next_cycle(&mut items, &snap, &p, cycle, &created);
-        }
-        assert!(
-            per_cycle[1] + per_cycle[2] < per_cycle[0] / 2,
-            "seed {seed}: the later cycles evict as much as half the first\n{row}"
-        );
-        rows.push(row);
+    let (mut evictions, mut churn, mut rows) = (0usize, 0usize, Vec::new());
+    for seed in seeds() {
+        let r = three_cycles(&ours, seed, 0);
+        evictions += r.per_cycle.iter().sum::<usize>();
+        churn += r.moved_again;
+        rows.push(r.row);
     }
     eprintln!("{}", rows.join("\n"));
     eprintln!("{churn} of {evictions} evictions moved a replacement an earlier cycle placed");
     assert!(
         churn * 10 <= evictions,
         "churn above a tenth of the evictions: {churn} of {evictions}\n{}",
+        rows.join("\n")
+    );
+}
+
+/// The same with the memory of a continuous run (the default 10m eviction cooldown): no
+/// eviction moves a replacement an earlier cycle placed, and no replacement is predicted
+/// on a node its workload lost a pod from, while it keeps what it reached as above.
+#[test]
+fn with_the_run_s_memory_the_outcome_planner_moves_no_replica_twice_and_none_back() {
+    let ours = pipeline("outcome");
+    let mut rows = Vec::new();
+    let (mut moved_again, mut home) = (0usize, 0usize);
+    for seed in seeds() {
+        let r = three_cycles(&ours, seed, 600);
+        moved_again += r.moved_again;
+        home += r.home;
+        rows.push(r.row);
+    }
+    eprintln!("{}", rows.join("\n"));
+    assert_eq!(
+        (moved_again, home),
+        (0, 0),
+        "replacements moved again, replacements back where their workload left:\n{}",
         rows.join("\n")
     );
 }

@@ -51,6 +51,32 @@ pub struct History {
     /// Eviction budget (by name) → unix seconds of each eviction counted against it, within
     /// the longest period of the policy's `evictionBudgets`.
     pub budget_spent: BTreeMap<String, Vec<i64>>,
+    /// Workload → what its moves within the cooldown left behind, worked or not: the nodes
+    /// it lost pods from and its replacements. A planner aiming at an outcome neither moves
+    /// such a replacement again nor lands one of the workload back on such a node within the
+    /// cooldown ([`History::replacement_hold`], [`History::left_recently`]).
+    pub recent: BTreeMap<String, Recent>,
+}
+
+/// What a workload's moves within the cooldown left behind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recent {
+    /// The node each evicted pod ran on, with the unix seconds of its eviction.
+    pub sources: Vec<(String, i64)>,
+    /// Each replacement seen placed (uid, name and node), with the unix seconds of the
+    /// eviction that made it.
+    pub replacements: Vec<Replacement>,
+}
+
+/// A replacement seen placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    /// The pod's uid.
+    pub uid: String,
+    /// The node it runs on.
+    pub node: String,
+    /// Unix seconds of the eviction that made it.
+    pub at: i64,
 }
 
 /// One cycle's evictions of a workload, until its replacements are placed.
@@ -115,6 +141,7 @@ impl History {
         received: BTreeMap::new(),
         over_nodes: BTreeSet::new(),
         budget_spent: BTreeMap::new(),
+        recent: BTreeMap::new(),
     };
 
     /// An empty history with this eviction cooldown (seconds; 0: off), and no back-off
@@ -250,6 +277,46 @@ impl History {
             .filter(|&at| self.cooling(at, now))
     }
 
+    /// Why this pod is not moved again now, with the time left: it is the replacement of a pod
+    /// evicted within the cooldown (moving it would restart the same replica twice). None
+    /// when the cooldown is off or the pod is no such replacement.
+    pub fn replacement_hold(&self, pod: &Pod, now: i64) -> Option<String> {
+        if self.recent.is_empty() || !pod.is_active() {
+            return None;
+        }
+        let key = owner_key(pod)?;
+        let r = self
+            .recent
+            .get(&key)?
+            .replacements
+            .iter()
+            .find(|r| *r.uid == *pod.uid && self.cooling(r.at, now))?;
+        Some(format!(
+            "{} replaced a pod of workload {key} evicted {} ago; a replacement is not moved again within the {} eviction cooldown ({} left)",
+            pod.key(),
+            fmt_duration(now - r.at),
+            fmt_duration(self.cooldown_seconds),
+            fmt_duration(r.at + self.cooldown_seconds - now)
+        ))
+    }
+
+    /// The nodes the pod's workload lost pods from within the cooldown, by an eviction here
+    /// (a replacement landing there would look restarted onto its own node).
+    pub fn left_recently(&self, pod: &Pod, now: i64) -> Vec<&str> {
+        let Some(r) = owner_key(pod).and_then(|k| self.recent.get(&k)) else {
+            return Vec::new();
+        };
+        let mut nodes: Vec<&str> = r
+            .sources
+            .iter()
+            .filter(|(_, at)| self.cooling(*at, now))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes
+    }
+
     /// Why the node is not treated as overutilized now: it received rescheduled pods within
     /// the cooldown.
     pub(crate) fn receiving_note(&self, node: &str, now: i64) -> Option<String> {
@@ -275,6 +342,7 @@ impl History {
         }
         // Workload → its placed replacements (pod name, node, when), and its pending ones.
         let mut landed: BTreeMap<String, Vec<(&str, &str, i64)>> = BTreeMap::new();
+        let mut placed: Vec<(String, Replacement)> = Vec::new();
         let mut pending: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for pod in &snap.pods {
             if !pod.is_active() || pod.terminating {
@@ -294,9 +362,23 @@ impl History {
                 continue;
             };
             let when = pod.created.min(now).max(m.at);
+            placed.push((
+                key.clone(),
+                Replacement {
+                    uid: pod.uid.to_string(),
+                    node: node.to_string(),
+                    at: m.at,
+                },
+            ));
             let slot = next.received.entry(node.to_string()).or_insert(when);
             *slot = (*slot).max(when);
             landed.entry(key).or_default().push((&pod.name, node, when));
+        }
+        for (key, r) in placed {
+            let recent = &mut next.recent.entry(key).or_default().replacements;
+            if !recent.iter().any(|x| x.uid == r.uid) {
+                recent.push(r);
+            }
         }
         for (key, replacements) in landed {
             let m = &next.moves[&key];
@@ -392,6 +474,11 @@ impl History {
             }
         }
         for (key, sources) in &moved {
+            next.recent
+                .entry(key.clone())
+                .or_default()
+                .sources
+                .extend(sources.iter().map(|n| (n.clone(), now)));
             let known = known.remove(key.as_str()).unwrap_or_default();
             next.moves.insert(
                 key.clone(),
@@ -458,6 +545,12 @@ impl History {
         next.frozen
             .retain(|_, f| cooldown > 0 && now < f.until + cap);
         next.received.retain(|_, at| keep(*at));
+        for r in next.recent.values_mut() {
+            r.sources.retain(|(_, at)| keep(*at));
+            r.replacements.retain(|x| keep(x.at));
+        }
+        next.recent
+            .retain(|_, r| !r.sources.is_empty() || !r.replacements.is_empty());
         next
     }
 
@@ -512,6 +605,48 @@ mod tests {
             Some(n) => b.node(n).build(),
             None => b.build(),
         }
+    }
+
+    #[test]
+    fn a_move_that_worked_leaves_its_replacements_and_sources_held_for_the_cooldown() {
+        let before = snap(vec![
+            web("web-a", Some("n1"), T0 - 100),
+            web("web-b", Some("n2"), T0 - 100),
+        ]);
+        let h = History::with_cooldown(600).record_evictions(&before, &[PodId::new(0)], T0);
+        let after = snap(vec![
+            web("web-b", Some("n2"), T0 - 100),
+            web("web-c", Some("n3"), T0 + 5),
+        ]);
+        let h = h.observe(&after, T0 + 20);
+        // The move worked: the workload is free again...
+        assert!(h.moves.is_empty() && h.frozen.is_empty());
+        let old = after.pod(PodId::new(0));
+        let replacement = after.pod(PodId::new(1));
+        assert_eq!(h.cooldown_refusal(old, T0 + 20), None);
+        assert_eq!(h.cooldown_refusal(replacement, T0 + 20), None);
+        // ...but its replacement is not moved again, and the node it left is remembered.
+        assert_eq!(
+            h.replacement_hold(replacement, T0 + 120).as_deref(),
+            Some("shop/web-c replaced a pod of workload shop/ReplicaSet/web evicted 2m ago; a replacement is not moved again within the 10m eviction cooldown (8m left)")
+        );
+        assert_eq!(h.replacement_hold(old, T0 + 120), None, "not a replacement");
+        assert_eq!(h.left_recently(old, T0 + 120), vec!["n1"]);
+        assert_eq!(h.left_recently(replacement, T0 + 120), vec!["n1"]);
+        let stranger = pod("shop", "api-a").owner("ReplicaSet", "api").build();
+        assert!(h.left_recently(&stranger, T0 + 120).is_empty());
+        // Observed again, nothing is recorded twice.
+        assert_eq!(h.observe(&after, T0 + 40).recent, h.recent);
+        // Once the cooldown is over, both are forgotten.
+        assert_eq!(h.replacement_hold(replacement, T0 + 600), None);
+        assert!(h.left_recently(old, T0 + 600).is_empty());
+        assert!(h.observe(&after, T0 + 600).recent.is_empty());
+        // With the cooldown off, nothing is remembered.
+        let off = History::with_cooldown(0)
+            .record_evictions(&before, &[PodId::new(0)], T0)
+            .observe(&after, T0 + 20);
+        assert!(off.recent.is_empty());
+        assert_eq!(off.replacement_hold(replacement, T0 + 20), None);
     }
 
     #[test]

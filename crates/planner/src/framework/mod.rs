@@ -28,7 +28,7 @@ pub use findings::{
     Finding, Findings, MeasuredNode, MeasuredUsage, Overutilized, PendingUnit, Reporter,
     Thresholds, UtilizationThresholds,
 };
-pub use history::{Frozen, History, Move};
+pub use history::{Frozen, History, Move, Recent, Replacement};
 pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
 pub use sort::{
@@ -342,6 +342,35 @@ impl<'a, 's> Context<'a, 's> {
             Some(why) => Err(why),
             None => Ok(()),
         }
+    }
+
+    /// Why a pod is not moved again now: it replaced a pod evicted within the cooldown
+    /// ([`History::replacement_hold`]). For plugins that plan toward an outcome (a replica
+    /// restarted twice within the cooldown is churn); upstream's plugins do not ask.
+    pub fn replacement_hold(&self, pod: PodId) -> Result<(), String> {
+        match self
+            .history()
+            .replacement_hold(self.snap().pod(pod), self.now)
+        {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+
+    /// The planning nodes the pod's workload lost pods from within the cooldown
+    /// ([`History::left_recently`]).
+    pub fn left_recently(&self, pod: PodId) -> Vec<NodeId> {
+        let snap = self.snap();
+        self.history()
+            .left_recently(snap.pod(pod), self.now)
+            .into_iter()
+            .filter_map(|n| snap.node_id(n))
+            .collect()
+    }
+
+    /// Records that this plugin did not choose a candidate, and why (a refusal of its own).
+    pub(crate) fn skip_candidate(&self, pod: PodId, why: String, reason: SkipReason) {
+        self.not_chosen(pod, why, reason);
     }
 
     /// The evictor's PreEvictionFilter extension point (nodeFit), checked just before a

@@ -34,6 +34,7 @@
 //! - **Bounded**: at most `maxEvaluations` simulated placements per cycle (default 20,000);
 //!   when it runs out, a note says so and the moves planned so far stand.
 
+use crate::framework::SkipReason;
 use crate::framework::{ArgsError, FromArgs, PluginArgs};
 use crate::framework::{Attempt, Context, EvictError, Overutilized, PlacementTarget, Plugin};
 use crate::plugins::node_utilization::{
@@ -508,6 +509,24 @@ impl<'s> Model<'s> {
         self.workload_badness(w, &w.counts) - self.workload_badness(w, &after)
     }
 
+    /// Whether moving `pod` from `from` to `to` lowers its workload's DoNotSchedule spread
+    /// excess (a hard constraint repaired).
+    fn repairs_spread(&self, pod: PodId, from: usize, to: Option<usize>) -> bool {
+        let Some(&wi) = self.workload_of.get(&pod) else {
+            return false;
+        };
+        let w = &self.workloads[wi];
+        if w.spread.is_empty() {
+            return false;
+        }
+        let mut after = w.counts.clone();
+        *after.entry(from).or_default() -= 1;
+        if let Some(t) = to {
+            *after.entry(t).or_default() += 1;
+        }
+        Self::spread_excess(w, &after) < Self::spread_excess(w, &w.counts)
+    }
+
     /// The most any destination could gain from receiving `pod`, before the cap of the
     /// worst underutilized node's badness: unbounded for a pod that requests a resource of
     /// the thresholds (it may bring an underutilized node inside), nothing for one that
@@ -710,6 +729,9 @@ impl<'s> Model<'s> {
 struct Class {
     from: usize,
     pods: Vec<PodId>,
+    /// Replacements of pods evicted within the eviction cooldown: moved again only to
+    /// repair their workload's DoNotSchedule spread ([`Context::replacement_hold`]).
+    held: bool,
 }
 
 /// A class in the search's heap: its priority (a bound, or the exact gain of its move as of
@@ -957,14 +979,18 @@ impl OutcomeBalance {
                     whole += 1;
                     continue;
                 }
+                // A replacement of a pod evicted within the cooldown: moved again, it would
+                // restart the same replica twice (churn).
+                let held = cx.replacement_hold(p).is_err();
                 let key = match model.workload_of.get(&p) {
-                    Some(&w) => (i, w, format!("{:?}", pod.requests)),
+                    Some(&w) => (i, w, format!("{held} {:?}", pod.requests)),
                     None => (i, usize::MAX - p.index(), String::new()),
                 };
                 let at = *class_of.entry(key).or_insert_with(|| {
                     classes.push(Class {
                         from: i,
                         pods: Vec::new(),
+                        held,
                     });
                     classes.len() - 1
                 });
@@ -1006,6 +1032,11 @@ struct Search {
     /// leaves the counts as they were, and its replacement looks restarted onto its source.
     left: HashSet<(usize, usize)>,
     arrived: HashSet<(usize, usize)>,
+    /// The same from earlier cycles, within the eviction cooldown (see
+    /// [`Search::remember_recent`]): kept to except where a move repairs its workload's
+    /// DoNotSchedule spread.
+    left_before: HashSet<(usize, usize)>,
+    arrived_before: HashSet<(usize, usize)>,
     /// Nodes whose eviction limit is reached.
     exhausted: Vec<bool>,
     evaluations: u32,
@@ -1052,6 +1083,8 @@ impl Search {
             by_workload,
             left: HashSet::new(),
             arrived: HashSet::new(),
+            left_before: HashSet::new(),
+            arrived_before: HashSet::new(),
             exhausted: vec![false; model.nodes.len()],
             evaluations: 0,
             planned: 0,
@@ -1066,6 +1099,35 @@ impl Search {
             search.push_bound(model, k, under);
         }
         search
+    }
+
+    /// Carries the run's memory of earlier cycles into this plan, much as if their moves were
+    /// this plan's: a workload's replacements placed within the eviction cooldown count as
+    /// pods it gained on their nodes (none of its pods leaves those), and the nodes it lost
+    /// pods from within the cooldown as nodes it left (none of its replacements may land
+    /// there), except for a move that repairs its DoNotSchedule spread (a hard constraint)
+    /// or, off a node it gained pods on, its duplicates. Without both, the next cycles undo what the earlier ones did: a replica moved twice,
+    /// or one restarted where its workload was just moved off.
+    fn remember_recent(&mut self, cx: &Context<'_, '_>, model: &Model<'_>) {
+        if cx.history().recent.is_empty() {
+            return;
+        }
+        let snap = cx.snap();
+        let mut asked: HashSet<usize> = HashSet::new();
+        for (&p, &w) in &model.workload_of {
+            if cx.replacement_hold(p).is_err() {
+                if let Some(&i) = snap.pod_node(p).and_then(|n| model.position.get(&n)) {
+                    self.arrived_before.insert((w, i));
+                }
+            }
+            if asked.insert(w) {
+                for n in cx.left_recently(p) {
+                    if let Some(&i) = model.position.get(&n) {
+                        self.left_before.insert((w, i));
+                    }
+                }
+            }
+        }
     }
 
     /// Puts class `k` on the heap with its bound, for its current version.
@@ -1187,6 +1249,28 @@ impl Search {
         {
             // Off a node an earlier round left over for all its moves, only repairs go: it
             // leaves the search until its node or workload changes.
+            return Flow::Next;
+        }
+        let before = |set: &HashSet<(usize, usize)>, d: usize| {
+            workload.is_some_and(|w| set.contains(&(w, d)))
+        };
+        let repairs_spread = lands.iter().all(|&d| model.repairs_spread(pod, from, d));
+        let repairs = lands
+            .iter()
+            .all(|&d| model.workload_gain(pod, from, d) > MIN_GAIN);
+        if ((self.classes[k].held
+            || lands
+                .iter()
+                .flatten()
+                .any(|&d| before(&self.left_before, d)))
+            && !repairs_spread)
+            || (before(&self.arrived_before, from) && !repairs)
+        {
+            // It would move a replica placed within the cooldown again, or land one back on
+            // a node its workload was just moved off, and repair no DoNotSchedule spread; or
+            // take its workload off a node it was just moved onto, and repair neither its
+            // spread nor its duplicates: it leaves the search until its node or workload
+            // changes.
             return Flow::Next;
         }
         // The move counts at its worst tied node.
@@ -1391,6 +1475,7 @@ impl Search {
         let workload = model.workload_of.get(&pod).copied();
         let candidates: Vec<(usize, PodId)> = self.by_node[t]
             .iter()
+            .filter(|&&j| !self.classes[j].held)
             .filter_map(|&j| Some((j, *self.classes[j].pods.first()?)))
             .filter(|&(_, q)| model.workload_of.get(&q).copied() != workload)
             .collect();
@@ -1414,7 +1499,9 @@ impl Search {
             }
             let wq = after.workload_of.get(&q).copied();
             if after.over_with(t, q, -1)
-                || wq.is_some_and(|w| self.arrived.contains(&(w, t)))
+                || wq.is_some_and(|w| {
+                    self.arrived.contains(&(w, t)) || self.arrived_before.contains(&(w, t))
+                })
                 || cx.ledger().admit(q).is_err()
                 || cx.cooldown(q).is_err()
             {
@@ -1432,7 +1519,9 @@ impl Search {
             if lands.iter().any(|&u| {
                 u == t
                     || after.over_with(u, q, 1)
-                    || wq.is_some_and(|w| self.left.contains(&(w, u)))
+                    || wq.is_some_and(|w| {
+                        self.left.contains(&(w, u)) || self.left_before.contains(&(w, u))
+                    })
             }) {
                 continue;
             }
@@ -1513,9 +1602,21 @@ impl OutcomeBalance {
         let (before, for_good) = (model.totals(), model.outside_for_good());
         self.publish_targets(cx, &model);
         let (classes, whole) = self.candidates(cx, &model);
+        let held: Vec<PodId> = classes
+            .iter()
+            .filter(|c| c.held)
+            .flat_map(|c| c.pods.iter().copied())
+            .collect();
         let mut search = Search::new(classes, &model);
+        search.remember_recent(cx, &model);
         search.excluded = excluded.clone();
         let out_of_budget = search.run(budget, cx, &mut model);
+        let planned: HashSet<PodId> = cx.ledger().evictions().iter().map(|e| e.pod).collect();
+        for &p in held.iter().filter(|p| !planned.contains(p)) {
+            if let Err(why) = cx.replacement_hold(p) {
+                cx.skip_candidate(p, why, SkipReason::Cooldown);
+            }
+        }
         let wasted = search
             .balance_sources
             .iter()

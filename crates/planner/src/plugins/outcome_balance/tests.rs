@@ -22,16 +22,7 @@ fn node_fit() -> DefaultEvictor {
 /// The plugin with thresholds 20/50 on cpu under `nodeFit`, without limits: the plan and its
 /// notes.
 fn plan_20_50(snap: &ClusterSnapshot) -> crate::framework::PlanningOutput {
-    let mut state = PlanningState::new(snap, Limits::default());
-    let nodes = snap.ready_nodes(&Default::default());
-    run_on(
-        &plugin(cpu_args(20.0, 50.0)),
-        &mut state,
-        &node_fit(),
-        &nodes,
-        0,
-    );
-    state.into_output()
+    plan_20_50_with(snap, &crate::framework::History::EMPTY, 0)
 }
 
 /// Nodes of `milli` cpu each, by name.
@@ -716,4 +707,148 @@ fn bad_args_are_clear_errors() {
     let e =
         err(json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "spread": true}));
     assert!(e.contains("spread"), "{e}");
+}
+
+/// The plugin with thresholds 20/50 on cpu under `nodeFit`, planning at `now` with what
+/// earlier cycles of a run left (`history`).
+fn plan_20_50_with(
+    snap: &ClusterSnapshot,
+    history: &crate::framework::History,
+    now: i64,
+) -> crate::framework::PlanningOutput {
+    let mut state = PlanningState::new(snap, Limits::default()).with_history(history);
+    let nodes = snap.ready_nodes(&Default::default());
+    run_on(
+        &plugin(cpu_args(20.0, 50.0)),
+        &mut state,
+        &node_fit(),
+        &nodes,
+        now,
+    );
+    state.into_output()
+}
+
+/// A history with the eviction cooldown of 10 minutes in which workload `d/ReplicaSet/<w>`
+/// lost a pod from `source` at `at`, its replacement `replacement` (a uid) placed on `on`.
+fn moved(
+    w: &str,
+    source: &str,
+    replacement: Option<(&str, &str)>,
+    at: i64,
+) -> crate::framework::History {
+    use crate::framework::{History, Recent, Replacement};
+    let recent = Recent {
+        sources: vec![(source.to_string(), at)],
+        replacements: replacement
+            .map(|(uid, on)| Replacement {
+                uid: uid.to_string(),
+                node: on.to_string(),
+                at,
+            })
+            .into_iter()
+            .collect(),
+    };
+    History {
+        recent: BTreeMap::from([(format!("d/ReplicaSet/{w}"), recent)]),
+        ..History::with_cooldown(600)
+    }
+}
+
+/// n1 at 85% of 4 cpu: four pods of 600m (each its own workload) and `a-new`, 1000m, the
+/// replacement of a pod of workload `a` an earlier cycle moved off n3; n2 and n3 empty.
+/// Without the run's memory the cheapest way inside moves `a-new` again; with it, `a-new`
+/// stays, its refusal is on record with the time left, and n1 still comes inside.
+#[test]
+fn a_replacement_placed_within_the_cooldown_is_not_moved_again() {
+    let mut pods_ = Vec::new();
+    for i in 0..4 {
+        pods_.extend(pods(&format!("b{i}"), "n1", 1, 600));
+    }
+    pods_.push(
+        pod("d", "a-new")
+            .owner("ReplicaSet", "a")
+            .label("app", "a")
+            .node("n1")
+            .cpu(1000)
+            .build(),
+    );
+    let snap = snapshot(nodes_of(&["n1", "n2", "n3"], 4000), pods_);
+    let a_new = snap.pods.iter().position(|p| &*p.name == "a-new").unwrap();
+    let uid = snap.pods[a_new].uid.to_string();
+    let names = |out: &crate::framework::PlanningOutput| -> Vec<String> {
+        out.evictions
+            .iter()
+            .map(|e| snap.pod(e.pod).name.to_string())
+            .collect()
+    };
+    let now = 1_000_000;
+    let without = plan_20_50_with(&snap, &crate::framework::History::with_cooldown(600), now);
+    assert!(
+        names(&without).contains(&"a-new".to_string()),
+        "without the memory the plan moves a-new: {:?}",
+        names(&without)
+    );
+    let history = moved("a", "n3", Some((&uid, "n1")), now - 120);
+    let with = plan_20_50_with(&snap, &history, now);
+    assert!(
+        !names(&with).contains(&"a-new".to_string()),
+        "{:?}",
+        names(&with)
+    );
+    let n1 = snap.node_id("n1").unwrap();
+    let left_on_n1: i64 = snap
+        .pods_on_node(n1)
+        .iter()
+        .filter(|&&p| with.evictions.iter().all(|e| e.pod != p))
+        .map(|&p| snap.pod(p).requests.cpu)
+        .sum();
+    assert!(left_on_n1 <= 2000, "n1 comes inside: {left_on_n1}m left");
+    let held: Vec<&str> = with
+        .notes
+        .iter()
+        .filter(|n| n.kind == crate::framework::NoteKind::NotChosen(PodId::from_index(a_new)))
+        .map(|n| n.message.as_str())
+        .collect();
+    assert!(
+        held.iter()
+            .any(|m| m.contains("not moved again within the 10m eviction cooldown (8m left)")),
+        "{held:?}"
+    );
+}
+
+/// n1 at 85% of 4 cpu: four pods of 600m (each its own workload) and `c-x`, 1000m, of
+/// workload `c`; n2 empty, n3 at 1,500m. Without the run's memory, `c-x` goes to n2, the
+/// emptiest; with an earlier cycle having moved a pod of `c` off n2, no replacement of `c`
+/// may land there (it would look restarted where its workload was just moved off).
+#[test]
+fn no_replacement_lands_where_its_workload_was_moved_off_within_the_cooldown() {
+    let mut pods_ = Vec::new();
+    for i in 0..4 {
+        pods_.extend(pods(&format!("b{i}"), "n1", 1, 600));
+    }
+    pods_.extend(pods("c", "n1", 1, 1000));
+    pods_.extend(pods("e", "n3", 1, 1500));
+    let snap = snapshot(nodes_of(&["n1", "n2", "n3"], 4000), pods_);
+    let n2 = snap.node_id("n2").unwrap();
+    let is_c = |p: PodId| snap.pod(p).labels.get("app").is_some_and(|a| a == "c");
+    let now = 1_000_000;
+    let without = plan_20_50_with(&snap, &crate::framework::History::with_cooldown(600), now);
+    assert!(
+        without
+            .evictions
+            .iter()
+            .any(|e| is_c(e.pod) && e.destination == Some(n2)),
+        "without the memory a pod of c goes to n2"
+    );
+    let with = plan_20_50_with(&snap, &moved("c", "n2", None, now - 60), now);
+    for e in with.evictions.iter().filter(|e| is_c(e.pod)) {
+        assert!(
+            e.destination != Some(n2) && !e.alternatives.contains(&n2),
+            "a replacement of c may land on n2: {e:?}"
+        );
+    }
+    assert!(!with.evictions.is_empty(), "n1 is still relieved");
+    // Once the cooldown is over, n2 is open to it again.
+    let later = plan_20_50_with(&snap, &moved("c", "n2", None, now - 600), now);
+    assert_eq!(later.evictions, without.evictions);
 }
