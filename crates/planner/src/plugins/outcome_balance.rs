@@ -31,6 +31,10 @@
 //! - **Safety** is the framework's: every move goes through the profile's evictor (filters,
 //!   nodeFit), the limits, PodDisruptionBudgets, gangs and the eviction cooldown; a refused pod
 //!   is a candidate not chosen, and the search goes on without it.
+//! - **Memory** (continuous mode, within the eviction cooldown): a replacement an earlier
+//!   cycle placed is not moved again, no replacement lands on a node its workload lost a pod
+//!   from, and no pod leaves a node its workload just gained one on, except to repair its
+//!   DoNotSchedule spread (and, for the last, its duplicates) ([`Search::remember_recent`]).
 //! - **Bounded**: at most `maxEvaluations` simulated placements per cycle (default 20,000);
 //!   when it runs out, a note says so and the moves planned so far stand.
 
