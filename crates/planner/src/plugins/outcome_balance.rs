@@ -513,6 +513,17 @@ impl<'s> Model<'s> {
         self.workload_badness(w, &w.counts) - self.workload_badness(w, &after)
     }
 
+    /// Whether moving `pod` from `from` to `to` changes what the outcome counts: a node
+    /// inside or outside the thresholds, or its workload's spread or duplicate excess.
+    fn changes_standing(&self, pod: PodId, from: usize, to: Option<usize>) -> bool {
+        let outside = |badness: f64| badness >= OUTSIDE;
+        outside(self.node_badness(from)) != outside(self.node_badness_with(from, pod, -1))
+            || to.is_some_and(|t| {
+                outside(self.node_badness(t)) != outside(self.node_badness_with(t, pod, 1))
+            })
+            || self.workload_gain(pod, from, to).abs() > MIN_GAIN
+    }
+
     /// Whether moving `pod` from `from` to `to` lowers its workload's DoNotSchedule spread
     /// excess (a hard constraint repaired).
     fn repairs_spread(&self, pod: PodId, from: usize, to: Option<usize>) -> bool {
@@ -1054,6 +1065,11 @@ struct Search {
     excluded: HashSet<usize>,
     /// Nodes this round moved a pod off for the thresholds alone (no repair).
     balance_sources: HashSet<usize>,
+    /// Whether trailing moves that only close percentage points are taken back at the end
+    /// (each run of them costs a copy of the planning state).
+    trim: bool,
+    /// Moves taken back so.
+    trimmed: usize,
 }
 
 /// The worst badness among the nodes under their low thresholds.
@@ -1097,6 +1113,8 @@ impl Search {
             step_best: None,
             excluded: HashSet::new(),
             balance_sources: HashSet::new(),
+            trim: false,
+            trimmed: 0,
         };
         let under = most_under(model);
         for k in 0..search.classes.len() {
@@ -1150,11 +1168,33 @@ impl Search {
 
     /// Plans moves until no class gains, the limits stop it or `max_evaluations` simulated
     /// placements are spent (then true).
-    fn run(
+    fn run<'s>(
         &mut self,
         max_evaluations: u32,
-        cx: &mut Context<'_, '_>,
-        model: &mut Model<'_>,
+        cx: &mut Context<'_, 's>,
+        model: &mut Model<'s>,
+    ) -> bool {
+        let mut tail = None;
+        let out = self.search(max_evaluations, cx, model, &mut tail);
+        if let Some(t) = tail {
+            // The moves since changed no node's standing and repaired nothing: taken back.
+            self.trimmed = self.planned - t.planned;
+            self.planned = t.planned;
+            self.balance_sources = t.balance_sources;
+            cx.restore(t.state);
+            *model = t.model;
+        }
+        out
+    }
+
+    /// [`Search::run`] without taking back the trailing moves that only close percentage
+    /// points (the plan as it stood before them is in `tail`).
+    fn search<'s>(
+        &mut self,
+        max_evaluations: u32,
+        cx: &mut Context<'_, 's>,
+        model: &mut Model<'s>,
+        tail: &mut Option<Tail<'s>>,
     ) -> bool {
         while let Some(top) = self.heap.pop() {
             let k = top.class;
@@ -1185,7 +1225,7 @@ impl Search {
             };
             self.step_evaluations = 0;
             self.step_best = None;
-            if !self.plan(max_evaluations, cx, model, k) {
+            if !self.plan(max_evaluations, cx, model, k, tail) {
                 break;
             }
         }
@@ -1302,12 +1342,13 @@ impl Search {
 
     /// Plans class `k`'s best move, exact for the cluster as it stands, and gives the classes
     /// it changes fresh bounds; false when the cycle's total limit is reached.
-    fn plan(
+    fn plan<'s>(
         &mut self,
         max_evaluations: u32,
-        cx: &mut Context<'_, '_>,
-        model: &mut Model<'_>,
+        cx: &mut Context<'_, 's>,
+        model: &mut Model<'s>,
         k: usize,
+        tail: &mut Option<Tail<'s>>,
     ) -> bool {
         let from = self.classes[k].from;
         // The best move, exact for the cluster as it stands.
@@ -1343,6 +1384,18 @@ impl Search {
             (false, Some(p)) => self.room_on(max_evaluations, cx, model, pod, from, p),
             _ => None,
         };
+        // A move that changes no node's standing and repairs nothing only closes percentage
+        // points: worth it only where a later move brings a node inside. The plan before a
+        // run of such moves is kept, to go back to if the search ends within it.
+        let points_only = self.trim && room.is_none() && !model.changes_standing(pod, from, to);
+        if points_only && tail.is_none() {
+            *tail = Some(Tail {
+                state: cx.checkpoint(),
+                model: model.clone(),
+                planned: self.planned,
+                balance_sources: self.balance_sources.clone(),
+            });
+        }
         let attempt = if onto_under {
             cx.try_evict_checked_beyond_targets(pod, reason, &lands)
         } else if let Some(r) = &room {
@@ -1362,6 +1415,9 @@ impl Search {
         }
         if balance && self.planned_at(cx, first, pod) {
             self.balance_sources.insert(from);
+        }
+        if !points_only && self.planned_at(cx, first, pod) {
+            *tail = None;
         }
         let Some(r) = room.filter(|_| self.planned_at(cx, first, pod)) else {
             return true;
@@ -1550,6 +1606,14 @@ impl Search {
     }
 }
 
+/// The plan as it stood before a run of moves that only close percentage points.
+struct Tail<'s> {
+    state: crate::framework::PlanningState<'s>,
+    model: Model<'s>,
+    planned: usize,
+    balance_sources: HashSet<usize>,
+}
+
 /// The second move of a repair whose replacement takes a node over its target: `pod` (of
 /// class `class`) leaves `node` for `to`.
 struct Room {
@@ -1563,6 +1627,8 @@ struct Room {
 struct Round {
     round: usize,
     planned: usize,
+    /// Trailing moves that only closed percentage points, taken back.
+    trimmed: usize,
     evaluations: u32,
     out_of_budget: bool,
     /// Nodes outside, spread excess, duplicate excess, after the round's moves.
@@ -1594,13 +1660,15 @@ impl Round {
 
 impl OutcomeBalance {
     /// One plan from the state as it stands, moving pods for the thresholds alone off no node
-    /// of `excluded`, within `budget` simulated placements.
+    /// of `excluded`, within `budget` simulated placements; with `trim`, the trailing moves
+    /// that only close percentage points taken back.
     fn plan_round(
         &self,
         cx: &mut Context<'_, '_>,
         nodes: &[NodeId],
         excluded: &HashSet<usize>,
         budget: u32,
+        trim: bool,
     ) -> Round {
         let mut model = self.model(cx, nodes);
         let (before, for_good) = (model.totals(), model.outside_for_good());
@@ -1614,6 +1682,7 @@ impl OutcomeBalance {
         let mut search = Search::new(classes, &model);
         search.remember_recent(cx, &model);
         search.excluded = excluded.clone();
+        search.trim = trim;
         let out_of_budget = search.run(budget, cx, &mut model);
         let planned: HashSet<PodId> = cx.ledger().evictions().iter().map(|e| e.pod).collect();
         for &p in held.iter().filter(|p| !planned.contains(p)) {
@@ -1630,6 +1699,7 @@ impl OutcomeBalance {
         Round {
             round: 0,
             planned: search.planned,
+            trimmed: search.trimmed,
             evaluations: search.evaluations,
             out_of_budget,
             totals: model.totals(),
@@ -1666,13 +1736,12 @@ impl Plugin for OutcomeBalance {
         // Each round plans from the same start; the best is kept (see [`DEFAULT_ROUNDS`]).
         // More than one only where the first plan is likely to leave evaluations for
         // another: a cluster whose planning nodes hold fewer pods than half the bound (a
-        // larger one plans once, without copying the planning state).
+        // larger one plans once, without copying the planning state). The same bound decides
+        // whether trailing moves that only close percentage points are taken back (a copy
+        // of the planning state per run of them).
         let pods: usize = nodes.iter().map(|&n| cx.snap().pods_on_node(n).len()).sum();
-        let rounds = if pods.saturating_mul(2) < self.args.max_evaluations as usize {
-            self.args.rounds as usize
-        } else {
-            1
-        };
+        let small = pods.saturating_mul(2) < self.args.max_evaluations as usize;
+        let rounds = if small { self.args.rounds as usize } else { 1 };
         let start = (rounds > 1).then(|| cx.checkpoint());
         let mut excluded: HashSet<usize> = HashSet::new();
         let mut best: Option<(Round, Option<crate::framework::PlanningState<'_>>)> = None;
@@ -1686,7 +1755,7 @@ impl Plugin for OutcomeBalance {
             let budget = self.args.max_evaluations - evaluations;
             let r = Round {
                 round,
-                ..self.plan_round(cx, nodes, &excluded, budget)
+                ..self.plan_round(cx, nodes, &excluded, budget, small)
             };
             evaluations += r.evaluations;
             let more: HashSet<usize> = excluded.union(&r.wasted).copied().collect();
@@ -1718,6 +1787,15 @@ impl Plugin for OutcomeBalance {
                 format!(
                     "{} pods that go only with their whole gang are left to the other plugins",
                     chosen.whole
+                ),
+            );
+        }
+        if chosen.trimmed > 0 {
+            cx.note(
+                None,
+                format!(
+                    "{} moves that only brought nodes closer to the thresholds, with no node brought inside after them, were taken back",
+                    chosen.trimmed
                 ),
             );
         }

@@ -852,3 +852,39 @@ fn no_replacement_lands_where_its_workload_was_moved_off_within_the_cooldown() {
     let later = plan_20_50_with(&snap, &moved("c", "n2", None, now - 600), now);
     assert_eq!(later.evictions, without.evictions);
 }
+
+/// n1 at 45% of 4 cpu (three pods of 600m, each its own workload) and n2 empty, thresholds
+/// 20/50: moving one pod to n2 closes 15 points of n2's underutilization, but n2 stays under
+/// and a second move would put n1 under. Such a move brings no node inside: it is taken
+/// back, and a note says so. n3 at 75% (five such pods) beside them needs two moves to come
+/// under its target: the first closes points only (n3 still over, n2 still under), the
+/// second brings both inside, and both stay.
+#[test]
+fn moves_that_only_close_points_are_taken_back_unless_a_node_comes_inside_after_them() {
+    let mut pods_ = Vec::new();
+    for i in 0..3 {
+        pods_.extend(pods(&format!("a{i}"), "n1", 1, 600));
+    }
+    let alone = snapshot(nodes_of(&["n1", "n2"], 4000), pods_.clone());
+    let out = plan_20_50(&alone);
+    assert!(out.evictions.is_empty(), "{:?}", out.evictions);
+    assert!(
+        out.notes.iter().any(|n| n.message
+            == "1 moves that only brought nodes closer to the thresholds, with no node brought inside after them, were taken back"),
+        "{:?}",
+        out.notes.iter().map(|n| &n.message).collect::<Vec<_>>()
+    );
+    for i in 0..5 {
+        pods_.extend(pods(&format!("b{i}"), "n3", 1, 600));
+    }
+    let snap = snapshot(nodes_of(&["n1", "n2", "n3"], 4000), pods_);
+    let out = plan_20_50(&snap);
+    let n3 = snap.node_id("n3").unwrap();
+    assert_eq!(out.evictions.len(), 2, "{:?}", out.evictions);
+    assert!(out.evictions.iter().all(|e| e.node == n3));
+    assert_eq!(
+        outside_after(&snap, &out.evictions, 20.0, 50.0),
+        0,
+        "n3 and n2 come inside"
+    );
+}
