@@ -35,6 +35,8 @@
 //!   cycle placed is not moved again, no replacement lands on a node its workload lost a pod
 //!   from, and no pod leaves a node its workload just gained one on, except to repair its
 //!   DoNotSchedule spread (and, for the last, its duplicates) ([`Search::remember_recent`]).
+//! - **No trailing moves for points alone**: when the search ends within a run of moves that
+//!   changed no node's standing and repaired nothing, the run is taken back ([`Search::run`]).
 //! - **Bounded**: at most `maxEvaluations` simulated placements per cycle (default 20,000);
 //!   when it runs out, a note says so and the moves planned so far stand.
 
