@@ -63,20 +63,9 @@ pub struct History {
 pub struct Recent {
     /// The node each evicted pod ran on, with the unix seconds of its eviction.
     pub sources: Vec<(String, i64)>,
-    /// Each replacement seen placed (uid, name and node), with the unix seconds of the
-    /// eviction that made it.
-    pub replacements: Vec<Replacement>,
-}
-
-/// A replacement seen placed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replacement {
-    /// The pod's uid.
-    pub uid: String,
-    /// The node it runs on.
-    pub node: String,
-    /// Unix seconds of the eviction that made it.
-    pub at: i64,
+    /// The uid of each replacement seen placed, with the unix seconds of the eviction that
+    /// made it.
+    pub replacements: Vec<(String, i64)>,
 }
 
 /// One cycle's evictions of a workload, until its replacements are placed.
@@ -285,18 +274,18 @@ impl History {
             return None;
         }
         let key = owner_key(pod)?;
-        let r = self
+        let &(_, at) = self
             .recent
             .get(&key)?
             .replacements
             .iter()
-            .find(|r| *r.uid == *pod.uid && self.cooling(r.at, now))?;
+            .find(|(uid, at)| **uid == *pod.uid && self.cooling(*at, now))?;
         Some(format!(
             "{} replaced a pod of workload {key} evicted {} ago; a replacement is not moved again within the {} eviction cooldown ({} left)",
             pod.key(),
-            fmt_duration(now - r.at),
+            fmt_duration(now - at),
             fmt_duration(self.cooldown_seconds),
-            fmt_duration(r.at + self.cooldown_seconds - now)
+            fmt_duration(at + self.cooldown_seconds - now)
         ))
     }
 
@@ -342,7 +331,7 @@ impl History {
         }
         // Workload → its placed replacements (pod name, node, when), and its pending ones.
         let mut landed: BTreeMap<String, Vec<(&str, &str, i64)>> = BTreeMap::new();
-        let mut placed: Vec<(String, Replacement)> = Vec::new();
+        let mut placed: Vec<(String, (String, i64))> = Vec::new();
         let mut pending: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for pod in &snap.pods {
             if !pod.is_active() || pod.terminating {
@@ -362,21 +351,14 @@ impl History {
                 continue;
             };
             let when = pod.created.min(now).max(m.at);
-            placed.push((
-                key.clone(),
-                Replacement {
-                    uid: pod.uid.to_string(),
-                    node: node.to_string(),
-                    at: m.at,
-                },
-            ));
+            placed.push((key.clone(), (pod.uid.to_string(), m.at)));
             let slot = next.received.entry(node.to_string()).or_insert(when);
             *slot = (*slot).max(when);
             landed.entry(key).or_default().push((&pod.name, node, when));
         }
         for (key, r) in placed {
             let recent = &mut next.recent.entry(key).or_default().replacements;
-            if !recent.iter().any(|x| x.uid == r.uid) {
+            if !recent.iter().any(|x| x.0 == r.0) {
                 recent.push(r);
             }
         }
@@ -547,7 +529,7 @@ impl History {
         next.received.retain(|_, at| keep(*at));
         for r in next.recent.values_mut() {
             r.sources.retain(|(_, at)| keep(*at));
-            r.replacements.retain(|x| keep(x.at));
+            r.replacements.retain(|(_, at)| keep(*at));
         }
         next.recent
             .retain(|_, r| !r.sources.is_empty() || !r.replacements.is_empty());

@@ -28,7 +28,7 @@ pub use findings::{
     Finding, Findings, MeasuredNode, MeasuredUsage, Overutilized, PendingUnit, Reporter,
     Thresholds, UtilizationThresholds,
 };
-pub use history::{Frozen, History, Move, Recent, Replacement};
+pub use history::{Frozen, History, Move, Recent};
 pub use pipeline::{Pipeline, ProfilePipeline};
 pub use registry::{Built, Constructor, ExtensionPoint, PluginSpec, Registry};
 pub use sort::{

@@ -729,22 +729,13 @@ fn plan_20_50_with(
 }
 
 /// A history with the eviction cooldown of 10 minutes in which workload `d/ReplicaSet/<w>`
-/// lost a pod from `source` at `at`, its replacement `replacement` (a uid) placed on `on`.
-fn moved(
-    w: &str,
-    source: &str,
-    replacement: Option<(&str, &str)>,
-    at: i64,
-) -> crate::framework::History {
-    use crate::framework::{History, Recent, Replacement};
+/// lost a pod from `source` at `at`, its replacement (a uid) seen placed.
+fn moved(w: &str, source: &str, replacement: Option<&str>, at: i64) -> crate::framework::History {
+    use crate::framework::{History, Recent};
     let recent = Recent {
         sources: vec![(source.to_string(), at)],
         replacements: replacement
-            .map(|(uid, on)| Replacement {
-                uid: uid.to_string(),
-                node: on.to_string(),
-                at,
-            })
+            .map(|uid| (uid.to_string(), at))
             .into_iter()
             .collect(),
     };
@@ -788,7 +779,7 @@ fn a_replacement_placed_within_the_cooldown_is_not_moved_again() {
         "without the memory the plan moves a-new: {:?}",
         names(&without)
     );
-    let history = moved("a", "n3", Some((&uid, "n1")), now - 120);
+    let history = moved("a", "n3", Some(&uid), now - 120);
     let with = plan_20_50_with(&snap, &history, now);
     assert!(
         !names(&with).contains(&"a-new".to_string()),
