@@ -1050,8 +1050,8 @@ struct Search {
     left: HashSet<(usize, usize)>,
     arrived: HashSet<(usize, usize)>,
     /// The same from earlier cycles, within the eviction cooldown (see
-    /// [`Search::remember_recent`]): kept to except where a move repairs its workload's
-    /// DoNotSchedule spread.
+    /// [`Search::remember_recent`]): held to as well, except by a move that repairs its
+    /// workload's DoNotSchedule spread (or, off a node gained, its duplicates).
     left_before: HashSet<(usize, usize)>,
     arrived_before: HashSet<(usize, usize)>,
     /// Nodes whose eviction limit is reached.
@@ -1130,8 +1130,9 @@ impl Search {
     /// pods it gained on their nodes (none of its pods leaves those), and the nodes it lost
     /// pods from within the cooldown as nodes it left (none of its replacements may land
     /// there), except for a move that repairs its DoNotSchedule spread (a hard constraint)
-    /// or, off a node it gained pods on, its duplicates. Without both, the next cycles undo what the earlier ones did: a replica moved twice,
-    /// or one restarted where its workload was just moved off.
+    /// or, off a node it gained pods on, its duplicates. Without this, the next cycles undo
+    /// what the earlier ones did: a replica moved twice, or one restarted where its workload
+    /// was just moved off.
     fn remember_recent(&mut self, cx: &Context<'_, '_>, model: &Model<'_>) {
         if cx.history().recent.is_empty() {
             return;
