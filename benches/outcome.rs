@@ -22,7 +22,9 @@ use futures::FutureExt;
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
-use support::outcome::{discard, run, Binary, Bound, RunConfig, RunOutcome, Scenario};
+use support::outcome::{
+    discard, run, Binary, Bound, Cap, IlpSolver, RunConfig, RunOutcome, Scenario,
+};
 use support::{Cluster, Components};
 
 fn usage() -> ! {
@@ -75,6 +77,81 @@ struct Row {
     summary: String,
     pods: usize,
     result: Result<RunOutcome, String>,
+    /// From this run's start state, the fewest nodes outside within upstream's evictions
+    /// and end state on the same seed ([`within_upstream`]); not for upstream's own run.
+    within: Option<(Cap, Bound)>,
+}
+
+/// The cap upstream's run puts on a plan that is to end at least as well as it with at most
+/// its evictions: its evictions as moves, its duplicates excess left, and every hard zone
+/// spread kept where it left none above its skew (where it left some, spreads are not
+/// constrained, which only lowers the bound).
+fn upstream_cap(up: &RunOutcome) -> Cap {
+    Cap {
+        moves: up.evictions as f64,
+        duplicates_excess: up.end.duplicates_excess as f64,
+        spread: up.end.spread_excess == 0,
+    }
+}
+
+/// For each other binary's run of one seed and family, the fewest nodes outside that any
+/// plan reaching upstream's figures (evictions, duplicates, spread) can leave from that
+/// run's start state. Above the best possible's nodes outside plus one, the targets
+/// (at most upstream's evictions, as well on every measure, within one node of the best
+/// possible) cannot all be met there: they conflict.
+fn within_upstream(rows: &mut [Row], ilp_seconds: f64) {
+    let Some(cap) = rows
+        .iter()
+        .find(|r| r.binary == Binary::Upstream)
+        .and_then(|r| r.result.as_ref().ok())
+        .map(upstream_cap)
+    else {
+        return;
+    };
+    let solver = IlpSolver::detect();
+    for r in rows.iter_mut().filter(|r| r.binary != Binary::Upstream) {
+        if let Ok(o) = &r.result {
+            r.within = Some((cap, o.model.solve_within(&solver, cap, ilp_seconds)));
+        }
+    }
+}
+
+fn describe_cap(cap: &Cap) -> String {
+    format!(
+        "within upstream's {} evictions and {} duplicates excess{}",
+        cap.moves,
+        cap.duplicates_excess,
+        if cap.spread {
+            ", every hard spread kept"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Whether the targets conflict on a start state: no plan within upstream's figures comes
+/// within one node of the best possible's nodes outside (both proven).
+fn conflict(best: &Bound, within: &Bound) -> Option<bool> {
+    if !best.optimal || within.outside.is_nan() || !(within.optimal || within.relaxed) {
+        return None;
+    }
+    if within.relaxed {
+        // The relaxation's figure is a lower bound: it proves a conflict, never its absence.
+        return (within.outside > best.outside + 1.0 + 1e-6).then_some(true);
+    }
+    Some(within.outside.round() > best.outside.round() + 1.0)
+}
+
+fn within_line(best: &Bound, cap: &Cap, within: &Bound) -> String {
+    let verdict = match conflict(best, within) {
+        Some(true) => format!(
+            "the targets conflict on this start state: within upstream's figures no plan comes within one node of the best possible's {:.0} outside",
+            best.outside
+        ),
+        Some(false) => "the targets can all be met from this start state".to_string(),
+        None => "not decided".to_string(),
+    };
+    format!("{}: {}; {verdict}", describe_cap(cap), bound_cell(within))
 }
 
 async fn run_one(
@@ -101,6 +178,7 @@ async fn run_one(
             summary: built.summary.clone(),
             pods: built.pods(),
             result: Ok(o),
+            within: None,
         },
         Err(e) => Row {
             scenario,
@@ -109,6 +187,7 @@ async fn run_one(
             summary: String::new(),
             pods: 0,
             result: Err(panic_message(&*e)),
+            within: None,
         },
     }
 }
@@ -209,6 +288,15 @@ fn row_json(r: &Row) -> serde_json::Value {
                 "relaxed": o.bound.relaxed, "seconds": o.bound.seconds, "note": o.bound.note,
                 "solver": o.bound.solver,
             });
+            if let Some((cap, w)) = &r.within {
+                v["boundWithinUpstream"] = serde_json::json!({
+                    "moves": w.moves, "outside": w.outside, "optimal": w.optimal,
+                    "relaxed": w.relaxed, "seconds": w.seconds, "note": w.note,
+                    "solver": w.solver,
+                    "cap": {"moves": cap.moves, "duplicatesExcess": cap.duplicates_excess, "spread": cap.spread},
+                    "targetsConflict": conflict(&o.bound, w),
+                });
+            }
             v["notes"] = o.notes.clone().into();
             v["seconds"] = o.seconds.into();
         }
@@ -279,6 +367,7 @@ fn main() {
     for seed in seeds {
         let scenarios = families.clone().unwrap_or_else(|| vec![Scenario::of(seed)]);
         for scenario in scenarios {
+            let mut these = Vec::new();
             for binary in &binaries {
                 let row = runtime.block_on(run_one(&cluster, scenario, seed, *binary, &cfg));
                 eprintln!("{}: {}", scenario.name(), table_row(&row));
@@ -289,8 +378,19 @@ fn main() {
                         eprintln!("    note: {n}");
                     }
                 }
-                rows.push(row);
+                these.push(row);
             }
+            within_upstream(&mut these, cfg.ilp_seconds);
+            for r in &these {
+                if let (Ok(o), Some((cap, w))) = (&r.result, &r.within) {
+                    eprintln!(
+                        "    {} start: {}",
+                        r.binary.name(),
+                        within_line(&o.bound, cap, w)
+                    );
+                }
+            }
+            rows.extend(these);
         }
     }
     cluster.assert_running();
@@ -323,11 +423,31 @@ fn main() {
                 );
             }
         }
+        for r in rs {
+            if let Some((cap, w)) = &r.within {
+                println!(
+                    "| {} | best within upstream's {} evictions from {}'s start | {} | | | | {} | | | | ≤ {} | |",
+                    r.seed,
+                    cap.moves,
+                    r.binary.name(),
+                    bound_cell(w),
+                    if w.outside.is_nan() {
+                        "-".to_string()
+                    } else {
+                        format!("{:.0}", w.outside)
+                    },
+                    cap.duplicates_excess
+                );
+            }
+        }
         println!();
         for r in rs {
             println!("- seed {} {}: {}", r.seed, r.binary.name(), r.summary);
             if let Ok(o) = &r.result {
                 println!("  - start: {}", o.bound.describe());
+                if let Some((cap, w)) = &r.within {
+                    println!("  - {}", within_line(&o.bound, cap, w));
+                }
                 for c in o
                     .cycles
                     .iter()

@@ -6,8 +6,8 @@ mod support;
 
 use std::time::Duration;
 use support::outcome::{
-    figures, run, Binary, IlpSolver, Model, ModelNode, ModelWorkload, NodeInfo, PodInfo, RunConfig,
-    RunOutcome, Scenario, Thresholds, CPU,
+    figures, run, Binary, Cap, IlpSolver, Model, ModelNode, ModelWorkload, NodeInfo, PodInfo,
+    RunConfig, RunOutcome, Scenario, Thresholds, CPU,
 };
 
 const GI: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -94,6 +94,42 @@ fn a_fractional_answer_said_optimal_is_refused() {
     let b = nine_pods_over_one_node().solve_using(&cbc, 5.0);
     assert!(!b.optimal, "a fractional answer was taken as proven: {b:?}");
     assert!(b.note.contains("fractional values: refused"), "{}", b.note);
+}
+
+#[test]
+fn within_another_run_s_evictions_and_duplicates_the_program_finds_the_fewest_nodes_outside() {
+    // 4 pods of 2 cpu on a 10-cpu node (80%), an empty one; 20/50 on cpu; at most 2 pods of
+    // the workload per node (4 over 2 nodes). Unbounded: 2 moves, 40% and 40%, none outside.
+    let model = Model {
+        nodes: vec![node("a", 10.0), node("a", 10.0)],
+        workloads: vec![workload("w", 2.0, 0.0, &[4, 0])],
+        thresholds: Thresholds::cpu(20.0, 50.0),
+        duplicates: true,
+    };
+    assert_eq!(solve(&model), (2.0, 0.0));
+    let within = |moves: f64, duplicates_excess: f64| -> Vec<(f64, f64, bool)> {
+        let cap = Cap {
+            moves,
+            duplicates_excess,
+            spread: true,
+        };
+        [IlpSolver::cbc(), IlpSolver::Microlp]
+            .iter()
+            .map(|solver| {
+                let b = model.solve_within(solver, cap, 30.0);
+                (b.moves.round(), b.outside.round(), b.optimal)
+            })
+            .collect()
+    };
+    // One move and one pod above the share allowed: 60% (over) and 20% (at the low
+    // threshold: under), both outside.
+    assert_eq!(within(1.0, 1.0), vec![(1.0, 2.0, true); 2]);
+    // No cap on moves, none above the share: the unbounded answer.
+    assert_eq!(within(f64::INFINITY, 0.0), vec![(2.0, 0.0, true); 2]);
+    // One move cannot leave no pod above the share: no placement, nothing claimed.
+    for (moves, outside, optimal) in within(1.0, 0.0) {
+        assert!(moves.is_nan() && outside.is_nan() && !optimal);
+    }
 }
 
 #[test]

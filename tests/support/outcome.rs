@@ -422,6 +422,16 @@ pub struct Bound {
     pub solver: &'static str,
 }
 
+/// What another binary's run ended with from the same start: the most moves and the most
+/// duplicates excess a placement may have, and whether it must keep every hard zone spread
+/// ([`Model::solve_within`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cap {
+    pub moves: f64,
+    pub duplicates_excess: f64,
+    pub spread: bool,
+}
+
 impl Bound {
     pub fn describe(&self) -> String {
         let kind = if self.optimal {
@@ -510,6 +520,31 @@ impl Model {
         Bound {
             solver: solver.name(),
             ..self.bound_using(solver, time_limit)
+        }
+    }
+
+    /// The fewest nodes outside the thresholds (then the fewest moves) within `cap`: at most
+    /// `cap.moves` moves and `cap.duplicates_excess` pods above their fair share in all, the
+    /// hard zone spreads kept only with `cap.spread`. With another binary's evictions and end
+    /// state as the cap, a planner that matches that binary on evictions, duplicates and
+    /// spread cannot leave fewer nodes outside than this (its evictions count at least its
+    /// moves). Not proven within `time_limit`: the LP relaxation's figures, still a lower
+    /// bound on the nodes outside.
+    pub fn solve_within(&self, solver: &IlpSolver, cap: Cap, time_limit: f64) -> Bound {
+        let started = Instant::now();
+        let result = match self.solve_capped(solver, true, time_limit, Some(cap)) {
+            Ok(b) if b.optimal => Ok(b),
+            _ => self
+                .solve_capped(solver, false, time_limit, Some(cap))
+                .map(|b| Bound { relaxed: true, ..b }),
+        };
+        match result {
+            Ok(b) => Bound {
+                seconds: started.elapsed().as_secs_f64(),
+                solver: solver.name(),
+                ..b
+            },
+            Err(e) => self.failed(e, started),
         }
     }
 
@@ -749,6 +784,29 @@ impl Model {
         time_limit: f64,
         limits: bool,
     ) -> Result<Bound, ResolutionError> {
+        if limits {
+            self.solve_capped(solver, integer, time_limit, None)
+        } else {
+            let free = Cap {
+                moves: f64::INFINITY,
+                duplicates_excess: f64::INFINITY,
+                spread: false,
+            };
+            self.solve_capped(solver, integer, time_limit, Some(free))
+        }
+    }
+
+    /// The program: with no cap, the duplicate and spread limits hard; with a cap, as it says
+    /// (an infinite figure is no constraint).
+    fn solve_capped(
+        &self,
+        solver: &IlpSolver,
+        integer: bool,
+        time_limit: f64,
+        cap: Option<Cap>,
+    ) -> Result<Bound, ResolutionError> {
+        let limits = cap.is_none();
+        let spread_limits = cap.is_none_or(|c| c.spread);
         let nn = self.nodes.len();
         let units = self.units();
         let total_pods: i64 = self.workloads.iter().map(|w| w.replicas()).sum();
@@ -759,7 +817,7 @@ impl Model {
         let mut y: Vec<Vec<Option<Variable>>> = Vec::new();
         // d[w][n] >= start - y: pods of w taken off n.
         let mut d: Vec<Vec<Option<Variable>>> = Vec::new();
-        // Every variable is named (y W N, d W N, o N, z N K, in letters: an LP file's names
+        // Every variable is named (y W N, d W N, x W N, o N, z N K, in letters: an LP file's names
         // keep only ASCII letters): CBC's start solution names them.
         let mut names: HashMap<Variable, String> = HashMap::new();
         let mut add =
@@ -811,6 +869,8 @@ impl Model {
         let outside: Expression = o.iter().copied().sum();
         let objective = outside.clone() * (total_pods + 1) as f64 + moves.clone();
         let mut constraints: Vec<Constraint> = Vec::new();
+        // x[w][n] >= y - limit: pods of w above its fair share on n (a finite duplicates cap).
+        let mut excess: Vec<Variable> = Vec::new();
         for (wi, w) in self.workloads.iter().enumerate() {
             let placed: Expression = y[wi].iter().flatten().copied().sum();
             constraints.push(constraint!(placed == w.replicas() as f64));
@@ -821,16 +881,23 @@ impl Model {
                     constraints.push(constraint!(dv >= w.start[n] as f64));
                 }
             }
-            if limits && self.duplicates {
-                let feasible = w.feasible.iter().filter(|f| **f).count() as i64;
-                if feasible > 0 {
-                    let limit = ((w.replicas() + feasible - 1) / feasible) as f64;
-                    for yv in y[wi].iter().flatten() {
-                        constraints.push(constraint!(*yv <= limit));
+            let feasible = w.feasible.iter().filter(|f| **f).count() as i64;
+            if self.duplicates && feasible > 0 {
+                let limit = ((w.replicas() + feasible - 1) / feasible) as f64;
+                for (n, yv) in y[wi].iter().enumerate() {
+                    let Some(yv) = *yv else { continue };
+                    match cap {
+                        None => constraints.push(constraint!(yv <= limit)),
+                        Some(c) if c.duplicates_excess.is_finite() => {
+                            let e = add(&mut vars, variable().min(0.0), lp_name('x', &[wi, n]));
+                            constraints.push(constraint!(e - yv >= -limit));
+                            excess.push(e);
+                        }
+                        Some(_) => {}
                     }
                 }
             }
-            if let (true, Some(skew)) = (limits, w.zone_skew) {
+            if let (true, Some(skew)) = (spread_limits, w.zone_skew) {
                 let zones: BTreeSet<&str> = (0..nn)
                     .filter(|n| w.feasible[*n])
                     .map(|n| self.nodes[n].zone.as_str())
@@ -848,6 +915,15 @@ impl Model {
                         }
                     }
                 }
+            }
+        }
+        if let Some(c) = cap {
+            if c.duplicates_excess.is_finite() {
+                let total: Expression = excess.iter().copied().sum();
+                constraints.push(constraint!(total <= c.duplicates_excess));
+            }
+            if c.moves.is_finite() {
+                constraints.push(constraint!(moves.clone() <= c.moves));
             }
         }
         for (n, node) in self.nodes.iter().enumerate() {
@@ -889,7 +965,9 @@ impl Model {
             }
         }
         let mut hint: Vec<(Variable, f64)> = Vec::new();
-        if integer {
+        // The start solution keeps the limits or none: not one for a finite cap.
+        let capped = cap.is_some_and(|c| c.moves.is_finite() || c.duplicates_excess.is_finite());
+        if integer && !capped {
             if let Some(h) = self.heuristic(limits) {
                 let mut load = vec![[0.0f64; 3]; nn];
                 for (wi, w) in self.workloads.iter().enumerate() {
@@ -1765,6 +1843,8 @@ pub struct RunOutcome {
     pub start: Figures,
     pub end: Figures,
     pub bound: Bound,
+    /// The start state's integer program, for bounds with other caps ([`Model::solve_within`]).
+    pub model: Model,
     pub cycles: Vec<Cycle>,
     pub evictions: usize,
     /// reevicted + home, over the run.
@@ -2126,6 +2206,7 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
         start,
         end,
         bound,
+        model: Model::of(&nodes, &start_pods, built.thresholds, true),
         cycles,
         evictions,
         churn,
