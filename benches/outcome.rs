@@ -129,24 +129,18 @@ fn describe_cap(cap: &Cap) -> String {
     )
 }
 
-/// Whether the targets conflict on a start state: no plan within upstream's figures comes
-/// within one node of the best possible's nodes outside (both proven).
-fn conflict(best: &Bound, within: &Bound) -> Option<bool> {
-    if !best.optimal || within.outside.is_nan() || !(within.optimal || within.relaxed) {
-        return None;
-    }
-    if within.relaxed {
-        // The relaxation's figure is a lower bound: it proves a conflict, never its absence.
-        return (within.outside > best.outside + 1.0 + 1e-6).then_some(true);
-    }
-    Some(within.outside.round() > best.outside.round() + 1.0)
-}
-
 fn within_line(best: &Bound, cap: &Cap, within: &Bound) -> String {
-    let verdict = match conflict(best, within) {
+    let verdict = match best.conflicts_with(within) {
         Some(true) => format!(
-            "the targets conflict on this start state: within upstream's figures no plan comes within one node of the best possible's {:.0} outside",
-            best.outside
+            "the targets conflict on this start state: within upstream's figures no plan comes within one node of the best possible's {}",
+            if best.optimal {
+                format!("{:.0} outside", best.outside)
+            } else {
+                format!(
+                    "at most {:.0} outside (its integer incumbent)",
+                    best.incumbent_outside.unwrap_or(f64::NAN)
+                )
+            }
         ),
         Some(false) => "the targets can all be met from this start state".to_string(),
         None => "not decided".to_string(),
@@ -294,7 +288,7 @@ fn row_json(r: &Row) -> serde_json::Value {
                     "relaxed": w.relaxed, "seconds": w.seconds, "note": w.note,
                     "solver": w.solver,
                     "cap": {"moves": cap.moves, "duplicatesExcess": cap.duplicates_excess, "spread": cap.spread},
-                    "targetsConflict": conflict(&o.bound, w),
+                    "targetsConflict": o.bound.conflicts_with(w),
                 });
             }
             v["notes"] = o.notes.clone().into();

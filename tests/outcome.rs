@@ -6,8 +6,8 @@ mod support;
 
 use std::time::Duration;
 use support::outcome::{
-    figures, run, Binary, Cap, IlpSolver, Model, ModelNode, ModelWorkload, NodeInfo, PodInfo,
-    RunConfig, RunOutcome, Scenario, Thresholds, CPU,
+    figures, run, Binary, Bound, Cap, IlpSolver, Model, ModelNode, ModelWorkload, NodeInfo,
+    PodInfo, RunConfig, RunOutcome, Scenario, Thresholds, CPU,
 };
 
 const GI: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -130,6 +130,48 @@ fn within_another_run_s_evictions_and_duplicates_the_program_finds_the_fewest_no
     for (moves, outside, optimal) in within(1.0, 0.0) {
         assert!(moves.is_nan() && outside.is_nan() && !optimal);
     }
+}
+
+#[test]
+fn the_targets_conflict_only_where_the_capped_bound_is_shown_above_the_best_plus_one() {
+    let bound = |outside: f64, optimal: bool, relaxed: bool, incumbent: Option<f64>| Bound {
+        moves: 10.0,
+        outside,
+        optimal,
+        relaxed,
+        seconds: 0.0,
+        note: String::new(),
+        solver: "CBC",
+        incumbent_outside: incumbent,
+    };
+    let proven = |outside| bound(outside, true, false, None);
+    // The best possible proven at 0 outside.
+    let best = proven(0.0);
+    assert_eq!(best.conflicts_with(&proven(5.0)), Some(true));
+    assert_eq!(best.conflicts_with(&proven(2.0)), Some(true));
+    assert_eq!(best.conflicts_with(&proven(1.0)), Some(false));
+    // A capped LP relaxation's figure is a lower bound: it shows a conflict, never its absence.
+    assert_eq!(
+        best.conflicts_with(&bound(1.5, false, true, None)),
+        Some(true)
+    );
+    assert_eq!(best.conflicts_with(&bound(0.5, false, true, None)), None);
+    // No capped answer (infeasible, failed): nothing shown.
+    assert_eq!(
+        best.conflicts_with(&bound(f64::NAN, false, false, None)),
+        None
+    );
+    // The best not proven (its LP relaxation's 2.8 outside) with an integer incumbent of 7:
+    // the best leaves at most 7, so 9 within the cap is a conflict and 8 is not decided.
+    let unproven = bound(2.8, false, true, Some(7.0));
+    assert_eq!(unproven.conflicts_with(&proven(9.0)), Some(true));
+    assert_eq!(unproven.conflicts_with(&proven(8.0)), None);
+    assert_eq!(unproven.conflicts_with(&proven(3.0)), None);
+    // Not proven and no incumbent: nothing shown.
+    assert_eq!(
+        bound(2.8, false, true, None).conflicts_with(&proven(9.0)),
+        None
+    );
 }
 
 #[test]

@@ -420,6 +420,9 @@ pub struct Bound {
     pub note: String,
     /// The solver ([`IlpSolver::name`]).
     pub solver: &'static str,
+    /// Not proven: the nodes outside of the best whole placement the solver found within the
+    /// time bound (so the best possible leaves at most these), if it found one.
+    pub incumbent_outside: Option<f64>,
 }
 
 /// What another binary's run ended with from the same start: the most moves and the most
@@ -433,6 +436,29 @@ pub struct Cap {
 }
 
 impl Bound {
+    /// Whether the targets conflict on the start state this is the best possible of,
+    /// given `within`, the bound capped at another run's figures ([`Model::solve_within`]):
+    /// `Some(true)` where no plan within the cap comes within one node of the best possible's
+    /// nodes outside (the best's nodes outside proven, or at most its integer incumbent's;
+    /// the capped figure proven, or its LP relaxation's lower bound above that);
+    /// `Some(false)` where both are proven and a placement within the cap does; `None`
+    /// where neither is shown.
+    pub fn conflicts_with(&self, within: &Bound) -> Option<bool> {
+        if within.outside.is_nan() || !(within.optimal || within.relaxed) {
+            return None;
+        }
+        let most = if self.optimal {
+            Some(self.outside.round())
+        } else {
+            self.incumbent_outside
+        };
+        if most.is_some_and(|most| within.outside > most + 1.0 + 1e-6) {
+            return Some(true);
+        }
+        (self.optimal && within.optimal && within.outside.round() <= self.outside.round() + 1.0)
+            .then_some(false)
+    }
+
     pub fn describe(&self) -> String {
         let kind = if self.optimal {
             "proven optimal"
@@ -590,6 +616,10 @@ impl Model {
                     i.moves, i.outside
                 ),
             );
+            // A refused answer (fractional) is no placement.
+            if i.note.is_empty() {
+                bound.incumbent_outside = Some(i.outside.round());
+            }
         }
         bound.relaxed = true;
         bound.note = note;
@@ -774,6 +804,7 @@ impl Model {
             seconds: started.elapsed().as_secs_f64(),
             note: format!("solver failed: {e}"),
             solver: "",
+            incumbent_outside: None,
         }
     }
 
@@ -1028,6 +1059,7 @@ impl Model {
                     String::new()
                 },
                 solver: solver.name(),
+                incumbent_outside: None,
             }
         };
         match solver {
