@@ -10,7 +10,14 @@
 //! cargo bench --bench outcome -- --seeds 1-6 [--cycles 5] [--interval 20s] [--json FILE]
 //!     [--only ours|ours-outcome|upstream|all] [--families all|new-nodes,big-pods,...] [--cooldown 10m]
 //!     [--await-placement] [--ilp-seconds 20]
+//! cargo bench --bench outcome -- --witness DECISION_LOG_DIR --family NAME --seed N
+//!     --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5]
 //! ```
+//!
+//! The second form needs no cluster: it searches plans kube-scheduler carries out
+//! (`tests/support/witness.rs`) from the start state a run of ours kept
+//! (`OUTCOME_KEEP_DECISIONS=DIR` keeps each run's decision log, with its snapshots, under
+//! `DIR/<namespace>-<binary>`), within the cap given (upstream's figures on that seed).
 //!
 //! Seed `s` builds family `(s - 1) % 6` (seeds 1-6 cover every family once) unless `--families`
 //! names some (`all`: every family for every seed). See benches/outcome.md.
@@ -25,15 +32,80 @@ use std::time::Duration;
 use support::outcome::{
     discard, run, Binary, Bound, Cap, IlpSolver, RunConfig, RunOutcome, Scenario,
 };
+use support::witness::{self, Effort, Witness};
 use support::{Cluster, Components};
 
 fn usage() -> ! {
     eprintln!(
         "usage: cargo bench --bench outcome -- --seeds 1-6|3,7 [--cycles 5] [--interval 20s] \
          [--json FILE] [--only ours|ours-outcome|upstream|all] [--families all|NAME,...] [--cooldown DURATION] \
-         [--await-placement] [--ilp-seconds 20]"
+         [--await-placement] [--ilp-seconds 20]\n\
+         or:    cargo bench --bench outcome -- --witness DECISION_LOG_DIR --family NAME --seed N \
+         --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5]"
     );
     std::process::exit(2)
+}
+
+/// `--witness`: the search of plans kube-scheduler carries out, from a kept decision log's
+/// first snapshot (the start state of that run), on the nodes holding its namespace's pods'
+/// group, capped as given.
+fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize) {
+    let path = std::path::Path::new(dir);
+    let namespace = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| {
+            n.strip_suffix("-ours-outcome")
+                .or_else(|| n.strip_suffix("-ours"))
+        })
+        .unwrap_or_else(|| panic!("{dir}: not a kept decision log (<namespace>-<binary>)"))
+        .to_string();
+    let start = support::outcome::first_snapshot(path)
+        .unwrap_or_else(|| panic!("{dir}: no readable *.snapshot.json.gz"));
+    let snap = &start;
+    let group = snap
+        .pods
+        .iter()
+        .filter(|p| *p.namespace == *namespace)
+        .find_map(|p| p.node_selector.get(support::states::GROUP_LABEL))
+        .unwrap_or_else(|| {
+            panic!(
+                "{dir}: no pod of {namespace} with a {} nodeSelector",
+                support::states::GROUP_LABEL
+            )
+        })
+        .to_string();
+    let nodes: Vec<String> = snap
+        .nodes
+        .iter()
+        .filter(|n| n.labels.get(support::states::GROUP_LABEL) == Some(group.as_str()))
+        .map(|n| n.name.to_string())
+        .collect();
+    let thresholds = scenario.thresholds(seed);
+    let w = witness::search(
+        snap,
+        &namespace,
+        &nodes,
+        thresholds,
+        cap,
+        Effort {
+            cycles,
+            sequences: WITNESS_SEQUENCES,
+            seconds: WITNESS_SECONDS,
+            seed,
+        },
+    );
+    println!(
+        "{} seed {seed}, {namespace} ({} planning nodes): {}",
+        scenario.name(),
+        nodes.len(),
+        witness_line(&cap, w.as_ref())
+    );
+    if let Some(w) = &w {
+        for m in &w.plan {
+            println!("  - {m}");
+        }
+    }
 }
 
 fn parse_seeds(spec: &str) -> Vec<u64> {
@@ -80,6 +152,9 @@ struct Row {
     /// From this run's start state, the fewest nodes outside within upstream's evictions
     /// and end state on the same seed ([`within_upstream`]); not for upstream's own run.
     within: Option<(Cap, Bound)>,
+    /// From this run's start state, the plan with the fewest nodes outside that a search of
+    /// kube-scheduler-placed sequences found within the same cap ([`support::witness`]).
+    witness: Option<Witness>,
 }
 
 /// The cap upstream's run puts on a plan that is to end at least as well as it with at most
@@ -99,7 +174,7 @@ fn upstream_cap(up: &RunOutcome) -> Cap {
 /// run's start state. Above the best possible's nodes outside plus one, the issue's targets
 /// (at most upstream's evictions, as well on every measure, within one node of the best
 /// possible) cannot all be met there: they conflict.
-fn within_upstream(rows: &mut [Row], ilp_seconds: f64) {
+fn within_upstream(rows: &mut [Row], ilp_seconds: f64, cycles: usize) {
     let Some(cap) = rows
         .iter()
         .find(|r| r.binary == Binary::Upstream)
@@ -112,7 +187,41 @@ fn within_upstream(rows: &mut [Row], ilp_seconds: f64) {
     for r in rows.iter_mut().filter(|r| r.binary != Binary::Upstream) {
         if let Ok(o) = &r.result {
             r.within = Some((cap, o.model.solve_within(&solver, cap, ilp_seconds)));
+            r.witness = o.start_snapshot.as_ref().and_then(|s| {
+                witness::search(
+                    &s.snapshot,
+                    &s.namespace,
+                    &s.nodes,
+                    s.thresholds,
+                    cap,
+                    Effort {
+                        cycles,
+                        sequences: WITNESS_SEQUENCES,
+                        seconds: WITNESS_SECONDS,
+                        seed: r.seed,
+                    },
+                )
+            });
         }
+    }
+}
+
+/// How many kube-scheduler-placed sequences [`within_upstream`] tries per start state, and
+/// for how long at most.
+const WITNESS_SEQUENCES: usize = 200;
+const WITNESS_SECONDS: f64 = 60.0;
+
+fn witness_line(cap: &Cap, w: Option<&Witness>) -> String {
+    match w {
+        Some(w) => format!(
+            "the best plan kube-scheduler carries out found {}: {}",
+            describe_cap(cap),
+            w.describe()
+        ),
+        None => format!(
+            "no plan kube-scheduler carries out found {}",
+            describe_cap(cap)
+        ),
     }
 }
 
@@ -173,6 +282,7 @@ async fn run_one(
             pods: built.pods(),
             result: Ok(o),
             within: None,
+            witness: None,
         },
         Err(e) => Row {
             scenario,
@@ -182,6 +292,7 @@ async fn run_one(
             pods: 0,
             result: Err(panic_message(&*e)),
             within: None,
+            witness: None,
         },
     }
 }
@@ -290,6 +401,14 @@ fn row_json(r: &Row) -> serde_json::Value {
                     "cap": {"moves": cap.moves, "duplicatesExcess": cap.duplicates_excess, "spread": cap.spread},
                     "targetsConflict": o.bound.conflicts_with(w),
                 });
+                v["schedulerPlacedWithinUpstream"] = match &r.witness {
+                    Some(w) => serde_json::json!({
+                        "moves": w.moves, "outside": w.outside,
+                        "duplicatesExcess": w.duplicates_excess, "sequences": w.sequences,
+                        "seconds": w.seconds, "plan": w.plan,
+                    }),
+                    None => serde_json::Value::Null,
+                };
             }
             v["notes"] = o.notes.clone().into();
             v["seconds"] = o.seconds.into();
@@ -305,11 +424,27 @@ fn main() {
     let mut binaries = vec![Binary::Ours, Binary::Upstream];
     let mut families: Option<Vec<Scenario>> = None;
     let mut cfg = RunConfig::default();
+    let mut witness_dir = None;
+    let mut family = None;
+    let mut witness_seed = None;
+    let mut cap = Cap {
+        moves: f64::NAN,
+        duplicates_excess: 0.0,
+        spread: false,
+    };
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
         match a.as_str() {
             "--seeds" => seeds = Some(parse_seeds(&value())),
+            "--witness" => witness_dir = Some(value()),
+            "--family" => family = Some(Scenario::parse(&value()).unwrap_or_else(|| usage())),
+            "--seed" => witness_seed = Some(value().parse().unwrap_or_else(|_| usage())),
+            "--cap-evictions" => cap.moves = value().parse().unwrap_or_else(|_| usage()),
+            "--cap-duplicates" => {
+                cap.duplicates_excess = value().parse().unwrap_or_else(|_| usage())
+            }
+            "--cap-spread" => cap.spread = true,
             "--json" => json = Some(value()),
             "--cycles" => cfg.cycles = value().parse().unwrap_or_else(|_| usage()),
             "--interval" => cfg.interval = parse_duration(&value()),
@@ -337,6 +472,13 @@ fn main() {
             }
             _ => usage(),
         }
+    }
+    if let Some(dir) = witness_dir {
+        let (Some(scenario), Some(seed), false) = (family, witness_seed, cap.moves.is_nan()) else {
+            usage()
+        };
+        witness_of(&dir, scenario, seed, cap, cfg.cycles);
+        return;
     }
     let seeds = seeds.unwrap_or_else(|| parse_seeds("1-6"));
     let cluster = Cluster::start(Components::realistic());
@@ -374,13 +516,18 @@ fn main() {
                 }
                 these.push(row);
             }
-            within_upstream(&mut these, cfg.ilp_seconds);
+            within_upstream(&mut these, cfg.ilp_seconds, cfg.cycles);
             for r in &these {
                 if let (Ok(o), Some((cap, w))) = (&r.result, &r.within) {
                     eprintln!(
                         "    {} start: {}",
                         r.binary.name(),
                         within_line(&o.bound, cap, w)
+                    );
+                    eprintln!(
+                        "    {} start: {}",
+                        r.binary.name(),
+                        witness_line(cap, r.witness.as_ref())
                     );
                 }
             }
@@ -441,6 +588,12 @@ fn main() {
                 println!("  - start: {}", o.bound.describe());
                 if let Some((cap, w)) = &r.within {
                     println!("  - {}", within_line(&o.bound, cap, w));
+                    println!("  - {}", witness_line(cap, r.witness.as_ref()));
+                    if let Some(w) = &r.witness {
+                        for m in &w.plan {
+                            println!("    - {m}");
+                        }
+                    }
                 }
                 for c in o
                     .cycles

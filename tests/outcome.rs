@@ -4,6 +4,7 @@
 
 mod support;
 
+use descheduler::snapshot::builders;
 use std::time::Duration;
 use support::outcome::{
     figures, run, Binary, Bound, Cap, IlpSolver, Model, ModelNode, ModelWorkload, NodeInfo,
@@ -172,6 +173,138 @@ fn the_targets_conflict_only_where_the_capped_bound_is_shown_above_the_best_plus
         bound(2.8, false, true, None).conflicts_with(&proven(9.0)),
         None
     );
+}
+
+/// A node of the search's group `g`, of `milli` cpu and 16 GiB.
+fn group_node(name: &str, milli: i64) -> descheduler::snapshot::Node {
+    builders::node(name)
+        .cpu(milli)
+        .memory(16 * builders::GIB)
+        .pods(110)
+        .label(support::states::GROUP_LABEL, "g")
+        .build()
+}
+
+/// A pod of workload `app` (a ReplicaSet) in namespace `w`, of `milli` cpu and 1 GiB, on
+/// node `on`, confined to the group `g`.
+fn group_pod(app: &str, name: &str, on: &str, milli: i64) -> descheduler::snapshot::Pod {
+    builders::pod("w", name)
+        .owner("ReplicaSet", app)
+        .label("app", app)
+        .node(on)
+        .cpu(milli)
+        .memory(builders::GIB)
+        .node_selector(support::states::GROUP_LABEL, "g")
+        .build()
+}
+
+fn witness_of(
+    snap: &descheduler::snapshot::ClusterSnapshot,
+    thresholds: Thresholds,
+    moves: f64,
+    cycles: usize,
+) -> Option<support::witness::Witness> {
+    let nodes: Vec<String> = snap.nodes.iter().map(|n| n.name.to_string()).collect();
+    support::witness::search(
+        snap,
+        "w",
+        &nodes,
+        thresholds,
+        Cap {
+            moves,
+            duplicates_excess: 100.0,
+            spread: false,
+        },
+        support::witness::Effort {
+            cycles,
+            sequences: 50,
+            seconds: 60.0,
+            seed: 1,
+        },
+    )
+}
+
+/// Six pods of 500m, each its own workload, on a 4-cpu node (75%), two empty 4-cpu nodes,
+/// 30/50 on cpu. The integer program packs three pods onto one empty node: A and B at 37.5%,
+/// C under, 1 outside in 3 moves. kube-scheduler puts each replacement on the emptier node,
+/// so within 3 moves no plan it carries out leaves fewer than 2 outside (A inside after two
+/// moves, B and C at 12.5%), and 1 outside takes all six pods off A (B and C at 37.5%).
+#[test]
+fn kube_scheduler_spreads_what_the_integer_program_packs() {
+    let model = Model {
+        nodes: vec![node("a", 4.0), node("a", 4.0), node("a", 4.0)],
+        workloads: (0..6)
+            .map(|i| workload(&format!("p{i}"), 0.5, 1.0, &[1, 0, 0]))
+            .collect(),
+        thresholds: Thresholds::cpu(30.0, 50.0),
+        duplicates: false,
+    };
+    assert_eq!(
+        solve(&model),
+        (3.0, 1.0),
+        "the program packs three pods onto B"
+    );
+    let snap = builders::snapshot(
+        vec![
+            group_node("a", 4000),
+            group_node("b", 4000),
+            group_node("c", 4000),
+        ],
+        (0..6)
+            .map(|i| group_pod(&format!("p{i}"), &format!("p{i}-x"), "a", 500))
+            .collect(),
+    );
+    let w = witness_of(&snap, Thresholds::cpu(30.0, 50.0), 3.0, 5).expect("a plan");
+    assert_eq!((w.moves, w.outside), (2, 2), "{w:?}");
+    let targets: Vec<&str> = w
+        .plan
+        .iter()
+        .map(|m| m.rsplit(" -> ").next().unwrap())
+        .collect();
+    assert!(
+        targets.contains(&"b") && targets.contains(&"c"),
+        "one replacement on each empty node: {w:?}"
+    );
+    let w = witness_of(&snap, Thresholds::cpu(30.0, 50.0), 10.0, 5).expect("a plan");
+    assert_eq!((w.moves, w.outside), (6, 1), "{w:?}");
+}
+
+/// Three pods of one workload (1 cpu each) on a 4-cpu node (75%), two empty 4-cpu nodes,
+/// 10/30 on cpu, and a PodDisruptionBudget that allows one disruption: two moves bring every
+/// node inside, one per cycle. In a one-cycle run the search moves one pod (two nodes stay
+/// outside); in two cycles, both, one in each, and no replacement lands where its workload
+/// lost a pod.
+#[test]
+fn the_search_keeps_to_the_budgets_and_to_the_run_s_cycles() {
+    let pods: Vec<_> = (0..3)
+        .map(|i| group_pod("web", &format!("web-{i}"), "a", 1000))
+        .collect();
+    let snap =
+        descheduler::snapshot::ClusterSnapshot::build(descheduler::snapshot::SnapshotParts {
+            nodes: vec![
+                group_node("a", 4000),
+                group_node("b", 4000),
+                group_node("c", 4000),
+            ],
+            pods,
+            pdbs: vec![builders::pdb("w", "web", "app", "web", 1)],
+            ..Default::default()
+        });
+    let t = Thresholds::cpu(10.0, 30.0);
+    let one = witness_of(&snap, t, 3.0, 1).expect("a plan");
+    assert_eq!((one.moves, one.outside), (1, 2), "{one:?}");
+    let two = witness_of(&snap, t, 3.0, 2).expect("a plan");
+    assert_eq!((two.moves, two.outside), (2, 0), "{two:?}");
+    assert!(
+        two.plan[0].starts_with("cycle 1: ") && two.plan[1].starts_with("cycle 2: "),
+        "{two:?}"
+    );
+    for m in &two.plan {
+        assert!(!m.ends_with("-> a"), "back onto the node it left: {two:?}");
+    }
+    // Capped at one move, two cycles are no help.
+    let capped = witness_of(&snap, t, 1.0, 2).expect("a plan");
+    assert_eq!((capped.moves, capped.outside), (1, 2), "{capped:?}");
 }
 
 #[test]

@@ -31,6 +31,7 @@ pub mod prometheus;
 pub mod soak;
 pub mod states;
 pub mod webhook;
+pub mod witness;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

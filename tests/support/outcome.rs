@@ -1877,6 +1877,9 @@ pub struct RunOutcome {
     pub bound: Bound,
     /// The start state's integer program, for bounds with other caps ([`Model::solve_within`]).
     pub model: Model,
+    /// The start state as our binary read it (its first cycle's snapshot), for
+    /// [`super::witness::search`]; None for upstream.
+    pub start_snapshot: Option<WitnessStart>,
     pub cycles: Vec<Cycle>,
     pub evictions: usize,
     /// reevicted + home, over the run.
@@ -1889,6 +1892,28 @@ pub struct RunOutcome {
     pub settle: usize,
     pub notes: Vec<String>,
     pub seconds: f64,
+}
+
+/// What [`super::witness::search`] starts from.
+#[derive(Clone, Debug)]
+pub struct WitnessStart {
+    pub snapshot: Arc<descheduler::snapshot::ClusterSnapshot>,
+    pub namespace: String,
+    /// The planning nodes, by name.
+    pub nodes: Vec<String>,
+    pub thresholds: Thresholds,
+}
+
+/// The first snapshot in a decision log folder (its first cycle's).
+pub fn first_snapshot(dir: &Path) -> Option<descheduler::snapshot::ClusterSnapshot> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".snapshot.json.gz"))
+        .collect();
+    files.sort();
+    descheduler::snapshot::decode::load_file(files.first()?).ok()
 }
 
 async fn state_nodes(client: &Client, group: &str) -> Vec<NodeInfo> {
@@ -1964,12 +1989,13 @@ fn spawn(binary: Binary, cluster: &Cluster, policy: &Path, dir: &Path, cfg: &Run
     let mut command = match binary {
         Binary::Ours | Binary::OursOutcome => {
             let mut c = tokio::process::Command::new(bin());
-            c.arg("--decision-log")
-                .arg(dir.join("decisions"))
-                .args(["-o", "json"]);
-            if std::env::var_os("OUTCOME_KEEP_DECISIONS").is_some() {
-                c.arg("--decision-log-snapshot");
-            }
+            // The first cycle's snapshot is the start state as our binary read it, for the
+            // search of plans kube-scheduler carries out (`super::witness`).
+            c.arg("--decision-log").arg(dir.join("decisions")).args([
+                "-o",
+                "json",
+                "--decision-log-snapshot",
+            ]);
             if let Some(cooldown) = &cfg.cooldown {
                 c.args(["--eviction-cooldown", cooldown]);
             }
@@ -2226,6 +2252,16 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
         }
         fs::write(to.join("pods.tsv"), tsv).unwrap();
     }
+    let start_snapshot = binary
+        .is_ours()
+        .then(|| first_snapshot(&dir.path().join("decisions")))
+        .flatten()
+        .map(|snapshot| WitnessStart {
+            snapshot: Arc::new(snapshot),
+            namespace: ns.to_string(),
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+            thresholds: built.thresholds,
+        });
     let evictions = cycles.iter().map(|c| c.evictions).sum();
     let churn = cycles.iter().map(|c| c.reevicted + c.home).sum();
     let settle = cycles
@@ -2239,6 +2275,7 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
         end,
         bound,
         model: Model::of(&nodes, &start_pods, built.thresholds, true),
+        start_snapshot,
         cycles,
         evictions,
         churn,
