@@ -581,6 +581,19 @@ fn main() {
                 );
             }
         }
+        for r in rs {
+            if let (Some((cap, _)), Some(w)) = (&r.within, &r.witness) {
+                println!(
+                    "| {} | best plan kube-scheduler carries out found within upstream's {} evictions from {}'s start | {} moves | | | | {} | | | | {} | |",
+                    r.seed,
+                    cap.moves,
+                    r.binary.name(),
+                    w.moves,
+                    w.outside,
+                    w.duplicates_excess
+                );
+            }
+        }
         println!();
         for r in rs {
             println!("- seed {} {}: {}", r.seed, r.binary.name(), r.summary);

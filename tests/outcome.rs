@@ -579,6 +579,42 @@ async fn new_nodes_three_cycles_of_the_outcome_planner() {
     // at most 1.25x its moves. The evictions of one cycle are still terminating when the next
     // reads the cluster; counted as staying, they would be moved for again.
     assert_near_the_best_possible(&o, &what, 1.25);
+    // The start state the search of plans kube-scheduler carries out starts from (our
+    // binary's first snapshot) is the one the benchmark measured: with no move allowed, the
+    // same nodes outside. Within the run's evictions, a plan it finds that repairs every
+    // duplicate leaves no fewer nodes outside than the proven best possible.
+    let start = o
+        .start_snapshot
+        .as_ref()
+        .expect("the first cycle's snapshot");
+    let search = |moves: f64| {
+        support::witness::search(
+            &start.snapshot,
+            &start.namespace,
+            &start.nodes,
+            start.thresholds,
+            Cap {
+                moves,
+                duplicates_excess: if moves == 0.0 { f64::INFINITY } else { 0.0 },
+                spread: false,
+            },
+            support::witness::Effort {
+                cycles: 3,
+                sequences: 20,
+                seconds: 30.0,
+                seed: 7,
+            },
+        )
+    };
+    let none = search(0.0).expect("the empty plan");
+    assert_eq!((none.moves, none.outside), (0, o.start.outside), "{what}");
+    if let (Some(w), true) = (search(o.evictions as f64), o.bound.optimal) {
+        assert!(w.moves <= o.evictions, "{w:?}\n{what}");
+        assert!(
+            w.outside as f64 >= o.bound.outside.round(),
+            "a plan below the proven best: {w:?}\n{what}"
+        );
+    }
 }
 
 /// A "big pods" state (seed 17, upstream #1695: pods above the high threshold on their own)
