@@ -115,8 +115,8 @@ pub struct Effort {
 /// Searches randomized sequences from `snap` for the plan with the fewest nodes outside
 /// `thresholds` among the planning `nodes` (by name), with at most `cap.moves` moves and
 /// `cap.duplicates_excess` pods above their share at its end (with `cap.spread`, no pod
-/// above its DoNotSchedule zone spread's skew either), moving the pods of `namespace`. None when no prefix of any sequence is within the cap (not even the empty
-/// plan).
+/// above its DoNotSchedule zone spread's skew either), moving the pods of `namespace`. None
+/// when no prefix of any sequence is within the cap (not even the empty plan).
 pub fn search(
     snap: &ClusterSnapshot,
     namespace: &str,
