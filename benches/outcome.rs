@@ -11,7 +11,7 @@
 //!     [--only ours|ours-outcome|upstream|all] [--families all|new-nodes,big-pods,...] [--cooldown 10m]
 //!     [--await-placement] [--ilp-seconds 20]
 //! cargo bench --bench outcome -- --witness DECISION_LOG_DIR --family NAME --seed N
-//!     --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5]
+//!     --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5] [--sequences 200]
 //! ```
 //!
 //! The second form needs no cluster: it searches plans kube-scheduler carries out
@@ -41,7 +41,7 @@ fn usage() -> ! {
          [--json FILE] [--only ours|ours-outcome|upstream|all] [--families all|NAME,...] [--cooldown DURATION] \
          [--await-placement] [--ilp-seconds 20]\n\
          or:    cargo bench --bench outcome -- --witness DECISION_LOG_DIR --family NAME --seed N \
-         --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5]"
+         --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5] [--sequences 200]"
     );
     std::process::exit(2)
 }
@@ -49,7 +49,7 @@ fn usage() -> ! {
 /// `--witness`: the search of plans kube-scheduler carries out, from a kept decision log's
 /// first snapshot (the start state of that run), on the nodes holding its namespace's pods'
 /// group, capped as given.
-fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize) {
+fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize, sequences: usize) {
     let path = std::path::Path::new(dir);
     let namespace = path
         .file_name()
@@ -90,8 +90,9 @@ fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize)
         cap,
         Effort {
             cycles,
-            sequences: WITNESS_SEQUENCES,
-            seconds: WITNESS_SECONDS,
+            sequences,
+            // Bounded by the sequences asked for, not by time.
+            seconds: f64::INFINITY,
             seed,
         },
     );
@@ -427,6 +428,7 @@ fn main() {
     let mut witness_dir = None;
     let mut family = None;
     let mut witness_seed = None;
+    let mut sequences = WITNESS_SEQUENCES;
     let mut cap = Cap {
         moves: f64::NAN,
         duplicates_excess: 0.0,
@@ -445,6 +447,7 @@ fn main() {
                 cap.duplicates_excess = value().parse().unwrap_or_else(|_| usage())
             }
             "--cap-spread" => cap.spread = true,
+            "--sequences" => sequences = value().parse().unwrap_or_else(|_| usage()),
             "--json" => json = Some(value()),
             "--cycles" => cfg.cycles = value().parse().unwrap_or_else(|_| usage()),
             "--interval" => cfg.interval = parse_duration(&value()),
@@ -477,7 +480,7 @@ fn main() {
         let (Some(scenario), Some(seed), false) = (family, witness_seed, cap.moves.is_nan()) else {
             usage()
         };
-        witness_of(&dir, scenario, seed, cap, cfg.cycles);
+        witness_of(&dir, scenario, seed, cap, cfg.cycles, sequences);
         return;
     }
     let seeds = seeds.unwrap_or_else(|| parse_seeds("1-6"));
