@@ -29,10 +29,11 @@ use futures::FutureExt;
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
+use support::outcome::WitnessStart;
 use support::outcome::{
     discard, run, Binary, Bound, Cap, IlpSolver, RunConfig, RunOutcome, Scenario,
 };
-use support::witness::{self, Effort, Witness};
+use support::witness::{Effort, Witness};
 use support::{Cluster, Components};
 
 fn usage() -> ! {
@@ -60,10 +61,8 @@ fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize,
         })
         .unwrap_or_else(|| panic!("{dir}: not a kept decision log (<namespace>-<binary>)"))
         .to_string();
-    let start = support::outcome::first_snapshot(path)
-        .unwrap_or_else(|| panic!("{dir}: no readable *.snapshot.json.gz"));
-    let snap = &start;
-    let group = snap
+    let snapshot = support::outcome::first_snapshot(path).unwrap_or_else(|e| panic!("{e}"));
+    let group = snapshot
         .pods
         .iter()
         .filter(|p| *p.namespace == *namespace)
@@ -75,18 +74,19 @@ fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize,
             )
         })
         .to_string();
-    let nodes: Vec<String> = snap
+    let nodes: Vec<String> = snapshot
         .nodes
         .iter()
         .filter(|n| n.labels.get(support::states::GROUP_LABEL) == Some(group.as_str()))
         .map(|n| n.name.to_string())
         .collect();
-    let thresholds = scenario.thresholds(seed);
-    let w = witness::search(
-        snap,
-        &namespace,
-        &nodes,
-        thresholds,
+    let start = WitnessStart {
+        snapshot: std::sync::Arc::new(snapshot),
+        namespace: namespace.clone(),
+        nodes,
+        thresholds: scenario.thresholds(seed),
+    };
+    let w = start.search(
         cap,
         Effort {
             cycles,
@@ -99,7 +99,7 @@ fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize,
     println!(
         "{} seed {seed}, {namespace} ({} planning nodes): {}",
         scenario.name(),
-        nodes.len(),
+        start.nodes.len(),
         witness_line(&cap, w.as_ref())
     );
     if let Some(w) = &w {
@@ -153,9 +153,10 @@ struct Row {
     /// From this run's start state, the fewest nodes outside within upstream's evictions
     /// and end state on the same seed ([`within_upstream`]); not for upstream's own run.
     within: Option<(Cap, Bound)>,
-    /// From this run's start state, the plan with the fewest nodes outside that a search of
-    /// kube-scheduler-placed sequences found within the same cap ([`support::witness`]).
-    witness: Option<Witness>,
+    /// From this run's start state, the search of kube-scheduler-placed sequences within the
+    /// same cap ([`support::witness`]): None where it did not run (no start snapshot: a
+    /// note says why), Some(None) where it found no plan within the cap.
+    witness: Option<Option<Witness>>,
 }
 
 /// The cap upstream's run puts on a plan that is to end at least as well as it with at most
@@ -188,12 +189,8 @@ fn within_upstream(rows: &mut [Row], ilp_seconds: f64, cycles: usize) {
     for r in rows.iter_mut().filter(|r| r.binary != Binary::Upstream) {
         if let Ok(o) = &r.result {
             r.within = Some((cap, o.model.solve_within(&solver, cap, ilp_seconds)));
-            r.witness = o.start_snapshot.as_ref().and_then(|s| {
-                witness::search(
-                    &s.snapshot,
-                    &s.namespace,
-                    &s.nodes,
-                    s.thresholds,
+            r.witness = o.start_snapshot.as_ref().map(|s| {
+                s.search(
                     cap,
                     Effort {
                         cycles,
@@ -402,14 +399,16 @@ fn row_json(r: &Row) -> serde_json::Value {
                     "cap": {"moves": cap.moves, "duplicatesExcess": cap.duplicates_excess, "spread": cap.spread},
                     "targetsConflict": o.bound.conflicts_with(w),
                 });
-                v["schedulerPlacedWithinUpstream"] = match &r.witness {
-                    Some(w) => serde_json::json!({
-                        "moves": w.moves, "outside": w.outside,
-                        "duplicatesExcess": w.duplicates_excess, "sequences": w.sequences,
-                        "seconds": w.seconds, "plan": w.plan,
-                    }),
-                    None => serde_json::Value::Null,
-                };
+                if let Some(found) = &r.witness {
+                    v["schedulerPlacedWithinUpstream"] = match found {
+                        Some(w) => serde_json::json!({
+                            "moves": w.moves, "outside": w.outside,
+                            "duplicatesExcess": w.duplicates_excess, "sequences": w.sequences,
+                            "seconds": w.seconds, "plan": w.plan,
+                        }),
+                        None => serde_json::Value::Null,
+                    };
+                }
             }
             v["notes"] = o.notes.clone().into();
             v["seconds"] = o.seconds.into();
@@ -527,11 +526,13 @@ fn main() {
                         r.binary.name(),
                         within_line(&o.bound, cap, w)
                     );
-                    eprintln!(
-                        "    {} start: {}",
-                        r.binary.name(),
-                        witness_line(cap, r.witness.as_ref())
-                    );
+                    if let Some(found) = &r.witness {
+                        eprintln!(
+                            "    {} start: {}",
+                            r.binary.name(),
+                            witness_line(cap, found.as_ref())
+                        );
+                    }
                 }
             }
             rows.extend(these);
@@ -585,7 +586,7 @@ fn main() {
             }
         }
         for r in rs {
-            if let (Some((cap, _)), Some(w)) = (&r.within, &r.witness) {
+            if let (Some((cap, _)), Some(Some(w))) = (&r.within, &r.witness) {
                 println!(
                     "| {} | best plan kube-scheduler carries out found within upstream's {} evictions from {}'s start | {} moves | | | | {} | | | | {} | |",
                     r.seed,
@@ -604,9 +605,9 @@ fn main() {
                 println!("  - start: {}", o.bound.describe());
                 if let Some((cap, w)) = &r.within {
                     println!("  - {}", within_line(&o.bound, cap, w));
-                    println!("  - {}", witness_line(cap, r.witness.as_ref()));
-                    if let Some(w) = &r.witness {
-                        for m in &w.plan {
+                    if let Some(found) = &r.witness {
+                        println!("  - {}", witness_line(cap, found.as_ref()));
+                        for m in found.iter().flat_map(|w| &w.plan) {
                             println!("    - {m}");
                         }
                     }

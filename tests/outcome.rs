@@ -588,11 +588,7 @@ async fn new_nodes_three_cycles_of_the_outcome_planner() {
         .as_ref()
         .expect("the first cycle's snapshot");
     let search = |moves: f64| {
-        support::witness::search(
-            &start.snapshot,
-            &start.namespace,
-            &start.nodes,
-            start.thresholds,
+        start.search(
             Cap {
                 moves,
                 duplicates_excess: if moves == 0.0 { f64::INFINITY } else { 0.0 },

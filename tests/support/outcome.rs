@@ -1878,7 +1878,8 @@ pub struct RunOutcome {
     /// The start state's integer program, for bounds with other caps ([`Model::solve_within`]).
     pub model: Model,
     /// The start state as our binary read it (its first cycle's snapshot), for
-    /// [`super::witness::search`]; None for upstream.
+    /// [`super::witness::search`]; None for upstream, or where it could not be read (a note
+    /// says why).
     pub start_snapshot: Option<WitnessStart>,
     pub cycles: Vec<Cycle>,
     pub evictions: usize,
@@ -1904,16 +1905,37 @@ pub struct WitnessStart {
     pub thresholds: Thresholds,
 }
 
-/// The first snapshot in a decision log folder (its first cycle's).
-pub fn first_snapshot(dir: &Path) -> Option<descheduler::snapshot::ClusterSnapshot> {
+impl WitnessStart {
+    /// [`super::witness::search`] from this start, within `cap`.
+    pub fn search(
+        &self,
+        cap: Cap,
+        effort: super::witness::Effort,
+    ) -> Option<super::witness::Witness> {
+        super::witness::search(
+            &self.snapshot,
+            &self.namespace,
+            &self.nodes,
+            self.thresholds,
+            cap,
+            effort,
+        )
+    }
+}
+
+/// The first snapshot in a decision log folder (its first cycle's), or why there is none.
+pub fn first_snapshot(dir: &Path) -> Result<descheduler::snapshot::ClusterSnapshot, String> {
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .ok()?
+        .map_err(|e| format!("{}: {e}", dir.display()))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.to_string_lossy().ends_with(".snapshot.json.gz"))
         .collect();
     files.sort();
-    descheduler::snapshot::decode::load_file(files.first()?).ok()
+    let first = files
+        .first()
+        .ok_or_else(|| format!("{}: no *.snapshot.json.gz", dir.display()))?;
+    descheduler::snapshot::decode::load_file(first).map_err(|e| e.to_string())
 }
 
 async fn state_nodes(client: &Client, group: &str) -> Vec<NodeInfo> {
@@ -2252,16 +2274,22 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
         }
         fs::write(to.join("pods.tsv"), tsv).unwrap();
     }
-    let start_snapshot = binary
+    let start_snapshot = match binary
         .is_ours()
         .then(|| first_snapshot(&dir.path().join("decisions")))
-        .flatten()
-        .map(|snapshot| WitnessStart {
+    {
+        Some(Ok(snapshot)) => Some(WitnessStart {
             snapshot: Arc::new(snapshot),
             namespace: ns.to_string(),
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
             thresholds: built.thresholds,
-        });
+        }),
+        Some(Err(e)) => {
+            notes.push(format!("no start snapshot for the search of plans: {e}"));
+            None
+        }
+        None => None,
+    };
     let evictions = cycles.iter().map(|c| c.evictions).sum();
     let churn = cycles.iter().map(|c| c.reevicted + c.home).sum();
     let settle = cycles

@@ -309,12 +309,11 @@ impl<'s> Start<'s> {
             if self.thresholds.outside(&percent) {
                 outside += 1;
             }
+            let under = self.thresholds.under(&percent);
             for (r, low, high) in self.thresholds.named() {
                 let v = percent[r];
-                if v > high {
-                    points += v - high;
-                }
-                if self.thresholds.under(&percent) {
+                points += (v - high).max(0.0);
+                if under {
                     points += (low - v).max(0.0);
                 }
             }
