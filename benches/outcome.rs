@@ -12,12 +12,17 @@
 //!     [--await-placement] [--ilp-seconds 20]
 //! cargo bench --bench outcome -- --witness DECISION_LOG_DIR --family NAME --seed N
 //!     --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5] [--sequences 200]
+//! cargo bench --bench outcome -- --replay DECISION_LOG_DIR --family NAME --seed N
+//!     [--binary ours|ours-outcome] [--cycles 5] [--interval 20s] [--cooldown 10m]
 //! ```
 //!
 //! The second form needs no cluster: it searches plans kube-scheduler carries out
 //! (`tests/support/witness.rs`) from the start state a run of ours kept
 //! (`OUTCOME_KEEP_DECISIONS=DIR` keeps each run's decision log, with its snapshots, under
-//! `DIR/<namespace>-<binary>`), within the cap given (upstream's figures on that seed).
+//! `DIR/<namespace>-<binary>`), within the cap given (upstream's figures on that seed). The
+//! third needs none either: it plans our binary's policy cycle after cycle from such a start
+//! state, each cycle on the cluster the last one left (`tests/support/replay.rs`), to try a
+//! planner change on the kept start states before a live run.
 //!
 //! Seed `s` builds family `(s - 1) % 6` (seeds 1-6 cover every family once) unless `--families`
 //! names some (`all`: every family for every seed). See benches/outcome.md.
@@ -42,7 +47,9 @@ fn usage() -> ! {
          [--json FILE] [--only ours|ours-outcome|upstream|all] [--families all|NAME,...] [--cooldown DURATION] \
          [--await-placement] [--ilp-seconds 20]\n\
          or:    cargo bench --bench outcome -- --witness DECISION_LOG_DIR --family NAME --seed N \
-         --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5] [--sequences 200]"
+         --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5] [--sequences 200]\n\
+         or:    cargo bench --bench outcome -- --replay DECISION_LOG_DIR --family NAME --seed N \
+         [--binary ours|ours-outcome] [--cycles 5] [--interval 20s] [--cooldown 10m]"
     );
     std::process::exit(2)
 }
@@ -50,7 +57,10 @@ fn usage() -> ! {
 /// `--witness`: the search of plans kube-scheduler carries out, from a kept decision log's
 /// first snapshot (the start state of that run), on the nodes holding its namespace's pods'
 /// group, capped as given.
-fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize, sequences: usize) {
+/// The start state a kept decision log holds (its first snapshot, that run's start), on the
+/// nodes of its namespace's pods' group, with `scenario`'s thresholds for `seed`; and the
+/// snapshot as kubectl listed it, and the time it was planned at.
+fn kept_start(dir: &str, scenario: Scenario, seed: u64) -> (WitnessStart, serde_json::Value, i64) {
     let path = std::path::Path::new(dir);
     let namespace = path
         .file_name()
@@ -61,7 +71,11 @@ fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize,
         })
         .unwrap_or_else(|| panic!("{dir}: not a kept decision log (<namespace>-<binary>)"))
         .to_string();
-    let snapshot = support::outcome::first_snapshot(path).unwrap_or_else(|e| panic!("{e}"));
+    let file = support::outcome::first_snapshot_file(path).unwrap_or_else(|e| panic!("{e}"));
+    let snapshot = descheduler::snapshot::decode::load_file(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let list = support::replay::load_list(&file).unwrap_or_else(|e| panic!("{e}"));
+    let now = support::outcome::decision_now(&file).unwrap_or_else(|e| panic!("{e}"));
     let group = snapshot
         .pods
         .iter()
@@ -82,10 +96,101 @@ fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize,
         .collect();
     let start = WitnessStart {
         snapshot: std::sync::Arc::new(snapshot),
-        namespace: namespace.clone(),
+        namespace,
+        group,
         nodes,
         thresholds: scenario.thresholds(seed),
     };
+    (start, list, now)
+}
+
+/// `--replay`: our binary's policy for `binary`, planned `cycles` cycles in a row without a
+/// cluster from a kept decision log's start state, each cycle on the cluster the last one
+/// left (replacements where the plan predicted them; every disruption budget back by the
+/// next cycle), with the memory of a continuous run; prints each cycle and the end.
+fn replay_of(dir: &str, scenario: Scenario, seed: u64, binary: Binary, cfg: &RunConfig) {
+    let (start, list, now) = kept_start(dir, scenario, seed);
+    let yaml = match binary {
+        Binary::OursOutcome => {
+            support::outcome::outcome_policy_yaml(&start.group, &start.thresholds)
+        }
+        _ => support::outcome::policy_yaml(&start.group, &start.thresholds),
+    };
+    let policy = descheduler::policy::Policy::from_yaml(
+        "policy.yaml",
+        &yaml,
+        &descheduler::plugins::REGISTRY,
+    )
+    .expect("the benchmark's policy loads");
+    let pipeline = descheduler::framework::Pipeline::build(
+        &policy,
+        "policy.yaml",
+        &descheduler::plugins::REGISTRY,
+    )
+    .expect("the benchmark's pipeline builds");
+    let cooldown = cfg
+        .cooldown
+        .as_deref()
+        .map_or(600, |c| parse_duration(c).as_secs() as i64);
+    let measure = |snap: &descheduler::snapshot::ClusterSnapshot| {
+        support::witness::measure(snap, &start.namespace, &start.nodes, start.thresholds)
+    };
+    let first = measure(&start.snapshot);
+    let mut per_cycle = Vec::new();
+    let mut churn = 0;
+    let end = support::replay::replay(
+        list,
+        &pipeline,
+        now,
+        cfg.interval.as_secs() as i64,
+        cfg.cycles,
+        cooldown,
+        |cycle, snap, plan| {
+            let again = plan
+                .evictions
+                .iter()
+                .filter(|e| support::replay::is_replacement(&snap.pod(e.pod).name))
+                .count();
+            churn += again;
+            per_cycle.push(plan.evictions.len());
+            println!(
+                "cycle {}: {} evictions ({again} of replacements)",
+                cycle + 1,
+                plan.evictions.len()
+            );
+            for n in &plan.notes {
+                println!("  note: {}", n.message);
+            }
+            for e in &plan.evictions {
+                println!(
+                    "  - {}: {} -> {}",
+                    snap.pod(e.pod).name,
+                    snap.node(e.node).name,
+                    e.destination
+                        .map_or("(none)".to_string(), |d| snap.node(d).name.to_string())
+                );
+            }
+        },
+    );
+    let last = measure(&end);
+    let total: usize = per_cycle.iter().sum();
+    println!(
+        "{} seed {seed}, {} replayed ({} planning nodes): {total} evictions ({}), churn {churn}; outside {} -> {}, duplicates excess {} -> {}, spread excess {} -> {}",
+        scenario.name(),
+        binary.name(),
+        start.nodes.len(),
+        per_cycle.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" "),
+        first.outside,
+        last.outside,
+        first.duplicates_excess,
+        last.duplicates_excess,
+        first.spread_excess,
+        last.spread_excess
+    );
+}
+
+fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize, sequences: usize) {
+    let (start, _, _) = kept_start(dir, scenario, seed);
     let w = start.search(
         cap,
         Effort {
@@ -97,8 +202,9 @@ fn witness_of(dir: &str, scenario: Scenario, seed: u64, cap: Cap, cycles: usize,
         },
     );
     println!(
-        "{} seed {seed}, {namespace} ({} planning nodes): {}",
+        "{} seed {seed}, {} ({} planning nodes): {}",
         scenario.name(),
+        start.namespace,
         start.nodes.len(),
         witness_line(&cap, w.as_ref())
     );
@@ -425,6 +531,8 @@ fn main() {
     let mut families: Option<Vec<Scenario>> = None;
     let mut cfg = RunConfig::default();
     let mut witness_dir = None;
+    let mut replay_dir = None;
+    let mut replay_binary = Binary::OursOutcome;
     let mut family = None;
     let mut witness_seed = None;
     let mut sequences = WITNESS_SEQUENCES;
@@ -439,6 +547,14 @@ fn main() {
         match a.as_str() {
             "--seeds" => seeds = Some(parse_seeds(&value())),
             "--witness" => witness_dir = Some(value()),
+            "--replay" => replay_dir = Some(value()),
+            "--binary" => {
+                replay_binary = match value().as_str() {
+                    "ours" => Binary::Ours,
+                    "ours-outcome" => Binary::OursOutcome,
+                    _ => usage(),
+                }
+            }
             "--family" => family = Some(Scenario::parse(&value()).unwrap_or_else(|| usage())),
             "--seed" => witness_seed = Some(value().parse().unwrap_or_else(|_| usage())),
             "--cap-evictions" => cap.moves = value().parse().unwrap_or_else(|_| usage()),
@@ -474,6 +590,13 @@ fn main() {
             }
             _ => usage(),
         }
+    }
+    if let Some(dir) = replay_dir {
+        let (Some(scenario), Some(seed)) = (family, witness_seed) else {
+            usage()
+        };
+        replay_of(&dir, scenario, seed, replay_binary, &cfg);
+        return;
     }
     if let Some(dir) = witness_dir {
         let (Some(scenario), Some(seed), false) = (family, witness_seed, cap.moves.is_nan()) else {

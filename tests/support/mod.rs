@@ -28,6 +28,7 @@ pub mod metrics_api;
 pub mod outcome;
 pub mod process;
 pub mod prometheus;
+pub mod replay;
 pub mod soak;
 pub mod states;
 pub mod webhook;

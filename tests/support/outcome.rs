@@ -1900,7 +1900,8 @@ pub struct RunOutcome {
 pub struct WitnessStart {
     pub snapshot: Arc<descheduler::snapshot::ClusterSnapshot>,
     pub namespace: String,
-    /// The planning nodes, by name.
+    /// The planning nodes' group (their `GROUP_LABEL`), and the nodes, by name.
+    pub group: String,
     pub nodes: Vec<String>,
     pub thresholds: Thresholds,
 }
@@ -1925,6 +1926,12 @@ impl WitnessStart {
 
 /// The first snapshot in a decision log folder (its first cycle's), or why there is none.
 pub fn first_snapshot(dir: &Path) -> Result<descheduler::snapshot::ClusterSnapshot, String> {
+    let first = first_snapshot_file(dir)?;
+    descheduler::snapshot::decode::load_file(&first).map_err(|e| e.to_string())
+}
+
+/// The file of [`first_snapshot`].
+pub fn first_snapshot_file(dir: &Path) -> Result<PathBuf, String> {
     let mut files: Vec<PathBuf> = fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .flatten()
@@ -1932,10 +1939,26 @@ pub fn first_snapshot(dir: &Path) -> Result<descheduler::snapshot::ClusterSnapsh
         .filter(|p| p.to_string_lossy().ends_with(".snapshot.json.gz"))
         .collect();
     files.sort();
-    let first = files
-        .first()
-        .ok_or_else(|| format!("{}: no *.snapshot.json.gz", dir.display()))?;
-    descheduler::snapshot::decode::load_file(first).map_err(|e| e.to_string())
+    files
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{}: no *.snapshot.json.gz", dir.display()))
+}
+
+/// The planning time (Unix seconds) of the decision a decision log's snapshot file belongs
+/// to (its `now`).
+pub fn decision_now(snapshot_file: &Path) -> Result<i64, String> {
+    let name = snapshot_file.to_string_lossy();
+    let decision = PathBuf::from(format!(
+        "{}.json",
+        name.strip_suffix(".snapshot.json.gz").unwrap_or(&name)
+    ));
+    let text = fs::read_to_string(&decision).map_err(|e| format!("{}: {e}", decision.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", decision.display()))?;
+    v["now"]
+        .as_i64()
+        .ok_or_else(|| format!("{}: no `now`", decision.display()))
 }
 
 async fn state_nodes(client: &Client, group: &str) -> Vec<NodeInfo> {
@@ -2281,6 +2304,7 @@ pub async fn run(cluster: &Cluster, built: &Built, binary: Binary, cfg: &RunConf
         Some(Ok(snapshot)) => Some(WitnessStart {
             snapshot: Arc::new(snapshot),
             namespace: ns.to_string(),
+            group: built.group.clone(),
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
             thresholds: built.thresholds,
         }),

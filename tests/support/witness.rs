@@ -132,6 +132,52 @@ pub fn search(
         seed,
     } = effort;
     let started = Instant::now();
+    let (start, first) = begin(snap, namespace, nodes, thresholds);
+    let mut best: Option<Witness> = None;
+    start.offer(&first, cap, &mut best);
+    let mut rng = Rng::new(seed);
+    let max_moves = cap.moves.max(0.0).floor() as usize;
+    let mut tried = 0;
+    while tried < sequences && started.elapsed().as_secs_f64() < seconds {
+        tried += 1;
+        // Every other sequence repairs duplicates first (a pod above its share weighs ten
+        // nodes outside), the others weigh them as a node outside each.
+        let duplicate = if tried % 2 == 1 {
+            DUPLICATES_FIRST
+        } else {
+            1.0
+        };
+        let mut state = first.clone();
+        while state.plan.len() < max_moves {
+            let mut options = start.options(&state, cycles, duplicate);
+            if options.is_empty() {
+                break;
+            }
+            options.sort_by(|a, b| a.0.total_cmp(&b.0));
+            // The best option half the time, the second a quarter, and so on; the first two
+            // sequences are plainly greedy.
+            let mut pick = 0;
+            while tried > 2 && pick + 1 < options.len() && rng.chance(50) {
+                pick += 1;
+            }
+            state = options.swap_remove(pick).1;
+            start.offer(&state, cap, &mut best);
+        }
+    }
+    best.map(|mut b| {
+        b.sequences = tried;
+        b.seconds = started.elapsed().as_secs_f64();
+        b
+    })
+}
+
+/// The start state as the search sees it, and the empty plan's state.
+fn begin<'s>(
+    snap: &'s ClusterSnapshot,
+    namespace: &str,
+    nodes: &[String],
+    thresholds: Thresholds,
+) -> (Start<'s>, State<'s>) {
     let nodes: Vec<NodeId> = nodes.iter().filter_map(|n| snap.node_id(n)).collect();
     let position: BTreeMap<NodeId, usize> =
         nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
@@ -216,42 +262,31 @@ pub fn search(
         cycle: 0,
         spent: vec![0; snap.pdbs.len()],
     };
-    let mut best: Option<Witness> = None;
-    start.offer(&first, cap, &mut best);
-    let mut rng = Rng::new(seed);
-    let max_moves = cap.moves.max(0.0).floor() as usize;
-    let mut tried = 0;
-    while tried < sequences && started.elapsed().as_secs_f64() < seconds {
-        tried += 1;
-        // Every other sequence repairs duplicates first (a pod above its share weighs ten
-        // nodes outside), the others weigh them as a node outside each.
-        let duplicate = if tried % 2 == 1 {
-            DUPLICATES_FIRST
-        } else {
-            1.0
-        };
-        let mut state = first.clone();
-        while state.plan.len() < max_moves {
-            let mut options = start.options(&state, cycles, duplicate);
-            if options.is_empty() {
-                break;
-            }
-            options.sort_by(|a, b| a.0.total_cmp(&b.0));
-            // The best option half the time, the second a quarter, and so on; the first two
-            // sequences are plainly greedy.
-            let mut pick = 0;
-            while tried > 2 && pick + 1 < options.len() && rng.chance(50) {
-                pick += 1;
-            }
-            state = options.swap_remove(pick).1;
-            start.offer(&state, cap, &mut best);
-        }
+    (start, first)
+}
+
+/// What a state leaves: nodes outside the thresholds, pods above their per-node share and
+/// pods above their DoNotSchedule zone spread's skew, as [`search`] counts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Measure {
+    pub outside: usize,
+    pub duplicates_excess: i64,
+    pub spread_excess: i64,
+}
+
+/// [`Measure`] of `snap`: the pods of `namespace` on the planning `nodes` (by name).
+pub fn measure(
+    snap: &ClusterSnapshot,
+    namespace: &str,
+    nodes: &[String],
+    thresholds: Thresholds,
+) -> Measure {
+    let (start, state) = begin(snap, namespace, nodes, thresholds);
+    Measure {
+        outside: start.outside(&state.sim).0,
+        duplicates_excess: start.duplicates(&state.count),
+        spread_excess: start.spread(&state.count),
     }
-    best.map(|mut b| {
-        b.sequences = tried;
-        b.seconds = started.elapsed().as_secs_f64();
-        b
-    })
 }
 
 /// nodeSelector and taints alone (a node too full for the pod now is still one it may run

@@ -263,6 +263,14 @@ impl<'a, 's> Context<'a, 's> {
         *self.state = state;
     }
 
+    /// From now until the next [`Context::restore`], plans as if every PodDisruptionBudget
+    /// that allows a disruption now allowed any number: a trial plan over the next cycles,
+    /// whose evictions are not carried out as such
+    /// ([`Ledger::look_past_disruption_budgets`]).
+    pub(crate) fn look_past_disruption_budgets(&mut self) {
+        self.state.ledger_mut().look_past_disruption_budgets();
+    }
+
     /// The placement simulation, as the plan so far leaves the cluster.
     pub fn placement(&self) -> &Placement<'s> {
         self.state.placement()

@@ -37,6 +37,10 @@
 //!   DoNotSchedule spread (and, for the last, its duplicates) ([`Search::remember_recent`]).
 //! - **No trailing moves for points alone**: when the search ends within a run of moves that
 //!   changed no node's standing and repaired nothing, the run is taken back ([`Search::run`]).
+//! - **Plan ahead** (`planAhead`): where PodDisruptionBudgets held candidates back, a plan
+//!   over the next cycles (as if each budget came back every cycle) is made too; where it
+//!   leaves fewer nodes outside, the cycle carries out the moves of it the budgets allow now,
+//!   in its order, and the others wait ([`OutcomeBalance::over_cycles`]).
 //! - **Bounded**: at most `maxEvaluations` simulated placements per cycle (default 20,000);
 //!   when it runs out, a note says so and the moves planned so far stand.
 
@@ -137,6 +141,12 @@ pub struct OutcomeBalanceArgs {
     /// the best is kept ([`DEFAULT_ROUNDS`]).
     #[serde(default = "default_rounds")]
     pub rounds: u32,
+    /// `planAhead`: where PodDisruptionBudgets hold moves back, also plan over the next
+    /// cycles, as if each budget came back every cycle, and carry out the moves the budgets
+    /// allow now, in that plan's order, where that plan leaves fewer nodes outside than this
+    /// cycle's best alone (default true).
+    #[serde(default = "yes")]
+    pub plan_ahead: bool,
 }
 
 /// A validated OutcomeBalance plugin.
@@ -1072,6 +1082,8 @@ struct Search {
     trim: bool,
     /// Moves taken back so.
     trimmed: usize,
+    /// Candidates refused because their PodDisruptionBudget allowed no more now.
+    budget_refused: usize,
 }
 
 /// The worst badness among the nodes under their low thresholds.
@@ -1117,6 +1129,7 @@ impl Search {
             balance_sources: HashSet::new(),
             trim: false,
             trimmed: 0,
+            budget_refused: 0,
         };
         let under = most_under(model);
         for k in 0..search.classes.len() {
@@ -1260,6 +1273,10 @@ impl Search {
                 return Flow::Next;
             }
             Err(EvictError::TotalLimit(_)) => return Flow::Stop,
+            Err(EvictError::DisruptionBudget(_)) => {
+                self.budget_refused += 1;
+                true
+            }
             Err(_) => true,
             Ok(_) => cx.cooldown(pod).is_err(),
         };
@@ -1640,6 +1657,10 @@ struct Round {
     wasted: HashSet<usize>,
     /// Nodes the round moved pods off only to repair their workloads.
     excluded: usize,
+    /// Candidates refused because their PodDisruptionBudget allowed no more now.
+    budget_refused: usize,
+    /// Its evictions in order.
+    order: Vec<PodId>,
     /// Pods left to the other plugins (they go only with their whole gang).
     whole: usize,
     /// Nodes outside, spread excess, duplicate excess at the start (every round's).
@@ -1687,12 +1708,7 @@ impl OutcomeBalance {
         search.excluded = excluded.clone();
         search.trim = trim;
         let out_of_budget = search.run(budget, cx, &mut model);
-        let planned: HashSet<PodId> = cx.ledger().evictions().iter().map(|e| e.pod).collect();
-        for &p in held.iter().filter(|p| !planned.contains(p)) {
-            if let Err(why) = cx.replacement_hold(p) {
-                cx.skip_candidate(p, why, SkipReason::Cooldown);
-            }
-        }
+        Self::skip_held(cx, &held);
         let wasted = search
             .balance_sources
             .iter()
@@ -1708,10 +1724,126 @@ impl OutcomeBalance {
             totals: model.totals(),
             wasted,
             excluded: excluded.len(),
+            budget_refused: search.budget_refused,
+            order: cx.ledger().evictions().iter().map(|e| e.pod).collect(),
             whole,
             before,
             for_good,
             nodes: model.nodes.len(),
+        }
+    }
+}
+
+impl OutcomeBalance {
+    /// Records the replacements the cooldown holds back (`held`) that are not planned as
+    /// candidates not chosen, with the time left.
+    fn skip_held(cx: &mut Context<'_, '_>, held: &[PodId]) {
+        let planned: HashSet<PodId> = cx.ledger().evictions().iter().map(|e| e.pod).collect();
+        for &p in held.iter().filter(|p| !planned.contains(p)) {
+            if let Err(why) = cx.replacement_hold(p) {
+                cx.skip_candidate(p, why, SkipReason::Cooldown);
+            }
+        }
+    }
+
+    /// A plan over the next cycles from `start` (the cycle's start), past the disruption
+    /// budgets, within `budget` simulated placements (added to `evaluations`). Where it
+    /// leaves fewer nodes outside than `chosen` (this cycle's best plan within the budgets)
+    /// and no more spread or duplicate excess, the state is this cycle's part of it
+    /// ([`OutcomeBalance::carry_out`]), returned with the plan over the cycles; otherwise it
+    /// is `chosen`'s, as it was.
+    fn over_cycles<'s>(
+        &self,
+        cx: &mut Context<'_, 's>,
+        nodes: &[NodeId],
+        start: crate::framework::PlanningState<'s>,
+        chosen: Round,
+        budget: u32,
+        evaluations: &mut u32,
+    ) -> (Round, Option<Round>) {
+        let kept = cx.checkpoint();
+        cx.restore(start.clone());
+        cx.look_past_disruption_budgets();
+        let over = Round {
+            budget_refused: chosen.budget_refused,
+            ..self.plan_round(cx, nodes, &HashSet::new(), budget, true)
+        };
+        *evaluations += over.evaluations;
+        if !over.better_than(&chosen) {
+            cx.restore(kept);
+            return (chosen, None);
+        }
+        cx.restore(start);
+        let now = self.carry_out(cx, nodes, &over);
+        (now, Some(over))
+    }
+
+    /// The moves of a plan over the next cycles (`over`, planned past the disruption
+    /// budgets) that the budgets allow now, in its order, each checked again against the
+    /// simulation and the targets as this cycle's plan leaves the cluster; the others wait,
+    /// each a candidate not chosen that says so. Returns the round this cycle carries out.
+    fn carry_out(&self, cx: &mut Context<'_, '_>, nodes: &[NodeId], over: &Round) -> Round {
+        let mut model = self.model(cx, nodes);
+        self.publish_targets(cx, &model);
+        let (classes, _) = self.candidates(cx, &model);
+        let held: Vec<PodId> = classes
+            .iter()
+            .filter(|c| c.held)
+            .flat_map(|c| c.pods.iter().copied())
+            .collect();
+        let mut planned = 0;
+        for &pod in &over.order {
+            let Some(from) = cx
+                .snap()
+                .pod_node(pod)
+                .and_then(|n| model.position.get(&n).copied())
+            else {
+                continue;
+            };
+            match cx.ledger().admit(pod) {
+                Err(EvictError::DisruptionBudget(pdb)) => {
+                    cx.skip_candidate(
+                        pod,
+                        format!(
+                            "waits for a later cycle: PodDisruptionBudget {pdb} allows no more disruptions now; the plan over the next cycles moves it once the budget is back"
+                        ),
+                        SkipReason::Pdb,
+                    );
+                    continue;
+                }
+                Err(EvictError::TotalLimit(_)) => break,
+                _ => {}
+            }
+            let to = cx
+                .placement()
+                .sim()
+                .predict(pod, cx.placement().nodes())
+                .ok()
+                .and_then(|p| model.position.get(&p.node).copied());
+            let reason = format!(
+                "{}; a move of the plan over the next cycles",
+                model.describe(pod, from, to)
+            );
+            let first = cx.ledger().evictions().len();
+            if let Attempt::Planned { .. } = cx.try_evict_checked(pod, reason) {
+                planned += 1;
+                let new: Vec<(PodId, NodeId, Option<NodeId>)> = cx.ledger().evictions()[first..]
+                    .iter()
+                    .map(|e| (e.pod, e.node, e.destination))
+                    .collect();
+                for (p, n, d) in new {
+                    model.absorb(cx.placement().sim(), p, n, d);
+                }
+            }
+        }
+        Self::skip_held(cx, &held);
+        Round {
+            planned,
+            trimmed: 0,
+            totals: model.totals(),
+            order: cx.ledger().evictions().iter().map(|e| e.pod).collect(),
+            wasted: HashSet::new(),
+            ..*over
         }
     }
 }
@@ -1745,7 +1877,7 @@ impl Plugin for OutcomeBalance {
         let pods: usize = nodes.iter().map(|&n| cx.snap().pods_on_node(n).len()).sum();
         let small = pods.saturating_mul(2) < self.args.max_evaluations as usize;
         let rounds = if small { self.args.rounds as usize } else { 1 };
-        let start = (rounds > 1).then(|| cx.checkpoint());
+        let start = small.then(|| cx.checkpoint());
         let mut excluded: HashSet<usize> = HashSet::new();
         let mut best: Option<(Round, Option<crate::framework::PlanningState<'_>>)> = None;
         let mut evaluations = 0u32;
@@ -1784,6 +1916,18 @@ impl Plugin for OutcomeBalance {
         if let Some(state) = state {
             cx.restore(state);
         }
+        // Where the disruption budgets held moves back, a plan over the next cycles.
+        let (chosen, over) = match start.filter(|_| {
+            self.args.plan_ahead
+                && chosen.budget_refused > 0
+                && evaluations < self.args.max_evaluations
+        }) {
+            Some(start) => {
+                let budget = self.args.max_evaluations - evaluations;
+                self.over_cycles(cx, nodes, start, chosen, budget, &mut evaluations)
+            }
+            None => (chosen, None),
+        };
         if chosen.whole > 0 {
             cx.note(
                 None,
@@ -1808,6 +1952,23 @@ impl Plugin for OutcomeBalance {
                 format!(
                     "stopped after {} simulated placements (maxEvaluations); the {} moves planned so far stand",
                     self.args.max_evaluations, chosen.planned
+                ),
+            );
+        }
+        if let Some(over) = &over {
+            cx.note(
+                None,
+                format!(
+                    "disruption budgets held back {} candidates; planned over the next cycles as if each budget came back every cycle, {} moves would leave nodes outside the thresholds {} -> {}, spread excess {} -> {}, duplicate excess {} -> {}: the {} of them the budgets allow now are planned, in its order, the others wait for a later cycle",
+                    over.budget_refused,
+                    over.planned,
+                    before.0,
+                    over.totals.0,
+                    before.1,
+                    over.totals.1,
+                    before.2,
+                    over.totals.2,
+                    chosen.planned
                 ),
             );
         }

@@ -110,6 +110,17 @@ impl<'s> Ledger<'s> {
         true
     }
 
+    /// Plans as if every PodDisruptionBudget that allows a disruption now allowed any number:
+    /// what a plan over the next cycles may spend, each budget coming back once the pods
+    /// evicted before are replaced and Ready. A budget that allows none now stays at none
+    /// (no eviction of ours brings it back). Only for a trial plan on a copy of the state
+    /// ([`crate::framework::Context::checkpoint`]); never for evictions carried out.
+    pub(crate) fn look_past_disruption_budgets(&mut self) {
+        for left in self.pdb_left.iter_mut().filter(|l| **l > 0) {
+            *left = i32::MAX / 2;
+        }
+    }
+
     /// Whether a pod is planned for eviction (or was evicted earlier in the cycle).
     pub(crate) fn is_planned(&self, pod: PodId) -> bool {
         self.planned[pod]

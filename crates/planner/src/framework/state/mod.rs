@@ -246,6 +246,12 @@ impl<'s> PlanningState<'s> {
         &self.ledger
     }
 
+    /// The safety ledger, to look past the disruption budgets in a trial plan
+    /// ([`Ledger::look_past_disruption_budgets`]).
+    pub(crate) fn ledger_mut(&mut self) -> &mut Ledger<'s> {
+        &mut self.ledger
+    }
+
     /// The placement simulation.
     pub fn placement(&self) -> &Placement<'s> {
         &self.placement
