@@ -173,6 +173,43 @@ fn replay_of(dir: &str, scenario: Scenario, seed: u64, binary: Binary, cfg: &Run
         },
     );
     let last = measure(&end);
+    for d in &last.duplicates_at {
+        println!("duplicate left: {d}");
+    }
+    // Where kube-scheduler would put a replacement of each pod of the namespace, as the
+    // run leaves the cluster: what a move of it would do.
+    if std::env::var_os("OUTCOME_REPLAY_PREDICT").is_some() {
+        let sim = descheduler::sim::Simulation::new(&end);
+        let ready = end.ready_nodes(&Default::default());
+        let pct = |n: descheduler::snapshot::NodeId| {
+            let (l, a) = (sim.load(n), &end.node(n).allocatable);
+            format!(
+                "{:.0}%/{:.0}%",
+                100.0 * l.cpu as f64 / a.cpu.max(1) as f64,
+                100.0 * l.memory as f64 / a.memory.max(1) as f64
+            )
+        };
+        for (i, p) in end.pods.iter().enumerate() {
+            let id = descheduler::snapshot::PodId::from_index(i);
+            let Some(n) = end.pod_node(id) else { continue };
+            if *p.namespace != *start.namespace {
+                continue;
+            }
+            let to = sim.predict(id, &ready).map_or("(none)".to_string(), |pr| {
+                let mut t = format!("{} {}", end.node(pr.node).name, pct(pr.node));
+                for a in &pr.alternatives {
+                    t += &format!(", {} {}", end.node(*a).name, pct(*a));
+                }
+                t
+            });
+            println!(
+                "predict: {} on {} {} -> {to}",
+                p.name,
+                end.node(n).name,
+                pct(n)
+            );
+        }
+    }
     let total: usize = per_cycle.iter().sum();
     println!(
         "{} seed {seed}, {} replayed ({} planning nodes): {total} evictions ({}), churn {churn}; outside {} -> {}, duplicates excess {} -> {}, spread excess {} -> {}",

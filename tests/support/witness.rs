@@ -267,11 +267,13 @@ fn begin<'s>(
 
 /// What a state leaves: nodes outside the thresholds, pods above their per-node share and
 /// pods above their DoNotSchedule zone spread's skew, as [`search`] counts them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Measure {
     pub outside: usize,
     pub duplicates_excess: i64,
     pub spread_excess: i64,
+    /// Where the duplicates are: `<workload> on <node>: <pods> (share <share>)`.
+    pub duplicates_at: Vec<String>,
 }
 
 /// [`Measure`] of `snap`: the pods of `namespace` on the planning `nodes` (by name).
@@ -282,10 +284,30 @@ pub fn measure(
     thresholds: Thresholds,
 ) -> Measure {
     let (start, state) = begin(snap, namespace, nodes, thresholds);
+    let mut duplicates_at = Vec::new();
+    for (w, per_node) in state.count.iter().enumerate() {
+        let share = start.shares[w];
+        let Some(&(pod, _)) = start.pods.iter().find(|&&(_, v)| v == w) else {
+            continue;
+        };
+        let name = snap
+            .pod(pod)
+            .controller()
+            .map_or_else(|| snap.pod(pod).name.to_string(), |o| o.name.to_string());
+        for (i, &c) in per_node.iter().enumerate() {
+            if c > share {
+                duplicates_at.push(format!(
+                    "{name} on {}: {c} (share {share})",
+                    snap.node(start.nodes[i]).name
+                ));
+            }
+        }
+    }
     Measure {
         outside: start.outside(&state.sim).0,
         duplicates_excess: start.duplicates(&state.count),
         spread_excess: start.spread(&state.count),
+        duplicates_at,
     }
 }
 

@@ -37,6 +37,9 @@
 //!   DoNotSchedule spread (and, for the last, its duplicates) ([`Search::remember_recent`]).
 //! - **No trailing moves for points alone**: when the search ends within a run of moves that
 //!   changed no node's standing and repaired nothing, the run is taken back ([`Search::run`]).
+//! - **Randomized rounds** (`randomizedRounds`): after its rounds, plans a step off the
+//!   greedy path now and then (seeded by the round's number), kept where closer to the
+//!   outcome ([`Round::closer_than`]).
 //! - **Plan ahead** (`planAhead`): where PodDisruptionBudgets held candidates back, a plan
 //!   over the next cycles (as if each budget came back every cycle) is made too; where it
 //!   leaves fewer nodes outside, the cycle carries out the moves of it the budgets allow now,
@@ -75,6 +78,22 @@ pub(crate) const DEFAULT_MAX_EVALUATIONS: u32 = 20_000;
 /// where it leaves fewer nodes outside and no more spread or duplicate excess. Rounds are
 /// made only where the planning nodes hold fewer pods than half of `maxEvaluations`.
 pub(crate) const DEFAULT_ROUNDS: u32 = 3;
+
+/// Randomized plans a cycle makes after its `rounds`, by default (`randomizedRounds`), where
+/// it makes rounds, within what is left of `maxEvaluations`. In each, one step in two, four or
+/// eight (by turns, from a fixed seed per round: the same cluster gets the same plans) plans
+/// its second best move instead of the best; one is kept where it leaves the cluster closer
+/// to the outcome ([`Round::closer_than`]). The greedy's first moves decide where later
+/// replacements land, and the best plan kube-scheduler carries out is often one a step off
+/// the greedy path.
+pub(crate) const DEFAULT_RANDOMIZED_ROUNDS: u32 = 24;
+
+/// The most `randomizedRounds` a policy may ask for.
+const MAX_RANDOMIZED_ROUNDS: u32 = 100;
+
+fn default_randomized_rounds() -> u32 {
+    DEFAULT_RANDOMIZED_ROUNDS
+}
 
 /// The most `rounds` a policy may ask for.
 const MAX_ROUNDS: u32 = 10;
@@ -141,6 +160,10 @@ pub struct OutcomeBalanceArgs {
     /// the best is kept ([`DEFAULT_ROUNDS`]).
     #[serde(default = "default_rounds")]
     pub rounds: u32,
+    /// `randomizedRounds`: randomized plans per cycle after `rounds` (default 24, 0 to 100;
+    /// none where `rounds` is 1) ([`DEFAULT_RANDOMIZED_ROUNDS`]).
+    #[serde(default = "default_randomized_rounds")]
+    pub randomized_rounds: u32,
     /// `planAhead`: where PodDisruptionBudgets hold moves back, also plan over the next
     /// cycles, as if each budget came back every cycle, and carry out the moves the budgets
     /// allow now, in that plan's order, where that plan leaves fewer nodes outside than this
@@ -174,6 +197,15 @@ impl PluginArgs for OutcomeBalanceArgs {
                 format!(
                     "{} plans per cycle is out of range: give 1 to {MAX_ROUNDS} (default {DEFAULT_ROUNDS}; 1 keeps the first plan alone)",
                     self.rounds
+                ),
+            ));
+        }
+        if self.randomized_rounds > MAX_RANDOMIZED_ROUNDS {
+            return Err(ArgsError::new(
+                "randomizedRounds",
+                format!(
+                    "{} randomized plans per cycle is out of range: give 0 to {MAX_RANDOMIZED_ROUNDS} (default {DEFAULT_RANDOMIZED_ROUNDS}; 0 makes none)",
+                    self.randomized_rounds
                 ),
             ));
         }
@@ -1072,6 +1104,13 @@ struct Search {
     step: usize,
     step_evaluations: u32,
     step_best: Option<(f64, usize)>,
+    /// The second best move asked about in this step.
+    step_second: Option<(f64, usize)>,
+    /// In a randomized round, the state of its generator (splitmix64): now and then the
+    /// second best move of a step is planned instead of the best.
+    shuffle: Option<u64>,
+    /// One step in `odds` plans its second best move, in a randomized round.
+    odds: u64,
     /// Nodes whose pods move only to repair their workload in this round: an earlier round
     /// moved pods off them for the thresholds and left them over anyway.
     excluded: HashSet<usize>,
@@ -1125,6 +1164,9 @@ impl Search {
             step: 0,
             step_evaluations: 0,
             step_best: None,
+            step_second: None,
+            shuffle: None,
+            odds: 4,
             excluded: HashSet::new(),
             balance_sources: HashSet::new(),
             trim: false,
@@ -1136,6 +1178,18 @@ impl Search {
             search.push_bound(model, k, under);
         }
         search
+    }
+
+    /// In a randomized round, true one time in four (a step plans its second best move).
+    fn coin(&mut self) -> bool {
+        let Some(state) = self.shuffle.as_mut() else {
+            return false;
+        };
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % self.odds == 0
     }
 
     /// Carries the run's memory of earlier cycles into this plan, much as if their moves were
@@ -1239,8 +1293,21 @@ impl Search {
                     Flow::OutOfBudget => return true,
                 }
             };
+            let k = match (self.step_second, self.coin()) {
+                (Some((_, second)), true)
+                    if second != k && !self.classes[second].pods.is_empty() =>
+                {
+                    // The best goes back with its bound, to be asked again.
+                    let under = most_under(model);
+                    self.version[k] += 1;
+                    self.push_bound(model, k, under);
+                    second
+                }
+                _ => k,
+            };
             self.step_evaluations = 0;
             self.step_best = None;
+            self.step_second = None;
             if !self.plan(max_evaluations, cx, model, k, tail) {
                 break;
             }
@@ -1349,7 +1416,13 @@ impl Search {
             gain
         };
         if gain > MIN_GAIN && self.step_best.is_none_or(|(g, _)| rank > g) {
+            self.step_second = self.step_best.filter(|&(_, b)| b != k);
             self.step_best = Some((rank, k));
+        } else if gain > MIN_GAIN
+            && self.step_best.is_some_and(|(_, b)| b != k)
+            && self.step_second.is_none_or(|(g, _)| rank > g)
+        {
+            self.step_second = Some((rank, k));
         }
         self.heap.push(Entry {
             priority: rank,
@@ -1661,6 +1734,8 @@ struct Round {
     budget_refused: usize,
     /// Its evictions in order.
     order: Vec<PodId>,
+    /// One step in how many planned its second best move (None: not a randomized round).
+    odds: Option<u64>,
     /// Pods left to the other plugins (they go only with their whole gang).
     whole: usize,
     /// Nodes outside, spread excess, duplicate excess at the start (every round's).
@@ -1680,6 +1755,18 @@ impl Round {
         let (a, b) = (self.totals, other.totals);
         a.0 < b.0 && a.1 <= b.1 && a.2 <= b.2
     }
+
+    /// Closer to the outcome as the search weighs it (pods above their spread, above their
+    /// fair share, nodes outside), with no more spread excess; as close with fewer
+    /// evictions.
+    fn closer_than(&self, other: &Round) -> bool {
+        let weigh = |t: (usize, i64, i64)| {
+            SPREAD * t.1 as f64 + DUPLICATE * t.2 as f64 + OUTSIDE * t.0 as f64
+        };
+        let (a, b) = (weigh(self.totals), weigh(other.totals));
+        self.totals.1 <= other.totals.1
+            && (a < b - MIN_GAIN || (a <= b + MIN_GAIN && self.planned < other.planned))
+    }
 }
 
 impl OutcomeBalance {
@@ -1693,6 +1780,7 @@ impl OutcomeBalance {
         excluded: &HashSet<usize>,
         budget: u32,
         trim: bool,
+        shuffle: Option<u64>,
     ) -> Round {
         let mut model = self.model(cx, nodes);
         let (before, for_good) = (model.totals(), model.outside_for_good());
@@ -1707,6 +1795,8 @@ impl OutcomeBalance {
         search.remember_recent(cx, &model);
         search.excluded = excluded.clone();
         search.trim = trim;
+        search.shuffle = shuffle;
+        search.odds = [2, 4, 8][shuffle.unwrap_or(0) as usize % 3];
         let out_of_budget = search.run(budget, cx, &mut model);
         Self::skip_held(cx, &held);
         let wasted = search
@@ -1725,6 +1815,7 @@ impl OutcomeBalance {
             wasted,
             excluded: excluded.len(),
             budget_refused: search.budget_refused,
+            odds: shuffle.map(|_| search.odds),
             order: cx.ledger().evictions().iter().map(|e| e.pod).collect(),
             whole,
             before,
@@ -1766,7 +1857,7 @@ impl OutcomeBalance {
         cx.look_past_disruption_budgets();
         let over = Round {
             budget_refused: chosen.budget_refused,
-            ..self.plan_round(cx, nodes, &HashSet::new(), budget, true)
+            ..self.plan_round(cx, nodes, &HashSet::new(), budget, true, None)
         };
         *evaluations += over.evaluations;
         if !over.better_than(&chosen) {
@@ -1890,7 +1981,7 @@ impl Plugin for OutcomeBalance {
             let budget = self.args.max_evaluations - evaluations;
             let r = Round {
                 round,
-                ..self.plan_round(cx, nodes, &excluded, budget, small)
+                ..self.plan_round(cx, nodes, &excluded, budget, small, None)
             };
             evaluations += r.evaluations;
             let more: HashSet<usize> = excluded.union(&r.wasted).copied().collect();
@@ -1908,6 +1999,35 @@ impl Plugin for OutcomeBalance {
                 break;
             }
             excluded = more;
+        }
+        // Randomized rounds: a step now and then plans its second best move; one is kept
+        // where it leaves the cluster closer to the outcome (see [`Round::closer_than`]).
+        if let (Some(start), Some((b, state))) = (start.as_ref(), best.as_mut()) {
+            if state.is_none() {
+                *state = Some(cx.checkpoint());
+            }
+            let randomized = if self.args.rounds > 1 {
+                self.args.randomized_rounds
+            } else {
+                0
+            };
+            for r in 0..u64::from(randomized) {
+                if evaluations >= self.args.max_evaluations {
+                    break;
+                }
+                cx.restore(start.clone());
+                let budget = self.args.max_evaluations - evaluations;
+                let round = Round {
+                    round: ran,
+                    ..self.plan_round(cx, nodes, &HashSet::new(), budget, true, Some(r))
+                };
+                ran += 1;
+                evaluations += round.evaluations;
+                if round.closer_than(b) {
+                    *b = round;
+                    *state = Some(cx.checkpoint());
+                }
+            }
         }
         let Some((chosen, state)) = best else {
             return;
@@ -1959,8 +2079,9 @@ impl Plugin for OutcomeBalance {
             cx.note(
                 None,
                 format!(
-                    "disruption budgets held back {} candidates; planned over the next cycles as if each budget came back every cycle, {} moves would leave nodes outside the thresholds {} -> {}, spread excess {} -> {}, duplicate excess {} -> {}: the {} of them the budgets allow now are planned, in its order, the others wait for a later cycle",
+                    "disruption budgets held back {} candidate{}; planned over the next cycles as if each budget came back every cycle, {} moves would leave nodes outside the thresholds {} -> {}, spread excess {} -> {}, duplicate excess {} -> {}: {} of them, those the budgets allow now, are planned in its order, the others wait for a later cycle",
                     over.budget_refused,
+                    if over.budget_refused == 1 { "" } else { "s" },
                     over.planned,
                     before.0,
                     over.totals.0,
@@ -1975,6 +2096,11 @@ impl Plugin for OutcomeBalance {
         if ran > 1 {
             let kept = if chosen.round == 0 {
                 "the first plan is kept: no later one left fewer nodes outside".to_string()
+            } else if let Some(odds) = chosen.odds {
+                format!(
+                    "plan {} is kept: a randomized one (one step in {odds} planned its second best move) that leaves the cluster closer to the outcome",
+                    chosen.round + 1
+                )
             } else {
                 format!(
                     "plan {} is kept: it moves pods for the thresholds alone off none of the {} nodes earlier plans moved them off and left over anyway, and leaves fewer nodes outside",

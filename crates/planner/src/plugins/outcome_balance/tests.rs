@@ -525,13 +525,12 @@ fn a_move_that_repairs_nothing_never_takes_a_node_over_its_target() {
     assert!(plan.is_empty(), "{plan:#?}");
 }
 
-/// A PodDisruptionBudget that allows one disruption lets one move through; the others are
-/// candidates not chosen, and the search goes on with other workloads.
-#[test]
-fn a_disruption_budget_holds_moves_back_and_the_search_goes_on() {
+/// The state of the two tests below: three 1000m `web` pods (a budget of one disruption)
+/// and a 600m `api` pod on `a` (90%), two empty nodes, 20/50.
+fn budget_state() -> ClusterSnapshot {
     let mut all = pods("web", "a", 3, 1000);
     all.extend(pods("api", "a", 1, 600));
-    let snap = ClusterSnapshot::build(SnapshotParts {
+    ClusterSnapshot::build(SnapshotParts {
         nodes: vec![
             node("a").cpu(4000).build(),
             node("b").cpu(4000).build(),
@@ -540,26 +539,74 @@ fn a_disruption_budget_holds_moves_back_and_the_search_goes_on() {
         pods: all,
         pdbs: vec![pdb("d", "web", "app", "web", 1)],
         ..Default::default()
-    });
-    let out = plan_20_50(&snap);
-    let web = out
-        .evictions
+    })
+}
+
+/// `planAhead: false`, 20/50, on [`budget_state`].
+fn plan_one_cycle(snap: &ClusterSnapshot) -> crate::framework::PlanningOutput {
+    let mut args = cpu_args(20.0, 50.0);
+    args["planAhead"] = json!(false);
+    let mut state = PlanningState::new(snap, Limits::default());
+    let nodes = snap.ready_nodes(&Default::default());
+    run_on(&plugin(args), &mut state, &node_fit(), &nodes, 0);
+    state.into_output()
+}
+
+fn named<'a>(
+    snap: &ClusterSnapshot,
+    out: &'a crate::framework::PlanningOutput,
+    prefix: &str,
+) -> usize {
+    out.evictions
         .iter()
-        .filter(|e| snap.pod(e.pod).name.starts_with("web"))
-        .count();
-    assert_eq!(web, 1, "{:#?}", out.evictions);
-    assert!(
-        out.evictions
-            .iter()
-            .any(|e| snap.pod(e.pod).name.starts_with("api")),
-        "{:#?}",
-        out.evictions
-    );
+        .filter(|e| snap.pod(e.pod).name.starts_with(prefix))
+        .count()
+}
+
+/// A PodDisruptionBudget that allows one disruption lets one move through; the others are
+/// candidates not chosen, and the search goes on with other workloads (`planAhead` off:
+/// this cycle's plan alone). It leaves `c` under with `api` alone on it.
+#[test]
+fn a_disruption_budget_holds_moves_back_and_the_search_goes_on() {
+    let snap = budget_state();
+    let out = plan_one_cycle(&snap);
+    assert_eq!(named(&snap, &out, "web"), 1, "{:#?}", out.evictions);
+    assert_eq!(named(&snap, &out, "api"), 1, "{:#?}", out.evictions);
     assert!(
         out.notes.iter().any(
             |n| matches!(n.kind, crate::framework::NoteKind::NotChosen(_))
                 && n.message.contains("blocked by PodDisruptionBudget d/web")
         ),
+        "{:#?}",
+        out.notes
+    );
+    assert!(!out.notes.iter().any(|n| n.message.contains("next cycles")));
+}
+
+/// Planned ahead (the default), the same state: two `web` moves bring every node inside
+/// (`a` at 40%, `b` and `c` at 25%), where this cycle's plan alone leaves `c` under (3
+/// outside at the start: `a` over, `b` and `c` empty). The one
+/// the budget allows now is planned; the other waits for a later cycle, said in the report;
+/// `api`, in no move of that plan, stays.
+#[test]
+fn planned_ahead_a_budget_s_held_back_move_waits_for_a_later_cycle() {
+    let snap = budget_state();
+    let out = plan_20_50(&snap);
+    assert_eq!(named(&snap, &out, "web"), 1, "{:#?}", out.evictions);
+    assert_eq!(named(&snap, &out, "api"), 0, "{:#?}", out.evictions);
+    let waits: Vec<_> = out
+        .notes
+        .iter()
+        .filter(|n| {
+            matches!(n.kind, crate::framework::NoteKind::NotChosen(_))
+                && n.message.contains("waits for a later cycle: PodDisruptionBudget d/web allows no more disruptions now")
+        })
+        .collect();
+    assert_eq!(waits.len(), 1, "{:#?}", out.notes);
+    assert!(
+        out.notes.iter().any(|n| n.message.contains(
+            "planned over the next cycles as if each budget came back every cycle, 2 moves would leave nodes outside the thresholds 3 -> 0"
+        )),
         "{:#?}",
         out.notes
     );
@@ -704,6 +751,17 @@ fn bad_args_are_clear_errors() {
         );
         assert!(e.contains("rounds") && e.contains("1 to 10"), "{e}");
     }
+    let e = err(
+        json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "randomizedRounds": 101}),
+    );
+    assert!(
+        e.contains("randomizedRounds") && e.contains("0 to 100"),
+        "{e}"
+    );
+    let e = err(
+        json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "planAhead": "yes"}),
+    );
+    assert!(e.contains("planAhead"), "{e}");
     let e =
         err(json!({"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}, "spread": true}));
     assert!(e.contains("spread"), "{e}");
