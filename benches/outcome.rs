@@ -13,7 +13,8 @@
 //! cargo bench --bench outcome -- --witness DECISION_LOG_DIR --family NAME --seed N
 //!     --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5] [--sequences 200]
 //! cargo bench --bench outcome -- --replay DECISION_LOG_DIR --family NAME --seed N
-//!     [--binary ours|ours-outcome] [--cycles 5] [--interval 20s] [--cooldown 10m]
+//!     [--binary ours|ours-outcome] [--outcome-arg 'KEY: VALUE']... [--cycles 5] [--interval 20s]
+//!     [--cooldown 10m]
 //! ```
 //!
 //! The second form needs no cluster: it searches plans kube-scheduler carries out
@@ -49,7 +50,7 @@ fn usage() -> ! {
          or:    cargo bench --bench outcome -- --witness DECISION_LOG_DIR --family NAME --seed N \
          --cap-evictions N [--cap-duplicates N] [--cap-spread] [--cycles 5] [--sequences 200]\n\
          or:    cargo bench --bench outcome -- --replay DECISION_LOG_DIR --family NAME --seed N \
-         [--binary ours|ours-outcome] [--cycles 5] [--interval 20s] [--cooldown 10m]"
+         [--binary ours|ours-outcome] [--outcome-arg 'KEY: VALUE']... [--cycles 5] [--interval 20s] [--cooldown 10m]"
     );
     std::process::exit(2)
 }
@@ -108,11 +109,28 @@ fn kept_start(dir: &str, scenario: Scenario, seed: u64) -> (WitnessStart, serde_
 /// cluster from a kept decision log's start state, each cycle on the cluster the last one
 /// left (replacements where the plan predicted them; every disruption budget back by the
 /// next cycle), with the memory of a continuous run; prints each cycle and the end.
-fn replay_of(dir: &str, scenario: Scenario, seed: u64, binary: Binary, cfg: &RunConfig) {
+fn replay_of(
+    dir: &str,
+    scenario: Scenario,
+    seed: u64,
+    binary: Binary,
+    cfg: &RunConfig,
+    outcome_args: &[String],
+) {
     let (start, list, now) = kept_start(dir, scenario, seed);
     let yaml = match binary {
         Binary::OursOutcome => {
-            support::outcome::outcome_policy_yaml(&start.group, &start.thresholds)
+            let yaml = support::outcome::outcome_policy_yaml(&start.group, &start.thresholds);
+            // Each `--outcome-arg 'KEY: VALUE'` goes under OutcomeBalance's args.
+            let extra: String = outcome_args
+                .iter()
+                .map(|a| format!("      {a}\n"))
+                .collect();
+            yaml.replacen(
+                "      targetThresholds:",
+                &format!("{extra}      targetThresholds:"),
+                1,
+            )
         }
         _ => support::outcome::policy_yaml(&start.group, &start.thresholds),
     };
@@ -570,6 +588,7 @@ fn main() {
     let mut witness_dir = None;
     let mut replay_dir = None;
     let mut replay_binary = Binary::OursOutcome;
+    let mut outcome_args: Vec<String> = Vec::new();
     let mut family = None;
     let mut witness_seed = None;
     let mut sequences = WITNESS_SEQUENCES;
@@ -585,6 +604,7 @@ fn main() {
             "--seeds" => seeds = Some(parse_seeds(&value())),
             "--witness" => witness_dir = Some(value()),
             "--replay" => replay_dir = Some(value()),
+            "--outcome-arg" => outcome_args.push(value()),
             "--binary" => {
                 replay_binary = match value().as_str() {
                     "ours" => Binary::Ours,
@@ -632,7 +652,7 @@ fn main() {
         let (Some(scenario), Some(seed)) = (family, witness_seed) else {
             usage()
         };
-        replay_of(&dir, scenario, seed, replay_binary, &cfg);
+        replay_of(&dir, scenario, seed, replay_binary, &cfg, &outcome_args);
         return;
     }
     if let Some(dir) = witness_dir {

@@ -552,11 +552,7 @@ fn plan_one_cycle(snap: &ClusterSnapshot) -> crate::framework::PlanningOutput {
     state.into_output()
 }
 
-fn named<'a>(
-    snap: &ClusterSnapshot,
-    out: &'a crate::framework::PlanningOutput,
-    prefix: &str,
-) -> usize {
+fn named(snap: &ClusterSnapshot, out: &crate::framework::PlanningOutput, prefix: &str) -> usize {
     out.evictions
         .iter()
         .filter(|e| snap.pod(e.pod).name.starts_with(prefix))
