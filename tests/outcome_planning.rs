@@ -52,6 +52,18 @@ fn pipeline(plugins: &str) -> Pipeline {
         .expect("the pipeline builds")
 }
 
+/// OutcomeBalance alone under `nodeFit`, thresholds `low` / `high` on cpu and memory, with
+/// one more argument (`arg`, as `KEY: VALUE`).
+fn outcome_pipeline(low: f64, high: f64, arg: &str) -> Pipeline {
+    let yaml = format!(
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: p\n    pluginConfig:\n    - name: DefaultEvictor\n      args: {{nodeFit: true}}\n    - name: OutcomeBalance\n      args:\n        thresholds: {{cpu: {low}, memory: {low}}}\n        targetThresholds: {{cpu: {high}, memory: {high}}}\n        {arg}\n    plugins:\n      balance:\n        enabled: [OutcomeBalance]\n"
+    );
+    let p = Policy::from_yaml("policy.yaml", &yaml, &descheduler::plugins::REGISTRY)
+        .expect("the policy loads");
+    Pipeline::build(&p, "policy.yaml", &descheduler::plugins::REGISTRY)
+        .expect("the pipeline builds")
+}
+
 /// Nodes outside the thresholds (over on cpu or memory, or under on both) among the
 /// schedulable Ready nodes, as the plan's predicted after-state leaves them (None: before).
 fn outside(snap: &ClusterSnapshot, plan: Option<&EvictionPlan>) -> usize {
@@ -360,15 +372,7 @@ fn a_second_plan_without_moves_that_finished_no_node_brings_one_more_inside() {
         "tests/data/outcome-new-nodes-1.json.gz",
     ))
     .expect("the state loads");
-    let policy = |rounds: u32| {
-        let yaml = format!(
-            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: p\n    pluginConfig:\n    - name: DefaultEvictor\n      args: {{nodeFit: true}}\n    - name: OutcomeBalance\n      args:\n        thresholds: {{cpu: 15, memory: 15}}\n        targetThresholds: {{cpu: 50, memory: 50}}\n        rounds: {rounds}\n    plugins:\n      balance:\n        enabled: [OutcomeBalance]\n"
-        );
-        let p = Policy::from_yaml("policy.yaml", &yaml, &descheduler::plugins::REGISTRY)
-            .expect("the policy loads");
-        Pipeline::build(&p, "policy.yaml", &descheduler::plugins::REGISTRY)
-            .expect("the pipeline builds")
-    };
+    let policy = |rounds: u32| outcome_pipeline(15.0, 50.0, &format!("rounds: {rounds}"));
     let one = plan(&policy(1), &snap, NOW).expect("plans");
     let three = plan(&policy(3), &snap, NOW).expect("plans");
     let before = outside_of(&snap, None, 15.0, 50.0);
@@ -411,15 +415,8 @@ fn a_second_plan_without_moves_that_finished_no_node_brings_one_more_inside() {
 #[test]
 fn where_budgets_hold_moves_back_a_plan_over_the_next_cycles_brings_more_nodes_inside() {
     let (low, high) = (15.0, 55.0);
-    let pipeline = |plan_ahead: bool| {
-        let yaml = format!(
-            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: p\n    pluginConfig:\n    - name: DefaultEvictor\n      args: {{nodeFit: true}}\n    - name: OutcomeBalance\n      args:\n        thresholds: {{cpu: {low}, memory: {low}}}\n        targetThresholds: {{cpu: {high}, memory: {high}}}\n        planAhead: {plan_ahead}\n    plugins:\n      balance:\n        enabled: [OutcomeBalance]\n"
-        );
-        let p = Policy::from_yaml("policy.yaml", &yaml, &descheduler::plugins::REGISTRY)
-            .expect("the policy loads");
-        Pipeline::build(&p, "policy.yaml", &descheduler::plugins::REGISTRY)
-            .expect("the pipeline builds")
-    };
+    let pipeline =
+        |plan_ahead: bool| outcome_pipeline(low, high, &format!("planAhead: {plan_ahead}"));
     let list = replay::load_list(std::path::Path::new(
         "tests/data/outcome-pdb-tight-12.json.gz",
     ))
@@ -489,15 +486,8 @@ fn where_budgets_hold_moves_back_a_plan_over_the_next_cycles_brings_more_nodes_i
 /// evictions.
 #[test]
 fn randomized_plans_find_one_that_leaves_no_duplicate_where_the_greedy_leaves_one() {
-    let pipeline = |randomized: u32| {
-        let yaml = format!(
-            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: p\n    pluginConfig:\n    - name: DefaultEvictor\n      args: {{nodeFit: true}}\n    - name: OutcomeBalance\n      args:\n        thresholds: {{cpu: 20, memory: 20}}\n        targetThresholds: {{cpu: 60, memory: 60}}\n        randomizedRounds: {randomized}\n    plugins:\n      balance:\n        enabled: [OutcomeBalance]\n"
-        );
-        let p = Policy::from_yaml("policy.yaml", &yaml, &descheduler::plugins::REGISTRY)
-            .expect("the policy loads");
-        Pipeline::build(&p, "policy.yaml", &descheduler::plugins::REGISTRY)
-            .expect("the pipeline builds")
-    };
+    let pipeline =
+        |randomized: u32| outcome_pipeline(20.0, 60.0, &format!("randomizedRounds: {randomized}"));
     let list = replay::load_list(std::path::Path::new(
         "tests/data/outcome-spread-drift-15.json.gz",
     ))

@@ -793,6 +793,17 @@ struct Class {
     held: bool,
 }
 
+impl Class {
+    /// The pods of the classes held by the cooldown (replacements placed within it).
+    fn held(classes: &[Class]) -> Vec<PodId> {
+        classes
+            .iter()
+            .filter(|c| c.held)
+            .flat_map(|c| c.pods.iter().copied())
+            .collect()
+    }
+}
+
 /// A class in the search's heap: its priority (a bound, or the exact gain of its move as of
 /// step `exact_at`), and the class's version it was computed for (older entries are stale).
 struct Entry {
@@ -1786,11 +1797,7 @@ impl OutcomeBalance {
         let (before, for_good) = (model.totals(), model.outside_for_good());
         self.publish_targets(cx, &model);
         let (classes, whole) = self.candidates(cx, &model);
-        let held: Vec<PodId> = classes
-            .iter()
-            .filter(|c| c.held)
-            .flat_map(|c| c.pods.iter().copied())
-            .collect();
+        let held = Class::held(&classes);
         let mut search = Search::new(classes, &model);
         search.remember_recent(cx, &model);
         search.excluded = excluded.clone();
@@ -1877,11 +1884,7 @@ impl OutcomeBalance {
         let mut model = self.model(cx, nodes);
         self.publish_targets(cx, &model);
         let (classes, _) = self.candidates(cx, &model);
-        let held: Vec<PodId> = classes
-            .iter()
-            .filter(|c| c.held)
-            .flat_map(|c| c.pods.iter().copied())
-            .collect();
+        let held = Class::held(&classes);
         let mut planned = 0;
         for &pod in &over.order {
             let Some(from) = cx
